@@ -1,0 +1,23 @@
+//! Generates the C API (Rust entry points and headers) from the tables in `gen/`.
+//! The headers are committed under `include/`; a test fails when they differ from what this
+//! generates, and `RSHMEM_REGEN_HEADERS=1 cargo build -p rshmem-core` rewrites them.
+
+#[path = "gen/mod.rs"]
+mod gen;
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=gen");
+    println!("cargo:rerun-if-env-changed=RSHMEM_REGEN_HEADERS");
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let all = gen::routines();
+    std::fs::write(out.join("capi.rs"), gen::rust_entry_points(&all)).unwrap();
+    let headers = [("shmem.h", gen::header::shmem_h(&all)), ("shmemx.h", gen::header::shmemx_h())];
+    for (name, text) in &headers {
+        std::fs::write(out.join(name), text).unwrap();
+        if std::env::var_os("RSHMEM_REGEN_HEADERS").is_some() {
+            std::fs::write(PathBuf::from("include").join(name), text).unwrap();
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The type table: every TYPENAME of the specification's type tables, once.
+
+/// One C type the API is instantiated over.
+pub struct Ty {
+    /// The spec's TYPENAME (`int`, `longdouble`, `uint64`...).
+    pub name: &'static str,
+    /// The C type (`long double`).
+    pub c: &'static str,
+    /// The Rust type used in the generated entry points.
+    pub rust: &'static str,
+    /// Whether `_Generic` selects on it: exact-width aliases (int64_t is long on LP64) and
+    /// size_t/ptrdiff_t coincide with fundamental types, so only fundamental types appear.
+    pub generic: bool,
+}
+
+const fn ty(name: &'static str, c: &'static str, rust: &'static str, generic: bool) -> Ty {
+    Ty { name, c, rust, generic }
+}
+
+/// Standard RMA types (1.6 Table "Standard RMA Types and Names").
+pub const RMA: &[Ty] = &[
+    ty("float", "float", "f32", true),
+    ty("double", "double", "f64", true),
+    ty("longdouble", "long double", "LongDouble", true),
+    ty("char", "char", "c_char", true),
+    ty("schar", "signed char", "i8", true),
+    ty("short", "short", "i16", true),
+    ty("int", "int", "c_int", true),
+    ty("long", "long", "c_long", true),
+    ty("longlong", "long long", "c_longlong", true),
+    ty("uchar", "unsigned char", "u8", true),
+    ty("ushort", "unsigned short", "u16", true),
+    ty("uint", "unsigned int", "c_uint", true),
+    ty("ulong", "unsigned long", "c_ulong", true),
+    ty("ulonglong", "unsigned long long", "c_ulonglong", true),
+    ty("int8", "int8_t", "i8", false),
+    ty("int16", "int16_t", "i16", false),
+    ty("int32", "int32_t", "i32", false),
+    ty("int64", "int64_t", "i64", false),
+    ty("uint8", "uint8_t", "u8", false),
+    ty("uint16", "uint16_t", "u16", false),
+    ty("uint32", "uint32_t", "u32", false),
+    ty("uint64", "uint64_t", "u64", false),
+    ty("size", "size_t", "usize", false),
+    ty("ptrdiff", "ptrdiff_t", "isize", false),
+];
+
+/// Sizes of the `SIZE` forms (put8 ... put128), in bits.
+pub const SIZES: &[usize] = &[8, 16, 32, 64, 128];
+
+/// Map a C type (no pointer) to the Rust type used in signatures.
+pub fn rust_of_c(c: &str) -> String {
+    let c = c.trim();
+    if let Some(t) = RMA.iter().find(|t| t.c == c) {
+        return t.rust.to_string();
+    }
+    match c {
+        "void" => "c_void",
+        "shmem_ctx_t" => "Ctx",
+        "shmem_team_t" => "Team",
+        other => panic!("generator: no Rust type for C type `{other}`"),
+    }
+    .to_string()
+}

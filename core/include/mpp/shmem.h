@@ -1,0 +1,2 @@
+/* Deprecated include path, still supported. */
+#include <shmem.h>

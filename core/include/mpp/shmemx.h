@@ -1,0 +1,2 @@
+/* Deprecated include path, still supported. */
+#include <shmemx.h>

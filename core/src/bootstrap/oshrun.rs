@@ -1,0 +1,89 @@
+//! Client of `oshrun`'s key-value server.
+
+use super::wire::{self, Msg};
+use super::Bootstrap;
+use std::io;
+use std::os::unix::net::UnixStream;
+use std::sync::Mutex;
+
+pub struct OshrunBoot {
+    rank: i32,
+    size: i32,
+    job: String,
+    conn: Mutex<UnixStream>,
+}
+
+fn env_int(name: &str) -> io::Result<i32> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{name} is missing or not a number")))
+}
+
+impl OshrunBoot {
+    pub fn connect() -> io::Result<OshrunBoot> {
+        let path = std::env::var(wire::ENV_SOCKET).unwrap_or_default();
+        let rank = env_int(wire::ENV_RANK)?;
+        let size = env_int(wire::ENV_SIZE)?;
+        let job = std::env::var(wire::ENV_JOB).unwrap_or_else(|_| format!("j{}", std::process::id()));
+        let mut conn = UnixStream::connect(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot reach oshrun at {path}: {e}")))?;
+        wire::write_msg(&mut conn, &Msg::Hello { rank: rank as u32, pid: std::process::id() })?;
+        Ok(OshrunBoot { rank, size, job, conn: Mutex::new(conn) })
+    }
+
+    fn request(&self, msg: &Msg) -> io::Result<Msg> {
+        let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        wire::write_msg(&mut *c, msg)?;
+        wire::read_msg(&mut *c)
+    }
+}
+
+impl Bootstrap for OshrunBoot {
+    fn rank(&self) -> i32 {
+        self.rank
+    }
+    fn size(&self) -> i32 {
+        self.size
+    }
+    // oshrun starts every PE on its own node.
+    fn local_rank(&self) -> i32 {
+        self.rank
+    }
+    fn local_size(&self) -> i32 {
+        self.size
+    }
+    fn is_local(&self, pe: i32) -> bool {
+        (0..self.size).contains(&pe)
+    }
+    fn job_id(&self) -> &str {
+        &self.job
+    }
+    fn put(&self, key: &str, value: &[u8]) -> io::Result<()> {
+        let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        wire::write_msg(&mut *c, &Msg::Put { key: key.to_string(), value: value.to_vec() })
+    }
+    fn fence(&self) -> io::Result<()> {
+        match self.request(&Msg::Fence)? {
+            Msg::FenceDone => Ok(()),
+            m => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unexpected reply to fence: {m:?}"))),
+        }
+    }
+    fn get(&self, pe: i32, key: &str) -> io::Result<Option<Vec<u8>>> {
+        match self.request(&Msg::Get { rank: pe as u32, key: key.to_string() })? {
+            Msg::Value(v) => Ok(v),
+            m => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unexpected reply to get: {m:?}"))),
+        }
+    }
+    fn abort(&self, code: i32, msg: &str) -> ! {
+        if let Ok(mut c) = self.conn.try_lock() {
+            let _ = wire::write_msg(&mut *c, &Msg::Abort { code, msg: msg.to_string() });
+        }
+        // oshrun now kills every PE; leave at once in case it is gone.
+        std::process::exit(code)
+    }
+    fn finalize(&self) {
+        let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = wire::write_msg(&mut *c, &Msg::Finalize);
+    }
+}

@@ -1,0 +1,165 @@
+//! Settings: each is declared once here (name, kind, default, doc); parsing, `SHMEM_INFO`
+//! output and the `shmem_info` tool all read this table. Component parameters are
+//! `SHMEM_MCA_<framework>_<component>_<name>` and are declared by the components themselves.
+
+use std::ffi::CString;
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Size,
+    Str,
+    Int,
+}
+
+pub struct Setting {
+    pub name: &'static str,
+    /// Older spelling still honoured (e.g. `SMA_SYMMETRIC_SIZE`).
+    pub legacy: Option<&'static str>,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+const fn setting(name: &'static str, kind: Kind, default: &'static str, doc: &'static str) -> Setting {
+    Setting { name, legacy: None, kind, default, doc }
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        legacy: Some("SMA_SYMMETRIC_SIZE"),
+        ..setting("SHMEM_SYMMETRIC_SIZE", Kind::Size, "512M", "Bytes of symmetric heap per PE (suffixes K, M, G, T)")
+    },
+    Setting { legacy: Some("SMA_VERSION"), ..setting("SHMEM_VERSION", Kind::Bool, "0", "Print the library version at start-up") },
+    Setting { legacy: Some("SMA_INFO"), ..setting("SHMEM_INFO", Kind::Bool, "0", "Print the settings and the selected components at start-up") },
+    Setting {
+        legacy: Some("SMA_DEBUG"),
+        ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Enable expensive argument checks (bounds, overlap, symmetry of whole ranges)")
+    },
+    setting("SHMEM_LOG_LEVEL", Kind::Str, "warn", "Library log level: error, warn, info or debug"),
+    setting("SHMEM_MCA_plugin_path", Kind::Str, "", "Extra directories (colon-separated) searched for component plugins"),
+    setting("SHMEM_MCA_spml", Kind::Str, "", "spml components to consider: 'a,b' (in this order) or '^a,b' (all but these)"),
+    setting("SHMEM_MCA_sshmem", Kind::Str, "", "sshmem components to consider (same syntax as SHMEM_MCA_spml)"),
+    setting("SHMEM_MCA_memheap", Kind::Str, "", "memheap components to consider (same syntax as SHMEM_MCA_spml)"),
+    setting("SHMEM_MCA_scoll", Kind::Str, "", "scoll components to stack, best first (same syntax as SHMEM_MCA_spml)"),
+    setting(
+        "SHMEM_LOCAL_MAP",
+        Kind::Bool,
+        "1",
+        "Map the symmetric memory of PEs on the same node and access it with loads and stores; 0 sends everything through the spml",
+    ),
+];
+
+pub fn lookup(name: &str) -> &'static Setting {
+    SETTINGS.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("undeclared setting {name}"))
+}
+
+/// The raw value of a declared setting: environment (new name, then legacy), else default.
+pub fn raw(name: &str) -> String {
+    let s = lookup(name);
+    std::env::var(s.name)
+        .ok()
+        .or_else(|| s.legacy.and_then(|l| std::env::var(l).ok()))
+        .unwrap_or_else(|| s.default.to_string())
+}
+
+/// Where a value came from, for reports.
+pub fn source(name: &str) -> &'static str {
+    let s = lookup(name);
+    if std::env::var_os(s.name).is_some() {
+        "environment"
+    } else if s.legacy.is_some_and(|l| std::env::var_os(l).is_some()) {
+        "environment (legacy name)"
+    } else {
+        "default"
+    }
+}
+
+pub fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "y" | "yes" | "true" | "on" => Some(true),
+        "0" | "n" | "no" | "false" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// `512M`, `1g`, `4096`, `2KiB`.
+pub fn parse_size(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, unit) = v.split_at(digits);
+    let n: usize = num.parse().ok()?;
+    let unit = unit.trim().to_ascii_uppercase();
+    let shift = match unit.trim_end_matches("IB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1usize << shift)
+}
+
+pub fn get_bool(name: &str) -> Result<bool, String> {
+    let v = raw(name);
+    parse_bool(&v).ok_or_else(|| format!("{name}={v} is not a boolean (use 0 or 1)"))
+}
+
+pub fn get_size(name: &str) -> Result<usize, String> {
+    let v = raw(name);
+    parse_size(&v).ok_or_else(|| format!("{name}={v} is not a size (examples: 4096, 64K, 512M, 2G)"))
+}
+
+/// `SHMEM_MCA_<framework>_<component>_<param>` as a C string owned for the job's lifetime
+/// (plugins keep the pointer).
+pub fn component_param(framework: &str, component: &str, param: &str) -> Option<*const std::ffi::c_char> {
+    static CACHE: OnceLock<Mutex<Vec<(String, CString)>>> = OnceLock::new();
+    let key = format!("SHMEM_MCA_{framework}_{component}_{param}");
+    let value = std::env::var(&key).ok()?;
+    let mut cache = CACHE.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, v)) = cache.iter().find(|(k, v)| *k == key && v.to_str() == Ok(value.as_str())) {
+        return Some(v.as_ptr());
+    }
+    let c = CString::new(value).ok()?;
+    // The CString's heap buffer does not move when the Vec grows, so the pointer stays valid.
+    let ptr = c.as_ptr();
+    cache.push((key, c));
+    Some(ptr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("512m"), Some(512 << 20));
+        assert_eq!(parse_size("2GiB"), Some(2 << 30));
+        assert_eq!(parse_size("1T"), Some(1 << 40));
+        assert_eq!(parse_size("12Q"), None);
+        assert_eq!(parse_size("M"), None);
+    }
+
+    #[test]
+    fn bools_parse() {
+        assert_eq!(parse_bool("1"), Some(true));
+        assert_eq!(parse_bool("off"), Some(false));
+        assert_eq!(parse_bool("maybe"), None);
+    }
+
+    #[test]
+    fn every_default_parses_as_its_kind() {
+        for s in SETTINGS {
+            match s.kind {
+                Kind::Bool => assert!(parse_bool(s.default).is_some(), "{}", s.name),
+                Kind::Size => assert!(parse_size(s.default).is_some(), "{}", s.name),
+                Kind::Int => assert!(s.default.parse::<i64>().is_ok(), "{}", s.name),
+                Kind::Str => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The C ABI: generated entry points, the panic boundary every one of them runs inside,
+//! the predefined handles, and the long-double trampolines.
+
+mod capi;
+pub mod handles;
+#[cfg(target_arch = "x86_64")]
+mod longdouble;
+
+pub use capi::SYMBOLS;
+pub use handles::{Ctx, Team};
+
+pub const THREAD_SINGLE: i32 = 0;
+pub const THREAD_FUNNELED: i32 = 1;
+pub const THREAD_SERIALIZED: i32 = 2;
+pub const THREAD_MULTIPLE: i32 = 3;
+
+/// `long double` as storage: the library only moves its bytes.
+#[repr(C, align(16))]
+#[derive(Copy, Clone)]
+pub struct LongDouble(pub [u8; 16]);
+
+/// The panic boundary: a panic inside the library never unwinds into C; it is reported and the
+/// whole job ends. Free on the non-panicking path.
+#[inline(always)]
+pub fn boundary<R>(routine: &'static std::ffi::CStr, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(e) => panic_abort(routine, e),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn panic_abort(routine: &'static std::ffi::CStr, e: Box<dyn std::any::Any + Send>) -> ! {
+    let what = e
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    crate::error::fatal(routine, &format!("internal error: {what}"))
+}

@@ -1,0 +1,93 @@
+//! Symmetric heap management (spec 9.3): the collective allocation routines over the selected
+//! memheap. Allocation is deterministic, so the same call sequence yields the same offsets on
+//! every PE; each routine synchronises as the spec requires.
+
+use crate::error::fatal;
+use crate::runtime::{self, Runtime};
+use std::ffi::{c_void, CStr};
+
+const MIN_ALIGN: usize = 16;
+
+/// Allocate without synchronising (for the core's own symmetric data, created collectively).
+pub fn alloc_internal(rt: &Runtime, size: usize, align: usize) -> Option<*mut u8> {
+    let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: plugin ABI call on the heap created at init.
+    let p = unsafe { (rt.memheap.alloc)(rt.heap, size, align.max(MIN_ALIGN)) };
+    (!p.is_null()).then_some(p as *mut u8)
+}
+
+fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_void {
+    let rt = runtime::get(routine);
+    if size == 0 {
+        return std::ptr::null_mut();
+    }
+    let p = alloc_internal(rt, size, align).unwrap_or(std::ptr::null_mut());
+    if zero && !p.is_null() {
+        // SAFETY: fresh allocation of `size` bytes.
+        unsafe { std::ptr::write_bytes(p, 0, size) };
+    }
+    crate::coll::barrier_all(routine);
+    p.cast()
+}
+
+pub fn malloc(routine: &CStr, size: usize) -> *mut c_void {
+    alloc_sync(routine, size, MIN_ALIGN, false)
+}
+
+pub fn calloc(routine: &CStr, count: usize, size: usize) -> *mut c_void {
+    match count.checked_mul(size) {
+        Some(n) => alloc_sync(routine, n, MIN_ALIGN, true),
+        None => {
+            runtime::get(routine);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
+    if !alignment.is_power_of_two() {
+        runtime::get(routine);
+        return std::ptr::null_mut();
+    }
+    alloc_sync(routine, size, alignment, false)
+}
+
+fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
+    // SAFETY: plugin ABI call; only looks the pointer up.
+    if unsafe { (rt.memheap.usable_size)(rt.heap, ptr) } == 0 {
+        fatal(routine, &format!("{what} {ptr:p} was not returned by a symmetric allocation routine (or was already freed)"));
+    }
+}
+
+pub fn free(routine: &CStr, ptr: *mut c_void) {
+    let rt = runtime::get(routine);
+    if ptr.is_null() {
+        return;
+    }
+    check_owned(routine, rt, ptr, "ptr");
+    crate::coll::barrier_all(routine);
+    let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: plugin ABI call on a live allocation.
+    unsafe { (rt.memheap.free)(rt.heap, ptr) };
+}
+
+pub fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_void {
+    let rt = runtime::get(routine);
+    if ptr.is_null() {
+        return malloc(routine, size);
+    }
+    check_owned(routine, rt, ptr, "ptr");
+    if size == 0 {
+        free(routine, ptr);
+        return std::ptr::null_mut();
+    }
+    // Nobody may still be reading the old block when it moves.
+    crate::coll::barrier_all(routine);
+    let p = {
+        let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plugin ABI call on a live allocation.
+        unsafe { (rt.memheap.realloc)(rt.heap, ptr, size) }
+    };
+    crate::coll::barrier_all(routine);
+    p
+}

@@ -1,0 +1,144 @@
+//! Finding and loading plugin shared objects. Every file exports one descriptor function; a
+//! file with another ABI version, no descriptor, or a bad one is skipped with a note that
+//! `shmem_info` and the logs show.
+
+use rshmem_plugin_api::{c_str, Framework, ParamDecl, PluginDescriptor, ABI_VERSION, DESCRIPTOR_SYMBOL};
+use std::path::{Path, PathBuf};
+
+/// A loaded component. The library stays loaded for the life of the process.
+pub struct Component {
+    pub framework: Framework,
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub path: PathBuf,
+    pub desc: &'static PluginDescriptor,
+}
+
+impl Component {
+    pub fn params(&self) -> Vec<(String, String, String)> {
+        let d = self.desc;
+        if d.params.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: the descriptor promises `n_params` valid entries at `params`.
+        let params: &[ParamDecl] = unsafe { std::slice::from_raw_parts(d.params, d.n_params) };
+        params
+            .iter()
+            .map(|p| {
+                // SAFETY: descriptor strings are NUL-terminated statics.
+                unsafe {
+                    (c_str(p.name).unwrap_or_default(), c_str(p.default_value).unwrap_or_default(), c_str(p.doc).unwrap_or_default())
+                }
+            })
+            .collect()
+    }
+}
+
+/// The result of scanning the plugin directories.
+#[derive(Default)]
+pub struct Discovery {
+    pub components: Vec<Component>,
+    /// Files that were not loaded, with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+    pub dirs: Vec<PathBuf>,
+}
+
+/// Directory holding the object this code is linked into (libshmem.so, or an executable
+/// that links the core statically).
+fn own_dir() -> Option<PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let addr = own_dir as *const libc::c_void;
+    // SAFETY: dladdr only reads loader tables; `info` is a valid out-pointer.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
+    let path = unsafe { c_str(info.dli_fname) }?;
+    let path = std::fs::canonicalize(path).ok()?;
+    path.parent().map(Path::to_path_buf)
+}
+
+/// The directories searched, in order: `SHMEM_MCA_plugin_path` entries, then the library's own
+/// directory and its `rshmem/` subdirectory.
+pub fn plugin_dirs() -> Vec<(PathBuf, bool)> {
+    let mut dirs = Vec::new();
+    for d in crate::config::raw("SHMEM_MCA_plugin_path").split(':').filter(|d| !d.is_empty()) {
+        dirs.push((PathBuf::from(d), true));
+    }
+    if let Some(own) = own_dir() {
+        dirs.push((own.join("rshmem"), true));
+        // The build directory also holds unrelated libraries: only our own naming there.
+        dirs.push((own, false));
+    }
+    dirs
+}
+
+fn candidate(path: &Path, any_name: bool) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return false };
+    name.ends_with(".so") && (any_name || name.starts_with("librshmem_"))
+}
+
+/// Load one plugin file.
+pub fn load(path: &Path) -> Result<Component, String> {
+    use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+    // SAFETY: loading runs the object's initialisers; plugins are trusted code by design.
+    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| format!("dlopen failed: {e}"))?;
+    type DescFn = unsafe extern "C" fn() -> *const PluginDescriptor;
+    // SAFETY: the symbol, when present, has this signature by the ABI contract.
+    let f = unsafe { lib.get::<DescFn>(DESCRIPTOR_SYMBOL.as_bytes()) }
+        .map_err(|_| format!("no {DESCRIPTOR_SYMBOL} symbol (not an rshmem plugin)"))?;
+    // SAFETY: calling the descriptor function has no preconditions.
+    let desc = unsafe { f() };
+    if desc.is_null() {
+        return Err("descriptor function returned NULL".into());
+    }
+    // The library must outlive every pointer into it: keep it loaded for good.
+    std::mem::forget(lib);
+    // SAFETY: non-null descriptor of a library that stays loaded.
+    let desc: &'static PluginDescriptor = unsafe { &*desc };
+    if desc.abi_version != ABI_VERSION {
+        return Err(format!("plugin ABI version {} (this library speaks {ABI_VERSION})", desc.abi_version));
+    }
+    let framework =
+        Framework::from_u32(desc.framework).ok_or_else(|| format!("unknown framework number {}", desc.framework))?;
+    if desc.query.is_none() || desc.open.is_none() {
+        return Err("descriptor lacks query or open".into());
+    }
+    // SAFETY: descriptor strings are NUL-terminated statics of the loaded library.
+    let (name, version, description) = unsafe { (c_str(desc.name), c_str(desc.version), c_str(desc.description)) };
+    let name = name.filter(|n| !n.is_empty()).ok_or("descriptor has no name")?;
+    Ok(Component {
+        framework,
+        name,
+        version: version.unwrap_or_default(),
+        description: description.unwrap_or_default(),
+        path: path.to_path_buf(),
+        desc,
+    })
+}
+
+/// Scan every plugin directory. A component name seen twice in one framework keeps the first
+/// (earlier directories win, so `SHMEM_MCA_plugin_path` can override a built-in component).
+pub fn discover() -> Discovery {
+    let mut out = Discovery::default();
+    for (dir, any_name) in plugin_dirs() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        out.dirs.push(dir.clone());
+        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| candidate(p, any_name)).collect();
+        files.sort();
+        for path in files {
+            match load(&path) {
+                Ok(c) => {
+                    if out.components.iter().any(|o| o.framework == c.framework && o.name == c.name) {
+                        out.skipped.push((path, format!("{} {} already loaded from an earlier directory", c.framework.name(), c.name)));
+                    } else {
+                        out.components.push(c);
+                    }
+                }
+                Err(why) => out.skipped.push((path, why)),
+            }
+        }
+    }
+    out
+}

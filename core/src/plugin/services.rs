@@ -1,0 +1,169 @@
+//! The `CoreServices` table handed to plugins: thin C-ABI shims over the bootstrap, the
+//! configuration and the core's one-sided operations.
+
+use crate::runtime;
+use rshmem_plugin_api::{c_str, CoreServices, TransportHandle};
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::OnceLock;
+
+struct Table(CoreServices, #[allow(dead_code)] CString);
+// SAFETY: the table is immutable after creation and holds only function pointers and a
+// pointer into its own CString.
+unsafe impl Sync for Table {}
+unsafe impl Send for Table {}
+
+static TABLE: OnceLock<Table> = OnceLock::new();
+
+/// The table for this process (created once the bootstrap is known).
+pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str) -> *const CoreServices {
+    let t = TABLE.get_or_init(|| {
+        let job = CString::new(job).unwrap_or_default();
+        Table(
+            CoreServices {
+                struct_size: std::mem::size_of::<CoreServices>(),
+                abi_version: rshmem_plugin_api::ABI_VERSION,
+                my_pe,
+                n_pes,
+                local_rank,
+                local_size,
+                job_id: job.as_ptr(),
+                log,
+                param,
+                kv_put,
+                kv_get,
+                kv_fence,
+                abort,
+                pe_is_local,
+                transport,
+                ptr,
+                putmem,
+                getmem,
+                quiet,
+                fence,
+                atomic_add_u64,
+                wait_until_u64,
+            },
+            job,
+        )
+    });
+    &t.0
+}
+
+fn guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => crate::error::abort_job(1, &format!("internal error in core service {what}")),
+    }
+}
+
+unsafe extern "C" fn log(level: c_int, component: *const c_char, msg: *const c_char) {
+    guard("log", || {
+        // SAFETY: plugins pass NUL-terminated strings.
+        let (c, m) = unsafe { (c_str(component).unwrap_or_default(), c_str(msg).unwrap_or_default()) };
+        crate::log::log(level, &c, &m);
+    })
+}
+
+unsafe extern "C" fn param(framework: *const c_char, component: *const c_char, name: *const c_char) -> *const c_char {
+    guard("param", || {
+        // SAFETY: plugins pass NUL-terminated strings.
+        let (f, c, n) = unsafe { (c_str(framework), c_str(component), c_str(name)) };
+        match (f, c, n) {
+            (Some(f), Some(c), Some(n)) => crate::config::component_param(&f, &c, &n).unwrap_or(std::ptr::null()),
+            _ => std::ptr::null(),
+        }
+    })
+}
+
+unsafe extern "C" fn kv_put(key: *const c_char, value: *const u8, len: usize) -> c_int {
+    guard("kv_put", || {
+        // SAFETY: plugins pass a NUL-terminated key and `len` readable bytes.
+        let (k, v) = unsafe { (c_str(key).unwrap_or_default(), std::slice::from_raw_parts(value, len)) };
+        match runtime::boot().put(&k, v) {
+            Ok(()) => 0,
+            Err(_) => -1,
+        }
+    })
+}
+
+unsafe extern "C" fn kv_get(pe: c_int, key: *const c_char, buf: *mut u8, cap: usize, len: *mut usize) -> c_int {
+    guard("kv_get", || {
+        // SAFETY: NUL-terminated key from the plugin.
+        let k = unsafe { c_str(key).unwrap_or_default() };
+        match runtime::boot().get(pe, &k) {
+            Ok(Some(v)) if v.len() <= cap => {
+                // SAFETY: `buf` has `cap` writable bytes and `len` is a valid out-pointer.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(v.as_ptr(), buf, v.len());
+                    *len = v.len();
+                }
+                0
+            }
+            Ok(Some(v)) => {
+                // SAFETY: valid out-pointer; tells the caller the size needed.
+                unsafe { *len = v.len() };
+                -2
+            }
+            _ => -1,
+        }
+    })
+}
+
+unsafe extern "C" fn kv_fence() -> c_int {
+    guard("kv_fence", || match runtime::boot().fence() {
+        Ok(()) => 0,
+        Err(_) => -1,
+    })
+}
+
+unsafe extern "C" fn abort(code: c_int, msg: *const c_char) {
+    // SAFETY: NUL-terminated message from the plugin.
+    let m = unsafe { c_str(msg).unwrap_or_default() };
+    eprintln!("{} {m}", crate::log::prefix());
+    crate::error::abort_job(code, &m)
+}
+
+unsafe extern "C" fn pe_is_local(pe: c_int) -> c_int {
+    guard("pe_is_local", || runtime::boot().is_local(pe) as c_int)
+}
+
+unsafe extern "C" fn transport() -> TransportHandle {
+    runtime::transport()
+}
+
+unsafe extern "C" fn ptr(addr: *const c_void, pe: c_int) -> *mut c_void {
+    // SAFETY: forwarded to the checked core routine.
+    guard("ptr", || unsafe { crate::rma::ptr(c"core service ptr", addr, pe) })
+}
+
+unsafe extern "C" fn putmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
+    // SAFETY: forwarded to the checked core routine.
+    guard("putmem", || unsafe {
+        crate::rma::put(c"core service putmem", crate::ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+    })
+}
+
+unsafe extern "C" fn getmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
+    // SAFETY: forwarded to the checked core routine.
+    guard("getmem", || unsafe {
+        crate::rma::get(c"core service getmem", crate::ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+    })
+}
+
+unsafe extern "C" fn quiet() {
+    guard("quiet", || crate::rma::quiet(c"core service quiet", crate::ctx::default()))
+}
+
+unsafe extern "C" fn fence() {
+    guard("fence", || crate::rma::fence(c"core service fence", crate::ctx::default()))
+}
+
+unsafe extern "C" fn atomic_add_u64(dest: *mut u64, value: u64, pe: c_int) {
+    // SAFETY: forwarded to the checked core routine.
+    guard("atomic_add_u64", || unsafe { crate::rma::atomic_add_u64(c"core service atomic_add_u64", dest, value, pe) })
+}
+
+unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
+    // SAFETY: forwarded to the core wait routine.
+    guard("wait_until_u64", || unsafe { crate::wait::wait_until_u64(c"core service wait_until_u64", ivar, cmp, value) })
+}

@@ -1,0 +1,283 @@
+//! RMA: put, get, their strided and non-blocking forms, and ordering. A peer whose segment is
+//! mapped here is reached with a plain copy into the mapping (no request, no lock, no
+//! allocation); any other peer goes through the spml.
+
+use crate::error::fatal;
+use crate::ffi::handles::Ctx;
+use crate::runtime::{self, Runtime};
+use crate::segments::PeerSeg;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{self, AtomicU64, Ordering};
+
+#[cold]
+#[inline(never)]
+fn bad_pe(routine: &CStr, pe: c_int, n: i32) -> ! {
+    fatal(routine, &format!("pe {pe} is out of range: the job has {n} PEs (0..{})", n - 1))
+}
+
+#[cold]
+#[inline(never)]
+fn not_symmetric(routine: &CStr, what: &str, addr: usize) -> ! {
+    fatal(routine, &format!("{what} {addr:#x} is not a symmetric address (not in the symmetric heap nor in global or static data)"))
+}
+
+#[cold]
+#[inline(never)]
+fn overflow(routine: &CStr) -> ! {
+    fatal(routine, "nelems times the element size overflows size_t")
+}
+
+/// Where symmetric `addr` lives on `pe`: (segment, offset, peer record).
+#[inline(always)]
+fn target<'a>(rt: &'a Runtime, routine: &CStr, what: &str, addr: usize, len: usize, pe: c_int) -> (u32, usize, &'a PeerSeg) {
+    if pe as u32 >= rt.n_pes as u32 {
+        bad_pe(routine, pe, rt.n_pes);
+    }
+    let Some((seg, off)) = rt.segs.lookup(addr) else { not_symmetric(routine, what, addr) };
+    if rt.debug && !rt.segs.contains_range(addr, len) {
+        fatal(routine, &format!("{what} range {addr:#x}+{len} runs past the end of its symmetric segment"));
+    }
+    (seg, off, rt.segs.peer(pe as usize, seg))
+}
+
+#[inline(always)]
+fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
+    match nelems.checked_mul(size) {
+        Some(n) => n,
+        None => overflow(routine),
+    }
+}
+
+#[inline(always)]
+unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
+    // SAFETY: non-null contexts point at live CtxObj values.
+    let c = unsafe { &*ctx };
+    c.spml_dirty.store(true, Ordering::Relaxed);
+    c.spml.load(Ordering::Relaxed)
+}
+
+#[cold]
+fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
+    fatal(routine, &format!("{what} PE {pe} failed in the spml"))
+}
+
+/// Blocking put of `nelems` elements of `size` bytes.
+///
+/// # Safety
+/// `src` must be readable for the length; `dest` is checked to be symmetric.
+#[inline(always)]
+pub unsafe fn put(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+    let len = bytes(routine, nelems, size);
+    if ctx.is_null() || len == 0 {
+        return;
+    }
+    let rt = runtime::get(routine);
+    let (seg, off, p) = target(rt, routine, "dest", dest as usize, len, pe);
+    if !p.mapped.is_null() {
+        // SAFETY: the mapping covers the segment and the range was located inside it.
+        unsafe { std::ptr::copy(src, p.mapped.add(off), len) };
+    } else {
+        // SAFETY: plugin ABI call; `src` readable for `len`.
+        if unsafe { (rt.spml.put)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0 {
+            spml_failed(routine, "put to", pe);
+        }
+    }
+}
+
+/// Blocking get.
+///
+/// # Safety
+/// `dest` must be writable for the length; `src` is checked to be symmetric.
+#[inline(always)]
+pub unsafe fn get(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+    let len = bytes(routine, nelems, size);
+    if ctx.is_null() || len == 0 {
+        return;
+    }
+    let rt = runtime::get(routine);
+    let (seg, off, p) = target(rt, routine, "source", src as usize, len, pe);
+    if !p.mapped.is_null() {
+        // SAFETY: the mapping covers the range; `dest` is writable by contract.
+        unsafe { std::ptr::copy(p.mapped.add(off), dest, len) };
+    } else {
+        // SAFETY: plugin ABI call; `dest` writable for `len`.
+        if unsafe { (rt.spml.get)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0 {
+            spml_failed(routine, "get from", pe);
+        }
+    }
+}
+
+/// Non-blocking put: complete at the next quiet.
+///
+/// # Safety
+/// As [`put`]; `src` must stay unchanged until the next quiet.
+pub unsafe fn put_nbi(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+    let len = bytes(routine, nelems, size);
+    if ctx.is_null() || len == 0 {
+        return;
+    }
+    let rt = runtime::get(routine);
+    let (seg, off, p) = target(rt, routine, "dest", dest as usize, len, pe);
+    if !p.mapped.is_null() {
+        // SAFETY: as in `put`.
+        unsafe { std::ptr::copy(src, p.mapped.add(off), len) };
+    } else if unsafe { (rt.spml.put_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0 {
+        spml_failed(routine, "put to", pe);
+    }
+}
+
+/// Non-blocking get: `dest` is valid after the next quiet.
+///
+/// # Safety
+/// As [`get`].
+pub unsafe fn get_nbi(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+    let len = bytes(routine, nelems, size);
+    if ctx.is_null() || len == 0 {
+        return;
+    }
+    let rt = runtime::get(routine);
+    let (seg, off, p) = target(rt, routine, "source", src as usize, len, pe);
+    if !p.mapped.is_null() {
+        // SAFETY: as in `get`.
+        unsafe { std::ptr::copy(p.mapped.add(off), dest, len) };
+    } else if unsafe { (rt.spml.get_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0 {
+        spml_failed(routine, "get from", pe);
+    }
+}
+
+/// Single-element put.
+///
+/// # Safety
+/// `dest` is checked to be symmetric.
+#[inline(always)]
+pub unsafe fn p<T: Copy>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
+    // SAFETY: `value` is a local readable for size_of::<T>().
+    unsafe { put(routine, ctx, dest.cast(), (&value as *const T).cast(), 1, std::mem::size_of::<T>(), pe) }
+}
+
+/// Single-element get.
+///
+/// # Safety
+/// `source` is checked to be symmetric.
+#[inline(always)]
+pub unsafe fn g<T: Copy>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
+    let mut v = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: `v` is writable for size_of::<T>(); zeroed first so an invalid context yields 0.
+    unsafe {
+        get(routine, ctx, v.as_mut_ptr().cast(), source.cast(), 1, std::mem::size_of::<T>(), pe);
+        v.assume_init()
+    }
+}
+
+fn check_strides(routine: &CStr, dst: isize, sst: isize) {
+    if dst < 1 || sst < 1 {
+        fatal(routine, &format!("strides must be at least 1 (dst={dst}, sst={sst})"));
+    }
+}
+
+/// Strided put: element `i` of `src` (stride `sst`) to element `i` of `dest` (stride `dst`).
+///
+/// # Safety
+/// As [`put`], for every strided element.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iput(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int) {
+    if nelems == 0 {
+        return;
+    }
+    check_strides(routine, dst, sst);
+    for i in 0..nelems {
+        let (d, s) = (i * dst as usize * size, i * sst as usize * size);
+        // SAFETY: each element is checked by `put`.
+        unsafe { put(routine, ctx, dest.wrapping_add(d), src.wrapping_add(s), 1, size, pe) };
+    }
+}
+
+/// Strided get.
+///
+/// # Safety
+/// As [`get`], for every strided element.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iget(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int) {
+    if nelems == 0 {
+        return;
+    }
+    check_strides(routine, dst, sst);
+    for i in 0..nelems {
+        let (d, s) = (i * dst as usize * size, i * sst as usize * size);
+        // SAFETY: each element is checked by `get`.
+        unsafe { get(routine, ctx, dest.wrapping_add(d), src.wrapping_add(s), 1, size, pe) };
+    }
+}
+
+/// `shmem_quiet`: every put, get and AMO issued on `ctx` is complete and visible.
+pub fn quiet(routine: &CStr, ctx: Ctx) {
+    if ctx.is_null() {
+        return;
+    }
+    let rt = runtime::get(routine);
+    atomic::fence(Ordering::SeqCst);
+    // SAFETY: non-null contexts point at live CtxObj values.
+    let c = unsafe { &*ctx };
+    if c.spml_dirty.swap(false, Ordering::AcqRel) {
+        // SAFETY: plugin ABI call on the context's spml handle.
+        if unsafe { (rt.spml.quiet)(c.spml.load(Ordering::Relaxed)) } != 0 {
+            fatal(routine, "the spml failed to complete outstanding operations");
+        }
+    }
+}
+
+/// `shmem_fence`: operations to each PE are delivered in order.
+pub fn fence(routine: &CStr, ctx: Ctx) {
+    if ctx.is_null() {
+        return;
+    }
+    let rt = runtime::get(routine);
+    atomic::fence(Ordering::Release);
+    // SAFETY: as in `quiet`.
+    let c = unsafe { &*ctx };
+    if c.spml_dirty.load(Ordering::Relaxed) {
+        // SAFETY: plugin ABI call.
+        unsafe { (rt.spml.fence)(c.spml.load(Ordering::Relaxed)) };
+    }
+}
+
+/// `shmem_ptr`: a local address for `pe`'s copy of symmetric `addr`, or NULL.
+///
+/// # Safety
+/// None beyond the C contract: the address is only looked up.
+pub unsafe fn ptr(routine: &CStr, addr: *const c_void, pe: c_int) -> *mut c_void {
+    let rt = runtime::get(routine);
+    if pe as u32 >= rt.n_pes as u32 {
+        return std::ptr::null_mut();
+    }
+    match rt.segs.lookup(addr as usize) {
+        Some((seg, off)) => {
+            let p = rt.segs.peer(pe as usize, seg);
+            if p.mapped.is_null() {
+                std::ptr::null_mut()
+            } else {
+                p.mapped.wrapping_add(off).cast()
+            }
+        }
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// 64-bit atomic add on a symmetric word (used by collectives).
+///
+/// # Safety
+/// `dest` is checked to be symmetric and must be 8-byte aligned.
+pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_int) {
+    let rt = runtime::get(routine);
+    let (seg, off, p) = target(rt, routine, "dest", dest as usize, 8, pe);
+    if !p.mapped.is_null() {
+        // SAFETY: an aligned word inside a shared mapping; every PE uses atomics on it.
+        unsafe { AtomicU64::from_ptr(p.mapped.add(off).cast()).fetch_add(value, Ordering::AcqRel) };
+    } else {
+        let ctx = crate::ctx::default();
+        // SAFETY: plugin ABI call.
+        if unsafe { (rt.spml.atomic_add_u64)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, value) } != 0 {
+            spml_failed(routine, "atomic add on", pe);
+        }
+    }
+}

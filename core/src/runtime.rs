@@ -1,0 +1,395 @@
+//! The runtime: start-up (bootstrap, component selection, symmetric memory, wiring to peers),
+//! the global state the API reads, and shutdown.
+
+use crate::bootstrap::{self, Bootstrap};
+use crate::ffi::handles::{rshmem_ctx_default, rshmem_team_world};
+use crate::plugin::{self, services, Selection};
+use crate::segments::{PeerSeg, SegmentTable, SEG_DATA, SEG_HEAP};
+use crate::static_data::{self, DataSegment};
+use crate::team::TeamState;
+use rshmem_plugin_api::{
+    CoreServices, Framework, MemheapOps, ScollOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle, RC_UNSUPPORTED,
+};
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Heap bytes the core reserves for its own use (team scratch) on top of SHMEM_SYMMETRIC_SIZE.
+const INTERNAL_HEAP: usize = 1 << 20;
+
+pub struct Runtime {
+    pub boot: &'static dyn Bootstrap,
+    pub my_pe: i32,
+    pub n_pes: i32,
+    pub spml: &'static SpmlOps,
+    pub sshmem: &'static SshmemOps,
+    pub memheap: &'static MemheapOps,
+    pub heap: *mut c_void,
+    pub heap_lock: Mutex<()>,
+    pub segs: SegmentTable,
+    pub thread_level: i32,
+    pub debug: bool,
+    /// Some peer is reachable only through the spml: wait loops must drive it.
+    pub needs_progress: bool,
+    pub selected: Vec<(Framework, Vec<String>)>,
+    heap_seg: Mutex<SegmentDesc>,
+    data_seg: Mutex<Option<DataSegment>>,
+    spml_regs: Vec<*mut c_void>,
+}
+
+// SAFETY: the raw pointers are plugin handles and mappings valid for the job; mutation after
+// init goes through the Mutex fields.
+unsafe impl Send for Runtime {}
+unsafe impl Sync for Runtime {}
+
+static RT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+static BOOT: OnceLock<Box<dyn Bootstrap>> = OnceLock::new();
+/// The selected spml's transport, published for other components.
+struct Published(TransportHandle);
+// SAFETY: the handle's pointers are UCX objects that are safe to share by the transport's contract.
+unsafe impl Send for Published {}
+static TRANSPORT: Mutex<Published> = Mutex::new(Published(TransportHandle::NONE));
+const NOT_STARTED: u8 = 0;
+const RUNNING: u8 = 1;
+const FINALIZED: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(NOT_STARTED);
+static INIT_LOCK: Mutex<()> = Mutex::new(());
+
+/// The runtime, or a fatal error naming `routine` when the library is not initialized.
+#[inline(always)]
+pub fn get(routine: &CStr) -> &'static Runtime {
+    let p = RT.load(Ordering::Acquire);
+    if p.is_null() {
+        not_initialized(routine)
+    }
+    // SAFETY: once published the runtime is never freed.
+    unsafe { &*p }
+}
+
+#[cold]
+#[inline(never)]
+fn not_initialized(routine: &CStr) -> ! {
+    let when = if STATE.load(Ordering::Acquire) == FINALIZED { "after shmem_finalize" } else { "before shmem_init" };
+    crate::error::fatal(routine, &format!("called {when}"))
+}
+
+pub fn try_get() -> Option<&'static Runtime> {
+    let p = RT.load(Ordering::Acquire);
+    // SAFETY: as in `get`.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+pub fn is_initialized() -> bool {
+    STATE.load(Ordering::Acquire) == RUNNING
+}
+
+/// The bootstrap (exists from the start of init, before the runtime is complete).
+pub fn boot() -> &'static dyn Bootstrap {
+    BOOT.get().map(|b| b.as_ref()).expect("bootstrap used before shmem_init")
+}
+
+pub fn transport() -> TransportHandle {
+    TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0
+}
+
+fn fail(routine: &CStr, msg: &str) -> ! {
+    crate::error::fatal(routine, msg)
+}
+
+fn open<T>(sel: &Selection, core: *const CoreServices, routine: &CStr) -> (&'static T, String) {
+    let mut errors = Vec::new();
+    for c in &sel.ranked {
+        let open = c.desc.open.expect("checked at load");
+        // SAFETY: `open` follows the plugin ABI; it returns the framework's ops table or NULL.
+        let ops = std::panic::catch_unwind(|| unsafe { open(core) }).unwrap_or(std::ptr::null());
+        if !ops.is_null() {
+            // SAFETY: the plugin promises a table of its framework's type, alive while loaded.
+            return (unsafe { &*(ops as *const T) }, c.name.clone());
+        }
+        errors.push(format!("{}: open failed", c.name));
+    }
+    fail(routine, &format!("no {} component could be opened ({})", sel.framework.name(), errors.join("; ")))
+}
+
+fn encode_segment(base: u64, len: u64, blob: &[u8], rkey: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(24 + blob.len() + rkey.len());
+    v.extend_from_slice(&base.to_le_bytes());
+    v.extend_from_slice(&len.to_le_bytes());
+    v.extend_from_slice(&(blob.len() as u32).to_le_bytes());
+    v.extend_from_slice(blob);
+    v.extend_from_slice(rkey);
+    v
+}
+
+fn decode_segment(v: &[u8]) -> Option<(u64, u64, &[u8], &[u8])> {
+    let base = u64::from_le_bytes(v.get(0..8)?.try_into().ok()?);
+    let len = u64::from_le_bytes(v.get(8..16)?.try_into().ok()?);
+    let bl = u32::from_le_bytes(v.get(16..20)?.try_into().ok()?) as usize;
+    let blob = v.get(20..20 + bl)?;
+    Some((base, len, blob, &v[20 + bl..]))
+}
+
+/// `shmem_init` / `shmem_init_thread`. Returns the provided thread level.
+pub fn init(routine: &CStr, requested: i32) -> i32 {
+    let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    match STATE.load(Ordering::Acquire) {
+        RUNNING => return get(routine).thread_level,
+        FINALIZED => fail(routine, "the library cannot be initialized again after shmem_finalize"),
+        _ => {}
+    }
+    let boot: &'static dyn Bootstrap = match bootstrap::detect() {
+        Ok(b) => BOOT.get_or_init(|| b).as_ref(),
+        Err(e) => {
+            eprintln!("rshmem {}: bootstrap failed: {e}", routine.to_string_lossy());
+            std::process::exit(1)
+        }
+    };
+    let (my_pe, n_pes) = (boot.rank(), boot.size());
+    crate::log::set_pe(my_pe);
+    let cfg = |r: Result<bool, String>| r.unwrap_or_else(|e| fail(routine, &e));
+    let heap_size = crate::config::get_size("SHMEM_SYMMETRIC_SIZE").unwrap_or_else(|e| fail(routine, &e));
+    let debug = cfg(crate::config::get_bool("SHMEM_DEBUG"));
+    let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
+    let core = services::table(my_pe, n_pes, boot.local_rank(), boot.local_size(), boot.job_id());
+
+    // Components.
+    let found = Box::leak(Box::new(plugin::discover()));
+    for (path, why) in &found.skipped {
+        let lvl = if why.contains("ABI version") { crate::log::WARN } else { crate::log::DEBUG };
+        crate::log::log(lvl, "plugin loader", &format!("skipped {}: {why}", path.display()));
+    }
+    let sel = |fw: Framework| {
+        plugin::select(fw, &found.components, &crate::config::raw(&format!("SHMEM_MCA_{}", fw.name())), core)
+            .unwrap_or_else(|e| fail(routine, &e))
+    };
+    let spml_sel = sel(Framework::Spml);
+    let (spml, spml_name): (&'static SpmlOps, _) = open(&spml_sel, core, routine);
+    TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = spml.transport;
+    let sshmem_sel = sel(Framework::Sshmem);
+    let (sshmem, sshmem_name): (&'static SshmemOps, _) = open(&sshmem_sel, core, routine);
+    let memheap_sel = sel(Framework::Memheap);
+    let (memheap, memheap_name): (&'static MemheapOps, _) = open(&memheap_sel, core, routine);
+    let scoll_sel = sel(Framework::Scoll);
+    let mut scolls: Vec<(&'static ScollOps, String)> = Vec::new();
+    for c in &scoll_sel.ranked {
+        let open = c.desc.open.expect("checked at load");
+        // SAFETY: plugin ABI call; NULL means the component could not open.
+        let ops = unsafe { open(core) };
+        if !ops.is_null() {
+            // SAFETY: scoll components return a ScollOps table.
+            scolls.push((unsafe { &*(ops as *const ScollOps) }, c.name.clone()));
+        }
+    }
+    if scolls.is_empty() {
+        fail(routine, "no scoll component could be opened");
+    }
+
+    // Symmetric memory: the heap from sshmem, and the program's global data.
+    let mut heap_seg = SegmentDesc::default();
+    // SAFETY: plugin ABI call with a valid out-pointer.
+    if unsafe { (sshmem.create)(heap_size + INTERNAL_HEAP, std::ptr::null_mut(), &mut heap_seg) } != 0 {
+        fail(routine, &format!("sshmem {sshmem_name} could not create a symmetric heap of {} bytes", heap_size + INTERNAL_HEAP));
+    }
+    // SAFETY: plugin ABI call over the segment just created.
+    let heap = unsafe { (memheap.create)(heap_seg.base, heap_seg.size) };
+    if heap.is_null() {
+        fail(routine, &format!("memheap {memheap_name} could not manage the symmetric heap"));
+    }
+    let data = static_data::remap(boot.job_id(), my_pe)
+        .unwrap_or_else(|e| fail(routine, &format!("cannot make global data symmetric: {e}")));
+    let mut segs = SegmentTable::new(n_pes as usize);
+    let heap_id = segs.add_local(heap_seg.base as usize, heap_seg.size);
+    debug_assert_eq!(heap_id, SEG_HEAP);
+    let mut spml_regs = Vec::new();
+    let mut publish = |seg: u32, base: usize, len: usize, memh: *mut c_void, blob: &[u8]| {
+        let mut rkey = vec![0u8; 4096];
+        let mut rkey_len = 0usize;
+        let mut reg = std::ptr::null_mut();
+        // SAFETY: plugin ABI call; buffers are valid for the given capacities.
+        let rc = unsafe {
+            (spml.mem_register)(base as *mut c_void, len, memh, rkey.as_mut_ptr(), rkey.len(), &mut rkey_len, &mut reg)
+        };
+        if rc != 0 {
+            fail(routine, &format!("spml {spml_name} could not register symmetric segment {seg}"));
+        }
+        spml_regs.push(reg);
+        let v = encode_segment(base as u64, len as u64, blob, &rkey[..rkey_len]);
+        boot.put(&format!("seg.{seg}"), &v).unwrap_or_else(|e| fail(routine, &format!("bootstrap: {e}")));
+    };
+    publish(SEG_HEAP, heap_seg.base as usize, heap_seg.size, heap_seg.transport_memh, &heap_seg.blob[..heap_seg.blob_len]);
+    if let Some(d) = &data {
+        let id = segs.add_local(d.base, d.len);
+        debug_assert_eq!(id, SEG_DATA);
+        publish(SEG_DATA, d.base, d.len, std::ptr::null_mut(), d.name.as_bytes());
+    }
+    let nseg = segs.count as u32;
+    boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+
+    // Wire up every peer.
+    // SAFETY: plugin ABI call; every PE's address was published before the fence.
+    if unsafe { (spml.connect)() } != 0 {
+        fail(routine, &format!("spml {spml_name} could not connect the PEs"));
+    }
+    let mut needs_progress = false;
+    for pe in 0..n_pes {
+        for seg in 0..nseg {
+            let v = boot
+                .get(pe, &format!("seg.{seg}"))
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| fail(routine, &format!("PE {pe} did not publish symmetric segment {seg}")));
+            let (base, len, blob, rkey) =
+                decode_segment(&v).unwrap_or_else(|| fail(routine, &format!("PE {pe}: malformed segment record")));
+            if len as usize != segs.local[seg as usize].len {
+                fail(
+                    routine,
+                    &format!(
+                        "symmetric segment {seg} is {} bytes on PE {pe} but {} bytes here: every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE",
+                        len, segs.local[seg as usize].len
+                    ),
+                );
+            }
+            // SAFETY: plugin ABI call with the peer's packed key.
+            if unsafe { (spml.add_segment)(pe, seg, base, len as usize, rkey.as_ptr(), rkey.len()) } != 0 {
+                fail(routine, &format!("spml {spml_name} could not unpack PE {pe}'s key for segment {seg}"));
+            }
+            let mapped: *mut u8 = if pe == my_pe {
+                segs.local[seg as usize].base as *mut u8
+            } else if local_map && boot.is_local(pe) {
+                map_peer(sshmem, spml, pe, seg, base, len as usize, blob)
+            } else {
+                std::ptr::null_mut()
+            };
+            needs_progress |= mapped.is_null();
+            segs.set_peer(pe as usize, seg, PeerSeg { remote_base: base, mapped });
+        }
+    }
+    rshmem_ctx_default.spml.store(spml.default_ctx, Ordering::Release);
+
+    let rt = Box::leak(Box::new(Runtime {
+        boot,
+        my_pe,
+        n_pes,
+        spml,
+        sshmem,
+        memheap,
+        heap,
+        heap_lock: Mutex::new(()),
+        segs,
+        thread_level: requested.clamp(crate::ffi::THREAD_SINGLE, crate::ffi::THREAD_MULTIPLE),
+        debug,
+        needs_progress,
+        selected: vec![
+            (Framework::Spml, vec![spml_name]),
+            (Framework::Sshmem, vec![sshmem_name]),
+            (Framework::Memheap, vec![memheap_name]),
+            (Framework::Scoll, scolls.iter().map(|(_, n)| n.clone()).collect()),
+        ],
+        heap_seg: Mutex::new(heap_seg),
+        data_seg: Mutex::new(data),
+        spml_regs,
+    }));
+    RT.store(rt, Ordering::Release);
+    STATE.store(RUNNING, Ordering::Release);
+
+    // The world team (its scratch is the first heap allocation, so it is symmetric).
+    let world = TeamState::create(routine, rt, 0, 0, 1, n_pes, &scolls);
+    rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
+    // One node: the shared team is the world.
+    crate::ffi::handles::rshmem_team_shared.state.store(rshmem_team_world.state.load(Ordering::Acquire), Ordering::Release);
+
+    // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
+    boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    // SAFETY: plugin ABI call on our own segment.
+    unsafe { (sshmem.unlink)(&mut *rt.heap_seg.lock().unwrap()) };
+    if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {
+        d.unlink();
+    }
+    // SAFETY: registering an extern "C" fn with atexit.
+    unsafe { libc::atexit(at_exit) };
+    if my_pe == 0 {
+        if crate::config::get_bool("SHMEM_VERSION").unwrap_or(false) {
+            eprintln!("rshmem {} (OpenSHMEM 1.6)", env!("CARGO_PKG_VERSION"));
+        }
+        if crate::config::get_bool("SHMEM_INFO").unwrap_or(false) {
+            eprint!("{}", crate::info::settings_report());
+            for (fw, names) in &rt.selected {
+                eprintln!("  selected {}: {}", fw.name(), names.join(", "));
+            }
+        }
+    }
+    rt.thread_level
+}
+
+fn map_peer(sshmem: &SshmemOps, spml: &SpmlOps, pe: i32, seg: u32, base: u64, len: usize, blob: &[u8]) -> *mut u8 {
+    if seg == SEG_DATA {
+        if let Ok(name) = std::str::from_utf8(blob) {
+            if let Ok(p) = static_data::attach(name, len) {
+                return p;
+            }
+        }
+    } else if !blob.is_empty() {
+        let mut addr = std::ptr::null_mut();
+        // SAFETY: plugin ABI call with the peer's attach blob.
+        let rc = unsafe { (sshmem.attach)(blob.as_ptr(), blob.len(), len, &mut addr) };
+        if rc == 0 && !addr.is_null() {
+            return addr as *mut u8;
+        }
+        if rc != RC_UNSUPPORTED {
+            crate::log::log(crate::log::WARN, "init", &format!("could not map PE {pe}'s heap; using the spml"));
+        }
+    }
+    // SAFETY: plugin ABI call; NULL when the transport cannot map it.
+    unsafe { (spml.remote_ptr)(pe, seg, base) as *mut u8 }
+}
+
+extern "C" fn at_exit() {
+    // A program that ends without shmem_finalize: complete its communication and tell the
+    // launcher the exit is deliberate. No barrier here: a PE exiting on an error path must not
+    // block waiting for the others.
+    if STATE.load(Ordering::Acquire) == RUNNING {
+        let _ = std::panic::catch_unwind(|| {
+            crate::rma::quiet(c"exit", crate::ctx::default());
+            boot().finalize();
+        });
+    }
+}
+
+/// `shmem_finalize`: complete communication, synchronise, release the components.
+pub fn finalize(routine: &CStr) {
+    let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if STATE.load(Ordering::Acquire) != RUNNING {
+        return;
+    }
+    let rt = get(routine);
+    crate::coll::barrier_all(routine);
+    STATE.store(FINALIZED, Ordering::Release);
+    RT.store(std::ptr::null_mut(), Ordering::Release);
+    for reg in &rt.spml_regs {
+        // SAFETY: plugin ABI call on registrations made at init.
+        unsafe { (rt.spml.mem_deregister)(*reg) };
+    }
+    // SAFETY: plugin ABI call; every PE passed the barrier above.
+    unsafe { (rt.spml.finalize)() };
+    rt.boot.finalize();
+    // The heap stays mapped: peers that have not finished exiting may still read through
+    // their mappings, and the pages go with the process.
+}
+
+/// For tools (`shmem_info`): a one-PE bootstrap without initializing the library.
+pub fn use_singleton_bootstrap() {
+    BOOT.get_or_init(|| Box::new(bootstrap::singleton::Singleton::new()));
+}
+
+/// For tools: open the selected spml so that components needing its transport can be probed.
+pub fn open_spml_for_tools(sel: &Selection, core: *const CoreServices) {
+    if let Some(c) = sel.ranked.first() {
+        let open = c.desc.open.expect("checked at load");
+        // SAFETY: plugin ABI call.
+        let ops = unsafe { open(core) } as *const SpmlOps;
+        if !ops.is_null() {
+            // SAFETY: non-null SpmlOps table from the plugin.
+            TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = unsafe { (*ops).transport };
+        }
+    }
+}

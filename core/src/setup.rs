@@ -1,0 +1,101 @@
+//! Library setup, exit and query routines (spec 9.1).
+
+use crate::runtime;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+pub fn init(routine: &CStr, level: c_int) {
+    runtime::init(routine, level);
+}
+
+/// # Safety
+/// `provided` must be NULL or writable.
+pub unsafe fn init_thread(routine: &CStr, requested: c_int, provided: *mut c_int) -> c_int {
+    let level = runtime::init(routine, requested);
+    if !provided.is_null() {
+        // SAFETY: checked non-null; writable by contract.
+        unsafe { *provided = level };
+    }
+    0
+}
+
+/// # Safety
+/// `provided` must be NULL or writable.
+pub unsafe fn query_thread(routine: &CStr, provided: *mut c_int) {
+    let rt = runtime::get(routine);
+    if !provided.is_null() {
+        // SAFETY: checked non-null.
+        unsafe { *provided = rt.thread_level };
+    }
+}
+
+/// # Safety
+/// `initialized` must be NULL or writable.
+pub unsafe fn query_initialized(_routine: &CStr, initialized: *mut c_int) {
+    if !initialized.is_null() {
+        // SAFETY: checked non-null.
+        unsafe { *initialized = runtime::is_initialized() as c_int };
+    }
+}
+
+pub fn finalize(routine: &CStr) {
+    runtime::finalize(routine)
+}
+
+pub fn my_pe(routine: &CStr) -> c_int {
+    runtime::get(routine).my_pe
+}
+
+pub fn n_pes(routine: &CStr) -> c_int {
+    runtime::get(routine).n_pes
+}
+
+pub fn global_exit(routine: &CStr, status: c_int) {
+    match runtime::try_get() {
+        Some(rt) => {
+            crate::rma::quiet(routine, crate::ctx::default());
+            rt.boot.abort(status, &format!("PE {} called shmem_global_exit({status})", rt.my_pe))
+        }
+        None => std::process::exit(status),
+    }
+}
+
+pub fn pe_accessible(routine: &CStr, pe: c_int) -> c_int {
+    let rt = runtime::get(routine);
+    (pe >= 0 && pe < rt.n_pes) as c_int
+}
+
+pub fn addr_accessible(routine: &CStr, addr: *const c_void, pe: c_int) -> c_int {
+    let rt = runtime::get(routine);
+    (pe >= 0 && pe < rt.n_pes && rt.segs.lookup(addr as usize).is_some()) as c_int
+}
+
+/// # Safety
+/// Each pointer must be NULL or writable.
+pub unsafe fn info_get_version(_routine: &CStr, major: *mut c_int, minor: *mut c_int) {
+    // SAFETY: checked non-null.
+    unsafe {
+        if !major.is_null() {
+            *major = 1;
+        }
+        if !minor.is_null() {
+            *minor = 6;
+        }
+    }
+}
+
+/// The vendor string (`SHMEM_VENDOR_STRING`).
+pub const VENDOR: &CStr = c"rshmem";
+
+/// # Safety
+/// `name` must be NULL or hold SHMEM_MAX_NAME_LEN bytes.
+pub unsafe fn info_get_name(_routine: &CStr, name: *mut c_char) {
+    if !name.is_null() {
+        let b = VENDOR.to_bytes_with_nul();
+        // SAFETY: the buffer holds SHMEM_MAX_NAME_LEN (256) bytes by contract.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr().cast(), name, b.len()) };
+    }
+}
+
+pub fn start_pes(routine: &CStr, _npes: c_int) {
+    runtime::init(routine, crate::ffi::THREAD_SINGLE);
+}

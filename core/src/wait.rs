@@ -1,0 +1,69 @@
+//! Waiting on local symmetric memory that peers update. Waits spin briefly, then yield the
+//! core, so that on an oversubscribed node the PE being waited for gets to run; when some peer
+//! is reachable only through the spml, waits also drive its progress.
+
+use crate::runtime;
+use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
+use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub fn compare<T: PartialOrd>(a: T, cmp: c_int, b: T) -> Option<bool> {
+    Some(match cmp {
+        CMP_EQ => a == b,
+        CMP_NE => a != b,
+        CMP_GT => a > b,
+        CMP_GE => a >= b,
+        CMP_LT => a < b,
+        CMP_LE => a <= b,
+        _ => return None,
+    })
+}
+
+/// One step of a wait loop.
+#[inline]
+pub fn backoff(iteration: &mut u32, rt: &runtime::Runtime) {
+    *iteration = iteration.wrapping_add(1);
+    if rt.needs_progress && *iteration % 16 == 0 {
+        // SAFETY: plugin ABI call with no arguments.
+        unsafe { (rt.spml.progress)() };
+    }
+    if *iteration < 128 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// Block until `*ivar <cmp> value`.
+///
+/// # Safety
+/// `ivar` must be a valid, 8-byte aligned local address.
+pub unsafe fn wait_until_u64(routine: &CStr, ivar: *const u64, cmp: c_int, value: u64) {
+    let rt = runtime::get(routine);
+    if compare(0, cmp, 0).is_none() {
+        crate::error::fatal(routine, &format!("cmp={cmp} is not a SHMEM_CMP_* value"));
+    }
+    // SAFETY: the caller guarantees a valid aligned address; peers store to it concurrently,
+    // which an atomic load tolerates.
+    let a = unsafe { AtomicU64::from_ptr(ivar as *mut u64) };
+    let mut i = 0;
+    while !compare(a.load(Ordering::Acquire), cmp, value).unwrap_or(true) {
+        backoff(&mut i, rt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparisons_follow_the_spec_constants() {
+        assert_eq!(compare(1, CMP_EQ, 1), Some(true));
+        assert_eq!(compare(1, CMP_NE, 1), Some(false));
+        assert_eq!(compare(2, CMP_GT, 1), Some(true));
+        assert_eq!(compare(1, CMP_GE, 1), Some(true));
+        assert_eq!(compare(0, CMP_LT, 1), Some(true));
+        assert_eq!(compare(2, CMP_LE, 1), Some(false));
+        assert_eq!(compare(2, 99, 1), None);
+    }
+}

@@ -1,0 +1,6 @@
+//! The rshmem command-line tools: `oshrun` (start a job, serve its bootstrap, watch its PEs),
+//! the compiler wrappers and `shmem_info`.
+
+pub mod kvserver;
+pub mod run;
+pub mod wrapper;

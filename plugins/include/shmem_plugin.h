@@ -1,0 +1,191 @@
+/*
+ * shmem_plugin.h: the rshmem component plugin ABI, version 1, for plugins written in C.
+ *
+ * A plugin is a shared object exporting exactly one function,
+ *     const shmem_plugin_descriptor_t *shmem_plugin_descriptor_v1(void);
+ * that returns a static descriptor. The core dlopens the file, checks abi_version, calls
+ * query() to learn whether the component can run (and its priority, or why not), then open()
+ * on the selected component, which returns the framework's ops table.
+ *
+ * This header mirrors plugins/src/lib.rs field for field; see docs/plugin-abi.md.
+ */
+#ifndef SHMEM_PLUGIN_H
+#define SHMEM_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHMEM_PLUGIN_ABI_VERSION 1u
+
+#define SHMEM_PLUGIN_RC_OK 0
+#define SHMEM_PLUGIN_RC_ERROR (-1)
+#define SHMEM_PLUGIN_RC_DECLINED 1
+#define SHMEM_PLUGIN_RC_UNSUPPORTED (-2)
+
+enum shmem_plugin_framework {
+    SHMEM_PLUGIN_SPML = 1,
+    SHMEM_PLUGIN_SCOLL = 2,
+    SHMEM_PLUGIN_SSHMEM = 3,
+    SHMEM_PLUGIN_MEMHEAP = 4
+};
+
+enum shmem_plugin_param_kind {
+    SHMEM_PLUGIN_PARAM_STRING = 0,
+    SHMEM_PLUGIN_PARAM_INT = 1,
+    SHMEM_PLUGIN_PARAM_BOOL = 2,
+    SHMEM_PLUGIN_PARAM_SIZE = 3
+};
+
+typedef struct {
+    const char *name;
+    uint32_t kind; /* enum shmem_plugin_param_kind */
+    const char *default_value;
+    const char *doc;
+} shmem_plugin_param_t;
+
+typedef struct {
+    int available;
+    int priority;
+    char reason[256];
+} shmem_plugin_query_t;
+
+#define SHMEM_PLUGIN_TRANSPORT_NONE 0u
+#define SHMEM_PLUGIN_TRANSPORT_UCX 1u
+
+typedef struct {
+    uint32_t kind;
+    void *context;
+    void *worker;
+} shmem_plugin_transport_t;
+
+#define SHMEM_PLUGIN_LOG_ERROR 0
+#define SHMEM_PLUGIN_LOG_WARN 1
+#define SHMEM_PLUGIN_LOG_INFO 2
+#define SHMEM_PLUGIN_LOG_DEBUG 3
+
+/* Comparison operators, equal to SHMEM_CMP_* */
+#define SHMEM_PLUGIN_CMP_EQ 1
+#define SHMEM_PLUGIN_CMP_NE 2
+#define SHMEM_PLUGIN_CMP_GT 3
+#define SHMEM_PLUGIN_CMP_LE 4
+#define SHMEM_PLUGIN_CMP_LT 5
+#define SHMEM_PLUGIN_CMP_GE 6
+
+typedef struct {
+    size_t struct_size;
+    uint32_t abi_version;
+    int my_pe;
+    int n_pes;
+    int local_rank;
+    int local_size;
+    const char *job_id;
+    void (*log)(int level, const char *component, const char *msg);
+    const char *(*param)(const char *framework, const char *component, const char *name);
+    int (*kv_put)(const char *key, const uint8_t *value, size_t len);
+    int (*kv_get)(int pe, const char *key, uint8_t *buf, size_t cap, size_t *len);
+    int (*kv_fence)(void);
+    void (*abort)(int code, const char *msg);
+    int (*pe_is_local)(int pe);
+    shmem_plugin_transport_t (*transport)(void);
+    void *(*ptr)(const void *addr, int pe);
+    void (*putmem)(void *dest, const void *src, size_t len, int pe);
+    void (*getmem)(void *dest, const void *src, size_t len, int pe);
+    void (*quiet)(void);
+    void (*fence)(void);
+    void (*atomic_add_u64)(uint64_t *dest, uint64_t value, int pe);
+    void (*wait_until_u64)(const uint64_t *ivar, int cmp, uint64_t value);
+} shmem_plugin_core_t;
+
+typedef struct {
+    void *base;
+    size_t size;
+    uint8_t blob[256];
+    size_t blob_len;
+    void *transport_memh;
+    void *handle;
+} shmem_plugin_segment_t;
+
+typedef struct {
+    size_t struct_size;
+    int (*create)(size_t size, void *hint, shmem_plugin_segment_t *out);
+    int (*attach)(const uint8_t *blob, size_t blob_len, size_t size, void **addr);
+    void (*detach)(void *addr, size_t size);
+    void (*unlink)(shmem_plugin_segment_t *seg);
+    void (*destroy)(shmem_plugin_segment_t *seg);
+} shmem_plugin_sshmem_ops_t;
+
+typedef struct {
+    size_t struct_size;
+    void *(*create)(void *base, size_t size);
+    void *(*alloc)(void *heap, size_t size, size_t align);
+    int (*free)(void *heap, void *ptr);
+    void *(*realloc)(void *heap, void *ptr, size_t size);
+    size_t (*usable_size)(void *heap, void *ptr);
+    void (*destroy)(void *heap);
+} shmem_plugin_memheap_ops_t;
+
+typedef void *shmem_plugin_spml_ctx_t;
+
+typedef struct {
+    size_t struct_size;
+    shmem_plugin_transport_t transport;
+    shmem_plugin_spml_ctx_t default_ctx;
+    int (*connect)(void);
+    int (*mem_register)(void *base, size_t len, void *memh, uint8_t *rkey, size_t cap,
+                        size_t *rkey_len, void **reg);
+    void (*mem_deregister)(void *reg);
+    int (*add_segment)(int pe, uint32_t seg, uint64_t base, size_t len, const uint8_t *rkey,
+                       size_t rkey_len);
+    void *(*remote_ptr)(int pe, uint32_t seg, uint64_t raddr);
+    int (*put)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, const void *src, size_t len);
+    int (*get)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, void *dst, size_t len);
+    int (*put_nbi)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, const void *src, size_t len);
+    int (*get_nbi)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, void *dst, size_t len);
+    int (*atomic_add_u64)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, uint64_t value);
+    int (*quiet)(shmem_plugin_spml_ctx_t ctx);
+    int (*fence)(shmem_plugin_spml_ctx_t ctx);
+    void (*progress)(void);
+    void (*finalize)(void);
+} shmem_plugin_spml_ops_t;
+
+typedef struct {
+    int id;
+    int start;
+    int stride;
+    int size;
+    int my_index;
+    void *scratch;
+    size_t scratch_len;
+} shmem_plugin_team_t;
+
+typedef struct {
+    size_t struct_size;
+    size_t scratch_needed;
+    void *(*enable)(const shmem_plugin_team_t *team);
+    void (*disable)(void *state);
+    int (*barrier)(void *state);
+    int (*broadcast)(void *state, void *dest, const void *src, size_t nbytes, int root);
+} shmem_plugin_scoll_ops_t;
+
+typedef struct {
+    uint32_t abi_version;
+    uint32_t framework; /* enum shmem_plugin_framework */
+    const char *name;
+    const char *version;
+    const char *description;
+    const shmem_plugin_param_t *params;
+    size_t n_params;
+    void (*query)(const shmem_plugin_core_t *core, shmem_plugin_query_t *result);
+    const void *(*open)(const shmem_plugin_core_t *core);
+} shmem_plugin_descriptor_t;
+
+#define SHMEM_PLUGIN_DESCRIPTOR_SYMBOL "shmem_plugin_descriptor_v1"
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SHMEM_PLUGIN_H */

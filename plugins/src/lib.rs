@@ -1,0 +1,405 @@
+//! The rshmem plugin ABI, version 1.
+//!
+//! A component is a shared object that exports exactly one symbol,
+//! [`DESCRIPTOR_SYMBOL`] (`shmem_plugin_descriptor_v1`), a C function that returns a pointer to a
+//! static [`PluginDescriptor`]. The core `dlopen`s every candidate file, checks
+//! [`PluginDescriptor::abi_version`], calls `query` to learn whether the component can run here
+//! (and at what priority, or why not), and calls `open` on the winner, which returns the
+//! framework's operations table ([`SpmlOps`], [`SshmemOps`], [`MemheapOps`] or [`ScollOps`]).
+//!
+//! Everything here is `#[repr(C)]` and mirrored one-to-one by `plugins/include/shmem_plugin.h`,
+//! so vendors can write components in C. Plugins never link `libshmem.so`: whatever they need
+//! from the core arrives through the [`CoreServices`] table passed to `query` and `open`.
+//!
+//! Compatibility rule: within one ABI version, structs only grow at the end and each ops table
+//! starts with its `struct_size`, so the core can tell which slots a plugin knows about.
+#![allow(clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, c_void};
+
+/// Bumped on any incompatible change to the structures below.
+pub const ABI_VERSION: u32 = 1;
+/// The one symbol a plugin exports: `const PluginDescriptor *shmem_plugin_descriptor_v1(void)`.
+pub const DESCRIPTOR_SYMBOL: &str = "shmem_plugin_descriptor_v1";
+
+/// Return codes shared by every framework.
+pub const RC_OK: c_int = 0;
+pub const RC_ERROR: c_int = -1;
+/// A slot declined this call (type, size, team...); the core falls back to the next provider.
+pub const RC_DECLINED: c_int = 1;
+/// The operation is not supported by this component.
+pub const RC_UNSUPPORTED: c_int = -2;
+
+/// The component frameworks.
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Framework {
+    Spml = 1,
+    Scoll = 2,
+    Sshmem = 3,
+    Memheap = 4,
+}
+
+impl Framework {
+    pub const ALL: [Framework; 4] = [Framework::Spml, Framework::Sshmem, Framework::Memheap, Framework::Scoll];
+
+    pub fn from_u32(v: u32) -> Option<Framework> {
+        Self::ALL.into_iter().find(|f| *f as u32 == v)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Spml => "spml",
+            Framework::Scoll => "scoll",
+            Framework::Sshmem => "sshmem",
+            Framework::Memheap => "memheap",
+        }
+    }
+}
+
+/// Kinds of configuration parameter a component may declare.
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    String = 0,
+    Int = 1,
+    Bool = 2,
+    Size = 3,
+}
+
+/// One configuration parameter of a component, settable as
+/// `SHMEM_MCA_<framework>_<component>_<name>`.
+#[repr(C)]
+pub struct ParamDecl {
+    pub name: *const c_char,
+    pub kind: ParamKind,
+    pub default_value: *const c_char,
+    pub doc: *const c_char,
+}
+// SAFETY: descriptors point only at immutable 'static C strings.
+unsafe impl Sync for ParamDecl {}
+
+/// What `query` answers.
+#[repr(C)]
+pub struct QueryResult {
+    /// Nonzero when the component can run here.
+    pub available: c_int,
+    /// Higher wins when several are available.
+    pub priority: c_int,
+    /// Why the component is unavailable (NUL-terminated), or a short note when available.
+    pub reason: [c_char; 256],
+}
+
+impl QueryResult {
+    pub fn set_reason(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let n = bytes.len().min(self.reason.len() - 1);
+        for (dst, src) in self.reason.iter_mut().zip(&bytes[..n]) {
+            *dst = *src as c_char;
+        }
+        self.reason[n] = 0;
+    }
+
+    pub fn reason_str(&self) -> String {
+        let bytes: Vec<u8> = self.reason.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl Default for QueryResult {
+    fn default() -> Self {
+        QueryResult { available: 0, priority: 0, reason: [0; 256] }
+    }
+}
+
+pub type QueryFn = unsafe extern "C" fn(core: *const CoreServices, result: *mut QueryResult);
+/// Returns the framework's ops table (`*const SpmlOps`, ...) or NULL on failure.
+pub type OpenFn = unsafe extern "C" fn(core: *const CoreServices) -> *const c_void;
+
+/// The descriptor a plugin's [`DESCRIPTOR_SYMBOL`] returns.
+#[repr(C)]
+pub struct PluginDescriptor {
+    pub abi_version: u32,
+    /// A [`Framework`] value.
+    pub framework: u32,
+    pub name: *const c_char,
+    pub version: *const c_char,
+    pub description: *const c_char,
+    pub params: *const ParamDecl,
+    pub n_params: usize,
+    pub query: Option<QueryFn>,
+    pub open: Option<OpenFn>,
+}
+// SAFETY: descriptors are immutable statics that point only at other 'static data.
+unsafe impl Sync for PluginDescriptor {}
+
+/// Kinds of transport an spml can publish for other components.
+pub const TRANSPORT_NONE: u32 = 0;
+/// `context` is a `ucp_context_h`, `worker` the default `ucp_worker_h`.
+pub const TRANSPORT_UCX: u32 = 1;
+
+/// A typed handle the selected spml publishes so that other components (sshmem "ucx", device
+/// memheaps) can allocate or register memory with the same transport instead of reaching into
+/// the spml's globals.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct TransportHandle {
+    pub kind: u32,
+    pub context: *mut c_void,
+    pub worker: *mut c_void,
+}
+
+impl TransportHandle {
+    pub const NONE: TransportHandle =
+        TransportHandle { kind: TRANSPORT_NONE, context: std::ptr::null_mut(), worker: std::ptr::null_mut() };
+}
+
+/// Log levels for [`CoreServices::log`].
+pub const LOG_ERROR: c_int = 0;
+pub const LOG_WARN: c_int = 1;
+pub const LOG_INFO: c_int = 2;
+pub const LOG_DEBUG: c_int = 3;
+
+/// Comparison operators (the values of `SHMEM_CMP_*`).
+pub const CMP_EQ: c_int = 1;
+pub const CMP_NE: c_int = 2;
+pub const CMP_GT: c_int = 3;
+pub const CMP_LE: c_int = 4;
+pub const CMP_LT: c_int = 5;
+pub const CMP_GE: c_int = 6;
+
+/// What the core offers every plugin. The pointer stays valid from `query` until the job ends.
+#[repr(C)]
+pub struct CoreServices {
+    pub struct_size: usize,
+    pub abi_version: u32,
+    pub my_pe: c_int,
+    pub n_pes: c_int,
+    /// This PE's index among the PEs of its node, and how many PEs the node has.
+    pub local_rank: c_int,
+    pub local_size: c_int,
+    /// A NUL-terminated identifier unique to this job (used to name shared objects).
+    pub job_id: *const c_char,
+    pub log: unsafe extern "C" fn(level: c_int, component: *const c_char, msg: *const c_char),
+    /// Value of the setting `SHMEM_MCA_<framework>_<component>_<name>` (environment or config
+    /// file), or NULL when unset. The string lives until the job ends.
+    pub param: unsafe extern "C" fn(framework: *const c_char, component: *const c_char, name: *const c_char) -> *const c_char,
+    /// Publish `len` bytes under `key` for this PE; visible to others after `kv_fence`.
+    pub kv_put: unsafe extern "C" fn(key: *const c_char, value: *const u8, len: usize) -> c_int,
+    /// Read what PE `pe` published under `key` into `buf` (capacity `cap`); `*len` gets the size.
+    pub kv_get: unsafe extern "C" fn(pe: c_int, key: *const c_char, buf: *mut u8, cap: usize, len: *mut usize) -> c_int,
+    /// Collective over all PEs: after it returns every `kv_put` made before it is visible.
+    pub kv_fence: unsafe extern "C" fn() -> c_int,
+    /// Ends the whole job with `code`, printing `msg`. Does not return.
+    pub abort: unsafe extern "C" fn(code: c_int, msg: *const c_char),
+    /// Nonzero when PE `pe` runs on this node.
+    pub pe_is_local: unsafe extern "C" fn(pe: c_int) -> c_int,
+    /// The selected spml's transport ([`TRANSPORT_NONE`] until an spml is open).
+    pub transport: unsafe extern "C" fn() -> TransportHandle,
+    // --- one-sided services, valid once the symmetric heap exists (scoll uses them) ---
+    /// A local address through which PE `pe`'s copy of symmetric `addr` can be loaded and stored,
+    /// or NULL.
+    pub ptr: unsafe extern "C" fn(addr: *const c_void, pe: c_int) -> *mut c_void,
+    pub putmem: unsafe extern "C" fn(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int),
+    pub getmem: unsafe extern "C" fn(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int),
+    pub quiet: unsafe extern "C" fn(),
+    pub fence: unsafe extern "C" fn(),
+    /// Atomically add `value` to the 64-bit symmetric word `dest` on PE `pe`.
+    pub atomic_add_u64: unsafe extern "C" fn(dest: *mut u64, value: u64, pe: c_int),
+    /// Block until `*ivar <cmp> value` holds on this PE (`cmp` is a `CMP_*` value). Waits back
+    /// off so that oversubscribed nodes keep making progress.
+    pub wait_until_u64: unsafe extern "C" fn(ivar: *const u64, cmp: c_int, value: u64),
+}
+
+/// A symmetric segment as an sshmem component created it.
+#[repr(C)]
+pub struct SegmentDesc {
+    pub base: *mut c_void,
+    pub size: usize,
+    /// What a local peer passes to `attach` to map this segment (empty if it cannot).
+    pub blob: [u8; 256],
+    pub blob_len: usize,
+    /// Transport registration made while allocating (e.g. a `ucp_mem_h`), reused by the spml
+    /// instead of registering again; NULL when the memory is plain.
+    pub transport_memh: *mut c_void,
+    /// The component's own handle for `destroy`.
+    pub handle: *mut c_void,
+}
+
+impl Default for SegmentDesc {
+    fn default() -> Self {
+        SegmentDesc {
+            base: std::ptr::null_mut(),
+            size: 0,
+            blob: [0; 256],
+            blob_len: 0,
+            transport_memh: std::ptr::null_mut(),
+            handle: std::ptr::null_mut(),
+        }
+    }
+}
+
+/// sshmem: symmetric segment backends.
+#[repr(C)]
+pub struct SshmemOps {
+    pub struct_size: usize,
+    /// Create a segment of at least `size` bytes; `hint` is a preferred address or NULL.
+    pub create: unsafe extern "C" fn(size: usize, hint: *mut c_void, out: *mut SegmentDesc) -> c_int,
+    /// Map a local peer's segment from its `blob`; `*addr` gets the local address. Returns
+    /// RC_UNSUPPORTED when the segment can only be reached through the transport.
+    pub attach: unsafe extern "C" fn(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int,
+    pub detach: unsafe extern "C" fn(addr: *mut c_void, size: usize),
+    /// Called once every local peer has attached: remove names so nothing leaks if the job dies.
+    pub unlink: unsafe extern "C" fn(seg: *mut SegmentDesc),
+    pub destroy: unsafe extern "C" fn(seg: *mut SegmentDesc),
+}
+
+/// memheap: an allocator over one segment. All metadata lives in host memory, never in the
+/// segment. Allocation must be deterministic: the same sequence of calls on every PE returns the
+/// same offsets, which is what makes the heap symmetric.
+#[repr(C)]
+pub struct MemheapOps {
+    pub struct_size: usize,
+    pub create: unsafe extern "C" fn(base: *mut c_void, size: usize) -> *mut c_void,
+    /// NULL when the heap cannot satisfy the request. `align` is a power of two.
+    pub alloc: unsafe extern "C" fn(heap: *mut c_void, size: usize, align: usize) -> *mut c_void,
+    /// Returns RC_ERROR when `ptr` is not a live allocation of this heap.
+    pub free: unsafe extern "C" fn(heap: *mut c_void, ptr: *mut c_void) -> c_int,
+    /// Resize in place when possible, else allocate, copy and free. NULL (original intact) when
+    /// the heap cannot satisfy it.
+    pub realloc: unsafe extern "C" fn(heap: *mut c_void, ptr: *mut c_void, size: usize) -> *mut c_void,
+    /// Usable size of a live allocation, 0 if `ptr` is not one.
+    pub usable_size: unsafe extern "C" fn(heap: *mut c_void, ptr: *mut c_void) -> usize,
+    pub destroy: unsafe extern "C" fn(heap: *mut c_void),
+}
+
+/// Opaque spml context (one per OpenSHMEM context).
+pub type SpmlCtx = *mut c_void;
+
+/// spml: RMA, ordering and memory keys. Remote memory is named by (pe, segment id, address in
+/// the target's address space).
+#[repr(C)]
+pub struct SpmlOps {
+    pub struct_size: usize,
+    pub transport: TransportHandle,
+    /// The context used for the default OpenSHMEM context.
+    pub default_ctx: SpmlCtx,
+    /// Collective: connect to every PE (addresses were published with kv_put during `open`).
+    pub connect: unsafe extern "C" fn() -> c_int,
+    /// Register local memory for remote access. `memh` is a registration the allocating sshmem
+    /// made (or NULL). The packed remote key goes to `rkey` (capacity `cap`, length `*rkey_len`);
+    /// `*reg` receives a handle for `mem_deregister`.
+    pub mem_register: unsafe extern "C" fn(
+        base: *mut c_void,
+        len: usize,
+        memh: *mut c_void,
+        rkey: *mut u8,
+        cap: usize,
+        rkey_len: *mut usize,
+        reg: *mut *mut c_void,
+    ) -> c_int,
+    pub mem_deregister: unsafe extern "C" fn(reg: *mut c_void),
+    /// Learn PE `pe`'s segment `seg` (`base`, `len` in its address space, packed key).
+    pub add_segment: unsafe extern "C" fn(pe: c_int, seg: u32, base: u64, len: usize, rkey: *const u8, rkey_len: usize) -> c_int,
+    /// A local address mapping `raddr` of PE `pe`'s segment `seg`, or NULL.
+    pub remote_ptr: unsafe extern "C" fn(pe: c_int, seg: u32, raddr: u64) -> *mut c_void,
+    /// Blocking put: returns when `src` may be reused.
+    pub put: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, src: *const c_void, len: usize) -> c_int,
+    /// Blocking get: returns when `dst` holds the data.
+    pub get: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, dst: *mut c_void, len: usize) -> c_int,
+    /// Non-blocking forms: complete at the next `quiet` on `ctx`.
+    pub put_nbi: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, src: *const c_void, len: usize) -> c_int,
+    pub get_nbi: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, dst: *mut c_void, len: usize) -> c_int,
+    /// 64-bit atomic add at `raddr`.
+    pub atomic_add_u64: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int,
+    pub quiet: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
+    pub fence: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
+    /// Drive communication once (the core calls it from wait loops).
+    pub progress: unsafe extern "C" fn(),
+    /// Tear down (collective: the core has synchronised all PEs before).
+    pub finalize: unsafe extern "C" fn(),
+}
+
+/// A team as scoll components see it: `size` PEs `start, start+stride, ...`.
+#[repr(C)]
+pub struct TeamDesc {
+    pub id: c_int,
+    pub start: c_int,
+    pub stride: c_int,
+    pub size: c_int,
+    /// This PE's index in the team.
+    pub my_index: c_int,
+    /// Symmetric scratch memory reserved for this team's collectives (zeroed at creation),
+    /// for the exclusive use of the component that enabled the slot.
+    pub scratch: *mut c_void,
+    pub scratch_len: usize,
+}
+
+impl TeamDesc {
+    /// World PE number of team index `i`.
+    pub fn pe_of(&self, i: c_int) -> c_int {
+        self.start + i * self.stride
+    }
+}
+
+/// scoll: collectives. `enable` is called once per team and returns the component's state for
+/// that team (NULL to decline the team). Slots left NULL are provided by another component.
+/// A slot may return RC_DECLINED for a call it cannot serve; the core then calls the next
+/// provider.
+#[repr(C)]
+pub struct ScollOps {
+    pub struct_size: usize,
+    /// How many bytes of team scratch the component needs.
+    pub scratch_needed: usize,
+    pub enable: unsafe extern "C" fn(team: *const TeamDesc) -> *mut c_void,
+    pub disable: unsafe extern "C" fn(state: *mut c_void),
+    /// Synchronise the team's PEs (no memory completion: the core quiets first where needed).
+    pub barrier: Option<unsafe extern "C" fn(state: *mut c_void) -> c_int>,
+    /// Copy `nbytes` from `src` on team index `root` to `dest` on every PE of the team
+    /// (including the root).
+    pub broadcast: Option<unsafe extern "C" fn(state: *mut c_void, dest: *mut c_void, src: *const c_void, nbytes: usize, root: c_int) -> c_int>,
+}
+
+/// Helper for Rust plugins: a `'static` C string literal.
+#[macro_export]
+macro_rules! cstr {
+    ($s:expr) => {
+        concat!($s, "\0").as_ptr() as *const ::std::ffi::c_char
+    };
+}
+
+/// Read a NUL-terminated C string (lossy). NULL gives `None`.
+///
+/// # Safety
+/// `p` must be NULL or point at a NUL-terminated string.
+pub unsafe fn c_str(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: the caller guarantees a NUL-terminated string.
+        Some(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+}
+
+/// Convenience for Rust plugins: read a component parameter through the core.
+///
+/// # Safety
+/// `core` must be the pointer the core passed to `query`/`open`.
+pub unsafe fn param(core: *const CoreServices, framework: &str, component: &str, name: &str) -> Option<String> {
+    let f = std::ffi::CString::new(framework).ok()?;
+    let c = std::ffi::CString::new(component).ok()?;
+    let n = std::ffi::CString::new(name).ok()?;
+    // SAFETY: the core table is valid for the job's lifetime; strings are NUL-terminated.
+    unsafe { c_str(((*core).param)(f.as_ptr(), c.as_ptr(), n.as_ptr())) }
+}
+
+/// Convenience for Rust plugins: log through the core.
+///
+/// # Safety
+/// `core` must be the pointer the core passed to `query`/`open`.
+pub unsafe fn log(core: *const CoreServices, level: c_int, component: &str, msg: &str) {
+    let c = std::ffi::CString::new(component).unwrap_or_default();
+    let m = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: as above.
+    unsafe { ((*core).log)(level, c.as_ptr(), m.as_ptr()) }
+}

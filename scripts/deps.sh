@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what rshmem needs on Debian 12 (run as root; a no-op when everything is present).
+set -euo pipefail
+pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev gcc g++ make)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null; then
+    echo "deps: a Rust toolchain (cargo, rustc >= 1.88) is required; install it with rustup" >&2
+    exit 1
+fi

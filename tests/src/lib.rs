@@ -1,0 +1,131 @@
+//! Test harness: build C programs with our `oshcc`, run them under our `oshrun` with a hard
+//! timeout, and look at what they print. The workspace must be built first
+//! (`cargo build --workspace`): the tools, `libshmem.so` and the plugins are taken from the
+//! same target directory as the test binary.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// target/<profile>, found from the running test binary (target/<profile>/deps/<test>).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir").to_path_buf();
+    for tool in ["oshrun", "oshcc", "libshmem.so"] {
+        assert!(
+            dir.join(tool).exists(),
+            "{} is missing: build the workspace first (`cargo build --workspace`)",
+            dir.join(tool).display()
+        );
+    }
+    dir
+}
+
+pub fn source_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where built test programs go.
+fn build_dir() -> PathBuf {
+    let d = target_dir().join("rshmem-test-programs");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compile `c/<name>.c` (or any path) with oshcc, once per test process.
+pub fn build_c(src: &Path, extra: &[&str]) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(src) {
+        return p.clone();
+    }
+    let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+    let parent = src.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let out = build_dir().join(format!("{parent}-{stem}"));
+    let o = Command::new(target_dir().join("oshcc"))
+        .args(["-std=gnu11", "-O1", "-g", "-Wall", "-Werror"])
+        .arg(format!("-I{}", source_dir().join("c").display()))
+        .args(extra)
+        .arg(src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run oshcc");
+    assert!(o.status.success(), "oshcc {} failed:\n{}{}", src.display(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    built.insert(src.to_path_buf(), out.clone());
+    out
+}
+
+pub fn c_test(name: &str) -> PathBuf {
+    build_c(&source_dir().join("c").join(format!("{name}.c")), &[])
+}
+
+/// One multi-PE job at a time: the machine has two cores and jobs of four PEs already
+/// oversubscribe it.
+fn job_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub struct Run {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Panic with the whole output unless the job succeeded.
+    pub fn assert_ok(&self, what: &str) -> &Self {
+        assert!(self.status.success(), "{what}: job failed ({:?})\n--- stdout\n{}--- stderr\n{}", self.status, self.stdout, self.stderr);
+        self
+    }
+
+    /// Lines `<name>: PE <i> ok` for every PE.
+    pub fn assert_all_pes_ok(&self, name: &str, np: usize) -> &Self {
+        self.assert_ok(name);
+        for pe in 0..np {
+            let line = format!("{name}: PE {pe} ok");
+            assert!(self.stdout.lines().any(|l| l == line), "{name}: missing `{line}`\n--- stdout\n{}--- stderr\n{}", self.stdout, self.stderr);
+        }
+        self
+    }
+}
+
+/// Run `prog` on `np` PEs through oshrun with extra environment. oshrun enforces `timeout`
+/// itself (killing the job); the harness kills oshrun too if it overruns by 30 s.
+pub fn oshrun(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
+    let _g = job_lock();
+    let start = Instant::now();
+    let mut cmd = Command::new(target_dir().join("oshrun"));
+    cmd.arg("-np").arg(np.to_string()).arg("--timeout").arg(timeout.as_secs().to_string()).arg("--").arg(prog);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start oshrun");
+    let hard = timeout + Duration::from_secs(30);
+    loop {
+        if let Some(_st) = child.try_wait().expect("wait") {
+            break;
+        }
+        if start.elapsed() > hard {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let Output { status, stdout, stderr } = child.wait_with_output().expect("collect output");
+    Run { status, stdout: String::from_utf8_lossy(&stdout).into_owned(), stderr: String::from_utf8_lossy(&stderr).into_owned(), elapsed: start.elapsed() }
+}
+
+/// The sshmem backends every multi-PE test runs with.
+pub const SSHMEM_BACKENDS: &[&str] = &["mmap", "ucx"];
+
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

@@ -1,0 +1,104 @@
+//! Tier 2: the C test programs in tests/c, on 1, 2 and 4 PEs, with each sshmem backend, and
+//! with local mapping disabled so that every access goes through the UCX spml.
+
+use rshmem_tests::*;
+
+const NPS: &[usize] = &[1, 2, 4];
+
+/// Every (np, environment) combination a correctness test runs under.
+fn configurations() -> Vec<(usize, Vec<(&'static str, &'static str)>)> {
+    let mut v = Vec::new();
+    for &np in NPS {
+        for &b in SSHMEM_BACKENDS {
+            v.push((np, vec![("SHMEM_MCA_sshmem", b)]));
+        }
+    }
+    // Everything through UCX (no direct load/store between PEs).
+    v.push((2, vec![("SHMEM_LOCAL_MAP", "0")]));
+    v.push((4, vec![("SHMEM_LOCAL_MAP", "0"), ("SHMEM_MCA_sshmem", "ucx")]));
+    v
+}
+
+fn run_everywhere(name: &str, extra_env: &[(&'static str, &'static str)]) {
+    let prog = c_test(name);
+    for (np, mut env) in configurations() {
+        env.extend_from_slice(extra_env);
+        let r = oshrun(np, &prog, &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok(name, np);
+    }
+}
+
+#[test]
+fn hello_prints_every_pe() {
+    let prog = c_test("hello");
+    for &np in NPS {
+        let r = oshrun(np, &prog, &[], DEFAULT_TIMEOUT);
+        r.assert_ok("hello");
+        for pe in 0..np {
+            let line = format!("Hello from PE {pe} of {np} (rshmem, OpenSHMEM 1.6)");
+            assert!(r.stdout.lines().any(|l| l == line), "missing `{line}` in:\n{}", r.stdout);
+        }
+        assert_eq!(r.stdout.lines().count(), np);
+    }
+}
+
+#[test]
+fn hello_runs_as_a_single_pe_without_oshrun() {
+    let prog = c_test("hello");
+    let o = std::process::Command::new(&prog).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "Hello from PE 0 of 1 (rshmem, OpenSHMEM 1.6)");
+}
+
+#[test]
+fn put_get_on_the_heap() {
+    run_everywhere("putget_heap", &[]);
+}
+
+#[test]
+fn put_get_on_global_and_static_data() {
+    run_everywhere("putget_static", &[]);
+}
+
+#[test]
+fn ring() {
+    run_everywhere("ring", &[]);
+}
+
+#[test]
+fn barrier_and_sync_all() {
+    run_everywhere("barrier", &[]);
+}
+
+#[test]
+fn broadcast() {
+    run_everywhere("broadcast", &[]);
+}
+
+#[test]
+fn strided_iput_iget() {
+    run_everywhere("strided", &[]);
+}
+
+#[test]
+fn nbi_and_quiet() {
+    run_everywhere("nbi", &[]);
+}
+
+#[test]
+fn progress_to_a_busy_pe() {
+    run_everywhere("progress", &[]);
+}
+
+#[test]
+fn heap_alignment_realloc_and_exhaustion() {
+    run_everywhere("heap", &[("SHMEM_SYMMETRIC_SIZE", "4M")]);
+}
+
+#[test]
+fn legacy_start_pes_without_finalize() {
+    let prog = c_test("legacy_start");
+    for &np in NPS {
+        oshrun(np, &prog, &[], DEFAULT_TIMEOUT).assert_all_pes_ok("legacy_start", np);
+    }
+}

@@ -1,0 +1,61 @@
+//! Failure handling: bad input ends the job with a clear message; a dead PE or a global exit
+//! ends every PE promptly with the right status; bad selections fail init with a useful list.
+
+use rshmem_tests::*;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+
+#[test]
+fn put_to_a_pe_out_of_range_names_the_routine_and_pe() {
+    let r = oshrun(2, &c_test("bad_pe"), &[], T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("rshmem[PE 0] shmem_long_p: pe 5 is out of range: the job has 2 PEs"), "{}", r.stderr);
+    assert!(!r.stdout.contains("not reached"));
+}
+
+#[test]
+fn put_to_a_stack_address_is_refused() {
+    let r = oshrun(2, &c_test("not_symmetric"), &[], T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("shmem_long_put: dest 0x") && r.stderr.contains("is not a symmetric address"), "{}", r.stderr);
+}
+
+#[test]
+fn a_killed_pe_ends_the_job_within_a_second_naming_it() {
+    let r = oshrun(4, &c_test("die"), &[], T);
+    assert_eq!(r.code(), Some(128 + 9), "{}", r.stderr);
+    assert!(r.stderr.contains("oshrun: PE 2 (pid "), "{}", r.stderr);
+    assert!(r.stderr.contains("was killed by signal 9"), "{}", r.stderr);
+    // The survivors sleep 30 s after the barriers: the job must not wait for them.
+    assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
+}
+
+#[test]
+fn global_exit_ends_every_pe_with_its_status() {
+    let r = oshrun(4, &c_test("global_exit"), &[], T);
+    assert_eq!(r.code(), Some(7), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
+}
+
+#[test]
+fn an_unknown_spml_fails_init_listing_the_ones_that_exist() {
+    let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_spml", "nonexistent")], T);
+    assert_ne!(r.code(), Some(0));
+    assert!(r.stderr.contains("SHMEM_MCA_spml=nonexistent: there is no spml component named 'nonexistent'"), "{}", r.stderr);
+    assert!(r.stderr.contains("the spml components that exist are: ucx"), "{}", r.stderr);
+}
+
+#[test]
+fn an_excluded_only_backend_is_reported() {
+    let r = oshrun(1, &c_test("hello"), &[("SHMEM_MCA_sshmem", "^mmap,ucx")], T);
+    assert_ne!(r.code(), Some(0));
+    assert!(r.stderr.contains("no sshmem component is available"), "{}", r.stderr);
+}
+
+#[test]
+fn oshrun_without_a_program_explains_usage() {
+    let o = std::process::Command::new(target_dir().join("oshrun")).arg("-np").arg("2").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("usage: oshrun -np N"));
+}
