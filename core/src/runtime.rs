@@ -344,14 +344,12 @@ fn map_peer(sshmem: &SshmemOps, spml: &SpmlOps, pe: i32, seg: u32, base: u64, le
 }
 
 extern "C" fn at_exit() {
-    // A program that ends without shmem_finalize: complete its communication and tell the
-    // launcher the exit is deliberate. No barrier here: a PE exiting on an error path must not
-    // block waiting for the others.
+    // The implicit finalize at the end of a program that did not call shmem_finalize: complete
+    // its communication. No barrier: a PE leaving through exit() on an error path must not
+    // block waiting for the others, and the launcher, not told of a finalize, treats a
+    // non-zero exit as abnormal and stops the job.
     if STATE.load(Ordering::Acquire) == RUNNING {
-        let _ = std::panic::catch_unwind(|| {
-            crate::rma::quiet(c"exit", crate::ctx::default());
-            boot().finalize();
-        });
+        let _ = std::panic::catch_unwind(|| crate::rma::quiet(c"exit", crate::ctx::default()));
     }
 }
 

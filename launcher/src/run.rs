@@ -140,6 +140,7 @@ pub fn run(o: &Options) -> i32 {
 fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
     let start = Instant::now();
     let mut running = o.np;
+    let mut deferred: Option<(usize, i32)> = None;
     loop {
         let abort = server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone();
         if let Some((rank, code, msg)) = abort {
@@ -166,6 +167,16 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
                 job.kill_all();
                 return code;
             }
+            // A PE that finalized explicitly passed the finalize barrier with everyone: nobody
+            // waits for it any more, so its status is reported at the end without killing
+            // the others.
+            let finalized = server.shared.lock().unwrap_or_else(|e| e.into_inner()).finalized[rank];
+            if finalized {
+                if let (None, Some(c)) = (deferred, st.code()) {
+                    deferred = Some((rank, c));
+                }
+                continue;
+            }
             let pid = job.pids[rank];
             let (how, code) = match (st.signal(), st.code()) {
                 (Some(sig), _) => (format!("was killed by {}", signal_name(sig)), 128 + sig),
@@ -181,7 +192,13 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
             return code;
         }
         if running == 0 {
-            return 0;
+            return match deferred {
+                Some((rank, code)) => {
+                    eprintln!("oshrun: PE {rank} exited with status {code} after shmem_finalize");
+                    code
+                }
+                None => 0,
+            };
         }
         if let Some(t) = o.timeout {
             if start.elapsed() > t {

@@ -1,0 +1,127 @@
+//! Tier 3: the example programs of the OpenSHMEM 1.3 specification for the routines rshmem
+//! implements (tests/spec-examples), built with oshcc and run under oshrun, output checked.
+
+use rshmem_tests::*;
+use std::path::PathBuf;
+
+fn example(name: &str) -> PathBuf {
+    build_c(&source_dir().join("spec-examples").join(format!("{name}.c")), &["-Wno-unused-parameter", "-Wno-unused-variable", "-lm"])
+}
+
+fn run(name: &str, np: usize) -> Run {
+    let r = oshrun(np, &example(name), &[], DEFAULT_TIMEOUT);
+    r.assert_ok(name);
+    r
+}
+
+fn has(r: &Run, line: &str) {
+    assert!(r.stdout.lines().any(|l| l.trim_end() == line), "missing `{line}` in:\n{}\n{}", r.stdout, r.stderr);
+}
+
+#[test]
+fn my_pe() {
+    let r = run("my_pe", 4);
+    for pe in 0..4 {
+        has(&r, &format!("My PE id is: {pe}"));
+    }
+}
+
+#[test]
+fn finalize_and_g() {
+    for name in ["finalize", "g"] {
+        let r = run(name, 4);
+        has(&r, "0: y = 10101");
+        for pe in 1..4 {
+            has(&r, &format!("{pe}: y = -1"));
+        }
+    }
+}
+
+#[test]
+fn global_exit_with_missing_input() {
+    let dir = tempdir();
+    let o = std::process::Command::new(target_dir().join("oshrun"))
+        .current_dir(&dir)
+        .args(["-np", "4", "--timeout", "60", "--"])
+        .arg(example("global_exit"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn tempdir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rshmem-spec-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn ptr() {
+    let r = run("ptr", 2);
+    has(&r, "bigd on PE 1 is:");
+    for i in 1..=100 {
+        has(&r, &format!(" {i}"));
+    }
+    assert!(!r.stdout.contains("can't use pointer"));
+}
+
+#[test]
+fn put() {
+    let r = run("put", 4);
+    has(&r, "dest[0] on PE 1 is 1");
+    for pe in [0, 2, 3] {
+        has(&r, &format!("dest[0] on PE {pe} is 0"));
+    }
+}
+
+#[test]
+fn p() {
+    let r = run("p", 2);
+    has(&r, "OK");
+}
+
+#[test]
+fn iput() {
+    let r = run("iput", 2);
+    has(&r, "dest on PE 1 is 1 3 5 7 9");
+}
+
+#[test]
+fn barrier_all() {
+    let r = run("barrier_all", 4);
+    for pe in 0..4 {
+        has(&r, &format!("{pe}: x = 4"));
+    }
+}
+
+#[test]
+fn fence() {
+    let r = run("fence", 3);
+    has(&r, "dest[0] on PE 0 is 0");
+    has(&r, "dest[0] on PE 1 is 1");
+    has(&r, "dest[0] on PE 2 is 1");
+}
+
+#[test]
+fn quiet() {
+    let r = run("quiet", 3);
+    has(&r, "x: {1,2,3}");
+    has(&r, "y: 90");
+}
+
+#[test]
+fn hello() {
+    let r = run("hello", 4);
+    for pe in 0..4 {
+        has(&r, &format!("Hello from {pe} of 4"));
+    }
+}
+
+#[test]
+fn symmetric_static() {
+    let r = run("symmetric_static", 4);
+    let want = (0..16).map(|i| i.to_string()).collect::<Vec<_>>().join(" \t");
+    for pe in 1..4 {
+        has(&r, &format!("dest on PE {pe} is \t{want}"));
+    }
+}
