@@ -131,7 +131,11 @@ fn arg(i: usize) -> String {
 /// Index of the parameter whose type carries TYPENAME (the selector).
 fn selector(r: &Routine) -> (usize, bool) {
     let ty = r.ty.expect("typed routine");
-    let i = r.params.iter().position(|(t, _)| t.contains(ty.c) && t.contains('*')).expect("a typed pointer parameter");
+    let i = r
+        .params
+        .iter()
+        .position(|(t, _)| t.contains(ty.c) && t.contains('*'))
+        .expect("a typed pointer parameter");
     (i, r.params[i].0.starts_with("const "))
 }
 
@@ -191,7 +195,11 @@ pub fn shmem_h(all: &[Routine]) -> String {
     for r in all.iter().filter(|r| r.ty.is_some_and(|t| t.generic)) {
         if let Some(g) = r.generic {
             let e = generics.entry(g).or_default();
-            if r.has_ctx { e.1.push(r) } else { e.0.push(r) }
+            if r.has_ctx {
+                e.1.push(r)
+            } else {
+                e.0.push(r)
+            }
         }
     }
     for (name, (plain, ctx)) in &generics {

@@ -31,7 +31,7 @@ impl Routine {
         } else {
             self.params.iter().map(|(t, n)| c_param(t, n)).collect::<Vec<_>>().join(", ")
         };
-        format!("{} {}({});", self.ret, self.name, params).replace("* ", "*").replace(" *", " *")
+        format!("{} {}({});", self.ret, self.name, params).replace("* ", "*")
     }
 
     /// Long double travels in x87 registers or on the stack, which Rust cannot declare: such
@@ -50,7 +50,10 @@ fn c_param(ty: &str, name: &str) -> String {
 }
 
 fn subst(text: &str, c_ty: &str, rust_ty: &str, size: &str, name: &str) -> String {
-    text.replace("{TYPE}", c_ty).replace("{RTYPE}", rust_ty).replace("{SIZE}", size).replace("{NAME}", &format!("c\"{name}\""))
+    text.replace("{TYPE}", c_ty)
+        .replace("{RTYPE}", rust_ty)
+        .replace("{SIZE}", size)
+        .replace("{NAME}", &format!("c\"{name}\""))
 }
 
 fn parse_params(params: &str) -> Vec<(String, String)> {
@@ -61,7 +64,7 @@ fn parse_params(params: &str) -> Vec<(String, String)> {
         .split(',')
         .map(|p| {
             let p = p.trim();
-            let split = p.rfind(|c: char| c == ' ' || c == '*').expect("parameter has a name");
+            let split = p.rfind([' ', '*']).expect("parameter has a name");
             let (ty, name) = p.split_at(split + 1);
             (normalize_c_type(ty), name.to_string())
         })
@@ -72,7 +75,7 @@ fn parse_params(params: &str) -> Vec<(String, String)> {
 fn normalize_c_type(ty: &str) -> String {
     let ty = ty.trim();
     let stars = ty.matches('*').count();
-    let base = ty.trim_end_matches(|c: char| c == '*' || c == ' ').trim();
+    let base = ty.trim_end_matches(['*', ' ']).trim();
     if stars == 0 {
         base.to_string()
     } else {
@@ -83,7 +86,7 @@ fn normalize_c_type(ty: &str) -> String {
 /// Rust type of a normalized C type.
 pub fn rust_type(ty: &str) -> String {
     let stars = ty.matches('*').count();
-    let base = ty.trim_end_matches(|c: char| c == '*' || c == ' ').trim();
+    let base = ty.trim_end_matches(['*', ' ']).trim();
     if stars == 0 {
         return rust_of_c(base);
     }
@@ -107,26 +110,28 @@ fn instances(f: &'static Family) -> Vec<Routine> {
         }
         let c = if ctx { "ctx_" } else { "" };
         for over in f.over {
-            let mut push = |name: String, c_ty: &str, rust_ty: &str, size: String, ty: Option<&'static types::Ty>| {
-                let mut params = parse_params(&subst(f.params, c_ty, rust_ty, &size, &name));
-                if ctx {
-                    params.insert(0, ("shmem_ctx_t".to_string(), "ctx".to_string()));
-                }
-                out.push(Routine {
-                    ret: normalize_c_type(&subst(f.ret, c_ty, rust_ty, &size, &name)),
-                    body: subst(f.body, c_ty, rust_ty, &size, &name),
-                    name,
-                    category: f.category,
-                    params,
-                    has_ctx: ctx,
-                    c_attr: f.c_attr,
-                    ty,
-                    generic: f.generic,
-                });
-            };
+            let mut push =
+                |name: String, c_ty: &str, rust_ty: &str, size: String, ty: Option<&'static types::Ty>| {
+                    let mut params = parse_params(&subst(f.params, c_ty, rust_ty, &size, &name));
+                    if ctx {
+                        params.insert(0, ("shmem_ctx_t".to_string(), "ctx".to_string()));
+                    }
+                    out.push(Routine {
+                        ret: normalize_c_type(&subst(f.ret, c_ty, rust_ty, &size, &name)),
+                        body: subst(f.body, c_ty, rust_ty, &size, &name),
+                        name,
+                        category: f.category,
+                        params,
+                        has_ctx: ctx,
+                        c_attr: f.c_attr,
+                        ty,
+                        generic: f.generic,
+                    });
+                };
             match over {
                 Over::Plain => {
-                    let name = if ctx { f.name.replacen("shmem_", "shmem_ctx_", 1) } else { f.name.to_string() };
+                    let name =
+                        if ctx { f.name.replacen("shmem_", "shmem_ctx_", 1) } else { f.name.to_string() };
                     push(name, "void", "c_void", "1".into(), None);
                 }
                 Over::RmaTypes => {

@@ -55,11 +55,18 @@ pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
 fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
     // SAFETY: plugin ABI call; only looks the pointer up.
     if unsafe { (rt.memheap.usable_size)(rt.heap, ptr) } == 0 {
-        fatal(routine, &format!("{what} {ptr:p} was not returned by a symmetric allocation routine (or was already freed)"));
+        fatal(
+            routine,
+            &format!(
+                "{what} {ptr:p} was not returned by a symmetric allocation routine (or was already freed)"
+            ),
+        );
     }
 }
 
-pub fn free(routine: &CStr, ptr: *mut c_void) {
+/// # Safety
+/// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
+pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
     let rt = runtime::get(routine);
     if ptr.is_null() {
         return;
@@ -71,14 +78,17 @@ pub fn free(routine: &CStr, ptr: *mut c_void) {
     unsafe { (rt.memheap.free)(rt.heap, ptr) };
 }
 
-pub fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_void {
+/// # Safety
+/// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
+pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_void {
     let rt = runtime::get(routine);
     if ptr.is_null() {
         return malloc(routine, size);
     }
     check_owned(routine, rt, ptr, "ptr");
     if size == 0 {
-        free(routine, ptr);
+        // SAFETY: checked above to be a live allocation.
+        unsafe { free(routine, ptr) };
         return std::ptr::null_mut();
     }
     // Nobody may still be reading the old block when it moves.

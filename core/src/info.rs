@@ -10,7 +10,14 @@ pub fn settings_report() -> String {
     let mut s = String::from("Settings (environment > default):\n");
     for st in SETTINGS {
         let legacy = st.legacy.map(|l| format!(" (also {l})")).unwrap_or_default();
-        let _ = writeln!(s, "  {}{legacy} = {:?}  [{}]\n      {}", st.name, config::raw(st.name), config::source(st.name), st.doc);
+        let _ = writeln!(
+            s,
+            "  {}{legacy} = {:?}  [{}]\n      {}",
+            st.name,
+            config::raw(st.name),
+            config::source(st.name),
+            st.doc
+        );
     }
     s
 }
@@ -32,19 +39,40 @@ pub fn components_report() -> String {
             Ok(sel) => {
                 for a in &sel.answers {
                     let c = a.component;
-                    let state = if a.available { format!("available, priority {}", a.priority) } else { "unavailable".into() };
-                    let _ = writeln!(s, "  {} {} ({}): {state}{}", c.name, c.version, c.path.display(), if a.reason.is_empty() { String::new() } else { format!(" - {}", a.reason) });
+                    let state = if a.available {
+                        format!("available, priority {}", a.priority)
+                    } else {
+                        "unavailable".into()
+                    };
+                    let _ = writeln!(
+                        s,
+                        "  {} {} ({}): {state}{}",
+                        c.name,
+                        c.version,
+                        c.path.display(),
+                        if a.reason.is_empty() { String::new() } else { format!(" - {}", a.reason) }
+                    );
                     if !c.description.is_empty() {
                         let _ = writeln!(s, "      {}", c.description);
                     }
                     for (name, default, doc) in c.params() {
-                        let _ = writeln!(s, "      SHMEM_MCA_{}_{}_{name} (default {default:?}): {doc}", fw.name(), c.name);
+                        let _ = writeln!(
+                            s,
+                            "      SHMEM_MCA_{}_{}_{name} (default {default:?}): {doc}",
+                            fw.name(),
+                            c.name
+                        );
                     }
                 }
                 let names: Vec<&str> = sel.ranked.iter().map(|c| c.name.as_str()).collect();
-                let _ = writeln!(s, "  => selected: {}", if fw == Framework::Scoll { names.join(", ") } else { names[0].to_string() });
+                let _ = writeln!(
+                    s,
+                    "  => selected: {}",
+                    if fw == Framework::Scoll { names.join(", ") } else { names[0].to_string() }
+                );
                 if fw == Framework::Spml {
-                    crate::runtime::open_spml_for_tools(&sel, core);
+                    // SAFETY: `core` is the services table built above.
+                    unsafe { crate::runtime::open_spml_for_tools(&sel, core) };
                 }
             }
             Err(e) => {

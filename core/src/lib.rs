@@ -32,8 +32,9 @@ mod tests {
             ("shmem.h", include_str!(concat!(env!("OUT_DIR"), "/shmem.h"))),
             ("shmemx.h", include_str!(concat!(env!("OUT_DIR"), "/shmemx.h"))),
         ] {
-            let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/").to_string() + name)
-                .unwrap_or_default();
+            let committed =
+                std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/").to_string() + name)
+                    .unwrap_or_default();
             assert!(
                 committed == generated,
                 "core/include/{name} is stale: run `RSHMEM_REGEN_HEADERS=1 cargo build -p rshmem-core` and commit it"
@@ -44,12 +45,15 @@ mod tests {
     /// Every generated routine is in the spec inventory with the same prototype.
     #[test]
     fn generated_prototypes_match_the_spec_inventory() {
-        let tsv = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/spec/c-api.tsv"));
+        let tsv =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/spec/c-api.tsv"));
         let Ok(tsv) = tsv else {
             eprintln!("shared/spec/c-api.tsv not found beside the repository: prototype check skipped");
             return;
         };
-        let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").replace("* ", "*").replace("_Noreturn ", "");
+        let norm = |s: &str| {
+            s.split_whitespace().collect::<Vec<_>>().join(" ").replace("* ", "*").replace("_Noreturn ", "")
+        };
         for (name, _cat, proto) in crate::ffi::SYMBOLS {
             let row = tsv.lines().find(|l| l.split('\t').next() == Some(name));
             let row = row.unwrap_or_else(|| panic!("{name} is not in shared/spec/c-api.tsv"));

@@ -29,7 +29,14 @@ fn overflow(routine: &CStr) -> ! {
 
 /// Where symmetric `addr` lives on `pe`: (segment, offset, peer record).
 #[inline(always)]
-fn target<'a>(rt: &'a Runtime, routine: &CStr, what: &str, addr: usize, len: usize, pe: c_int) -> (u32, usize, &'a PeerSeg) {
+fn target<'a>(
+    rt: &'a Runtime,
+    routine: &CStr,
+    what: &str,
+    addr: usize,
+    len: usize,
+    pe: c_int,
+) -> (u32, usize, &'a PeerSeg) {
     if pe as u32 >= rt.n_pes as u32 {
         bad_pe(routine, pe, rt.n_pes);
     }
@@ -66,7 +73,15 @@ fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
 /// # Safety
 /// `src` must be readable for the length; `dest` is checked to be symmetric.
 #[inline(always)]
-pub unsafe fn put(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+pub unsafe fn put(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     let len = bytes(routine, nelems, size);
     if ctx.is_null() || len == 0 {
         return;
@@ -78,7 +93,8 @@ pub unsafe fn put(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelem
         unsafe { std::ptr::copy(src, p.mapped.add(off), len) };
     } else {
         // SAFETY: plugin ABI call; `src` readable for `len`.
-        if unsafe { (rt.spml.put)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0 {
+        if unsafe { (rt.spml.put)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0
+        {
             spml_failed(routine, "put to", pe);
         }
     }
@@ -89,7 +105,15 @@ pub unsafe fn put(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelem
 /// # Safety
 /// `dest` must be writable for the length; `src` is checked to be symmetric.
 #[inline(always)]
-pub unsafe fn get(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+pub unsafe fn get(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     let len = bytes(routine, nelems, size);
     if ctx.is_null() || len == 0 {
         return;
@@ -101,7 +125,8 @@ pub unsafe fn get(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelem
         unsafe { std::ptr::copy(p.mapped.add(off), dest, len) };
     } else {
         // SAFETY: plugin ABI call; `dest` writable for `len`.
-        if unsafe { (rt.spml.get)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0 {
+        if unsafe { (rt.spml.get)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0
+        {
             spml_failed(routine, "get from", pe);
         }
     }
@@ -111,7 +136,15 @@ pub unsafe fn get(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelem
 ///
 /// # Safety
 /// As [`put`]; `src` must stay unchanged until the next quiet.
-pub unsafe fn put_nbi(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+pub unsafe fn put_nbi(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     let len = bytes(routine, nelems, size);
     if ctx.is_null() || len == 0 {
         return;
@@ -121,7 +154,10 @@ pub unsafe fn put_nbi(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, n
     if !p.mapped.is_null() {
         // SAFETY: as in `put`.
         unsafe { std::ptr::copy(src, p.mapped.add(off), len) };
-    } else if unsafe { (rt.spml.put_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0 {
+    } else if unsafe {
+        (rt.spml.put_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len)
+    } != 0
+    {
         spml_failed(routine, "put to", pe);
     }
 }
@@ -130,7 +166,15 @@ pub unsafe fn put_nbi(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, n
 ///
 /// # Safety
 /// As [`get`].
-pub unsafe fn get_nbi(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, nelems: usize, size: usize, pe: c_int) {
+pub unsafe fn get_nbi(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     let len = bytes(routine, nelems, size);
     if ctx.is_null() || len == 0 {
         return;
@@ -140,7 +184,10 @@ pub unsafe fn get_nbi(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, n
     if !p.mapped.is_null() {
         // SAFETY: as in `get`.
         unsafe { std::ptr::copy(p.mapped.add(off), dest, len) };
-    } else if unsafe { (rt.spml.get_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0 {
+    } else if unsafe {
+        (rt.spml.get_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len)
+    } != 0
+    {
         spml_failed(routine, "get from", pe);
     }
 }
@@ -180,7 +227,17 @@ fn check_strides(routine: &CStr, dst: isize, sst: isize) {
 /// # Safety
 /// As [`put`], for every strided element.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn iput(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int) {
+pub unsafe fn iput(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     if nelems == 0 {
         return;
     }
@@ -197,7 +254,17 @@ pub unsafe fn iput(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, dst:
 /// # Safety
 /// As [`get`], for every strided element.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn iget(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, dst: isize, sst: isize, nelems: usize, size: usize, pe: c_int) {
+pub unsafe fn iget(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
     if nelems == 0 {
         return;
     }
@@ -210,7 +277,10 @@ pub unsafe fn iget(routine: &CStr, ctx: Ctx, dest: *mut u8, src: *const u8, dst:
 }
 
 /// `shmem_quiet`: every put, get and AMO issued on `ctx` is complete and visible.
-pub fn quiet(routine: &CStr, ctx: Ctx) {
+///
+/// # Safety
+/// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
+pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
     if ctx.is_null() {
         return;
     }
@@ -227,7 +297,10 @@ pub fn quiet(routine: &CStr, ctx: Ctx) {
 }
 
 /// `shmem_fence`: operations to each PE are delivered in order.
-pub fn fence(routine: &CStr, ctx: Ctx) {
+///
+/// # Safety
+/// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
+pub unsafe fn fence(routine: &CStr, ctx: Ctx) {
     if ctx.is_null() {
         return;
     }
@@ -276,7 +349,8 @@ pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_i
     } else {
         let ctx = crate::ctx::default();
         // SAFETY: plugin ABI call.
-        if unsafe { (rt.spml.atomic_add_u64)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, value) } != 0 {
+        if unsafe { (rt.spml.atomic_add_u64)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, value) } != 0
+        {
             spml_failed(routine, "atomic add on", pe);
         }
     }

@@ -8,7 +8,8 @@ use crate::segments::{PeerSeg, SegmentTable, SEG_DATA, SEG_HEAP};
 use crate::static_data::{self, DataSegment};
 use crate::team::TeamState;
 use rshmem_plugin_api::{
-    CoreServices, Framework, MemheapOps, ScollOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle, RC_UNSUPPORTED,
+    CoreServices, Framework, MemheapOps, ScollOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
+    RC_UNSUPPORTED,
 };
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
@@ -69,7 +70,8 @@ pub fn get(routine: &CStr) -> &'static Runtime {
 #[cold]
 #[inline(never)]
 fn not_initialized(routine: &CStr) -> ! {
-    let when = if STATE.load(Ordering::Acquire) == FINALIZED { "after shmem_finalize" } else { "before shmem_init" };
+    let when =
+        if STATE.load(Ordering::Acquire) == FINALIZED { "after shmem_finalize" } else { "before shmem_init" };
     crate::error::fatal(routine, &format!("called {when}"))
 }
 
@@ -188,7 +190,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let mut heap_seg = SegmentDesc::default();
     // SAFETY: plugin ABI call with a valid out-pointer.
     if unsafe { (sshmem.create)(heap_size + INTERNAL_HEAP, std::ptr::null_mut(), &mut heap_seg) } != 0 {
-        fail(routine, &format!("sshmem {sshmem_name} could not create a symmetric heap of {} bytes", heap_size + INTERNAL_HEAP));
+        fail(
+            routine,
+            &format!(
+                "sshmem {sshmem_name} could not create a symmetric heap of {} bytes",
+                heap_size + INTERNAL_HEAP
+            ),
+        );
     }
     // SAFETY: plugin ABI call over the segment just created.
     let heap = unsafe { (memheap.create)(heap_seg.base, heap_seg.size) };
@@ -207,7 +215,15 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         let mut reg = std::ptr::null_mut();
         // SAFETY: plugin ABI call; buffers are valid for the given capacities.
         let rc = unsafe {
-            (spml.mem_register)(base as *mut c_void, len, memh, rkey.as_mut_ptr(), rkey.len(), &mut rkey_len, &mut reg)
+            (spml.mem_register)(
+                base as *mut c_void,
+                len,
+                memh,
+                rkey.as_mut_ptr(),
+                rkey.len(),
+                &mut rkey_len,
+                &mut reg,
+            )
         };
         if rc != 0 {
             fail(routine, &format!("spml {spml_name} could not register symmetric segment {seg}"));
@@ -216,7 +232,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         let v = encode_segment(base as u64, len as u64, blob, &rkey[..rkey_len]);
         boot.put(&format!("seg.{seg}"), &v).unwrap_or_else(|e| fail(routine, &format!("bootstrap: {e}")));
     };
-    publish(SEG_HEAP, heap_seg.base as usize, heap_seg.size, heap_seg.transport_memh, &heap_seg.blob[..heap_seg.blob_len]);
+    publish(
+        SEG_HEAP,
+        heap_seg.base as usize,
+        heap_seg.size,
+        heap_seg.transport_memh,
+        &heap_seg.blob[..heap_seg.blob_len],
+    );
     if let Some(d) = &data {
         let id = segs.add_local(d.base, d.len);
         debug_assert_eq!(id, SEG_DATA);
@@ -233,13 +255,11 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let mut needs_progress = false;
     for pe in 0..n_pes {
         for seg in 0..nseg {
-            let v = boot
-                .get(pe, &format!("seg.{seg}"))
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| fail(routine, &format!("PE {pe} did not publish symmetric segment {seg}")));
-            let (base, len, blob, rkey) =
-                decode_segment(&v).unwrap_or_else(|| fail(routine, &format!("PE {pe}: malformed segment record")));
+            let v = boot.get(pe, &format!("seg.{seg}")).ok().flatten().unwrap_or_else(|| {
+                fail(routine, &format!("PE {pe} did not publish symmetric segment {seg}"))
+            });
+            let (base, len, blob, rkey) = decode_segment(&v)
+                .unwrap_or_else(|| fail(routine, &format!("PE {pe}: malformed segment record")));
             if len as usize != segs.local[seg as usize].len {
                 fail(
                     routine,
@@ -265,6 +285,19 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         }
     }
     rshmem_ctx_default.spml.store(spml.default_ctx, Ordering::Release);
+    if crate::log::level() >= crate::log::INFO {
+        let mapped = (0..n_pes)
+            .filter(|&pe| pe != my_pe && !segs.peer(pe as usize, SEG_HEAP).mapped.is_null())
+            .count();
+        crate::log::log(
+            crate::log::INFO,
+            "init",
+            &format!(
+                "spml {spml_name}, sshmem {sshmem_name}: {mapped} of {} peer heaps mapped for load/store",
+                n_pes - 1
+            ),
+        );
+    }
 
     let rt = Box::leak(Box::new(Runtime {
         boot,
@@ -296,7 +329,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let world = TeamState::create(routine, rt, 0, 0, 1, n_pes, &scolls);
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
     // One node: the shared team is the world.
-    crate::ffi::handles::rshmem_team_shared.state.store(rshmem_team_world.state.load(Ordering::Acquire), Ordering::Release);
+    crate::ffi::handles::rshmem_team_shared
+        .state
+        .store(rshmem_team_world.state.load(Ordering::Acquire), Ordering::Release);
 
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
@@ -316,12 +351,27 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             for (fw, names) in &rt.selected {
                 eprintln!("  selected {}: {}", fw.name(), names.join(", "));
             }
+            let w = crate::coll::world(routine);
+            let first = |v: &[String]| v.first().cloned().unwrap_or_default();
+            eprintln!(
+                "  world team collectives: barrier by {}, broadcast by {}",
+                first(&w.barrier.iter().map(|p| p.2.clone()).collect::<Vec<_>>()),
+                first(&w.broadcast.iter().map(|p| p.2.clone()).collect::<Vec<_>>())
+            );
         }
     }
     rt.thread_level
 }
 
-fn map_peer(sshmem: &SshmemOps, spml: &SpmlOps, pe: i32, seg: u32, base: u64, len: usize, blob: &[u8]) -> *mut u8 {
+fn map_peer(
+    sshmem: &SshmemOps,
+    spml: &SpmlOps,
+    pe: i32,
+    seg: u32,
+    base: u64,
+    len: usize,
+    blob: &[u8],
+) -> *mut u8 {
     if seg == SEG_DATA {
         if let Ok(name) = std::str::from_utf8(blob) {
             if let Ok(p) = static_data::attach(name, len) {
@@ -336,7 +386,11 @@ fn map_peer(sshmem: &SshmemOps, spml: &SpmlOps, pe: i32, seg: u32, base: u64, le
             return addr as *mut u8;
         }
         if rc != RC_UNSUPPORTED {
-            crate::log::log(crate::log::WARN, "init", &format!("could not map PE {pe}'s heap; using the spml"));
+            crate::log::log(
+                crate::log::WARN,
+                "init",
+                &format!("could not map PE {pe}'s heap; using the spml"),
+            );
         }
     }
     // SAFETY: plugin ABI call; NULL when the transport cannot map it.
@@ -349,7 +403,8 @@ extern "C" fn at_exit() {
     // block waiting for the others, and the launcher, not told of a finalize, treats a
     // non-zero exit as abnormal and stops the job.
     if STATE.load(Ordering::Acquire) == RUNNING {
-        let _ = std::panic::catch_unwind(|| crate::rma::quiet(c"exit", crate::ctx::default()));
+        // SAFETY: the default context is always live.
+        let _ = std::panic::catch_unwind(|| unsafe { crate::rma::quiet(c"exit", crate::ctx::default()) });
     }
 }
 
@@ -380,7 +435,10 @@ pub fn use_singleton_bootstrap() {
 }
 
 /// For tools: open the selected spml so that components needing its transport can be probed.
-pub fn open_spml_for_tools(sel: &Selection, core: *const CoreServices) {
+///
+/// # Safety
+/// `core` must be the core services table.
+pub unsafe fn open_spml_for_tools(sel: &Selection, core: *const CoreServices) {
     if let Some(c) = sel.ranked.first() {
         let open = c.desc.open.expect("checked at load");
         // SAFETY: plugin ABI call.

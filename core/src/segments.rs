@@ -41,7 +41,12 @@ unsafe impl Sync for SegmentTable {}
 
 impl SegmentTable {
     pub fn new(n_pes: usize) -> SegmentTable {
-        SegmentTable { local: [LocalSeg::default(); MAX_SEGMENTS], count: 0, n_pes, peers: vec![PeerSeg::default(); n_pes * MAX_SEGMENTS] }
+        SegmentTable {
+            local: [LocalSeg::default(); MAX_SEGMENTS],
+            count: 0,
+            n_pes,
+            peers: vec![PeerSeg::default(); n_pes * MAX_SEGMENTS],
+        }
     }
 
     pub fn add_local(&mut self, base: usize, len: usize) -> u32 {

@@ -24,7 +24,11 @@ struct Found {
     end: usize,
 }
 
-unsafe extern "C" fn phdr_cb(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+unsafe extern "C" fn phdr_cb(
+    info: *mut libc::dl_phdr_info,
+    _size: usize,
+    data: *mut libc::c_void,
+) -> libc::c_int {
     // SAFETY: the loader passes a valid dl_phdr_info; `data` is our `Option<Found>`.
     let (info, out) = unsafe { (&*info, &mut *(data as *mut Option<Found>)) };
     // The first object is the main program.
@@ -87,7 +91,8 @@ pub fn remap(job: &str, pe: i32) -> Result<Option<DataSegment>, String> {
         // Copy the current contents (RELRO pages may be read-only: reading is enough).
         let mut done = 0;
         while done < len {
-            let n = libc::pwrite(fd, (f.start + done) as *const libc::c_void, len - done, done as libc::off_t);
+            let n =
+                libc::pwrite(fd, (f.start + done) as *const libc::c_void, len - done, done as libc::off_t);
             if n <= 0 {
                 return fail("copying the data segment");
             }
@@ -118,7 +123,14 @@ pub fn attach(name: &str, len: usize) -> Result<*mut u8, String> {
         if fd < 0 {
             return Err(format!("shm_open({name}): {}", errno()));
         }
-        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
         libc::close(fd);
         if p == libc::MAP_FAILED {
             return Err(format!("mmap({name}): {}", errno()));

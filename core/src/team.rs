@@ -15,7 +15,9 @@ pub struct TeamState {
     pub broadcast: Vec<(BroadcastFn, *mut c_void, String)>,
     /// The components that enabled this team: (ops, state).
     enabled: Vec<(&'static ScollOps, *mut c_void)>,
-    /// Per-component scratch descriptors (kept alive for the components).
+    /// Per-component scratch descriptors, boxed so their addresses (given to the components)
+    /// stay put while the vector grows.
+    #[allow(clippy::vec_box)]
     _descs: Vec<Box<TeamDesc>>,
 }
 
@@ -43,14 +45,25 @@ impl TeamState {
         let my_index = if (rt.my_pe - start) % stride == 0 { (rt.my_pe - start) / stride } else { -1 };
         let needs: Vec<usize> = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).collect();
         let total: usize = needs.iter().sum();
-        let scratch = crate::heap::alloc_internal(rt, total, 64)
-            .unwrap_or_else(|| crate::error::fatal(routine, "the symmetric heap has no room for team scratch space"));
+        let scratch = crate::heap::alloc_internal(rt, total, 64).unwrap_or_else(|| {
+            crate::error::fatal(routine, "the symmetric heap has no room for team scratch space")
+        });
         // SAFETY: freshly allocated symmetric memory of `total` bytes.
         unsafe { std::ptr::write_bytes(scratch, 0, total) };
-        let mut t = TeamState { desc: TeamDesc { id, start, stride, size, my_index, scratch: scratch.cast(), scratch_len: total }, barrier: Vec::new(), broadcast: Vec::new(), enabled: Vec::new(), _descs: Vec::new() };
+        let mut t = TeamState {
+            desc: TeamDesc { id, start, stride, size, my_index, scratch: scratch.cast(), scratch_len: total },
+            barrier: Vec::new(),
+            broadcast: Vec::new(),
+            enabled: Vec::new(),
+            _descs: Vec::new(),
+        };
         let mut offset = 0;
         for ((ops, name), need) in scolls.iter().zip(needs) {
-            let desc = Box::new(TeamDesc { scratch: scratch.wrapping_add(offset).cast(), scratch_len: need, ..t.desc });
+            let desc = Box::new(TeamDesc {
+                scratch: scratch.wrapping_add(offset).cast(),
+                scratch_len: need,
+                ..t.desc
+            });
             offset += need;
             // SAFETY: plugin ABI call; `desc` outlives the team.
             let state = unsafe { (ops.enable)(&*desc) };
@@ -88,7 +101,14 @@ impl TeamState {
         Self::run(routine, "barrier", self.barrier.iter().map(|(f, s, n)| (unsafe { f(*s) }, n.clone())));
     }
 
-    pub fn broadcast(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, root: c_int) {
+    pub fn broadcast(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        root: c_int,
+    ) {
         Self::run(
             routine,
             "broadcast",

@@ -23,7 +23,7 @@ pub fn compare<T: PartialOrd>(a: T, cmp: c_int, b: T) -> Option<bool> {
 #[inline]
 pub fn backoff(iteration: &mut u32, rt: &runtime::Runtime) {
     *iteration = iteration.wrapping_add(1);
-    if rt.needs_progress && *iteration % 16 == 0 {
+    if rt.needs_progress && iteration.is_multiple_of(16) {
         // SAFETY: plugin ABI call with no arguments.
         unsafe { (rt.spml.progress)() };
     }

@@ -27,7 +27,11 @@ impl Server {
     /// Listen on `path` for `n` PEs (in a background thread).
     pub fn start(path: &Path, n: usize) -> std::io::Result<Server> {
         let listener = UnixListener::bind(path)?;
-        let shared = Arc::new(Mutex::new(Shared { finalized: vec![false; n], connected: vec![false; n], ..Default::default() }));
+        let shared = Arc::new(Mutex::new(Shared {
+            finalized: vec![false; n],
+            connected: vec![false; n],
+            ..Default::default()
+        }));
         let s = shared.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {

@@ -33,11 +33,18 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         match a {
             "-np" | "-n" | "--np" | "-c" => {
                 let v = value("a number of PEs")?;
-                np = Some(v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| format!("{a} {v}: not a positive number"))?);
+                np = Some(
+                    v.parse::<usize>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("{a} {v}: not a positive number"))?,
+                );
             }
             "--timeout" => {
                 let v = value("seconds")?;
-                timeout = Some(Duration::from_secs_f64(v.parse().map_err(|_| format!("--timeout {v}: not a number"))?));
+                timeout = Some(Duration::from_secs_f64(
+                    v.parse().map_err(|_| format!("--timeout {v}: not a number"))?,
+                ));
             }
             "-x" => {
                 let v = value("NAME or NAME=VALUE")?;
@@ -63,7 +70,11 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
 fn signal_name(sig: i32) -> String {
     // SAFETY: strsignal returns a static or thread-local string for any number.
     let p = unsafe { libc::strsignal(sig) };
-    let name = if p.is_null() { String::new() } else { unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned() };
+    let name = if p.is_null() {
+        String::new()
+    } else {
+        unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    };
     format!("signal {sig} ({name})")
 }
 
@@ -85,7 +96,11 @@ impl Job {
 
 /// Run the job; returns oshrun's exit status.
 pub fn run(o: &Options) -> i32 {
-    let dir = std::env::temp_dir().join(format!("rshmem-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+    let dir = std::env::temp_dir().join(format!(
+        "rshmem-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    ));
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("oshrun: cannot create {}: {e}", dir.display());
         return 1;
@@ -98,7 +113,14 @@ pub fn run(o: &Options) -> i32 {
             return 1;
         }
     };
-    let job_id = format!("{:x}{:x}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0));
+    let job_id = format!(
+        "{:x}{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    );
     let mut job = Job { children: Vec::new(), pids: Vec::new() };
     for rank in 0..o.np {
         let mut cmd = Command::new(&o.program);
@@ -160,7 +182,9 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
             }
             // An abort message may still be in flight from this PE: it explains the exit.
             std::thread::sleep(Duration::from_millis(20));
-            if let Some((r, code, msg)) = server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone() {
+            if let Some((r, code, msg)) =
+                server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone()
+            {
                 if !msg.contains("shmem_global_exit") {
                     eprintln!("oshrun: PE {r} aborted the job: {msg}");
                 }
@@ -186,7 +210,11 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
             let others = running;
             eprintln!(
                 "oshrun: PE {rank} (pid {pid}) {how}; {}",
-                if others > 0 { format!("stopping the other {others} PE(s)") } else { "job over".to_string() }
+                if others > 0 {
+                    format!("stopping the other {others} PE(s)")
+                } else {
+                    "job over".to_string()
+                }
             );
             job.kill_all();
             return code;
@@ -202,7 +230,10 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
         }
         if let Some(t) = o.timeout {
             if start.elapsed() > t {
-                eprintln!("oshrun: the job exceeded --timeout {:.0} s; stopping all {running} running PE(s)", t.as_secs_f64());
+                eprintln!(
+                    "oshrun: the job exceeded --timeout {:.0} s; stopping all {running} running PE(s)",
+                    t.as_secs_f64()
+                );
                 job.kill_all();
                 return 124;
             }

@@ -41,7 +41,8 @@ pub enum Framework {
 }
 
 impl Framework {
-    pub const ALL: [Framework; 4] = [Framework::Spml, Framework::Sshmem, Framework::Memheap, Framework::Scoll];
+    pub const ALL: [Framework; 4] =
+        [Framework::Spml, Framework::Sshmem, Framework::Memheap, Framework::Scoll];
 
     pub fn from_u32(v: u32) -> Option<Framework> {
         Self::ALL.into_iter().find(|f| *f as u32 == v)
@@ -183,11 +184,21 @@ pub struct CoreServices {
     pub log: unsafe extern "C" fn(level: c_int, component: *const c_char, msg: *const c_char),
     /// Value of the setting `SHMEM_MCA_<framework>_<component>_<name>` (environment or config
     /// file), or NULL when unset. The string lives until the job ends.
-    pub param: unsafe extern "C" fn(framework: *const c_char, component: *const c_char, name: *const c_char) -> *const c_char,
+    pub param: unsafe extern "C" fn(
+        framework: *const c_char,
+        component: *const c_char,
+        name: *const c_char,
+    ) -> *const c_char,
     /// Publish `len` bytes under `key` for this PE; visible to others after `kv_fence`.
     pub kv_put: unsafe extern "C" fn(key: *const c_char, value: *const u8, len: usize) -> c_int,
     /// Read what PE `pe` published under `key` into `buf` (capacity `cap`); `*len` gets the size.
-    pub kv_get: unsafe extern "C" fn(pe: c_int, key: *const c_char, buf: *mut u8, cap: usize, len: *mut usize) -> c_int,
+    pub kv_get: unsafe extern "C" fn(
+        pe: c_int,
+        key: *const c_char,
+        buf: *mut u8,
+        cap: usize,
+        len: *mut usize,
+    ) -> c_int,
     /// Collective over all PEs: after it returns every `kv_put` made before it is visible.
     pub kv_fence: unsafe extern "C" fn() -> c_int,
     /// Ends the whole job with `code`, printing `msg`. Does not return.
@@ -247,7 +258,8 @@ pub struct SshmemOps {
     pub create: unsafe extern "C" fn(size: usize, hint: *mut c_void, out: *mut SegmentDesc) -> c_int,
     /// Map a local peer's segment from its `blob`; `*addr` gets the local address. Returns
     /// RC_UNSUPPORTED when the segment can only be reached through the transport.
-    pub attach: unsafe extern "C" fn(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int,
+    pub attach:
+        unsafe extern "C" fn(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int,
     pub detach: unsafe extern "C" fn(addr: *mut c_void, size: usize),
     /// Called once every local peer has attached: remove names so nothing leaks if the job dies.
     pub unlink: unsafe extern "C" fn(seg: *mut SegmentDesc),
@@ -300,18 +312,54 @@ pub struct SpmlOps {
     ) -> c_int,
     pub mem_deregister: unsafe extern "C" fn(reg: *mut c_void),
     /// Learn PE `pe`'s segment `seg` (`base`, `len` in its address space, packed key).
-    pub add_segment: unsafe extern "C" fn(pe: c_int, seg: u32, base: u64, len: usize, rkey: *const u8, rkey_len: usize) -> c_int,
+    pub add_segment: unsafe extern "C" fn(
+        pe: c_int,
+        seg: u32,
+        base: u64,
+        len: usize,
+        rkey: *const u8,
+        rkey_len: usize,
+    ) -> c_int,
     /// A local address mapping `raddr` of PE `pe`'s segment `seg`, or NULL.
     pub remote_ptr: unsafe extern "C" fn(pe: c_int, seg: u32, raddr: u64) -> *mut c_void,
     /// Blocking put: returns when `src` may be reused.
-    pub put: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, src: *const c_void, len: usize) -> c_int,
+    pub put: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        src: *const c_void,
+        len: usize,
+    ) -> c_int,
     /// Blocking get: returns when `dst` holds the data.
-    pub get: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, dst: *mut c_void, len: usize) -> c_int,
+    pub get: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        dst: *mut c_void,
+        len: usize,
+    ) -> c_int,
     /// Non-blocking forms: complete at the next `quiet` on `ctx`.
-    pub put_nbi: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, src: *const c_void, len: usize) -> c_int,
-    pub get_nbi: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, dst: *mut c_void, len: usize) -> c_int,
+    pub put_nbi: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        src: *const c_void,
+        len: usize,
+    ) -> c_int,
+    pub get_nbi: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        dst: *mut c_void,
+        len: usize,
+    ) -> c_int,
     /// 64-bit atomic add at `raddr`.
-    pub atomic_add_u64: unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int,
+    pub atomic_add_u64:
+        unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int,
     pub quiet: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
     pub fence: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
     /// Drive communication once (the core calls it from wait loops).
@@ -357,7 +405,15 @@ pub struct ScollOps {
     pub barrier: Option<unsafe extern "C" fn(state: *mut c_void) -> c_int>,
     /// Copy `nbytes` from `src` on team index `root` to `dest` on every PE of the team
     /// (including the root).
-    pub broadcast: Option<unsafe extern "C" fn(state: *mut c_void, dest: *mut c_void, src: *const c_void, nbytes: usize, root: c_int) -> c_int>,
+    pub broadcast: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nbytes: usize,
+            root: c_int,
+        ) -> c_int,
+    >,
 }
 
 /// Helper for Rust plugins: a `'static` C string literal.
@@ -385,7 +441,12 @@ pub unsafe fn c_str(p: *const c_char) -> Option<String> {
 ///
 /// # Safety
 /// `core` must be the pointer the core passed to `query`/`open`.
-pub unsafe fn param(core: *const CoreServices, framework: &str, component: &str, name: &str) -> Option<String> {
+pub unsafe fn param(
+    core: *const CoreServices,
+    framework: &str,
+    component: &str,
+    name: &str,
+) -> Option<String> {
     let f = std::ffi::CString::new(framework).ok()?;
     let c = std::ffi::CString::new(component).ok()?;
     let n = std::ffi::CString::new(name).ok()?;

@@ -7,8 +7,8 @@
 pub mod ucx;
 
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, ParamDecl, ParamKind, PluginDescriptor, QueryResult, SpmlCtx, SpmlOps, TransportHandle,
-    ABI_VERSION, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
+    cstr, CoreServices, Framework, ParamDecl, ParamKind, PluginDescriptor, QueryResult, SpmlCtx, SpmlOps,
+    TransportHandle, ABI_VERSION, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void, CString};
@@ -110,7 +110,8 @@ unsafe extern "C" fn mem_register(
         } else {
             (memh as sys::ucp_mem_h, false)
         };
-        let packed = match u.rkey_pack(handle) {
+        // SAFETY: `handle` is a registration of this context.
+        let packed = match unsafe { u.rkey_pack(handle) } {
             Ok(p) => p,
             Err(e) => abort(&format!("spml ucx: {e}")),
         };
@@ -129,11 +130,19 @@ unsafe extern "C" fn mem_register(
 
 unsafe extern "C" fn mem_deregister(reg: *mut c_void) {
     if !reg.is_null() {
-        guard("mem_deregister", || state().mem_unmap(reg as sys::ucp_mem_h));
+        // SAFETY: `reg` is a registration this component made.
+        guard("mem_deregister", || unsafe { state().mem_unmap(reg as sys::ucp_mem_h) });
     }
 }
 
-unsafe extern "C" fn add_segment(pe: c_int, seg: u32, _base: u64, _len: usize, rkey: *const u8, rkey_len: usize) -> c_int {
+unsafe extern "C" fn add_segment(
+    pe: c_int,
+    seg: u32,
+    _base: u64,
+    _len: usize,
+    rkey: *const u8,
+    rkey_len: usize,
+) -> c_int {
     guard("add_segment", || {
         if seg as usize >= ucx::MAX_SEGMENTS {
             return RC_ERROR;
@@ -151,20 +160,52 @@ unsafe extern "C" fn remote_ptr(pe: c_int, seg: u32, raddr: u64) -> *mut c_void 
     guard("remote_ptr", || state().remote_ptr(pe as usize, seg as usize, raddr))
 }
 
-unsafe extern "C" fn put(_ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, src: *const c_void, len: usize) -> c_int {
-    guard("put", || rc(state().put(pe as usize, seg as usize, raddr, src, len, true)))
+unsafe extern "C" fn put(
+    _ctx: SpmlCtx,
+    pe: c_int,
+    seg: u32,
+    raddr: u64,
+    src: *const c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: the core guarantees `src` is readable for `len`.
+    guard("put", || rc(unsafe { state().put(pe as usize, seg as usize, raddr, src, len, true) }))
 }
 
-unsafe extern "C" fn get(_ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, dst: *mut c_void, len: usize) -> c_int {
-    guard("get", || rc(state().get(pe as usize, seg as usize, raddr, dst, len, true)))
+unsafe extern "C" fn get(
+    _ctx: SpmlCtx,
+    pe: c_int,
+    seg: u32,
+    raddr: u64,
+    dst: *mut c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: the core guarantees `dst` is writable for `len`.
+    guard("get", || rc(unsafe { state().get(pe as usize, seg as usize, raddr, dst, len, true) }))
 }
 
-unsafe extern "C" fn put_nbi(_ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, src: *const c_void, len: usize) -> c_int {
-    guard("put_nbi", || rc(state().put(pe as usize, seg as usize, raddr, src, len, false)))
+unsafe extern "C" fn put_nbi(
+    _ctx: SpmlCtx,
+    pe: c_int,
+    seg: u32,
+    raddr: u64,
+    src: *const c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: the caller keeps `src` until the next quiet.
+    guard("put_nbi", || rc(unsafe { state().put(pe as usize, seg as usize, raddr, src, len, false) }))
 }
 
-unsafe extern "C" fn get_nbi(_ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, dst: *mut c_void, len: usize) -> c_int {
-    guard("get_nbi", || rc(state().get(pe as usize, seg as usize, raddr, dst, len, false)))
+unsafe extern "C" fn get_nbi(
+    _ctx: SpmlCtx,
+    pe: c_int,
+    seg: u32,
+    raddr: u64,
+    dst: *mut c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: the caller keeps `dst` until the next quiet.
+    guard("get_nbi", || rc(unsafe { state().get(pe as usize, seg as usize, raddr, dst, len, false) }))
 }
 
 unsafe extern "C" fn atomic_add_u64(_ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int {
@@ -226,7 +267,11 @@ unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
     STATE.store(u, Ordering::Release);
     let ops = Box::leak(Box::new(SpmlOps {
         struct_size: std::mem::size_of::<SpmlOps>(),
-        transport: TransportHandle { kind: TRANSPORT_UCX, context: u.context as *mut c_void, worker: u.worker as *mut c_void },
+        transport: TransportHandle {
+            kind: TRANSPORT_UCX,
+            context: u.context as *mut c_void,
+            worker: u.worker as *mut c_void,
+        },
         default_ctx: u as *mut Ucx as SpmlCtx,
         connect,
         mem_register,

@@ -37,7 +37,8 @@ struct SendPtr(sys::ucp_worker_h);
 unsafe impl Send for SendPtr {}
 
 /// `ucp_dt_make_contig(8)`.
-const DT_U64: sys::ucp_datatype_t = (8 << sys::UCP_DATATYPE_SHIFT) as sys::ucp_datatype_t | sys::UCP_DATATYPE_CONTIG as sys::ucp_datatype_t;
+const DT_U64: sys::ucp_datatype_t =
+    (8 << sys::UCP_DATATYPE_SHIFT) as sys::ucp_datatype_t | sys::UCP_DATATYPE_CONTIG as sys::ucp_datatype_t;
 
 /// Only report failed endpoints: a peer that exits after finalizing is normal, and an
 /// operation on a failed endpoint returns an error that the core turns into a clear abort.
@@ -52,7 +53,10 @@ impl Ucx {
             check("ucp_config_read", sys::ucp_config_read(std::ptr::null(), std::ptr::null(), &mut config))?;
             let params = sys::ucp_params_t {
                 field_mask: sys::UCP_PARAM_FIELD_FEATURES as u64,
-                features: (sys::UCP_FEATURE_RMA | sys::UCP_FEATURE_AMO32 | sys::UCP_FEATURE_AMO64 | sys::UCP_FEATURE_WAKEUP) as u64,
+                features: (sys::UCP_FEATURE_RMA
+                    | sys::UCP_FEATURE_AMO32
+                    | sys::UCP_FEATURE_AMO64
+                    | sys::UCP_FEATURE_WAKEUP) as u64,
                 ..Default::default()
             };
             let mut context: sys::ucp_context_h = std::ptr::null_mut();
@@ -65,13 +69,16 @@ impl Ucx {
                 ..Default::default()
             };
             let mut worker: sys::ucp_worker_h = std::ptr::null_mut();
-            if let Err(e) = check("ucp_worker_create", sys::ucp_worker_create(context, &wparams, &mut worker)) {
+            if let Err(e) = check("ucp_worker_create", sys::ucp_worker_create(context, &wparams, &mut worker))
+            {
                 sys::ucp_cleanup(context);
                 return Err(e);
             }
             let mut addr: *mut sys::ucp_address_t = std::ptr::null_mut();
             let mut len = 0usize;
-            if let Err(e) = check("ucp_worker_get_address", sys::ucp_worker_get_address(worker, &mut addr, &mut len)) {
+            if let Err(e) =
+                check("ucp_worker_get_address", sys::ucp_worker_get_address(worker, &mut addr, &mut len))
+            {
                 sys::ucp_worker_destroy(worker);
                 sys::ucp_cleanup(context);
                 return Err(e);
@@ -88,8 +95,9 @@ impl Ucx {
         self.rkeys = vec![std::ptr::null_mut(); addrs.len() * MAX_SEGMENTS];
         for (pe, a) in addrs.iter().enumerate() {
             let params = sys::ucp_ep_params_t {
-                field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER)
-                    as u64,
+                field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER) as u64,
                 address: a.as_ptr() as *const sys::ucp_address_t,
                 err_mode: sys::UCP_ERR_HANDLING_MODE_PEER,
                 err_handler: sys::ucp_err_handler_t { cb: Some(ep_error), arg: pe as *mut c_void },
@@ -97,7 +105,9 @@ impl Ucx {
             };
             let mut ep: sys::ucp_ep_h = std::ptr::null_mut();
             // SAFETY: the address bytes outlive the call; valid out-pointer.
-            check(&format!("ucp_ep_create to PE {pe}"), unsafe { sys::ucp_ep_create(self.worker, &params, &mut ep) })?;
+            check(&format!("ucp_ep_create to PE {pe}"), unsafe {
+                sys::ucp_ep_create(self.worker, &params, &mut ep)
+            })?;
             self.eps.push(ep);
         }
         Ok(())
@@ -105,13 +115,20 @@ impl Ucx {
 
     /// Register `[base, base+len)`; with `allocate`, UCX allocates the memory (base may be NULL
     /// or a hint) so that local peers can map it.
-    pub fn mem_map(&self, base: *mut c_void, len: usize, allocate: bool) -> Result<(sys::ucp_mem_h, *mut c_void), String> {
+    pub fn mem_map(
+        &self,
+        base: *mut c_void,
+        len: usize,
+        allocate: bool,
+    ) -> Result<(sys::ucp_mem_h, *mut c_void), String> {
         let mut flags = 0u32;
         if allocate {
             flags |= sys::UCP_MEM_MAP_ALLOCATE;
         }
         let params = sys::ucp_mem_map_params_t {
-            field_mask: (sys::UCP_MEM_MAP_PARAM_FIELD_ADDRESS | sys::UCP_MEM_MAP_PARAM_FIELD_LENGTH | sys::UCP_MEM_MAP_PARAM_FIELD_FLAGS) as u64,
+            field_mask: (sys::UCP_MEM_MAP_PARAM_FIELD_ADDRESS
+                | sys::UCP_MEM_MAP_PARAM_FIELD_LENGTH
+                | sys::UCP_MEM_MAP_PARAM_FIELD_FLAGS) as u64,
             address: base,
             length: len,
             flags: flags as _,
@@ -120,18 +137,23 @@ impl Ucx {
         let mut memh: sys::ucp_mem_h = std::ptr::null_mut();
         // SAFETY: valid parameters and out-pointer.
         check("ucp_mem_map", unsafe { sys::ucp_mem_map(self.context, &params, &mut memh) })?;
-        let mut attr = sys::ucp_mem_attr_t { field_mask: sys::UCP_MEM_ATTR_FIELD_ADDRESS as u64, ..Default::default() };
+        let mut attr =
+            sys::ucp_mem_attr_t { field_mask: sys::UCP_MEM_ATTR_FIELD_ADDRESS as u64, ..Default::default() };
         // SAFETY: querying the registration just made.
         check("ucp_mem_query", unsafe { sys::ucp_mem_query(memh, &mut attr) })?;
         Ok((memh, attr.address))
     }
 
-    pub fn mem_unmap(&self, memh: sys::ucp_mem_h) {
+    /// # Safety
+    /// `memh` must be a registration of this context.
+    pub unsafe fn mem_unmap(&self, memh: sys::ucp_mem_h) {
         // SAFETY: a registration made by this context.
         unsafe { sys::ucp_mem_unmap(self.context, memh) };
     }
 
-    pub fn rkey_pack(&self, memh: sys::ucp_mem_h) -> Result<Vec<u8>, String> {
+    /// # Safety
+    /// `memh` must be a registration of this context.
+    pub unsafe fn rkey_pack(&self, memh: sys::ucp_mem_h) -> Result<Vec<u8>, String> {
         let mut buf: *mut c_void = std::ptr::null_mut();
         let mut len = 0usize;
         // SAFETY: valid registration and out-pointers; the buffer is released below.
@@ -201,8 +223,18 @@ impl Ucx {
         }
     }
 
+    /// # Safety
+    /// `src` must be readable for `len` bytes (until the next flush when not blocking).
     #[inline(always)]
-    pub fn put(&self, pe: usize, seg: usize, raddr: u64, src: *const c_void, len: usize, blocking: bool) -> sys::ucs_status_t {
+    pub unsafe fn put(
+        &self,
+        pe: usize,
+        seg: usize,
+        raddr: u64,
+        src: *const c_void,
+        len: usize,
+        blocking: bool,
+    ) -> sys::ucs_status_t {
         let param = sys::ucp_request_param_t::default();
         // SAFETY: endpoint and key for this PE; `src` readable for `len`.
         let r = unsafe { sys::ucp_put_nbx(self.eps[pe], src, len, raddr, self.rkey(pe, seg), &param) };
@@ -213,8 +245,18 @@ impl Ucx {
         }
     }
 
+    /// # Safety
+    /// `dst` must be writable for `len` bytes (until the next flush when not blocking).
     #[inline(always)]
-    pub fn get(&self, pe: usize, seg: usize, raddr: u64, dst: *mut c_void, len: usize, blocking: bool) -> sys::ucs_status_t {
+    pub unsafe fn get(
+        &self,
+        pe: usize,
+        seg: usize,
+        raddr: u64,
+        dst: *mut c_void,
+        len: usize,
+        blocking: bool,
+    ) -> sys::ucs_status_t {
         let param = sys::ucp_request_param_t::default();
         // SAFETY: endpoint and key for this PE; `dst` writable for `len`.
         let r = unsafe { sys::ucp_get_nbx(self.eps[pe], dst, len, raddr, self.rkey(pe, seg), &param) };
@@ -227,13 +269,21 @@ impl Ucx {
 
     pub fn atomic_add_u64(&self, pe: usize, seg: usize, raddr: u64, value: u64) -> sys::ucs_status_t {
         let param = sys::ucp_request_param_t {
-            op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE as u32,
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE,
             datatype: DT_U64,
             ..Default::default()
         };
         // SAFETY: `value` lives until the request completes (we wait for it).
         let r = unsafe {
-            sys::ucp_atomic_op_nbx(self.eps[pe], sys::UCP_ATOMIC_OP_ADD, &value as *const u64 as *const c_void, 1, raddr, self.rkey(pe, seg), &param)
+            sys::ucp_atomic_op_nbx(
+                self.eps[pe],
+                sys::UCP_ATOMIC_OP_ADD,
+                &value as *const u64 as *const c_void,
+                1,
+                raddr,
+                self.rkey(pe, seg),
+                &param,
+            )
         };
         self.wait(r)
     }
@@ -310,26 +360,32 @@ mod tests {
         let mut target = vec![0u64; 64];
         let (memh, base) = u.mem_map(target.as_mut_ptr().cast(), 64 * 8, false).unwrap();
         assert_eq!(base, target.as_mut_ptr().cast());
-        let packed = u.rkey_pack(memh).unwrap();
+        // SAFETY: a registration of this context.
+        let packed = unsafe { u.rkey_pack(memh) }.unwrap();
         u.add_rkey(0, 1, &packed).unwrap();
         let src: Vec<u64> = (0..64).map(|i| i * 3 + 1).collect();
         let raddr = target.as_ptr() as u64;
-        assert_eq!(u.put(0, 1, raddr, src.as_ptr().cast(), 64 * 8, true), sys::UCS_OK);
+        // SAFETY: buffers outlive the operations.
+        assert_eq!(unsafe { u.put(0, 1, raddr, src.as_ptr().cast(), 64 * 8, true) }, sys::UCS_OK);
         assert_eq!(u.flush(), sys::UCS_OK);
         assert_eq!(target, src);
         let mut back = vec![0u64; 8];
-        assert_eq!(u.get(0, 1, raddr + 8 * 8, back.as_mut_ptr().cast(), 64, true), sys::UCS_OK);
+        // SAFETY: as above.
+        assert_eq!(unsafe { u.get(0, 1, raddr + 8 * 8, back.as_mut_ptr().cast(), 64, true) }, sys::UCS_OK);
         assert_eq!(back, src[8..16]);
         assert_eq!(u.atomic_add_u64(0, 1, raddr, 100), sys::UCS_OK);
         assert_eq!(u.flush(), sys::UCS_OK);
+        // SAFETY: reading our own buffer that UCX wrote.
         assert_eq!(unsafe { std::ptr::read_volatile(&target[0]) }, 101);
         // non-blocking forms complete at flush
         let v = [9u64; 4];
-        assert_eq!(u.put(0, 1, raddr + 32 * 8, v.as_ptr().cast(), 32, false), sys::UCS_OK);
+        // SAFETY: `v` outlives the flush below.
+        assert_eq!(unsafe { u.put(0, 1, raddr + 32 * 8, v.as_ptr().cast(), 32, false) }, sys::UCS_OK);
         assert_eq!(u.flush(), sys::UCS_OK);
         assert_eq!(target[32..36], v);
         u.finalize();
-        u.mem_unmap(memh);
+        // SAFETY: our registration, no longer used.
+        unsafe { u.mem_unmap(memh) };
     }
 
     #[test]
@@ -339,7 +395,8 @@ mod tests {
         u.connect(&[addr]).unwrap();
         let (memh, base) = u.mem_map(std::ptr::null_mut(), 1 << 20, true).unwrap();
         assert!(!base.is_null());
-        let packed = u.rkey_pack(memh).unwrap();
+        // SAFETY: a registration of this context.
+        let packed = unsafe { u.rkey_pack(memh) }.unwrap();
         u.add_rkey(0, 0, &packed).unwrap();
         // SAFETY: writing into memory UCX allocated for us.
         unsafe { *(base as *mut u64) = 77 };
@@ -349,6 +406,7 @@ mod tests {
             assert_eq!(unsafe { *(p as *const u64) }, 77);
         }
         u.finalize();
-        u.mem_unmap(memh);
+        // SAFETY: our registration, no longer used.
+        unsafe { u.mem_unmap(memh) };
     }
 }

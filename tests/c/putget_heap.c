@@ -14,6 +14,7 @@ int main(void) {
     char *cbuf = shmem_calloc(N * n, 1);
     CHECK(lbuf && dbuf && sbuf && cbuf);
     for (int i = 0; i < N * n; i++) CHECK(cbuf[i] == 0); /* calloc zeroes */
+    shmem_barrier_all(); /* nobody writes into cbuf before everyone checked it */
 
     long lsrc[N];
     double dsrc[N];

@@ -37,12 +37,17 @@ fn build_dir() -> PathBuf {
 /// Compile `c/<name>.c` (or any path) with oshcc, once per test process.
 pub fn build_c(src: &Path, extra: &[&str]) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
-    let mut built = BUILT.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    let mut built =
+        BUILT.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = built.get(src) {
         return p.clone();
     }
     let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
-    let parent = src.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let parent = src
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let out = build_dir().join(format!("{parent}-{stem}"));
     let o = Command::new(target_dir().join("oshcc"))
         .args(["-std=gnu11", "-O1", "-g", "-Wall", "-Werror"])
@@ -53,7 +58,13 @@ pub fn build_c(src: &Path, extra: &[&str]) -> PathBuf {
         .arg(&out)
         .output()
         .expect("run oshcc");
-    assert!(o.status.success(), "oshcc {} failed:\n{}{}", src.display(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "oshcc {} failed:\n{}{}",
+        src.display(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     built.insert(src.to_path_buf(), out.clone());
     out
 }
@@ -83,7 +94,13 @@ impl Run {
 
     /// Panic with the whole output unless the job succeeded.
     pub fn assert_ok(&self, what: &str) -> &Self {
-        assert!(self.status.success(), "{what}: job failed ({:?})\n--- stdout\n{}--- stderr\n{}", self.status, self.stdout, self.stderr);
+        assert!(
+            self.status.success(),
+            "{what}: job failed ({:?})\n--- stdout\n{}--- stderr\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
         self
     }
 
@@ -92,7 +109,12 @@ impl Run {
         self.assert_ok(name);
         for pe in 0..np {
             let line = format!("{name}: PE {pe} ok");
-            assert!(self.stdout.lines().any(|l| l == line), "{name}: missing `{line}`\n--- stdout\n{}--- stderr\n{}", self.stdout, self.stderr);
+            assert!(
+                self.stdout.lines().any(|l| l == line),
+                "{name}: missing `{line}`\n--- stdout\n{}--- stderr\n{}",
+                self.stdout,
+                self.stderr
+            );
         }
         self
     }
@@ -104,7 +126,12 @@ pub fn oshrun(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -
     let _g = job_lock();
     let start = Instant::now();
     let mut cmd = Command::new(target_dir().join("oshrun"));
-    cmd.arg("-np").arg(np.to_string()).arg("--timeout").arg(timeout.as_secs().to_string()).arg("--").arg(prog);
+    cmd.arg("-np")
+        .arg(np.to_string())
+        .arg("--timeout")
+        .arg(timeout.as_secs().to_string())
+        .arg("--")
+        .arg(prog);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -122,7 +149,12 @@ pub fn oshrun(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -
         std::thread::sleep(Duration::from_millis(10));
     }
     let Output { status, stdout, stderr } = child.wait_with_output().expect("collect output");
-    Run { status, stdout: String::from_utf8_lossy(&stdout).into_owned(), stderr: String::from_utf8_lossy(&stderr).into_owned(), elapsed: start.elapsed() }
+    Run {
+        status,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        elapsed: start.elapsed(),
+    }
 }
 
 /// The sshmem backends every multi-PE test runs with.

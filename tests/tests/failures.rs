@@ -10,7 +10,11 @@ const T: Duration = Duration::from_secs(60);
 fn put_to_a_pe_out_of_range_names_the_routine_and_pe() {
     let r = oshrun(2, &c_test("bad_pe"), &[], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);
-    assert!(r.stderr.contains("rshmem[PE 0] shmem_long_p: pe 5 is out of range: the job has 2 PEs"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rshmem[PE 0] shmem_long_p: pe 5 is out of range: the job has 2 PEs"),
+        "{}",
+        r.stderr
+    );
     assert!(!r.stdout.contains("not reached"));
 }
 
@@ -18,7 +22,11 @@ fn put_to_a_pe_out_of_range_names_the_routine_and_pe() {
 fn put_to_a_stack_address_is_refused() {
     let r = oshrun(2, &c_test("not_symmetric"), &[], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);
-    assert!(r.stderr.contains("shmem_long_put: dest 0x") && r.stderr.contains("is not a symmetric address"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("shmem_long_put: dest 0x") && r.stderr.contains("is not a symmetric address"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -27,8 +35,9 @@ fn a_killed_pe_ends_the_job_within_a_second_naming_it() {
     assert_eq!(r.code(), Some(128 + 9), "{}", r.stderr);
     assert!(r.stderr.contains("oshrun: PE 2 (pid "), "{}", r.stderr);
     assert!(r.stderr.contains("was killed by signal 9"), "{}", r.stderr);
-    // The survivors sleep 30 s after the barriers: the job must not wait for them.
-    assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
+    // The survivors sleep 30 s after the barriers: the job must not wait for them (a bound
+    // with slack for a loaded machine; measured ~0.1 s).
+    assert!(r.elapsed < Duration::from_secs(5), "job took {:?}", r.elapsed);
 }
 
 #[test]
@@ -42,7 +51,11 @@ fn global_exit_ends_every_pe_with_its_status() {
 fn an_unknown_spml_fails_init_listing_the_ones_that_exist() {
     let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_spml", "nonexistent")], T);
     assert_ne!(r.code(), Some(0));
-    assert!(r.stderr.contains("SHMEM_MCA_spml=nonexistent: there is no spml component named 'nonexistent'"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("SHMEM_MCA_spml=nonexistent: there is no spml component named 'nonexistent'"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("the spml components that exist are: ucx"), "{}", r.stderr);
 }
 

@@ -5,7 +5,10 @@ use rshmem_tests::*;
 use std::path::PathBuf;
 
 fn example(name: &str) -> PathBuf {
-    build_c(&source_dir().join("spec-examples").join(format!("{name}.c")), &["-Wno-unused-parameter", "-Wno-unused-variable", "-lm"])
+    build_c(
+        &source_dir().join("spec-examples").join(format!("{name}.c")),
+        &["-Wno-unused-parameter", "-Wno-unused-variable", "-lm"],
+    )
 }
 
 fn run(name: &str, np: usize) -> Run {
@@ -15,7 +18,12 @@ fn run(name: &str, np: usize) -> Run {
 }
 
 fn has(r: &Run, line: &str) {
-    assert!(r.stdout.lines().any(|l| l.trim_end() == line), "missing `{line}` in:\n{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.lines().any(|l| l.trim_end() == line),
+        "missing `{line}` in:\n{}\n{}",
+        r.stdout,
+        r.stderr
+    );
 }
 
 #[test]

@@ -14,10 +14,9 @@ pub struct OshrunBoot {
 }
 
 fn env_int(name: &str) -> io::Result<i32> {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{name} is missing or not a number")))
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, format!("{name} is missing or not a number"))
+    })
 }
 
 impl OshrunBoot {

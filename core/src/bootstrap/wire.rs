@@ -13,17 +13,29 @@ pub const ENV_JOB: &str = "RSHMEM_JOB_ID";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Msg {
     /// First message of a PE.
-    Hello { rank: u32, pid: u32 },
+    Hello {
+        rank: u32,
+        pid: u32,
+    },
     /// Publish `value` under `key` for the sending PE.
-    Put { key: String, value: Vec<u8> },
+    Put {
+        key: String,
+        value: Vec<u8>,
+    },
     /// Collective: the reply `FenceDone` comes once every PE has sent `Fence`.
     Fence,
     FenceDone,
     /// Read `key` of PE `rank`; answered by `Value`.
-    Get { rank: u32, key: String },
+    Get {
+        rank: u32,
+        key: String,
+    },
     Value(Option<Vec<u8>>),
     /// End the job with `code` (shmem_global_exit or a fatal error).
-    Abort { code: i32, msg: String },
+    Abort {
+        code: i32,
+        msg: String,
+    },
     /// The PE called shmem_finalize: exiting from now on is normal.
     Finalize,
 }
@@ -110,7 +122,12 @@ pub fn decode(body: &[u8]) -> io::Result<Msg> {
         6 => Msg::Value(if c.take(1)?[0] == 1 { Some(c.bytes()?) } else { None }),
         7 => Msg::Abort { code: c.u32()? as i32, msg: c.string()? },
         8 => Msg::Finalize,
-        t => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("unknown bootstrap message tag {t}"))),
+        t => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unknown bootstrap message tag {t}"),
+            ))
+        }
     })
 }
 

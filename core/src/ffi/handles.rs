@@ -16,7 +16,8 @@ pub struct CtxObj {
 pub type Ctx = *const CtxObj;
 
 #[no_mangle]
-pub static rshmem_ctx_default: CtxObj = CtxObj { spml: AtomicPtr::new(std::ptr::null_mut()), spml_dirty: AtomicBool::new(false) };
+pub static rshmem_ctx_default: CtxObj =
+    CtxObj { spml: AtomicPtr::new(std::ptr::null_mut()), spml_dirty: AtomicBool::new(false) };
 
 /// A team handle points at one of these; `state` is the core's team object.
 #[repr(C)]

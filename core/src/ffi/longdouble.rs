@@ -9,19 +9,27 @@ use crate::{ctx, rma};
 use std::ffi::c_int;
 
 unsafe extern "C" fn p_impl(dest: *mut LongDouble, pe: c_int, value: *const LongDouble) {
-    boundary(c"shmem_longdouble_p", || unsafe { rma::p(c"shmem_longdouble_p", ctx::default(), dest, *value, pe) })
+    boundary(c"shmem_longdouble_p", || unsafe {
+        rma::p(c"shmem_longdouble_p", ctx::default(), dest, *value, pe)
+    })
 }
 
 unsafe extern "C" fn ctx_p_impl(ctx: Ctx, dest: *mut LongDouble, pe: c_int, value: *const LongDouble) {
-    boundary(c"shmem_ctx_longdouble_p", || unsafe { rma::p(c"shmem_ctx_longdouble_p", ctx, dest, *value, pe) })
+    boundary(c"shmem_ctx_longdouble_p", || unsafe {
+        rma::p(c"shmem_ctx_longdouble_p", ctx, dest, *value, pe)
+    })
 }
 
 unsafe extern "C" fn g_impl(source: *const LongDouble, pe: c_int, out: *mut LongDouble) {
-    boundary(c"shmem_longdouble_g", || unsafe { *out = rma::g(c"shmem_longdouble_g", ctx::default(), source, pe) })
+    boundary(c"shmem_longdouble_g", || unsafe {
+        *out = rma::g(c"shmem_longdouble_g", ctx::default(), source, pe)
+    })
 }
 
 unsafe extern "C" fn ctx_g_impl(ctx: Ctx, source: *const LongDouble, pe: c_int, out: *mut LongDouble) {
-    boundary(c"shmem_ctx_longdouble_g", || unsafe { *out = rma::g(c"shmem_ctx_longdouble_g", ctx, source, pe) })
+    boundary(c"shmem_ctx_longdouble_g", || unsafe {
+        *out = rma::g(c"shmem_ctx_longdouble_g", ctx, source, pe)
+    })
 }
 
 /// `void shmem_longdouble_p(long double *dest, long double value, int pe)`:

@@ -28,7 +28,11 @@ impl Component {
             .map(|p| {
                 // SAFETY: descriptor strings are NUL-terminated statics.
                 unsafe {
-                    (c_str(p.name).unwrap_or_default(), c_str(p.default_value).unwrap_or_default(), c_str(p.doc).unwrap_or_default())
+                    (
+                        c_str(p.name).unwrap_or_default(),
+                        c_str(p.default_value).unwrap_or_default(),
+                        c_str(p.doc).unwrap_or_default(),
+                    )
                 }
             })
             .collect()
@@ -83,7 +87,8 @@ fn candidate(path: &Path, any_name: bool) -> bool {
 pub fn load(path: &Path) -> Result<Component, String> {
     use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
     // SAFETY: loading runs the object's initialisers; plugins are trusted code by design.
-    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| format!("dlopen failed: {e}"))?;
+    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
+        .map_err(|e| format!("dlopen failed: {e}"))?;
     type DescFn = unsafe extern "C" fn() -> *const PluginDescriptor;
     // SAFETY: the symbol, when present, has this signature by the ABI contract.
     let f = unsafe { lib.get::<DescFn>(DESCRIPTOR_SYMBOL.as_bytes()) }
@@ -100,13 +105,14 @@ pub fn load(path: &Path) -> Result<Component, String> {
     if desc.abi_version != ABI_VERSION {
         return Err(format!("plugin ABI version {} (this library speaks {ABI_VERSION})", desc.abi_version));
     }
-    let framework =
-        Framework::from_u32(desc.framework).ok_or_else(|| format!("unknown framework number {}", desc.framework))?;
+    let framework = Framework::from_u32(desc.framework)
+        .ok_or_else(|| format!("unknown framework number {}", desc.framework))?;
     if desc.query.is_none() || desc.open.is_none() {
         return Err("descriptor lacks query or open".into());
     }
     // SAFETY: descriptor strings are NUL-terminated statics of the loaded library.
-    let (name, version, description) = unsafe { (c_str(desc.name), c_str(desc.version), c_str(desc.description)) };
+    let (name, version, description) =
+        unsafe { (c_str(desc.name), c_str(desc.version), c_str(desc.description)) };
     let name = name.filter(|n| !n.is_empty()).ok_or("descriptor has no name")?;
     Ok(Component {
         framework,
@@ -125,13 +131,21 @@ pub fn discover() -> Discovery {
     for (dir, any_name) in plugin_dirs() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         out.dirs.push(dir.clone());
-        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| candidate(p, any_name)).collect();
+        let mut files: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p| candidate(p, any_name)).collect();
         files.sort();
         for path in files {
             match load(&path) {
                 Ok(c) => {
                     if out.components.iter().any(|o| o.framework == c.framework && o.name == c.name) {
-                        out.skipped.push((path, format!("{} {} already loaded from an earlier directory", c.framework.name(), c.name)));
+                        out.skipped.push((
+                            path,
+                            format!(
+                                "{} {} already loaded from an earlier directory",
+                                c.framework.name(),
+                                c.name
+                            ),
+                        ));
                     } else {
                         out.components.push(c);
                     }

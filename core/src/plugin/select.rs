@@ -83,7 +83,10 @@ pub fn select<'a>(
     };
     for n in listed {
         if !of_fw.iter().any(|c| &c.name == n) {
-            return Err(format!("SHMEM_MCA_{fw}={spec}: there is no {fw} component named '{n}'; {}", existing()));
+            return Err(format!(
+                "SHMEM_MCA_{fw}={spec}: there is no {fw} component named '{n}'; {}",
+                existing()
+            ));
         }
     }
     let mut answers = Vec::new();
@@ -94,11 +97,23 @@ pub fn select<'a>(
             Filter::Exclude(n) => n.contains(&c.name),
         };
         if excluded {
-            answers.push(Choice { component: c, available: false, priority: 0, reason: format!("not selected by SHMEM_MCA_{fw}"), excluded });
+            answers.push(Choice {
+                component: c,
+                available: false,
+                priority: 0,
+                reason: format!("not selected by SHMEM_MCA_{fw}"),
+                excluded,
+            });
             continue;
         }
         let r = query(c, core);
-        answers.push(Choice { component: c, available: r.available != 0, priority: r.priority, reason: r.reason_str(), excluded });
+        answers.push(Choice {
+            component: c,
+            available: r.available != 0,
+            priority: r.priority,
+            reason: r.reason_str(),
+            excluded,
+        });
     }
     let mut ranked: Vec<&Choice> = answers.iter().filter(|a| a.available).collect();
     match &filter {
@@ -107,7 +122,8 @@ pub fn select<'a>(
     }
     let ranked: Vec<&Component> = ranked.iter().map(|a| a.component).collect();
     if ranked.is_empty() {
-        let why: Vec<String> = answers.iter().map(|a| format!("{}: {}", a.component.name, a.reason)).collect();
+        let why: Vec<String> =
+            answers.iter().map(|a| format!("{}: {}", a.component.name, a.reason)).collect();
         return Err(if why.is_empty() {
             format!("no {fw} component is available: {}", existing())
         } else {

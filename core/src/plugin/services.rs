@@ -64,12 +64,18 @@ unsafe extern "C" fn log(level: c_int, component: *const c_char, msg: *const c_c
     })
 }
 
-unsafe extern "C" fn param(framework: *const c_char, component: *const c_char, name: *const c_char) -> *const c_char {
+unsafe extern "C" fn param(
+    framework: *const c_char,
+    component: *const c_char,
+    name: *const c_char,
+) -> *const c_char {
     guard("param", || {
         // SAFETY: plugins pass NUL-terminated strings.
         let (f, c, n) = unsafe { (c_str(framework), c_str(component), c_str(name)) };
         match (f, c, n) {
-            (Some(f), Some(c), Some(n)) => crate::config::component_param(&f, &c, &n).unwrap_or(std::ptr::null()),
+            (Some(f), Some(c), Some(n)) => {
+                crate::config::component_param(&f, &c, &n).unwrap_or(std::ptr::null())
+            }
             _ => std::ptr::null(),
         }
     })
@@ -86,7 +92,13 @@ unsafe extern "C" fn kv_put(key: *const c_char, value: *const u8, len: usize) ->
     })
 }
 
-unsafe extern "C" fn kv_get(pe: c_int, key: *const c_char, buf: *mut u8, cap: usize, len: *mut usize) -> c_int {
+unsafe extern "C" fn kv_get(
+    pe: c_int,
+    key: *const c_char,
+    buf: *mut u8,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
     guard("kv_get", || {
         // SAFETY: NUL-terminated key from the plugin.
         let k = unsafe { c_str(key).unwrap_or_default() };
@@ -151,19 +163,25 @@ unsafe extern "C" fn getmem(dest: *mut c_void, src: *const c_void, len: usize, p
 }
 
 unsafe extern "C" fn quiet() {
-    guard("quiet", || crate::rma::quiet(c"core service quiet", crate::ctx::default()))
+    // SAFETY: the default context is always live.
+    guard("quiet", || unsafe { crate::rma::quiet(c"core service quiet", crate::ctx::default()) })
 }
 
 unsafe extern "C" fn fence() {
-    guard("fence", || crate::rma::fence(c"core service fence", crate::ctx::default()))
+    // SAFETY: the default context is always live.
+    guard("fence", || unsafe { crate::rma::fence(c"core service fence", crate::ctx::default()) })
 }
 
 unsafe extern "C" fn atomic_add_u64(dest: *mut u64, value: u64, pe: c_int) {
     // SAFETY: forwarded to the checked core routine.
-    guard("atomic_add_u64", || unsafe { crate::rma::atomic_add_u64(c"core service atomic_add_u64", dest, value, pe) })
+    guard("atomic_add_u64", || unsafe {
+        crate::rma::atomic_add_u64(c"core service atomic_add_u64", dest, value, pe)
+    })
 }
 
 unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
     // SAFETY: forwarded to the core wait routine.
-    guard("wait_until_u64", || unsafe { crate::wait::wait_until_u64(c"core service wait_until_u64", ivar, cmp, value) })
+    guard("wait_until_u64", || unsafe {
+        crate::wait::wait_until_u64(c"core service wait_until_u64", ivar, cmp, value)
+    })
 }

@@ -7,7 +7,9 @@
 mod alloc;
 
 pub use alloc::Heap;
-use rshmem_plugin_api::{cstr, CoreServices, Framework, MemheapOps, PluginDescriptor, QueryResult, ABI_VERSION, RC_ERROR, RC_OK};
+use rshmem_plugin_api::{
+    cstr, CoreServices, Framework, MemheapOps, PluginDescriptor, QueryResult, ABI_VERSION, RC_ERROR, RC_OK,
+};
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -22,8 +24,11 @@ fn handle<'a>(h: *mut c_void) -> &'a Handle {
 }
 
 unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
-    std::panic::catch_unwind(|| Box::into_raw(Box::new(Handle { base: base as usize, heap: Mutex::new(Heap::new(size)) })) as *mut c_void)
-        .unwrap_or(std::ptr::null_mut())
+    std::panic::catch_unwind(|| {
+        Box::into_raw(Box::new(Handle { base: base as usize, heap: Mutex::new(Heap::new(size)) }))
+            as *mut c_void
+    })
+    .unwrap_or(std::ptr::null_mut())
 }
 
 unsafe extern "C" fn alloc(h: *mut c_void, size: usize, align: usize) -> *mut c_void {
@@ -62,7 +67,9 @@ unsafe extern "C" fn realloc(h: *mut c_void, ptr: *mut c_void, size: usize) -> *
         match heap.alloc(size, alloc::MIN_ALIGN, h.base) {
             Some(new) => {
                 // SAFETY: both ranges lie inside the segment and do not overlap (both live).
-                unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, (h.base + new) as *mut u8, old.min(size)) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(ptr as *const u8, (h.base + new) as *mut u8, old.min(size))
+                };
                 heap.free(off);
                 (h.base + new) as *mut c_void
             }
@@ -75,7 +82,11 @@ unsafe extern "C" fn realloc(h: *mut c_void, ptr: *mut c_void, size: usize) -> *
 unsafe extern "C" fn usable_size(h: *mut c_void, ptr: *mut c_void) -> usize {
     std::panic::catch_unwind(|| {
         let h = handle(h);
-        h.heap.lock().unwrap_or_else(|e| e.into_inner()).size_of((ptr as usize).wrapping_sub(h.base)).unwrap_or(0)
+        h.heap
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .size_of((ptr as usize).wrapping_sub(h.base))
+            .unwrap_or(0)
     })
     .unwrap_or(0)
 }
@@ -87,7 +98,15 @@ unsafe extern "C" fn destroy(h: *mut c_void) {
     }
 }
 
-static OPS: MemheapOps = MemheapOps { struct_size: std::mem::size_of::<MemheapOps>(), create, alloc, free, realloc, usable_size, destroy };
+static OPS: MemheapOps = MemheapOps {
+    struct_size: std::mem::size_of::<MemheapOps>(),
+    create,
+    alloc,
+    free,
+    realloc,
+    usable_size,
+    destroy,
+};
 
 unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {
     // SAFETY: the core passes a valid result pointer.
@@ -106,7 +125,9 @@ static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
     framework: Framework::Memheap as u32,
     name: cstr!("cpu"),
     version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!("deterministic first-fit allocator over a host segment; bookkeeping outside the segment"),
+    description: cstr!(
+        "deterministic first-fit allocator over a host segment; bookkeeping outside the segment"
+    ),
     params: std::ptr::null(),
     n_params: 0,
     query: Some(query),

@@ -6,7 +6,8 @@
 //! where barrier implementations usually race.
 
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, ScollOps, TeamDesc, ABI_VERSION, CMP_GE, RC_OK,
+    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, ScollOps, TeamDesc, ABI_VERSION, CMP_GE,
+    RC_OK,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -49,8 +50,12 @@ unsafe extern "C" fn enable(team: *const TeamDesc) -> *mut c_void {
     if desc.scratch_len < SCRATCH_WORDS * 8 || desc.my_index < 0 {
         return std::ptr::null_mut();
     }
-    Box::into_raw(Box::new(Team { desc, barriers: AtomicU64::new(0), ready_seen: AtomicU64::new(0), data_seen: AtomicU64::new(0) }))
-        as *mut c_void
+    Box::into_raw(Box::new(Team {
+        desc,
+        barriers: AtomicU64::new(0),
+        ready_seen: AtomicU64::new(0),
+        data_seen: AtomicU64::new(0),
+    })) as *mut c_void
 }
 
 unsafe extern "C" fn disable(state: *mut c_void) {
@@ -77,7 +82,13 @@ unsafe extern "C" fn barrier(state: *mut c_void) -> c_int {
     RC_OK
 }
 
-unsafe extern "C" fn broadcast(state: *mut c_void, dest: *mut c_void, src: *const c_void, nbytes: usize, root: c_int) -> c_int {
+unsafe extern "C" fn broadcast(
+    state: *mut c_void,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    root: c_int,
+) -> c_int {
     // SAFETY: `state` came from `enable`.
     let t = unsafe { &*(state as *const Team) };
     let (n, me) = (t.desc.size, t.desc.my_index);
@@ -91,7 +102,7 @@ unsafe extern "C" fn broadcast(state: *mut c_void, dest: *mut c_void, src: *cons
             for i in (0..n).filter(|i| *i != root) {
                 (c.putmem)(dest, src, nbytes, t.desc.pe_of(i));
             }
-            if dest as *const c_void != src {
+            if !std::ptr::eq(dest, src) {
                 std::ptr::copy(src as *const u8, dest as *mut u8, nbytes);
             }
             (c.fence)();
@@ -163,7 +174,15 @@ mod tests {
 
     #[test]
     fn teams_without_enough_scratch_are_declined() {
-        let d = TeamDesc { id: 0, start: 0, stride: 1, size: 2, my_index: 0, scratch: std::ptr::null_mut(), scratch_len: 8 };
+        let d = TeamDesc {
+            id: 0,
+            start: 0,
+            stride: 1,
+            size: 2,
+            my_index: 0,
+            scratch: std::ptr::null_mut(),
+            scratch_len: 8,
+        };
         // SAFETY: enable only reads the description.
         assert!(unsafe { enable(&d) }.is_null());
     }

@@ -21,7 +21,11 @@ pub fn ptr_is_request(p: ucs_status_ptr_t) -> bool {
 ///
 /// # Safety
 /// As `ucp_init_version`.
-pub unsafe fn ucp_init(params: *const ucp_params_t, config: *const ucp_config_t, ctx: *mut ucp_context_h) -> ucs_status_t {
+pub unsafe fn ucp_init(
+    params: *const ucp_params_t,
+    config: *const ucp_config_t,
+    ctx: *mut ucp_context_h,
+) -> ucs_status_t {
     // SAFETY: forwarded under the caller's guarantees.
     unsafe { ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, params, config, ctx) }
 }

@@ -3,7 +3,8 @@
 //! most of a heap is never used. Names are unlinked once every peer has attached.
 
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, SegmentDesc, SshmemOps, ABI_VERSION, RC_ERROR, RC_OK,
+    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, SegmentDesc, SshmemOps, ABI_VERSION,
+    RC_ERROR, RC_OK,
 };
 use std::ffi::{c_int, c_void, CString};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -35,7 +36,7 @@ pub const BASE_ALIGN: usize = 2 << 20;
 unsafe fn map_aligned(fd: c_int, size: usize, hint: *mut c_void) -> *mut c_void {
     let prot = libc::PROT_READ | libc::PROT_WRITE;
     let flags = libc::MAP_SHARED | libc::MAP_NORESERVE;
-    if !hint.is_null() && hint as usize % BASE_ALIGN == 0 {
+    if !hint.is_null() && (hint as usize).is_multiple_of(BASE_ALIGN) {
         // SAFETY: a non-fixed hint; the kernel picks another address if it is taken.
         let p = unsafe { libc::mmap(hint, size, prot, flags, fd, 0) };
         if p == hint || p == libc::MAP_FAILED {
@@ -47,7 +48,16 @@ unsafe fn map_aligned(fd: c_int, size: usize, hint: *mut c_void) -> *mut c_void 
     // Reserve address space with slack, then place the object at the aligned spot inside it.
     let span = size + BASE_ALIGN;
     // SAFETY: an anonymous PROT_NONE reservation; checked below.
-    let r = unsafe { libc::mmap(std::ptr::null_mut(), span, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
+    let r = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            span,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
     if r == libc::MAP_FAILED {
         return r;
     }
@@ -69,7 +79,7 @@ unsafe fn map_aligned(fd: c_int, size: usize, hint: *mut c_void) -> *mut c_void 
 }
 
 /// A new shared object of `size` bytes mapped here; returns (address, name).
-pub fn create_object(name: &str, size: usize, hint: *mut c_void) -> Result<*mut c_void, String> {
+fn create_object(name: &str, size: usize, hint: *mut c_void) -> Result<*mut c_void, String> {
     let cname = CString::new(name).map_err(|e| e.to_string())?;
     // SAFETY: plain system calls on a fresh name; every result is checked.
     unsafe {
@@ -95,7 +105,7 @@ pub fn create_object(name: &str, size: usize, hint: *mut c_void) -> Result<*mut 
 }
 
 /// Map an existing object by name.
-pub fn attach_object(name: &str, size: usize) -> Result<*mut c_void, String> {
+fn attach_object(name: &str, size: usize) -> Result<*mut c_void, String> {
     let cname = CString::new(name).map_err(|e| e.to_string())?;
     // SAFETY: plain system calls; results checked.
     unsafe {
@@ -103,7 +113,14 @@ pub fn attach_object(name: &str, size: usize) -> Result<*mut c_void, String> {
         if fd < 0 {
             return Err(format!("shm_open({name}): {}", errno()));
         }
-        let p = libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE, fd, 0);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_NORESERVE,
+            fd,
+            0,
+        );
         libc::close(fd);
         if p == libc::MAP_FAILED {
             return Err(format!("mmap({name}): {}", errno()));
@@ -181,7 +198,8 @@ unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDes
 unsafe extern "C" fn attach(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int {
     std::panic::catch_unwind(|| {
         // SAFETY: the core passes the peer's blob with its length.
-        let name = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(blob, blob_len) }).into_owned();
+        let name =
+            String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(blob, blob_len) }).into_owned();
         match attach_object(&name, size) {
             Ok(p) => {
                 // SAFETY: valid out-pointer from the core.
@@ -215,7 +233,8 @@ unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
     });
 }
 
-static OPS: SshmemOps = SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
+static OPS: SshmemOps =
+    SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
 
 unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
     CORE.store(core as *mut _, Ordering::Release);
@@ -227,7 +246,9 @@ static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
     framework: Framework::Sshmem as u32,
     name: cstr!("mmap"),
     version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!("symmetric segments in POSIX shared memory (shm_open + mmap), mappable by local peers"),
+    description: cstr!(
+        "symmetric segments in POSIX shared memory (shm_open + mmap), mappable by local peers"
+    ),
     params: std::ptr::null(),
     n_params: 0,
     query: Some(query),

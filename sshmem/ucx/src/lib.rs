@@ -4,8 +4,8 @@
 //! Local peers therefore attach through the spml, not by name. Requires the "ucx" spml.
 
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, SegmentDesc, SshmemOps, ABI_VERSION, RC_ERROR, RC_OK,
-    RC_UNSUPPORTED, TRANSPORT_UCX,
+    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, SegmentDesc, SshmemOps, ABI_VERSION,
+    RC_ERROR, RC_OK, RC_UNSUPPORTED, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
@@ -20,9 +20,15 @@ fn ucx_context(core: *const CoreServices) -> Option<sys::ucp_context_h> {
 }
 
 /// Allocate `len` bytes with UCX; returns (registration, address).
-fn allocate(ctx: sys::ucp_context_h, len: usize, hint: *mut c_void) -> Result<(sys::ucp_mem_h, *mut c_void), String> {
+fn allocate(
+    ctx: sys::ucp_context_h,
+    len: usize,
+    hint: *mut c_void,
+) -> Result<(sys::ucp_mem_h, *mut c_void), String> {
     let params = sys::ucp_mem_map_params_t {
-        field_mask: (sys::UCP_MEM_MAP_PARAM_FIELD_ADDRESS | sys::UCP_MEM_MAP_PARAM_FIELD_LENGTH | sys::UCP_MEM_MAP_PARAM_FIELD_FLAGS) as u64,
+        field_mask: (sys::UCP_MEM_MAP_PARAM_FIELD_ADDRESS
+            | sys::UCP_MEM_MAP_PARAM_FIELD_LENGTH
+            | sys::UCP_MEM_MAP_PARAM_FIELD_FLAGS) as u64,
         address: hint,
         length: len,
         flags: sys::UCP_MEM_MAP_ALLOCATE as _,
@@ -34,7 +40,8 @@ fn allocate(ctx: sys::ucp_context_h, len: usize, hint: *mut c_void) -> Result<(s
     if st != sys::UCS_OK {
         return Err(format!("ucp_mem_map(ALLOCATE, {len}): {}", sys::status_string(st)));
     }
-    let mut attr = sys::ucp_mem_attr_t { field_mask: sys::UCP_MEM_ATTR_FIELD_ADDRESS as u64, ..Default::default() };
+    let mut attr =
+        sys::ucp_mem_attr_t { field_mask: sys::UCP_MEM_ATTR_FIELD_ADDRESS as u64, ..Default::default() };
     // SAFETY: querying the registration just made.
     let st = unsafe { sys::ucp_mem_query(memh, &mut attr) };
     if st != sys::UCS_OK {
@@ -103,12 +110,18 @@ unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
     let seg = unsafe { &mut *seg };
     if !seg.handle.is_null() {
         // SAFETY: releasing our own allocation.
-        unsafe { sys::ucp_mem_unmap(CONTEXT.load(Ordering::Acquire) as sys::ucp_context_h, seg.handle as sys::ucp_mem_h) };
+        unsafe {
+            sys::ucp_mem_unmap(
+                CONTEXT.load(Ordering::Acquire) as sys::ucp_context_h,
+                seg.handle as sys::ucp_mem_h,
+            )
+        };
         seg.handle = std::ptr::null_mut();
     }
 }
 
-static OPS: SshmemOps = SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
+static OPS: SshmemOps =
+    SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
 
 unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
     match ucx_context(core) {
@@ -125,7 +138,9 @@ static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
     framework: Framework::Sshmem as u32,
     name: cstr!("ucx"),
     version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!("segments allocated by UCX (ucp_mem_map ALLOCATE), mapped by local peers through the spml"),
+    description: cstr!(
+        "segments allocated by UCX (ucp_mem_map ALLOCATE), mapped by local peers through the spml"
+    ),
     params: std::ptr::null(),
     n_params: 0,
     query: Some(query),

@@ -1,0 +1,132 @@
+//! Plugins from outside the build: a component written in C, compiled here with gcc against the
+//! header the project ships, is found through SHMEM_MCA_plugin_path and selected; a plugin of
+//! another ABI version is skipped with a warning; shmem_info reports what it finds.
+
+use rshmem_tests::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    source_dir().parent().unwrap().to_path_buf()
+}
+
+fn gcc_plugin(src: &Path, out_dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(out_dir).unwrap();
+    let out = out_dir.join(name);
+    let o = Command::new("gcc")
+        .args(["-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden"])
+        .arg(format!("-I{}", repo().join("plugins/include").display()))
+        .arg(src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run gcc");
+    assert!(o.status.success(), "gcc failed: {}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn a_c_plugin_is_loaded_and_selected() {
+    let dir = target_dir().join("rshmem-test-plugins/c-example");
+    let so = gcc_plugin(&repo().join("plugins/c-example/scoll_cbarrier.c"), &dir, "libcbarrier.so");
+    let nm = Command::new("nm").args(["-D", "--defined-only"]).arg(&so).output().unwrap();
+    let syms = String::from_utf8_lossy(&nm.stdout);
+    assert_eq!(
+        syms.lines().filter(|l| l.contains(" T ")).count(),
+        1,
+        "exactly one exported function:\n{syms}"
+    );
+    assert!(syms.contains("shmem_plugin_descriptor_v1"));
+
+    let prog = c_test("barrier");
+    let path = dir.display().to_string();
+    for np in [1, 2, 4] {
+        let env = [
+            ("SHMEM_MCA_plugin_path", path.as_str()),
+            ("SHMEM_MCA_scoll", "cbarrier,basic"),
+            ("SHMEM_INFO", "1"),
+        ];
+        let r = oshrun(np, &prog, &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok("barrier", np);
+        assert!(r.stderr.contains("selected scoll: cbarrier, basic"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("world team collectives: barrier by cbarrier, broadcast by basic"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
+    let dir = target_dir().join("rshmem-test-plugins/bad-abi");
+    let src = dir.join("bad_abi.c");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        &src,
+        "#include \"shmem_plugin.h\"\n\
+         static const shmem_plugin_descriptor_t d = { .abi_version = 99, .framework = SHMEM_PLUGIN_SCOLL, .name = \"future\" };\n\
+         __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor_v1(void) { return &d; }\n",
+    )
+    .unwrap();
+    gcc_plugin(&src, &dir, "libfuture.so");
+    let path = dir.display().to_string();
+    let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_plugin_path", path.as_str())], DEFAULT_TIMEOUT);
+    r.assert_ok("hello with a bad plugin around");
+    assert!(r.stderr.contains("libfuture.so: plugin ABI version 99 (this library speaks 1)"), "{}", r.stderr);
+    // Selecting it by name is an error that lists what exists.
+    let r = oshrun(
+        1,
+        &c_test("hello"),
+        &[("SHMEM_MCA_plugin_path", path.as_str()), ("SHMEM_MCA_scoll", "future")],
+        DEFAULT_TIMEOUT,
+    );
+    assert!(!r.status.success());
+    assert!(
+        r.stderr.contains(
+            "there is no scoll component named 'future'; the scoll components that exist are: basic"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn shmem_info_lists_components_and_settings() {
+    let o = Command::new(target_dir().join("shmem_info")).env("SHMEM_MCA_sshmem", "^ucx").output().unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "spml components (SHMEM_MCA_spml=\"\"):",
+        "  ucx ",
+        "available, priority 50",
+        "SHMEM_MCA_spml_ucx_progress_thread (default \"1\")",
+        "sshmem components (SHMEM_MCA_sshmem=\"^ucx\"):",
+        "not selected by SHMEM_MCA_sshmem",
+        "=> selected: mmap",
+        "memheap components",
+        "=> selected: basic",
+        "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"512M\"  [default]",
+    ] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+}
+
+#[test]
+fn oshcc_builds_cxx_programs_too() {
+    let dir = target_dir().join("rshmem-test-programs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("cxx_hello.cpp");
+    std::fs::write(
+        &src,
+        "#include <shmem.h>\n#include <cstdio>\nint main() { shmem_init(); static long x; shmem_long_p(&x, 5, shmem_my_pe()); shmem_barrier_all();\n\
+         std::printf(\"cxx: PE %d x=%ld\\n\", shmem_my_pe(), x); shmem_finalize(); return 0; }\n",
+    )
+    .unwrap();
+    let out = dir.join("cxx_hello");
+    let o = Command::new(target_dir().join("oshcxx")).arg(&src).arg("-o").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = oshrun(2, &out, &[], DEFAULT_TIMEOUT);
+    r.assert_ok("cxx");
+    assert!(r.stdout.contains("cxx: PE 1 x=5"), "{}", r.stdout);
+}
