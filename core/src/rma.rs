@@ -68,12 +68,15 @@ fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
     fatal(routine, &format!("{what} PE {pe} failed in the spml"))
 }
 
-/// Blocking put of `nelems` elements of `size` bytes.
+/// Put `nelems` elements of `size` bytes. `NBI` selects the non-blocking form: a mapped peer is
+/// written at once either way; through the spml, the blocking form returns when `src` may be
+/// reused and the non-blocking one completes at the next quiet.
 ///
 /// # Safety
-/// `src` must be readable for the length; `dest` is checked to be symmetric.
+/// `src` must be readable for the length (until the next quiet for `NBI`); `dest` is checked to
+/// be symmetric.
 #[inline(always)]
-pub unsafe fn put(
+pub unsafe fn put_any<const NBI: bool>(
     routine: &CStr,
     ctx: Ctx,
     dest: *mut u8,
@@ -91,21 +94,21 @@ pub unsafe fn put(
     if !p.mapped.is_null() {
         // SAFETY: the mapping covers the segment and the range was located inside it.
         unsafe { std::ptr::copy(src, p.mapped.add(off), len) };
-    } else {
-        // SAFETY: plugin ABI call; `src` readable for `len`.
-        if unsafe { (rt.spml.put)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0
-        {
-            spml_failed(routine, "put to", pe);
-        }
+        return;
+    }
+    let op = if NBI { rt.spml.put_nbi } else { rt.spml.put };
+    // SAFETY: plugin ABI call; `src` readable for `len` by contract.
+    if unsafe { op(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0 {
+        spml_failed(routine, "put to", pe);
     }
 }
 
-/// Blocking get.
+/// Get `nelems` elements of `size` bytes; `NBI` as in [`put_any`] (`dest` valid after quiet).
 ///
 /// # Safety
 /// `dest` must be writable for the length; `src` is checked to be symmetric.
 #[inline(always)]
-pub unsafe fn get(
+pub unsafe fn get_any<const NBI: bool>(
     routine: &CStr,
     ctx: Ctx,
     dest: *mut u8,
@@ -123,19 +126,55 @@ pub unsafe fn get(
     if !p.mapped.is_null() {
         // SAFETY: the mapping covers the range; `dest` is writable by contract.
         unsafe { std::ptr::copy(p.mapped.add(off), dest, len) };
-    } else {
-        // SAFETY: plugin ABI call; `dest` writable for `len`.
-        if unsafe { (rt.spml.get)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0
-        {
-            spml_failed(routine, "get from", pe);
-        }
+        return;
+    }
+    let op = if NBI { rt.spml.get_nbi } else { rt.spml.get };
+    // SAFETY: plugin ABI call; `dest` writable for `len` by contract.
+    if unsafe { op(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0 {
+        spml_failed(routine, "get from", pe);
     }
 }
 
-/// Non-blocking put: complete at the next quiet.
+/// Blocking put.
 ///
 /// # Safety
-/// As [`put`]; `src` must stay unchanged until the next quiet.
+/// As [`put_any`].
+#[inline(always)]
+pub unsafe fn put(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded under the same contract.
+    unsafe { put_any::<false>(routine, ctx, dest, src, nelems, size, pe) }
+}
+
+/// Blocking get.
+///
+/// # Safety
+/// As [`get_any`].
+#[inline(always)]
+pub unsafe fn get(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    size: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded under the same contract.
+    unsafe { get_any::<false>(routine, ctx, dest, src, nelems, size, pe) }
+}
+
+/// Non-blocking put.
+///
+/// # Safety
+/// As [`put_any`].
 pub unsafe fn put_nbi(
     routine: &CStr,
     ctx: Ctx,
@@ -145,27 +184,14 @@ pub unsafe fn put_nbi(
     size: usize,
     pe: c_int,
 ) {
-    let len = bytes(routine, nelems, size);
-    if ctx.is_null() || len == 0 {
-        return;
-    }
-    let rt = runtime::get(routine);
-    let (seg, off, p) = target(rt, routine, "dest", dest as usize, len, pe);
-    if !p.mapped.is_null() {
-        // SAFETY: as in `put`.
-        unsafe { std::ptr::copy(src, p.mapped.add(off), len) };
-    } else if unsafe {
-        (rt.spml.put_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len)
-    } != 0
-    {
-        spml_failed(routine, "put to", pe);
-    }
+    // SAFETY: forwarded under the same contract.
+    unsafe { put_any::<true>(routine, ctx, dest, src, nelems, size, pe) }
 }
 
-/// Non-blocking get: `dest` is valid after the next quiet.
+/// Non-blocking get.
 ///
 /// # Safety
-/// As [`get`].
+/// As [`get_any`].
 pub unsafe fn get_nbi(
     routine: &CStr,
     ctx: Ctx,
@@ -175,21 +201,8 @@ pub unsafe fn get_nbi(
     size: usize,
     pe: c_int,
 ) {
-    let len = bytes(routine, nelems, size);
-    if ctx.is_null() || len == 0 {
-        return;
-    }
-    let rt = runtime::get(routine);
-    let (seg, off, p) = target(rt, routine, "source", src as usize, len, pe);
-    if !p.mapped.is_null() {
-        // SAFETY: as in `get`.
-        unsafe { std::ptr::copy(p.mapped.add(off), dest, len) };
-    } else if unsafe {
-        (rt.spml.get_nbi)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len)
-    } != 0
-    {
-        spml_failed(routine, "get from", pe);
-    }
+    // SAFETY: forwarded under the same contract.
+    unsafe { get_any::<true>(routine, ctx, dest, src, nelems, size, pe) }
 }
 
 /// Single-element put.

@@ -416,6 +416,41 @@ pub struct ScollOps {
     >,
 }
 
+/// Declare a Rust plugin's descriptor and export it as the one symbol
+/// `shmem_plugin_descriptor_v1`:
+///
+/// ```ignore
+/// rshmem_plugin_api::export_plugin! {
+///     framework: Framework::Sshmem, name: "mmap", description: "...",
+///     params: &[], query: query, open: open,
+/// }
+/// ```
+#[macro_export]
+macro_rules! export_plugin {
+    (framework: $fw:expr, name: $name:literal, description: $desc:literal, params: $params:expr, query: $query:expr, open: $open:expr $(,)?) => {
+        struct __RshmemParams(&'static [$crate::ParamDecl]);
+        // SAFETY: the table holds only pointers to static strings.
+        unsafe impl Sync for __RshmemParams {}
+        static __RSHMEM_PARAMS: __RshmemParams = __RshmemParams($params);
+        static __RSHMEM_DESCRIPTOR: $crate::PluginDescriptor = $crate::PluginDescriptor {
+            abi_version: $crate::ABI_VERSION,
+            framework: $fw as u32,
+            name: $crate::cstr!($name),
+            version: $crate::cstr!(env!("CARGO_PKG_VERSION")),
+            description: $crate::cstr!($desc),
+            params: __RSHMEM_PARAMS.0.as_ptr(),
+            n_params: __RSHMEM_PARAMS.0.len(),
+            query: Some($query),
+            open: Some($open),
+        };
+        /// The plugin's one exported symbol.
+        #[no_mangle]
+        pub extern "C" fn shmem_plugin_descriptor_v1() -> *const $crate::PluginDescriptor {
+            &__RSHMEM_DESCRIPTOR
+        }
+    };
+}
+
 /// Helper for Rust plugins: a `'static` C string literal.
 #[macro_export]
 macro_rules! cstr {

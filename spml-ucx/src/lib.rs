@@ -7,8 +7,8 @@
 pub mod ucx;
 
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, ParamDecl, ParamKind, PluginDescriptor, QueryResult, SpmlCtx, SpmlOps,
-    TransportHandle, ABI_VERSION, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
+    cstr, CoreServices, Framework, ParamDecl, ParamKind, QueryResult, SpmlCtx, SpmlOps, TransportHandle,
+    LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void, CString};
@@ -291,30 +291,16 @@ unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
     ops as *const SpmlOps as *const c_void
 }
 
-struct Params([ParamDecl; 1]);
-// SAFETY: the table holds only pointers to static strings.
-unsafe impl Sync for Params {}
-
-static PARAMS: Params = Params([ParamDecl {
-    name: cstr!("progress_thread"),
-    kind: ParamKind::Bool,
-    default_value: cstr!("1"),
-    doc: cstr!("Run a thread that progresses UCX so RMA to this PE completes while it computes (needed for peers that are not mapped)"),
-}]);
-
-static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
-    abi_version: ABI_VERSION,
-    framework: Framework::Spml as u32,
-    name: cstr!("ucx"),
-    version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!("RMA, atomics and ordering over UCX (ucp_*_nbx), with a progress thread"),
-    params: &PARAMS.0 as *const ParamDecl,
-    n_params: 1,
-    query: Some(query),
-    open: Some(open),
-};
-
-#[no_mangle]
-pub extern "C" fn shmem_plugin_descriptor_v1() -> *const PluginDescriptor {
-    &DESCRIPTOR
+rshmem_plugin_api::export_plugin! {
+    framework: Framework::Spml,
+    name: "ucx",
+    description: "RMA, atomics and ordering over UCX (ucp_*_nbx), with a progress thread",
+    params: &[ParamDecl {
+        name: cstr!("progress_thread"),
+        kind: ParamKind::Bool,
+        default_value: cstr!("1"),
+        doc: cstr!("Run a thread that progresses UCX so RMA to this PE completes while it computes (needed for peers that are not mapped)"),
+    }],
+    query: query,
+    open: open,
 }

@@ -130,3 +130,23 @@ fn oshcc_builds_cxx_programs_too() {
     r.assert_ok("cxx");
     assert!(r.stdout.contains("cxx: PE 1 x=5"), "{}", r.stdout);
 }
+
+#[test]
+fn every_built_in_plugin_exports_exactly_the_descriptor() {
+    let mut seen = 0;
+    for e in std::fs::read_dir(target_dir()).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("librshmem_") && name.ends_with(".so")) {
+            continue;
+        }
+        seen += 1;
+        let nm = Command::new("nm").args(["-D", "--defined-only"]).arg(e.path()).output().unwrap();
+        let funcs: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+            .lines()
+            .filter(|l| l.contains(" T "))
+            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(funcs, ["shmem_plugin_descriptor_v1"], "{name}");
+    }
+    assert!(seen >= 5, "expected the built-in plugins beside libshmem.so, found {seen}");
+}

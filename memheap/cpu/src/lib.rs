@@ -7,9 +7,7 @@
 mod alloc;
 
 pub use alloc::Heap;
-use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, MemheapOps, PluginDescriptor, QueryResult, ABI_VERSION, RC_ERROR, RC_OK,
-};
+use rshmem_plugin_api::{CoreServices, Framework, MemheapOps, QueryResult, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -120,21 +118,11 @@ unsafe extern "C" fn open(_core: *const CoreServices) -> *const c_void {
     &OPS as *const MemheapOps as *const c_void
 }
 
-static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
-    abi_version: ABI_VERSION,
-    framework: Framework::Memheap as u32,
-    name: cstr!("cpu"),
-    version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!(
-        "deterministic first-fit allocator over a host segment; bookkeeping outside the segment"
-    ),
-    params: std::ptr::null(),
-    n_params: 0,
-    query: Some(query),
-    open: Some(open),
-};
-
-#[no_mangle]
-pub extern "C" fn shmem_plugin_descriptor_v1() -> *const PluginDescriptor {
-    &DESCRIPTOR
+rshmem_plugin_api::export_plugin! {
+    framework: Framework::Memheap,
+    name: "cpu",
+    description: "deterministic first-fit allocator over a host segment; bookkeeping outside the segment",
+    params: &[],
+    query: query,
+    open: open,
 }

@@ -5,10 +5,7 @@
 //! created), and each PE remembers how far it has counted. That avoids resetting flags, which is
 //! where barrier implementations usually race.
 
-use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, ScollOps, TeamDesc, ABI_VERSION, CMP_GE,
-    RC_OK,
-};
+use rshmem_plugin_api::{CoreServices, Framework, QueryResult, ScollOps, TeamDesc, CMP_GE, RC_OK};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
@@ -141,21 +138,13 @@ unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
     &OPS as *const ScollOps as *const c_void
 }
 
-static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
-    abi_version: ABI_VERSION,
-    framework: Framework::Scoll as u32,
-    name: cstr!("basic"),
-    version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!("dissemination barrier, flag-synchronised linear broadcast; any team size"),
-    params: std::ptr::null(),
-    n_params: 0,
-    query: Some(query),
-    open: Some(open),
-};
-
-#[no_mangle]
-pub extern "C" fn shmem_plugin_descriptor_v1() -> *const PluginDescriptor {
-    &DESCRIPTOR
+rshmem_plugin_api::export_plugin! {
+    framework: Framework::Scoll,
+    name: "basic",
+    description: "dissemination barrier, flag-synchronised linear broadcast; any team size",
+    params: &[],
+    query: query,
+    open: open,
 }
 
 #[cfg(test)]

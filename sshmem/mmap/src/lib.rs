@@ -2,10 +2,7 @@
 //! and by every local peer (by name). Pages are never touched here: first touch is expensive and
 //! most of a heap is never used. Names are unlinked once every peer has attached.
 
-use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, SegmentDesc, SshmemOps, ABI_VERSION,
-    RC_ERROR, RC_OK,
-};
+use rshmem_plugin_api::{CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void, CString};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
@@ -241,23 +238,13 @@ unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
     &OPS as *const SshmemOps as *const c_void
 }
 
-static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
-    abi_version: ABI_VERSION,
-    framework: Framework::Sshmem as u32,
-    name: cstr!("mmap"),
-    version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!(
-        "symmetric segments in POSIX shared memory (shm_open + mmap), mappable by local peers"
-    ),
-    params: std::ptr::null(),
-    n_params: 0,
-    query: Some(query),
-    open: Some(open),
-};
-
-#[no_mangle]
-pub extern "C" fn shmem_plugin_descriptor_v1() -> *const PluginDescriptor {
-    &DESCRIPTOR
+rshmem_plugin_api::export_plugin! {
+    framework: Framework::Sshmem,
+    name: "mmap",
+    description: "symmetric segments in POSIX shared memory (shm_open + mmap), mappable by local peers",
+    params: &[],
+    query: query,
+    open: open,
 }
 
 #[cfg(test)]
@@ -289,6 +276,7 @@ mod tests {
 
     #[test]
     fn the_descriptor_is_an_sshmem_component() {
+        use rshmem_plugin_api::ABI_VERSION;
         let d = shmem_plugin_descriptor_v1();
         // SAFETY: static descriptor.
         let d = unsafe { &*d };

@@ -4,8 +4,8 @@
 //! Local peers therefore attach through the spml, not by name. Requires the "ucx" spml.
 
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, PluginDescriptor, QueryResult, SegmentDesc, SshmemOps, ABI_VERSION,
-    RC_ERROR, RC_OK, RC_UNSUPPORTED, TRANSPORT_UCX,
+    CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, RC_ERROR, RC_OK, RC_UNSUPPORTED,
+    TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
@@ -133,21 +133,11 @@ unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
     }
 }
 
-static DESCRIPTOR: PluginDescriptor = PluginDescriptor {
-    abi_version: ABI_VERSION,
-    framework: Framework::Sshmem as u32,
-    name: cstr!("ucx"),
-    version: cstr!(env!("CARGO_PKG_VERSION")),
-    description: cstr!(
-        "segments allocated by UCX (ucp_mem_map ALLOCATE), mapped by local peers through the spml"
-    ),
-    params: std::ptr::null(),
-    n_params: 0,
-    query: Some(query),
-    open: Some(open),
-};
-
-#[no_mangle]
-pub extern "C" fn shmem_plugin_descriptor_v1() -> *const PluginDescriptor {
-    &DESCRIPTOR
+rshmem_plugin_api::export_plugin! {
+    framework: Framework::Sshmem,
+    name: "ucx",
+    description: "segments allocated by UCX (ucp_mem_map ALLOCATE), mapped by local peers through the spml",
+    params: &[],
+    query: query,
+    open: open,
 }
