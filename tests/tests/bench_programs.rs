@@ -1,0 +1,15 @@
+//! The benchmark programs must keep building with our oshcc (the same sources build with Open
+//! MPI's), and the hot-path program must run. Timings are not checked here: see
+//! scripts/bench.sh and docs/performance.md.
+
+use rshmem_tests::*;
+
+#[test]
+fn benchmark_sources_build_and_the_hot_path_program_runs() {
+    let dir = source_dir().join("bench");
+    for name in ["put_get_latency", "put_get_bandwidth", "collectives", "hotpath"] {
+        build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
+    }
+    let prog = build_c(&dir.join("hotpath.c"), &[]);
+    oshrun(2, &prog, &[], DEFAULT_TIMEOUT).assert_ok("hotpath");
+}
