@@ -32,6 +32,9 @@ pub struct Runtime {
     pub debug: bool,
     /// Some peer is reachable only through the spml: wait loops must drive it.
     pub needs_progress: bool,
+    /// Spins before a wait loop starts yielding: none when this node runs more PEs than it has
+    /// cores, so a waiting PE hands its core to the PE it waits for at once.
+    pub spin_limit: u32,
     pub selected: Vec<(Framework, Vec<String>)>,
     heap_seg: Mutex<SegmentDesc>,
     data_seg: Mutex<Option<DataSegment>>,
@@ -312,6 +315,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         thread_level: requested.clamp(crate::ffi::THREAD_SINGLE, crate::ffi::THREAD_MULTIPLE),
         debug,
         needs_progress,
+        spin_limit: if boot.local_size() as usize > available_cores() { 0 } else { 128 },
         selected: vec![
             (Framework::Spml, vec![spml_name]),
             (Framework::Sshmem, vec![sshmem_name]),
@@ -361,6 +365,11 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         }
     }
     rt.thread_level
+}
+
+/// Cores this process may run on.
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 fn map_peer(

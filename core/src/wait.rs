@@ -27,7 +27,7 @@ pub fn backoff(iteration: &mut u32, rt: &runtime::Runtime) {
         // SAFETY: plugin ABI call with no arguments.
         unsafe { (rt.spml.progress)() };
     }
-    if *iteration < 128 {
+    if *iteration < rt.spin_limit {
         std::hint::spin_loop();
     } else {
         std::thread::yield_now();
