@@ -1,154 +1,85 @@
 //! sshmem "mmap": each segment is a POSIX shared-memory object, mapped `MAP_SHARED` by its owner
-//! and by every local peer (by name). Pages are never touched here: first touch is expensive and
-//! most of a heap is never used. Names are unlinked once every peer has attached.
+//! and, by name, by every local peer, so on-node RMA can be plain loads and stores. The name
+//! travels in the segment's `blob`; it is unlinked as soon as every peer has attached, so a job
+//! that dies leaves nothing behind in /dev/shm.
+
+mod shm;
+
+pub use shm::BASE_ALIGN;
 
 use rshmem_plugin_api::{CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
+/// The core's services, kept from `query`/`open` (valid until the job ends).
 static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(std::ptr::null_mut());
-static COUNTER: AtomicU32 = AtomicU32::new(0);
+/// Makes every segment name of this process unique.
+static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn errno() -> String {
-    std::io::Error::last_os_error().to_string()
+/// Longest object name Linux accepts (a file name in /dev/shm, plus the leading '/').
+const NAME_MAX: usize = 255;
+const PROBE_SIZE: usize = 1 << 16;
+
+/// What `SegmentDesc::handle` points at: the name, and whether `unlink` already removed it.
+struct Owned {
+    name: CString,
+    unlinked: AtomicBool,
 }
 
-fn core_ids() -> (String, i32) {
+/// Run an extern "C" body; a panic must not unwind into the core, so it becomes `fallback`.
+fn guard<R>(fallback: R, body: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+fn log_error(msg: &str) {
+    let c = CORE.load(Ordering::Acquire);
+    if !c.is_null() {
+        // SAFETY: the core's table stays valid until the job ends.
+        unsafe { rshmem_plugin_api::log(c, rshmem_plugin_api::LOG_ERROR, "sshmem mmap", msg) };
+    }
+}
+
+/// (job id, my PE). Without a core (unit tests) the pid stands in for the job.
+fn job_and_pe() -> (String, c_int) {
     let c = CORE.load(Ordering::Acquire);
     if c.is_null() {
         return (format!("p{}", std::process::id()), 0);
     }
-    // SAFETY: the core's table lives for the whole job.
+    // SAFETY: the core's table stays valid until the job ends.
     let c = unsafe { &*c };
-    // SAFETY: job_id is a NUL-terminated string owned by the core.
+    // SAFETY: job_id is NULL or a NUL-terminated string owned by the core.
     let job = unsafe { rshmem_plugin_api::c_str(c.job_id) }.unwrap_or_default();
+    // Object names are single path components: keep only portable file-name characters.
+    let job = job.chars().map(|ch| if ch.is_ascii_alphanumeric() || ch == '-' { ch } else { '_' }).collect();
     (job, c.my_pe)
 }
 
-/// Segment bases are aligned to this, so allocations aligned up to it (as offsets) are aligned
-/// as addresses on every PE.
-pub const BASE_ALIGN: usize = 2 << 20;
-
-/// Map `fd` at a `BASE_ALIGN`-aligned address (the hint when it is aligned).
-unsafe fn map_aligned(fd: c_int, size: usize, hint: *mut c_void) -> *mut c_void {
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    let flags = libc::MAP_SHARED | libc::MAP_NORESERVE;
-    if !hint.is_null() && (hint as usize).is_multiple_of(BASE_ALIGN) {
-        // SAFETY: a non-fixed hint; the kernel picks another address if it is taken.
-        let p = unsafe { libc::mmap(hint, size, prot, flags, fd, 0) };
-        if p == hint || p == libc::MAP_FAILED {
-            return p;
-        }
-        // SAFETY: unmapping the mapping just made at the wrong place.
-        unsafe { libc::munmap(p, size) };
+fn object_name(suffix: &str) -> Result<CString, String> {
+    let (job, pe) = job_and_pe();
+    let name = format!("/rshmem-{job}-{pe}-{suffix}");
+    if name.len() > NAME_MAX {
+        return Err(format!("shared-memory name too long ({} bytes): {name}", name.len()));
     }
-    // Reserve address space with slack, then place the object at the aligned spot inside it.
-    let span = size + BASE_ALIGN;
-    // SAFETY: an anonymous PROT_NONE reservation; checked below.
-    let r = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            span,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if r == libc::MAP_FAILED {
-        return r;
-    }
-    let start = r as usize;
-    let aligned = (start + BASE_ALIGN - 1) & !(BASE_ALIGN - 1);
-    // SAFETY: MAP_FIXED inside our own reservation replaces only reserved pages.
-    let p = unsafe { libc::mmap(aligned as *mut c_void, size, prot, flags | libc::MAP_FIXED, fd, 0) };
-    // SAFETY: trimming the unused head and tail of our reservation.
-    unsafe {
-        if aligned > start {
-            libc::munmap(r, aligned - start);
-        }
-        let end = aligned + size;
-        if start + span > end {
-            libc::munmap(end as *mut c_void, start + span - end);
-        }
-    }
-    p
+    CString::new(name).map_err(|e| e.to_string())
 }
 
-/// A new shared object of `size` bytes mapped here; returns (address, name).
-fn create_object(name: &str, size: usize, hint: *mut c_void) -> Result<*mut c_void, String> {
-    let cname = CString::new(name).map_err(|e| e.to_string())?;
-    // SAFETY: plain system calls on a fresh name; every result is checked.
-    unsafe {
-        let fd = libc::shm_open(cname.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600);
-        if fd < 0 {
-            return Err(format!("shm_open({name}): {}", errno()));
-        }
-        if libc::ftruncate(fd, size as libc::off_t) != 0 {
-            let e = format!("ftruncate({name}, {size}): {}", errno());
-            libc::close(fd);
-            libc::shm_unlink(cname.as_ptr());
-            return Err(e);
-        }
-        let p = map_aligned(fd, size, hint);
-        libc::close(fd);
-        if p == libc::MAP_FAILED {
-            let e = format!("mmap({name}, {size}): {}", errno());
-            libc::shm_unlink(cname.as_ptr());
-            return Err(e);
-        }
-        Ok(p)
-    }
-}
-
-/// Map an existing object by name.
-fn attach_object(name: &str, size: usize) -> Result<*mut c_void, String> {
-    let cname = CString::new(name).map_err(|e| e.to_string())?;
-    // SAFETY: plain system calls; results checked.
-    unsafe {
-        let fd = libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0);
-        if fd < 0 {
-            return Err(format!("shm_open({name}): {}", errno()));
-        }
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_NORESERVE,
-            fd,
-            0,
-        );
-        libc::close(fd);
-        if p == libc::MAP_FAILED {
-            return Err(format!("mmap({name}): {}", errno()));
-        }
-        Ok(p)
-    }
-}
-
-fn unlink_name(name: &str) {
-    if let Ok(c) = CString::new(name) {
-        // SAFETY: plain system call; ENOENT is fine.
-        unsafe { libc::shm_unlink(c.as_ptr()) };
-    }
-}
-
-fn blob_name(seg: &SegmentDesc) -> String {
-    String::from_utf8_lossy(&seg.blob[..seg.blob_len]).into_owned()
+/// Can POSIX shared memory be created, sized, mapped and removed here?
+fn probe() -> Result<(), String> {
+    let name = object_name(&format!("{}-probe", std::process::id()))?;
+    let p = shm::create(&name, PROBE_SIZE, std::ptr::null_mut())?;
+    // SAFETY: the probe mapping was just made and is used by nobody.
+    unsafe { shm::unmap(p, PROBE_SIZE) };
+    shm::unlink(&name)
 }
 
 unsafe extern "C" fn query(core: *const CoreServices, result: *mut QueryResult) {
-    let _ = std::panic::catch_unwind(|| {
+    guard((), || {
         CORE.store(core as *mut _, Ordering::Release);
         // SAFETY: the core passes a valid result pointer.
         let r = unsafe { &mut *result };
-        let (job, pe) = core_ids();
-        let name = format!("/rshmem-{job}-{pe}-probe");
-        match create_object(&name, 1 << 16, std::ptr::null_mut()) {
-            Ok(p) => {
-                // SAFETY: unmapping the probe mapping just made.
-                unsafe { libc::munmap(p, 1 << 16) };
-                unlink_name(&name);
+        match probe() {
+            Ok(()) => {
                 r.available = 1;
                 r.priority = 30;
                 r.set_reason("POSIX shared memory works");
@@ -158,84 +89,112 @@ unsafe extern "C" fn query(core: *const CoreServices, result: *mut QueryResult) 
                 r.set_reason(&format!("POSIX shared memory unusable: {e}"));
             }
         }
-    });
+    })
 }
 
 unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDesc) -> c_int {
-    std::panic::catch_unwind(|| {
-        let (job, pe) = core_ids();
-        let name = format!("/rshmem-{job}-{pe}-{}", COUNTER.fetch_add(1, Ordering::Relaxed));
-        if name.len() > 255 {
+    guard(RC_ERROR, || {
+        if out.is_null() || size == 0 {
             return RC_ERROR;
         }
-        match create_object(&name, size, hint) {
+        let made = object_name(&COUNTER.fetch_add(1, Ordering::Relaxed).to_string())
+            .and_then(|name| shm::create(&name, size, hint).map(|p| (name, p)));
+        let (name, base) = match made {
+            Ok(x) => x,
+            Err(e) => {
+                log_error(&e);
+                return RC_ERROR;
+            }
+        };
+        // SAFETY: checked non-NULL; the core passes a writable descriptor.
+        let seg = unsafe { &mut *out };
+        *seg = SegmentDesc::default();
+        let bytes = name.as_bytes();
+        seg.blob[..bytes.len()].copy_from_slice(bytes);
+        seg.blob_len = bytes.len();
+        seg.base = base;
+        seg.size = size;
+        seg.handle = Box::into_raw(Box::new(Owned { name, unlinked: AtomicBool::new(false) })) as *mut c_void;
+        RC_OK
+    })
+}
+
+unsafe extern "C" fn attach(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int {
+    guard(RC_ERROR, || {
+        if blob.is_null() || addr.is_null() || blob_len == 0 || blob_len > NAME_MAX {
+            return RC_ERROR;
+        }
+        // SAFETY: the core passes the peer's blob with its length.
+        let bytes = unsafe { std::slice::from_raw_parts(blob, blob_len) };
+        let Ok(name) = CString::new(bytes) else { return RC_ERROR };
+        match shm::attach(&name, size) {
             Ok(p) => {
-                // SAFETY: the core passes a valid out-pointer.
-                let seg = unsafe { &mut *out };
-                *seg = SegmentDesc::default();
-                seg.base = p;
-                seg.size = size;
-                seg.blob[..name.len()].copy_from_slice(name.as_bytes());
-                seg.blob_len = name.len();
+                // SAFETY: checked non-NULL; the core passes a writable out-pointer.
+                unsafe { *addr = p };
                 RC_OK
             }
             Err(e) => {
-                let c = CORE.load(Ordering::Acquire);
-                if !c.is_null() {
-                    // SAFETY: the core table is valid for the job.
-                    unsafe { rshmem_plugin_api::log(c, rshmem_plugin_api::LOG_ERROR, "sshmem mmap", &e) };
-                }
+                log_error(&e);
                 RC_ERROR
             }
         }
     })
-    .unwrap_or(RC_ERROR)
-}
-
-unsafe extern "C" fn attach(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int {
-    std::panic::catch_unwind(|| {
-        // SAFETY: the core passes the peer's blob with its length.
-        let name =
-            String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(blob, blob_len) }).into_owned();
-        match attach_object(&name, size) {
-            Ok(p) => {
-                // SAFETY: valid out-pointer from the core.
-                unsafe { *addr = p };
-                RC_OK
-            }
-            Err(_) => RC_ERROR,
-        }
-    })
-    .unwrap_or(RC_ERROR)
 }
 
 unsafe extern "C" fn detach(addr: *mut c_void, size: usize) {
-    // SAFETY: unmapping a mapping made by `attach`.
-    unsafe { libc::munmap(addr, size) };
+    // SAFETY: the core detaches only mappings `attach` made, once it no longer uses them.
+    guard((), || unsafe { shm::unmap(addr, size) })
+}
+
+/// The name of a segment this component created, and its unlink flag.
+fn owned<'a>(seg: *mut SegmentDesc) -> Option<&'a Owned> {
+    // SAFETY: the core passes NULL or a segment `create` filled in.
+    let h = unsafe { seg.as_ref() }?.handle as *const Owned;
+    // SAFETY: a non-NULL handle is the Box `create` leaked, freed only by `destroy`.
+    unsafe { h.as_ref() }
 }
 
 unsafe extern "C" fn unlink(seg: *mut SegmentDesc) {
-    // SAFETY: the core passes a segment this component created.
-    let _ = std::panic::catch_unwind(|| unlink_name(&blob_name(unsafe { &*seg })));
+    guard((), || {
+        if let Some(o) = owned(seg) {
+            match shm::unlink(&o.name) {
+                Ok(()) => o.unlinked.store(true, Ordering::Release),
+                Err(e) => log_error(&e),
+            }
+        }
+    })
 }
 
 unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: the core passes a segment this component created.
-        let seg = unsafe { &mut *seg };
-        unlink_name(&blob_name(seg));
-        // SAFETY: unmapping our own mapping.
-        unsafe { libc::munmap(seg.base, seg.size) };
+    guard((), || {
+        if let Some(o) = owned(seg) {
+            if !o.unlinked.load(Ordering::Acquire) {
+                if let Err(e) = shm::unlink(&o.name) {
+                    log_error(&e);
+                }
+            }
+        }
+        // SAFETY: `owned` returned Some or None, so `seg` is NULL or the core's descriptor.
+        let Some(seg) = (unsafe { seg.as_mut() }) else { return };
+        // SAFETY: our own mapping; the core destroys a segment only once it is unused.
+        unsafe { shm::unmap(seg.base, seg.size) };
+        if !seg.handle.is_null() {
+            // SAFETY: the Box `create` leaked; nothing refers to it after this.
+            drop(unsafe { Box::from_raw(seg.handle as *mut Owned) });
+        }
         seg.base = std::ptr::null_mut();
-    });
+        seg.handle = std::ptr::null_mut();
+    })
 }
 
 static OPS: SshmemOps =
     SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
 
 unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
-    CORE.store(core as *mut _, Ordering::Release);
-    &OPS as *const SshmemOps as *const c_void
+    guard(std::ptr::null(), || {
+        CORE.store(core as *mut _, Ordering::Release);
+        &OPS as *const SshmemOps as *const c_void
+    })
 }
 
 rshmem_plugin_api::export_plugin! {
@@ -248,39 +207,4 @@ rshmem_plugin_api::export_plugin! {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn two_mappings_of_one_segment_share_memory() {
-        let mut seg = SegmentDesc::default();
-        // SAFETY: test calls through the component's own table.
-        unsafe {
-            assert_eq!(create(1 << 20, std::ptr::null_mut(), &mut seg), RC_OK);
-            let mut other = std::ptr::null_mut();
-            assert_eq!(attach(seg.blob.as_ptr(), seg.blob_len, 1 << 20, &mut other), RC_OK);
-            assert_ne!(other, seg.base);
-            assert_eq!(seg.base as usize % BASE_ALIGN, 0);
-            *(seg.base as *mut u64).add(1000) = 0xfeed;
-            assert_eq!(*(other as *const u64).add(1000), 0xfeed);
-            unlink(&mut seg);
-            // still mapped after the name is gone
-            *(other as *mut u64) = 7;
-            assert_eq!(*(seg.base as *const u64), 7);
-            let mut third = std::ptr::null_mut();
-            assert_eq!(attach(seg.blob.as_ptr(), seg.blob_len, 1 << 20, &mut third), RC_ERROR);
-            detach(other, 1 << 20);
-            destroy(&mut seg);
-        }
-    }
-
-    #[test]
-    fn the_descriptor_is_an_sshmem_component() {
-        use rshmem_plugin_api::ABI_VERSION;
-        let d = shmem_plugin_descriptor_v1();
-        // SAFETY: static descriptor.
-        let d = unsafe { &*d };
-        assert_eq!(d.abi_version, ABI_VERSION);
-        assert_eq!(d.framework, Framework::Sshmem as u32);
-    }
-}
+mod tests;

@@ -1,0 +1,201 @@
+//! Unit tests through the component's own C ABI, with a fake core that only provides the job id
+//! and PE number the component reads (the one-sided services are never called by sshmem).
+
+use super::*;
+use rshmem_plugin_api::{TransportHandle, ABI_VERSION};
+use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
+
+unsafe extern "C" fn log(_level: c_int, component: *const c_char, msg: *const c_char) {
+    // SAFETY: the component passes NUL-terminated strings.
+    let (c, m) = unsafe { (CStr::from_ptr(component), CStr::from_ptr(msg)) };
+    eprintln!("[{}] {}", c.to_string_lossy(), m.to_string_lossy());
+}
+unsafe extern "C" fn param(_: *const c_char, _: *const c_char, _: *const c_char) -> *const c_char {
+    std::ptr::null()
+}
+unsafe extern "C" fn kv_put(_: *const c_char, _: *const u8, _: usize) -> c_int {
+    RC_ERROR
+}
+unsafe extern "C" fn kv_get(_: c_int, _: *const c_char, _: *mut u8, _: usize, _: *mut usize) -> c_int {
+    RC_ERROR
+}
+unsafe extern "C" fn kv_fence() -> c_int {
+    RC_OK
+}
+unsafe extern "C" fn abort(_: c_int, _: *const c_char) {
+    std::process::abort()
+}
+unsafe extern "C" fn pe_is_local(_: c_int) -> c_int {
+    1
+}
+unsafe extern "C" fn transport() -> TransportHandle {
+    TransportHandle::NONE
+}
+unsafe extern "C" fn ptr(_: *const c_void, _: c_int) -> *mut c_void {
+    std::ptr::null_mut()
+}
+unsafe extern "C" fn copy(_: *mut c_void, _: *const c_void, _: usize, _: c_int) {}
+unsafe extern "C" fn nothing() {}
+unsafe extern "C" fn atomic_add(_: *mut u64, _: u64, _: c_int) {}
+unsafe extern "C" fn wait_until(_: *const u64, _: c_int, _: u64) {}
+
+/// One fake core for the whole test binary (the component keeps the pointer in a static). The
+/// job id has a '/' to check that names stay a single path component, and the pid so that
+/// concurrent test runs do not collide.
+fn fake_core() -> *const CoreServices {
+    static CORE_ADDR: OnceLock<usize> = OnceLock::new();
+    *CORE_ADDR.get_or_init(|| {
+        let job: &'static CStr =
+            Box::leak(CString::new(format!("test/{}", std::process::id())).unwrap().into_boxed_c_str());
+        let core = CoreServices {
+            struct_size: std::mem::size_of::<CoreServices>(),
+            abi_version: ABI_VERSION,
+            my_pe: 3,
+            n_pes: 4,
+            local_rank: 3,
+            local_size: 4,
+            job_id: job.as_ptr(),
+            log,
+            param,
+            kv_put,
+            kv_get,
+            kv_fence,
+            abort,
+            pe_is_local,
+            transport,
+            ptr,
+            putmem: copy,
+            getmem: copy,
+            quiet: nothing,
+            fence: nothing,
+            atomic_add_u64: atomic_add,
+            wait_until_u64: wait_until,
+        };
+        Box::leak(Box::new(core)) as *const CoreServices as usize
+    }) as *const CoreServices
+}
+
+/// The ops table, opened with the fake core.
+fn ops() -> &'static SshmemOps {
+    let d = shmem_plugin_descriptor_v1();
+    // SAFETY: the descriptor is a static with both entry points set.
+    let p = unsafe { ((*d).open.unwrap())(fake_core()) };
+    // SAFETY: `open` returns the static SshmemOps table.
+    unsafe { &*(p as *const SshmemOps) }
+}
+
+fn name_exists(name: &str) -> bool {
+    std::path::Path::new("/dev/shm").join(name.trim_start_matches('/')).exists()
+}
+
+fn blob(seg: &SegmentDesc) -> String {
+    String::from_utf8(seg.blob[..seg.blob_len].to_vec()).unwrap()
+}
+
+#[test]
+fn the_descriptor_is_an_sshmem_component() {
+    // SAFETY: static descriptor.
+    let d = unsafe { &*shmem_plugin_descriptor_v1() };
+    assert_eq!(d.abi_version, ABI_VERSION);
+    assert_eq!(d.framework, Framework::Sshmem as u32);
+    // SAFETY: static NUL-terminated strings.
+    assert_eq!(unsafe { CStr::from_ptr(d.name) }.to_str().unwrap(), "mmap");
+}
+
+#[test]
+fn query_probes_for_real_and_leaves_nothing_behind() {
+    // SAFETY: the static descriptor's query with the fake core and a local result.
+    let d = unsafe { &*shmem_plugin_descriptor_v1() };
+    let mut r = QueryResult::default();
+    // SAFETY: as above.
+    unsafe { (d.query.unwrap())(fake_core(), &mut r) };
+    assert_eq!(r.available, 1, "{}", r.reason_str());
+    assert_eq!(r.priority, 30);
+    let probe = format!("rshmem-test_{}-3-{}-probe", std::process::id(), std::process::id());
+    assert!(!name_exists(&probe));
+}
+
+#[test]
+fn two_mappings_of_one_segment_share_memory() {
+    let ops = ops();
+    let size = 1 << 20;
+    let mut seg = SegmentDesc::default();
+    // SAFETY: calls through the component's table with valid arguments; the two mappings stay
+    // alive while used and are released at the end.
+    unsafe {
+        assert_eq!((ops.create)(size, std::ptr::null_mut(), &mut seg), RC_OK);
+        let name = blob(&seg);
+        assert!(name.starts_with(&format!("/rshmem-test_{}-3-", std::process::id())), "{name}");
+        assert_eq!(name.matches('/').count(), 1, "{name}");
+        assert!(name_exists(&name));
+        assert_eq!(seg.size, size);
+        assert_eq!(seg.base as usize % BASE_ALIGN, 0);
+
+        let mut other = std::ptr::null_mut();
+        assert_eq!((ops.attach)(seg.blob.as_ptr(), seg.blob_len, size, &mut other), RC_OK);
+        assert_ne!(other, seg.base);
+        *(seg.base as *mut u64).add(1000) = 0xfeed;
+        assert_eq!(*(other as *const u64).add(1000), 0xfeed);
+        *(other as *mut u64).add(size / 8 - 1) = 42;
+        assert_eq!(*(seg.base as *const u64).add(size / 8 - 1), 42);
+
+        (ops.unlink)(&mut seg);
+        assert!(!name_exists(&name));
+        // Both mappings still work once the name is gone, but nobody new can attach.
+        *(other as *mut u64) = 7;
+        assert_eq!(*(seg.base as *const u64), 7);
+        let mut third = std::ptr::null_mut();
+        assert_eq!((ops.attach)(seg.blob.as_ptr(), seg.blob_len, size, &mut third), RC_ERROR);
+
+        (ops.detach)(other, size);
+        (ops.destroy)(&mut seg);
+        assert!(seg.base.is_null() && seg.handle.is_null());
+    }
+}
+
+#[test]
+fn destroy_removes_a_name_that_was_never_unlinked() {
+    let ops = ops();
+    let mut seg = SegmentDesc::default();
+    // SAFETY: calls through the component's table with valid arguments.
+    unsafe {
+        assert_eq!((ops.create)(4096, std::ptr::null_mut(), &mut seg), RC_OK);
+        let name = blob(&seg);
+        assert!(name_exists(&name));
+        (ops.destroy)(&mut seg);
+        assert!(!name_exists(&name));
+    }
+}
+
+#[test]
+fn names_are_unique_per_segment() {
+    let ops = ops();
+    let (mut a, mut b) = (SegmentDesc::default(), SegmentDesc::default());
+    // SAFETY: calls through the component's table with valid arguments.
+    unsafe {
+        assert_eq!((ops.create)(4096, std::ptr::null_mut(), &mut a), RC_OK);
+        assert_eq!((ops.create)(4096, std::ptr::null_mut(), &mut b), RC_OK);
+        assert_ne!(blob(&a), blob(&b));
+        (ops.destroy)(&mut a);
+        (ops.destroy)(&mut b);
+    }
+}
+
+#[test]
+fn bad_requests_fail_cleanly() {
+    let ops = ops();
+    let mut seg = SegmentDesc::default();
+    let mut addr = std::ptr::null_mut();
+    let bogus = b"/rshmem-no-such-object";
+    // SAFETY: calls through the component's table; NULL and bogus arguments must be refused.
+    unsafe {
+        assert_eq!((ops.create)(0, std::ptr::null_mut(), &mut seg), RC_ERROR);
+        assert_eq!((ops.create)(4096, std::ptr::null_mut(), std::ptr::null_mut()), RC_ERROR);
+        assert_eq!((ops.attach)(bogus.as_ptr(), bogus.len(), 4096, &mut addr), RC_ERROR);
+        assert_eq!((ops.attach)(std::ptr::null(), 0, 4096, &mut addr), RC_ERROR);
+        assert!(addr.is_null());
+        (ops.unlink)(std::ptr::null_mut());
+        (ops.destroy)(std::ptr::null_mut());
+    }
+}
