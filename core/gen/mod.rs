@@ -134,6 +134,16 @@ fn instances(f: &'static Family) -> Vec<Routine> {
                         if ctx { f.name.replacen("shmem_", "shmem_ctx_", 1) } else { f.name.to_string() };
                     push(name, "void", "c_void", "1".into(), None);
                 }
+                Over::Types(names) => {
+                    for n in *names {
+                        let t = RMA
+                            .iter()
+                            .find(|t| t.name == *n)
+                            .unwrap_or_else(|| panic!("unknown TYPENAME {n}"));
+                        let name = format!("shmem_{c}{}_{}{}", t.name, f.name, f.suffix);
+                        push(name, t.c, t.rust, format!("::core::mem::size_of::<{}>()", t.rust), Some(t));
+                    }
+                }
                 Over::RmaTypes => {
                     for t in RMA {
                         let name = format!("shmem_{c}{}_{}{}", t.name, f.name, f.suffix);
@@ -173,7 +183,7 @@ pub fn rust_entry_points(all: &[Routine]) -> String {
             r.name,
             params.join(", "),
             r.name,
-            r.body.trim_end_matches(';'),
+            r.body,
         ));
     }
     s.push_str("/// Every exported routine: (symbol, category, C prototype).\npub const SYMBOLS: &[(&str, &str, &str)] = &[\n");

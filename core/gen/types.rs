@@ -45,6 +45,41 @@ pub const RMA: &[Ty] = &[
     ty("ptrdiff", "ptrdiff_t", "isize", false),
 ];
 
+/// Standard AMO types (1.6 Table "Standard AMO Types and Names").
+pub const AMO_STD: &[&str] = &[
+    "int",
+    "long",
+    "longlong",
+    "uint",
+    "ulong",
+    "ulonglong",
+    "int32",
+    "int64",
+    "uint32",
+    "uint64",
+    "size",
+    "ptrdiff",
+];
+/// Extended AMO types: the standard ones plus float and double.
+pub const AMO_EXT: &[&str] = &[
+    "float",
+    "double",
+    "int",
+    "long",
+    "longlong",
+    "uint",
+    "ulong",
+    "ulonglong",
+    "int32",
+    "int64",
+    "uint32",
+    "uint64",
+    "size",
+    "ptrdiff",
+];
+/// Bitwise AMO types.
+pub const AMO_BITWISE: &[&str] = &["uint", "ulong", "ulonglong", "int32", "int64", "uint32", "uint64"];
+
 /// Sizes of the `SIZE` forms (put8 ... put128), in bits.
 pub const SIZES: &[usize] = &[8, 16, 32, 64, 128];
 

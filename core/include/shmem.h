@@ -100,6 +100,468 @@ extern struct rshmem_team rshmem_team_shared;
 #define SHMEM_TEAM_SHARED (&rshmem_team_shared)
 #define SHMEM_TEAM_INVALID ((shmem_team_t)0)
 
+/* amo */
+float shmem_float_atomic_fetch(const float *source, int pe);
+double shmem_double_atomic_fetch(const double *source, int pe);
+int shmem_int_atomic_fetch(const int *source, int pe);
+long shmem_long_atomic_fetch(const long *source, int pe);
+long long shmem_longlong_atomic_fetch(const long long *source, int pe);
+unsigned int shmem_uint_atomic_fetch(const unsigned int *source, int pe);
+unsigned long shmem_ulong_atomic_fetch(const unsigned long *source, int pe);
+unsigned long long shmem_ulonglong_atomic_fetch(const unsigned long long *source, int pe);
+int32_t shmem_int32_atomic_fetch(const int32_t *source, int pe);
+int64_t shmem_int64_atomic_fetch(const int64_t *source, int pe);
+uint32_t shmem_uint32_atomic_fetch(const uint32_t *source, int pe);
+uint64_t shmem_uint64_atomic_fetch(const uint64_t *source, int pe);
+size_t shmem_size_atomic_fetch(const size_t *source, int pe);
+ptrdiff_t shmem_ptrdiff_atomic_fetch(const ptrdiff_t *source, int pe);
+float shmem_ctx_float_atomic_fetch(shmem_ctx_t ctx, const float *source, int pe);
+double shmem_ctx_double_atomic_fetch(shmem_ctx_t ctx, const double *source, int pe);
+int shmem_ctx_int_atomic_fetch(shmem_ctx_t ctx, const int *source, int pe);
+long shmem_ctx_long_atomic_fetch(shmem_ctx_t ctx, const long *source, int pe);
+long long shmem_ctx_longlong_atomic_fetch(shmem_ctx_t ctx, const long long *source, int pe);
+unsigned int shmem_ctx_uint_atomic_fetch(shmem_ctx_t ctx, const unsigned int *source, int pe);
+unsigned long shmem_ctx_ulong_atomic_fetch(shmem_ctx_t ctx, const unsigned long *source, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_fetch(shmem_ctx_t ctx, const unsigned long long *source, int pe);
+int32_t shmem_ctx_int32_atomic_fetch(shmem_ctx_t ctx, const int32_t *source, int pe);
+int64_t shmem_ctx_int64_atomic_fetch(shmem_ctx_t ctx, const int64_t *source, int pe);
+uint32_t shmem_ctx_uint32_atomic_fetch(shmem_ctx_t ctx, const uint32_t *source, int pe);
+uint64_t shmem_ctx_uint64_atomic_fetch(shmem_ctx_t ctx, const uint64_t *source, int pe);
+size_t shmem_ctx_size_atomic_fetch(shmem_ctx_t ctx, const size_t *source, int pe);
+ptrdiff_t shmem_ctx_ptrdiff_atomic_fetch(shmem_ctx_t ctx, const ptrdiff_t *source, int pe);
+void shmem_float_atomic_set(float *dest, float value, int pe);
+void shmem_double_atomic_set(double *dest, double value, int pe);
+void shmem_int_atomic_set(int *dest, int value, int pe);
+void shmem_long_atomic_set(long *dest, long value, int pe);
+void shmem_longlong_atomic_set(long long *dest, long long value, int pe);
+void shmem_uint_atomic_set(unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_set(unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_set(unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_set(int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_set(int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_set(uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_set(uint64_t *dest, uint64_t value, int pe);
+void shmem_size_atomic_set(size_t *dest, size_t value, int pe);
+void shmem_ptrdiff_atomic_set(ptrdiff_t *dest, ptrdiff_t value, int pe);
+void shmem_ctx_float_atomic_set(shmem_ctx_t ctx, float *dest, float value, int pe);
+void shmem_ctx_double_atomic_set(shmem_ctx_t ctx, double *dest, double value, int pe);
+void shmem_ctx_int_atomic_set(shmem_ctx_t ctx, int *dest, int value, int pe);
+void shmem_ctx_long_atomic_set(shmem_ctx_t ctx, long *dest, long value, int pe);
+void shmem_ctx_longlong_atomic_set(shmem_ctx_t ctx, long long *dest, long long value, int pe);
+void shmem_ctx_uint_atomic_set(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_set(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_set(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_set(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_set(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_set(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_set(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_size_atomic_set(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
+void shmem_ctx_ptrdiff_atomic_set(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
+float shmem_float_atomic_swap(float *dest, float value, int pe);
+double shmem_double_atomic_swap(double *dest, double value, int pe);
+int shmem_int_atomic_swap(int *dest, int value, int pe);
+long shmem_long_atomic_swap(long *dest, long value, int pe);
+long long shmem_longlong_atomic_swap(long long *dest, long long value, int pe);
+unsigned int shmem_uint_atomic_swap(unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ulong_atomic_swap(unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ulonglong_atomic_swap(unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_int32_atomic_swap(int32_t *dest, int32_t value, int pe);
+int64_t shmem_int64_atomic_swap(int64_t *dest, int64_t value, int pe);
+uint32_t shmem_uint32_atomic_swap(uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_uint64_atomic_swap(uint64_t *dest, uint64_t value, int pe);
+size_t shmem_size_atomic_swap(size_t *dest, size_t value, int pe);
+ptrdiff_t shmem_ptrdiff_atomic_swap(ptrdiff_t *dest, ptrdiff_t value, int pe);
+float shmem_ctx_float_atomic_swap(shmem_ctx_t ctx, float *dest, float value, int pe);
+double shmem_ctx_double_atomic_swap(shmem_ctx_t ctx, double *dest, double value, int pe);
+int shmem_ctx_int_atomic_swap(shmem_ctx_t ctx, int *dest, int value, int pe);
+long shmem_ctx_long_atomic_swap(shmem_ctx_t ctx, long *dest, long value, int pe);
+long long shmem_ctx_longlong_atomic_swap(shmem_ctx_t ctx, long long *dest, long long value, int pe);
+unsigned int shmem_ctx_uint_atomic_swap(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ctx_ulong_atomic_swap(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_swap(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_ctx_int32_atomic_swap(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+int64_t shmem_ctx_int64_atomic_swap(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+uint32_t shmem_ctx_uint32_atomic_swap(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_ctx_uint64_atomic_swap(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+size_t shmem_ctx_size_atomic_swap(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
+ptrdiff_t shmem_ctx_ptrdiff_atomic_swap(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
+int shmem_int_atomic_compare_swap(int *dest, int cond, int value, int pe);
+long shmem_long_atomic_compare_swap(long *dest, long cond, long value, int pe);
+long long shmem_longlong_atomic_compare_swap(long long *dest, long long cond, long long value, int pe);
+unsigned int shmem_uint_atomic_compare_swap(unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+unsigned long shmem_ulong_atomic_compare_swap(unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+unsigned long long shmem_ulonglong_atomic_compare_swap(unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+int32_t shmem_int32_atomic_compare_swap(int32_t *dest, int32_t cond, int32_t value, int pe);
+int64_t shmem_int64_atomic_compare_swap(int64_t *dest, int64_t cond, int64_t value, int pe);
+uint32_t shmem_uint32_atomic_compare_swap(uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+uint64_t shmem_uint64_atomic_compare_swap(uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+size_t shmem_size_atomic_compare_swap(size_t *dest, size_t cond, size_t value, int pe);
+ptrdiff_t shmem_ptrdiff_atomic_compare_swap(ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+int shmem_ctx_int_atomic_compare_swap(shmem_ctx_t ctx, int *dest, int cond, int value, int pe);
+long shmem_ctx_long_atomic_compare_swap(shmem_ctx_t ctx, long *dest, long cond, long value, int pe);
+long long shmem_ctx_longlong_atomic_compare_swap(shmem_ctx_t ctx, long long *dest, long long cond, long long value, int pe);
+unsigned int shmem_ctx_uint_atomic_compare_swap(shmem_ctx_t ctx, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+unsigned long shmem_ctx_ulong_atomic_compare_swap(shmem_ctx_t ctx, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_compare_swap(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+int32_t shmem_ctx_int32_atomic_compare_swap(shmem_ctx_t ctx, int32_t *dest, int32_t cond, int32_t value, int pe);
+int64_t shmem_ctx_int64_atomic_compare_swap(shmem_ctx_t ctx, int64_t *dest, int64_t cond, int64_t value, int pe);
+uint32_t shmem_ctx_uint32_atomic_compare_swap(shmem_ctx_t ctx, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+uint64_t shmem_ctx_uint64_atomic_compare_swap(shmem_ctx_t ctx, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+size_t shmem_ctx_size_atomic_compare_swap(shmem_ctx_t ctx, size_t *dest, size_t cond, size_t value, int pe);
+ptrdiff_t shmem_ctx_ptrdiff_atomic_compare_swap(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+int shmem_int_atomic_fetch_inc(int *dest, int pe);
+long shmem_long_atomic_fetch_inc(long *dest, int pe);
+long long shmem_longlong_atomic_fetch_inc(long long *dest, int pe);
+unsigned int shmem_uint_atomic_fetch_inc(unsigned int *dest, int pe);
+unsigned long shmem_ulong_atomic_fetch_inc(unsigned long *dest, int pe);
+unsigned long long shmem_ulonglong_atomic_fetch_inc(unsigned long long *dest, int pe);
+int32_t shmem_int32_atomic_fetch_inc(int32_t *dest, int pe);
+int64_t shmem_int64_atomic_fetch_inc(int64_t *dest, int pe);
+uint32_t shmem_uint32_atomic_fetch_inc(uint32_t *dest, int pe);
+uint64_t shmem_uint64_atomic_fetch_inc(uint64_t *dest, int pe);
+size_t shmem_size_atomic_fetch_inc(size_t *dest, int pe);
+ptrdiff_t shmem_ptrdiff_atomic_fetch_inc(ptrdiff_t *dest, int pe);
+int shmem_ctx_int_atomic_fetch_inc(shmem_ctx_t ctx, int *dest, int pe);
+long shmem_ctx_long_atomic_fetch_inc(shmem_ctx_t ctx, long *dest, int pe);
+long long shmem_ctx_longlong_atomic_fetch_inc(shmem_ctx_t ctx, long long *dest, int pe);
+unsigned int shmem_ctx_uint_atomic_fetch_inc(shmem_ctx_t ctx, unsigned int *dest, int pe);
+unsigned long shmem_ctx_ulong_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long *dest, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long long *dest, int pe);
+int32_t shmem_ctx_int32_atomic_fetch_inc(shmem_ctx_t ctx, int32_t *dest, int pe);
+int64_t shmem_ctx_int64_atomic_fetch_inc(shmem_ctx_t ctx, int64_t *dest, int pe);
+uint32_t shmem_ctx_uint32_atomic_fetch_inc(shmem_ctx_t ctx, uint32_t *dest, int pe);
+uint64_t shmem_ctx_uint64_atomic_fetch_inc(shmem_ctx_t ctx, uint64_t *dest, int pe);
+size_t shmem_ctx_size_atomic_fetch_inc(shmem_ctx_t ctx, size_t *dest, int pe);
+ptrdiff_t shmem_ctx_ptrdiff_atomic_fetch_inc(shmem_ctx_t ctx, ptrdiff_t *dest, int pe);
+void shmem_int_atomic_inc(int *dest, int pe);
+void shmem_long_atomic_inc(long *dest, int pe);
+void shmem_longlong_atomic_inc(long long *dest, int pe);
+void shmem_uint_atomic_inc(unsigned int *dest, int pe);
+void shmem_ulong_atomic_inc(unsigned long *dest, int pe);
+void shmem_ulonglong_atomic_inc(unsigned long long *dest, int pe);
+void shmem_int32_atomic_inc(int32_t *dest, int pe);
+void shmem_int64_atomic_inc(int64_t *dest, int pe);
+void shmem_uint32_atomic_inc(uint32_t *dest, int pe);
+void shmem_uint64_atomic_inc(uint64_t *dest, int pe);
+void shmem_size_atomic_inc(size_t *dest, int pe);
+void shmem_ptrdiff_atomic_inc(ptrdiff_t *dest, int pe);
+void shmem_ctx_int_atomic_inc(shmem_ctx_t ctx, int *dest, int pe);
+void shmem_ctx_long_atomic_inc(shmem_ctx_t ctx, long *dest, int pe);
+void shmem_ctx_longlong_atomic_inc(shmem_ctx_t ctx, long long *dest, int pe);
+void shmem_ctx_uint_atomic_inc(shmem_ctx_t ctx, unsigned int *dest, int pe);
+void shmem_ctx_ulong_atomic_inc(shmem_ctx_t ctx, unsigned long *dest, int pe);
+void shmem_ctx_ulonglong_atomic_inc(shmem_ctx_t ctx, unsigned long long *dest, int pe);
+void shmem_ctx_int32_atomic_inc(shmem_ctx_t ctx, int32_t *dest, int pe);
+void shmem_ctx_int64_atomic_inc(shmem_ctx_t ctx, int64_t *dest, int pe);
+void shmem_ctx_uint32_atomic_inc(shmem_ctx_t ctx, uint32_t *dest, int pe);
+void shmem_ctx_uint64_atomic_inc(shmem_ctx_t ctx, uint64_t *dest, int pe);
+void shmem_ctx_size_atomic_inc(shmem_ctx_t ctx, size_t *dest, int pe);
+void shmem_ctx_ptrdiff_atomic_inc(shmem_ctx_t ctx, ptrdiff_t *dest, int pe);
+int shmem_int_atomic_fetch_add(int *dest, int value, int pe);
+long shmem_long_atomic_fetch_add(long *dest, long value, int pe);
+long long shmem_longlong_atomic_fetch_add(long long *dest, long long value, int pe);
+unsigned int shmem_uint_atomic_fetch_add(unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ulong_atomic_fetch_add(unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ulonglong_atomic_fetch_add(unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_int32_atomic_fetch_add(int32_t *dest, int32_t value, int pe);
+int64_t shmem_int64_atomic_fetch_add(int64_t *dest, int64_t value, int pe);
+uint32_t shmem_uint32_atomic_fetch_add(uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_uint64_atomic_fetch_add(uint64_t *dest, uint64_t value, int pe);
+size_t shmem_size_atomic_fetch_add(size_t *dest, size_t value, int pe);
+ptrdiff_t shmem_ptrdiff_atomic_fetch_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+int shmem_ctx_int_atomic_fetch_add(shmem_ctx_t ctx, int *dest, int value, int pe);
+long shmem_ctx_long_atomic_fetch_add(shmem_ctx_t ctx, long *dest, long value, int pe);
+long long shmem_ctx_longlong_atomic_fetch_add(shmem_ctx_t ctx, long long *dest, long long value, int pe);
+unsigned int shmem_ctx_uint_atomic_fetch_add(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ctx_ulong_atomic_fetch_add(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_add(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_ctx_int32_atomic_fetch_add(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+int64_t shmem_ctx_int64_atomic_fetch_add(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+uint32_t shmem_ctx_uint32_atomic_fetch_add(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_ctx_uint64_atomic_fetch_add(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+size_t shmem_ctx_size_atomic_fetch_add(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
+ptrdiff_t shmem_ctx_ptrdiff_atomic_fetch_add(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
+void shmem_int_atomic_add(int *dest, int value, int pe);
+void shmem_long_atomic_add(long *dest, long value, int pe);
+void shmem_longlong_atomic_add(long long *dest, long long value, int pe);
+void shmem_uint_atomic_add(unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_add(unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_add(unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_add(int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_add(int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_add(uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_add(uint64_t *dest, uint64_t value, int pe);
+void shmem_size_atomic_add(size_t *dest, size_t value, int pe);
+void shmem_ptrdiff_atomic_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+void shmem_ctx_int_atomic_add(shmem_ctx_t ctx, int *dest, int value, int pe);
+void shmem_ctx_long_atomic_add(shmem_ctx_t ctx, long *dest, long value, int pe);
+void shmem_ctx_longlong_atomic_add(shmem_ctx_t ctx, long long *dest, long long value, int pe);
+void shmem_ctx_uint_atomic_add(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_add(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_add(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_add(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_add(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_add(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_add(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_size_atomic_add(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
+void shmem_ctx_ptrdiff_atomic_add(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
+unsigned int shmem_uint_atomic_fetch_and(unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ulong_atomic_fetch_and(unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ulonglong_atomic_fetch_and(unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_int32_atomic_fetch_and(int32_t *dest, int32_t value, int pe);
+int64_t shmem_int64_atomic_fetch_and(int64_t *dest, int64_t value, int pe);
+uint32_t shmem_uint32_atomic_fetch_and(uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_uint64_atomic_fetch_and(uint64_t *dest, uint64_t value, int pe);
+unsigned int shmem_ctx_uint_atomic_fetch_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ctx_ulong_atomic_fetch_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_ctx_int32_atomic_fetch_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+int64_t shmem_ctx_int64_atomic_fetch_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+uint32_t shmem_ctx_uint32_atomic_fetch_and(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_ctx_uint64_atomic_fetch_and(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+void shmem_uint_atomic_and(unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_and(unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_and(unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_and(int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_and(int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_and(uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_and(uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_uint_atomic_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_and(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_and(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+unsigned int shmem_uint_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ulong_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ulonglong_atomic_fetch_or(unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_int32_atomic_fetch_or(int32_t *dest, int32_t value, int pe);
+int64_t shmem_int64_atomic_fetch_or(int64_t *dest, int64_t value, int pe);
+uint32_t shmem_uint32_atomic_fetch_or(uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_uint64_atomic_fetch_or(uint64_t *dest, uint64_t value, int pe);
+unsigned int shmem_ctx_uint_atomic_fetch_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ctx_ulong_atomic_fetch_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_ctx_int32_atomic_fetch_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+int64_t shmem_ctx_int64_atomic_fetch_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+uint32_t shmem_ctx_uint32_atomic_fetch_or(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_ctx_uint64_atomic_fetch_or(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+void shmem_uint_atomic_or(unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_or(unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_or(unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_or(int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_or(int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_or(uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_or(uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_uint_atomic_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_or(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_or(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+unsigned int shmem_uint_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ulong_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ulonglong_atomic_fetch_xor(unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_int32_atomic_fetch_xor(int32_t *dest, int32_t value, int pe);
+int64_t shmem_int64_atomic_fetch_xor(int64_t *dest, int64_t value, int pe);
+uint32_t shmem_uint32_atomic_fetch_xor(uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_uint64_atomic_fetch_xor(uint64_t *dest, uint64_t value, int pe);
+unsigned int shmem_ctx_uint_atomic_fetch_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+unsigned long shmem_ctx_ulong_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+int32_t shmem_ctx_int32_atomic_fetch_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+int64_t shmem_ctx_int64_atomic_fetch_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+uint32_t shmem_ctx_uint32_atomic_fetch_xor(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+uint64_t shmem_ctx_uint64_atomic_fetch_xor(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+void shmem_uint_atomic_xor(unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_xor(unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_xor(unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_xor(int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_xor(int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_xor(uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_xor(uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_uint_atomic_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_xor(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_xor(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
+
+/* amo_nbi */
+void shmem_float_atomic_fetch_nbi(float *fetch, const float *source, int pe);
+void shmem_double_atomic_fetch_nbi(double *fetch, const double *source, int pe);
+void shmem_int_atomic_fetch_nbi(int *fetch, const int *source, int pe);
+void shmem_long_atomic_fetch_nbi(long *fetch, const long *source, int pe);
+void shmem_longlong_atomic_fetch_nbi(long long *fetch, const long long *source, int pe);
+void shmem_uint_atomic_fetch_nbi(unsigned int *fetch, const unsigned int *source, int pe);
+void shmem_ulong_atomic_fetch_nbi(unsigned long *fetch, const unsigned long *source, int pe);
+void shmem_ulonglong_atomic_fetch_nbi(unsigned long long *fetch, const unsigned long long *source, int pe);
+void shmem_int32_atomic_fetch_nbi(int32_t *fetch, const int32_t *source, int pe);
+void shmem_int64_atomic_fetch_nbi(int64_t *fetch, const int64_t *source, int pe);
+void shmem_uint32_atomic_fetch_nbi(uint32_t *fetch, const uint32_t *source, int pe);
+void shmem_uint64_atomic_fetch_nbi(uint64_t *fetch, const uint64_t *source, int pe);
+void shmem_size_atomic_fetch_nbi(size_t *fetch, const size_t *source, int pe);
+void shmem_ptrdiff_atomic_fetch_nbi(ptrdiff_t *fetch, const ptrdiff_t *source, int pe);
+void shmem_ctx_float_atomic_fetch_nbi(shmem_ctx_t ctx, float *fetch, const float *source, int pe);
+void shmem_ctx_double_atomic_fetch_nbi(shmem_ctx_t ctx, double *fetch, const double *source, int pe);
+void shmem_ctx_int_atomic_fetch_nbi(shmem_ctx_t ctx, int *fetch, const int *source, int pe);
+void shmem_ctx_long_atomic_fetch_nbi(shmem_ctx_t ctx, long *fetch, const long *source, int pe);
+void shmem_ctx_longlong_atomic_fetch_nbi(shmem_ctx_t ctx, long long *fetch, const long long *source, int pe);
+void shmem_ctx_uint_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned int *fetch, const unsigned int *source, int pe);
+void shmem_ctx_ulong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long *fetch, const unsigned long *source, int pe);
+void shmem_ctx_ulonglong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long long *fetch, const unsigned long long *source, int pe);
+void shmem_ctx_int32_atomic_fetch_nbi(shmem_ctx_t ctx, int32_t *fetch, const int32_t *source, int pe);
+void shmem_ctx_int64_atomic_fetch_nbi(shmem_ctx_t ctx, int64_t *fetch, const int64_t *source, int pe);
+void shmem_ctx_uint32_atomic_fetch_nbi(shmem_ctx_t ctx, uint32_t *fetch, const uint32_t *source, int pe);
+void shmem_ctx_uint64_atomic_fetch_nbi(shmem_ctx_t ctx, uint64_t *fetch, const uint64_t *source, int pe);
+void shmem_ctx_size_atomic_fetch_nbi(shmem_ctx_t ctx, size_t *fetch, const size_t *source, int pe);
+void shmem_ctx_ptrdiff_atomic_fetch_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, const ptrdiff_t *source, int pe);
+void shmem_float_atomic_swap_nbi(float *fetch, float *dest, float value, int pe);
+void shmem_double_atomic_swap_nbi(double *fetch, double *dest, double value, int pe);
+void shmem_int_atomic_swap_nbi(int *fetch, int *dest, int value, int pe);
+void shmem_long_atomic_swap_nbi(long *fetch, long *dest, long value, int pe);
+void shmem_longlong_atomic_swap_nbi(long long *fetch, long long *dest, long long value, int pe);
+void shmem_uint_atomic_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_swap_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_swap_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_size_atomic_swap_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+void shmem_ptrdiff_atomic_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+void shmem_ctx_float_atomic_swap_nbi(shmem_ctx_t ctx, float *fetch, float *dest, float value, int pe);
+void shmem_ctx_double_atomic_swap_nbi(shmem_ctx_t ctx, double *fetch, double *dest, double value, int pe);
+void shmem_ctx_int_atomic_swap_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int value, int pe);
+void shmem_ctx_long_atomic_swap_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long value, int pe);
+void shmem_ctx_longlong_atomic_swap_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, long long value, int pe);
+void shmem_ctx_uint_atomic_swap_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_swap_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_swap_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_swap_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_swap_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_size_atomic_swap_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t value, int pe);
+void shmem_ctx_ptrdiff_atomic_swap_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+void shmem_int_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe);
+void shmem_long_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe);
+void shmem_longlong_atomic_compare_swap_nbi(long long *fetch, long long *dest, long long cond, long long value, int pe);
+void shmem_uint_atomic_compare_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+void shmem_ulong_atomic_compare_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+void shmem_ulonglong_atomic_compare_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+void shmem_int32_atomic_compare_swap_nbi(int32_t *fetch, int32_t *dest, int32_t cond, int32_t value, int pe);
+void shmem_int64_atomic_compare_swap_nbi(int64_t *fetch, int64_t *dest, int64_t cond, int64_t value, int pe);
+void shmem_uint32_atomic_compare_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+void shmem_uint64_atomic_compare_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+void shmem_size_atomic_compare_swap_nbi(size_t *fetch, size_t *dest, size_t cond, size_t value, int pe);
+void shmem_ptrdiff_atomic_compare_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+void shmem_ctx_int_atomic_compare_swap_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int cond, int value, int pe);
+void shmem_ctx_long_atomic_compare_swap_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long cond, long value, int pe);
+void shmem_ctx_longlong_atomic_compare_swap_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, long long cond, long long value, int pe);
+void shmem_ctx_uint_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_compare_swap_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t cond, int32_t value, int pe);
+void shmem_ctx_int64_atomic_compare_swap_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t cond, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_compare_swap_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_compare_swap_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+void shmem_ctx_size_atomic_compare_swap_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t cond, size_t value, int pe);
+void shmem_ctx_ptrdiff_atomic_compare_swap_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+void shmem_int_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe);
+void shmem_long_atomic_fetch_inc_nbi(long *fetch, long *dest, int pe);
+void shmem_longlong_atomic_fetch_inc_nbi(long long *fetch, long long *dest, int pe);
+void shmem_uint_atomic_fetch_inc_nbi(unsigned int *fetch, unsigned int *dest, int pe);
+void shmem_ulong_atomic_fetch_inc_nbi(unsigned long *fetch, unsigned long *dest, int pe);
+void shmem_ulonglong_atomic_fetch_inc_nbi(unsigned long long *fetch, unsigned long long *dest, int pe);
+void shmem_int32_atomic_fetch_inc_nbi(int32_t *fetch, int32_t *dest, int pe);
+void shmem_int64_atomic_fetch_inc_nbi(int64_t *fetch, int64_t *dest, int pe);
+void shmem_uint32_atomic_fetch_inc_nbi(uint32_t *fetch, uint32_t *dest, int pe);
+void shmem_uint64_atomic_fetch_inc_nbi(uint64_t *fetch, uint64_t *dest, int pe);
+void shmem_size_atomic_fetch_inc_nbi(size_t *fetch, size_t *dest, int pe);
+void shmem_ptrdiff_atomic_fetch_inc_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, int pe);
+void shmem_ctx_int_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int pe);
+void shmem_ctx_long_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long *fetch, long *dest, int pe);
+void shmem_ctx_longlong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, int pe);
+void shmem_ctx_uint_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, int pe);
+void shmem_ctx_ulong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, int pe);
+void shmem_ctx_ulonglong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, int pe);
+void shmem_ctx_int32_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int pe);
+void shmem_ctx_int64_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int pe);
+void shmem_ctx_uint32_atomic_fetch_inc_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, int pe);
+void shmem_ctx_uint64_atomic_fetch_inc_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, int pe);
+void shmem_ctx_size_atomic_fetch_inc_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, int pe);
+void shmem_ctx_ptrdiff_atomic_fetch_inc_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, int pe);
+void shmem_int_atomic_fetch_add_nbi(int *fetch, int *dest, int value, int pe);
+void shmem_long_atomic_fetch_add_nbi(long *fetch, long *dest, long value, int pe);
+void shmem_longlong_atomic_fetch_add_nbi(long long *fetch, long long *dest, long long value, int pe);
+void shmem_uint_atomic_fetch_add_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_fetch_add_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_fetch_add_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_fetch_add_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_fetch_add_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_fetch_add_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_fetch_add_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_size_atomic_fetch_add_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+void shmem_ptrdiff_atomic_fetch_add_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+void shmem_ctx_int_atomic_fetch_add_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int value, int pe);
+void shmem_ctx_long_atomic_fetch_add_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long value, int pe);
+void shmem_ctx_longlong_atomic_fetch_add_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, long long value, int pe);
+void shmem_ctx_uint_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_fetch_add_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_fetch_add_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_fetch_add_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_fetch_add_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_size_atomic_fetch_add_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t value, int pe);
+void shmem_ctx_ptrdiff_atomic_fetch_add_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+void shmem_uint_atomic_fetch_and_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_fetch_and_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_fetch_and_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_fetch_and_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_fetch_and_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_fetch_and_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_fetch_and_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_uint_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_fetch_and_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_fetch_and_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_fetch_and_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_fetch_and_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_uint_atomic_fetch_or_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_fetch_or_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_fetch_or_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_fetch_or_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_fetch_or_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_fetch_or_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_fetch_or_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_uint_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_fetch_or_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_fetch_or_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_fetch_or_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_fetch_or_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_uint_atomic_fetch_xor_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ulong_atomic_fetch_xor_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ulonglong_atomic_fetch_xor_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_int32_atomic_fetch_xor_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_int64_atomic_fetch_xor_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_uint32_atomic_fetch_xor_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_uint64_atomic_fetch_xor_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+void shmem_ctx_uint_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+void shmem_ctx_ulong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+void shmem_ctx_ulonglong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+void shmem_ctx_int32_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
+void shmem_ctx_int64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
+void shmem_ctx_uint32_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+void shmem_ctx_uint64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+
 /* coll */
 void shmem_barrier_all(void);
 void shmem_sync_all(void);
@@ -630,6 +1092,340 @@ void shmem_info_get_name(char *name);
 #define RSHMEM_C11_ARG2(a, b, c, ...) c
 /* Selected only when a call's argument has no matching type: the call then fails to compile. */
 void rshmem_c11_unsupported_type(void);
+#define shmem_atomic_add(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_add, \
+        long *: shmem_ctx_long_atomic_add, \
+        long long *: shmem_ctx_longlong_atomic_add, \
+        unsigned int *: shmem_ctx_uint_atomic_add, \
+        unsigned long *: shmem_ctx_ulong_atomic_add, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_add, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_add, \
+    long *: shmem_long_atomic_add, \
+    long long *: shmem_longlong_atomic_add, \
+    unsigned int *: shmem_uint_atomic_add, \
+    unsigned long *: shmem_ulong_atomic_add, \
+    unsigned long long *: shmem_ulonglong_atomic_add)(__VA_ARGS__)
+#define shmem_atomic_and(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_and, \
+        unsigned long *: shmem_ctx_ulong_atomic_and, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_and, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_and, \
+    unsigned long *: shmem_ulong_atomic_and, \
+    unsigned long long *: shmem_ulonglong_atomic_and)(__VA_ARGS__)
+#define shmem_atomic_compare_swap(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_compare_swap, \
+        long *: shmem_ctx_long_atomic_compare_swap, \
+        long long *: shmem_ctx_longlong_atomic_compare_swap, \
+        unsigned int *: shmem_ctx_uint_atomic_compare_swap, \
+        unsigned long *: shmem_ctx_ulong_atomic_compare_swap, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_compare_swap, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_compare_swap, \
+    long *: shmem_long_atomic_compare_swap, \
+    long long *: shmem_longlong_atomic_compare_swap, \
+    unsigned int *: shmem_uint_atomic_compare_swap, \
+    unsigned long *: shmem_ulong_atomic_compare_swap, \
+    unsigned long long *: shmem_ulonglong_atomic_compare_swap)(__VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_compare_swap_nbi, \
+        long *: shmem_ctx_long_atomic_compare_swap_nbi, \
+        long long *: shmem_ctx_longlong_atomic_compare_swap_nbi, \
+        unsigned int *: shmem_ctx_uint_atomic_compare_swap_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_compare_swap_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_compare_swap_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_compare_swap_nbi, \
+    long *: shmem_long_atomic_compare_swap_nbi, \
+    long long *: shmem_longlong_atomic_compare_swap_nbi, \
+    unsigned int *: shmem_uint_atomic_compare_swap_nbi, \
+    unsigned long *: shmem_ulong_atomic_compare_swap_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_compare_swap_nbi)(__VA_ARGS__)
+#define shmem_atomic_fetch(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        float *: shmem_ctx_float_atomic_fetch, \
+        const float *: shmem_ctx_float_atomic_fetch, \
+        double *: shmem_ctx_double_atomic_fetch, \
+        const double *: shmem_ctx_double_atomic_fetch, \
+        int *: shmem_ctx_int_atomic_fetch, \
+        const int *: shmem_ctx_int_atomic_fetch, \
+        long *: shmem_ctx_long_atomic_fetch, \
+        const long *: shmem_ctx_long_atomic_fetch, \
+        long long *: shmem_ctx_longlong_atomic_fetch, \
+        const long long *: shmem_ctx_longlong_atomic_fetch, \
+        unsigned int *: shmem_ctx_uint_atomic_fetch, \
+        const unsigned int *: shmem_ctx_uint_atomic_fetch, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch, \
+        const unsigned long *: shmem_ctx_ulong_atomic_fetch, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch, \
+        const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch, \
+        default: rshmem_c11_unsupported_type), \
+    float *: shmem_float_atomic_fetch, \
+    const float *: shmem_float_atomic_fetch, \
+    double *: shmem_double_atomic_fetch, \
+    const double *: shmem_double_atomic_fetch, \
+    int *: shmem_int_atomic_fetch, \
+    const int *: shmem_int_atomic_fetch, \
+    long *: shmem_long_atomic_fetch, \
+    const long *: shmem_long_atomic_fetch, \
+    long long *: shmem_longlong_atomic_fetch, \
+    const long long *: shmem_longlong_atomic_fetch, \
+    unsigned int *: shmem_uint_atomic_fetch, \
+    const unsigned int *: shmem_uint_atomic_fetch, \
+    unsigned long *: shmem_ulong_atomic_fetch, \
+    const unsigned long *: shmem_ulong_atomic_fetch, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch, \
+    const unsigned long long *: shmem_ulonglong_atomic_fetch)(__VA_ARGS__)
+#define shmem_atomic_fetch_add(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_fetch_add, \
+        long *: shmem_ctx_long_atomic_fetch_add, \
+        long long *: shmem_ctx_longlong_atomic_fetch_add, \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_add, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_add, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_add, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_fetch_add, \
+    long *: shmem_long_atomic_fetch_add, \
+    long long *: shmem_longlong_atomic_fetch_add, \
+    unsigned int *: shmem_uint_atomic_fetch_add, \
+    unsigned long *: shmem_ulong_atomic_fetch_add, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_add)(__VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_fetch_add_nbi, \
+        long *: shmem_ctx_long_atomic_fetch_add_nbi, \
+        long long *: shmem_ctx_longlong_atomic_fetch_add_nbi, \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_add_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_add_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_add_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_fetch_add_nbi, \
+    long *: shmem_long_atomic_fetch_add_nbi, \
+    long long *: shmem_longlong_atomic_fetch_add_nbi, \
+    unsigned int *: shmem_uint_atomic_fetch_add_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_add_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_add_nbi)(__VA_ARGS__)
+#define shmem_atomic_fetch_and(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_and, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_and, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_fetch_and, \
+    unsigned long *: shmem_ulong_atomic_fetch_and, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and)(__VA_ARGS__)
+#define shmem_atomic_fetch_and_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_and_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_and_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_fetch_and_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_and_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and_nbi)(__VA_ARGS__)
+#define shmem_atomic_fetch_inc(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_fetch_inc, \
+        long *: shmem_ctx_long_atomic_fetch_inc, \
+        long long *: shmem_ctx_longlong_atomic_fetch_inc, \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_inc, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_inc, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_inc, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_fetch_inc, \
+    long *: shmem_long_atomic_fetch_inc, \
+    long long *: shmem_longlong_atomic_fetch_inc, \
+    unsigned int *: shmem_uint_atomic_fetch_inc, \
+    unsigned long *: shmem_ulong_atomic_fetch_inc, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_inc)(__VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_fetch_inc_nbi, \
+        long *: shmem_ctx_long_atomic_fetch_inc_nbi, \
+        long long *: shmem_ctx_longlong_atomic_fetch_inc_nbi, \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_inc_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_inc_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_inc_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_fetch_inc_nbi, \
+    long *: shmem_long_atomic_fetch_inc_nbi, \
+    long long *: shmem_longlong_atomic_fetch_inc_nbi, \
+    unsigned int *: shmem_uint_atomic_fetch_inc_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_inc_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_inc_nbi)(__VA_ARGS__)
+#define shmem_atomic_fetch_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        float *: shmem_ctx_float_atomic_fetch_nbi, \
+        double *: shmem_ctx_double_atomic_fetch_nbi, \
+        int *: shmem_ctx_int_atomic_fetch_nbi, \
+        long *: shmem_ctx_long_atomic_fetch_nbi, \
+        long long *: shmem_ctx_longlong_atomic_fetch_nbi, \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    float *: shmem_float_atomic_fetch_nbi, \
+    double *: shmem_double_atomic_fetch_nbi, \
+    int *: shmem_int_atomic_fetch_nbi, \
+    long *: shmem_long_atomic_fetch_nbi, \
+    long long *: shmem_longlong_atomic_fetch_nbi, \
+    unsigned int *: shmem_uint_atomic_fetch_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_nbi)(__VA_ARGS__)
+#define shmem_atomic_fetch_or(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_or, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_or, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_fetch_or, \
+    unsigned long *: shmem_ulong_atomic_fetch_or, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or)(__VA_ARGS__)
+#define shmem_atomic_fetch_or_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_or_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_or_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_fetch_or_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_or_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or_nbi)(__VA_ARGS__)
+#define shmem_atomic_fetch_xor(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_xor, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_xor, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_fetch_xor, \
+    unsigned long *: shmem_ulong_atomic_fetch_xor, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor)(__VA_ARGS__)
+#define shmem_atomic_fetch_xor_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_fetch_xor_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_fetch_xor_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_fetch_xor_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_xor_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor_nbi)(__VA_ARGS__)
+#define shmem_atomic_inc(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        int *: shmem_ctx_int_atomic_inc, \
+        long *: shmem_ctx_long_atomic_inc, \
+        long long *: shmem_ctx_longlong_atomic_inc, \
+        unsigned int *: shmem_ctx_uint_atomic_inc, \
+        unsigned long *: shmem_ctx_ulong_atomic_inc, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_inc, \
+        default: rshmem_c11_unsupported_type), \
+    int *: shmem_int_atomic_inc, \
+    long *: shmem_long_atomic_inc, \
+    long long *: shmem_longlong_atomic_inc, \
+    unsigned int *: shmem_uint_atomic_inc, \
+    unsigned long *: shmem_ulong_atomic_inc, \
+    unsigned long long *: shmem_ulonglong_atomic_inc)(__VA_ARGS__)
+#define shmem_atomic_or(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_or, \
+        unsigned long *: shmem_ctx_ulong_atomic_or, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_or, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_or, \
+    unsigned long *: shmem_ulong_atomic_or, \
+    unsigned long long *: shmem_ulonglong_atomic_or)(__VA_ARGS__)
+#define shmem_atomic_set(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        float *: shmem_ctx_float_atomic_set, \
+        double *: shmem_ctx_double_atomic_set, \
+        int *: shmem_ctx_int_atomic_set, \
+        long *: shmem_ctx_long_atomic_set, \
+        long long *: shmem_ctx_longlong_atomic_set, \
+        unsigned int *: shmem_ctx_uint_atomic_set, \
+        unsigned long *: shmem_ctx_ulong_atomic_set, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_set, \
+        default: rshmem_c11_unsupported_type), \
+    float *: shmem_float_atomic_set, \
+    double *: shmem_double_atomic_set, \
+    int *: shmem_int_atomic_set, \
+    long *: shmem_long_atomic_set, \
+    long long *: shmem_longlong_atomic_set, \
+    unsigned int *: shmem_uint_atomic_set, \
+    unsigned long *: shmem_ulong_atomic_set, \
+    unsigned long long *: shmem_ulonglong_atomic_set)(__VA_ARGS__)
+#define shmem_atomic_swap(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        float *: shmem_ctx_float_atomic_swap, \
+        double *: shmem_ctx_double_atomic_swap, \
+        int *: shmem_ctx_int_atomic_swap, \
+        long *: shmem_ctx_long_atomic_swap, \
+        long long *: shmem_ctx_longlong_atomic_swap, \
+        unsigned int *: shmem_ctx_uint_atomic_swap, \
+        unsigned long *: shmem_ctx_ulong_atomic_swap, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_swap, \
+        default: rshmem_c11_unsupported_type), \
+    float *: shmem_float_atomic_swap, \
+    double *: shmem_double_atomic_swap, \
+    int *: shmem_int_atomic_swap, \
+    long *: shmem_long_atomic_swap, \
+    long long *: shmem_longlong_atomic_swap, \
+    unsigned int *: shmem_uint_atomic_swap, \
+    unsigned long *: shmem_ulong_atomic_swap, \
+    unsigned long long *: shmem_ulonglong_atomic_swap)(__VA_ARGS__)
+#define shmem_atomic_swap_nbi(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        float *: shmem_ctx_float_atomic_swap_nbi, \
+        double *: shmem_ctx_double_atomic_swap_nbi, \
+        int *: shmem_ctx_int_atomic_swap_nbi, \
+        long *: shmem_ctx_long_atomic_swap_nbi, \
+        long long *: shmem_ctx_longlong_atomic_swap_nbi, \
+        unsigned int *: shmem_ctx_uint_atomic_swap_nbi, \
+        unsigned long *: shmem_ctx_ulong_atomic_swap_nbi, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_swap_nbi, \
+        default: rshmem_c11_unsupported_type), \
+    float *: shmem_float_atomic_swap_nbi, \
+    double *: shmem_double_atomic_swap_nbi, \
+    int *: shmem_int_atomic_swap_nbi, \
+    long *: shmem_long_atomic_swap_nbi, \
+    long long *: shmem_longlong_atomic_swap_nbi, \
+    unsigned int *: shmem_uint_atomic_swap_nbi, \
+    unsigned long *: shmem_ulong_atomic_swap_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_swap_nbi)(__VA_ARGS__)
+#define shmem_atomic_xor(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+        unsigned int *: shmem_ctx_uint_atomic_xor, \
+        unsigned long *: shmem_ctx_ulong_atomic_xor, \
+        unsigned long long *: shmem_ctx_ulonglong_atomic_xor, \
+        default: rshmem_c11_unsupported_type), \
+    unsigned int *: shmem_uint_atomic_xor, \
+    unsigned long *: shmem_ulong_atomic_xor, \
+    unsigned long long *: shmem_ulonglong_atomic_xor)(__VA_ARGS__)
 #define shmem_broadcast(...) \
     _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
     float *: shmem_float_broadcast, \

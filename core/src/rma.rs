@@ -29,7 +29,7 @@ fn overflow(routine: &CStr) -> ! {
 
 /// Where symmetric `addr` lives on `pe`: (segment, offset, peer record).
 #[inline(always)]
-fn target<'a>(
+pub(crate) fn target<'a>(
     rt: &'a Runtime,
     routine: &CStr,
     what: &str,
@@ -56,7 +56,7 @@ fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
 }
 
 #[inline(always)]
-unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
+pub(crate) unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
     // SAFETY: non-null contexts point at live CtxObj values.
     let c = unsafe { &*ctx };
     c.spml_dirty.store(true, Ordering::Relaxed);
@@ -356,7 +356,7 @@ pub unsafe fn ptr(routine: &CStr, addr: *const c_void, pe: c_int) -> *mut c_void
 pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_int) {
     let rt = runtime::get(routine);
     let (seg, off, p) = target(rt, routine, "dest", dest as usize, 8, pe);
-    if !p.mapped.is_null() {
+    if rt.atomics_direct && !p.mapped.is_null() {
         // SAFETY: an aligned word inside a shared mapping; every PE uses atomics on it.
         unsafe { AtomicU64::from_ptr(p.mapped.add(off).cast()).fetch_add(value, Ordering::AcqRel) };
     } else {

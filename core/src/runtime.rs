@@ -32,6 +32,9 @@ pub struct Runtime {
     pub debug: bool,
     /// Some peer is reachable only through the spml: wait loops must drive it.
     pub needs_progress: bool,
+    /// AMOs use CPU atomics on mapped memory (every peer is mapped); otherwise the spml's
+    /// atomics serve every target, so the two never mix on one word.
+    pub atomics_direct: bool,
     /// Spins before a wait loop starts yielding: none when this node runs more PEs than it has
     /// cores, so a waiting PE hands its core to the PE it waits for at once.
     pub spin_limit: u32,
@@ -315,6 +318,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         thread_level: requested.clamp(crate::ffi::THREAD_SINGLE, crate::ffi::THREAD_MULTIPLE),
         debug,
         needs_progress,
+        atomics_direct: !needs_progress,
         spin_limit: if boot.local_size() as usize > available_cores() { 0 } else { 128 },
         selected: vec![
             (Framework::Spml, vec![spml_name]),

@@ -128,6 +128,16 @@ typedef struct {
     void (*destroy)(void *heap);
 } shmem_plugin_memheap_ops_t;
 
+/* Atomic operations of shmem_plugin_spml_ops_t.atomic */
+#define SHMEM_PLUGIN_AMO_FETCH 0u
+#define SHMEM_PLUGIN_AMO_SET 1u
+#define SHMEM_PLUGIN_AMO_SWAP 2u
+#define SHMEM_PLUGIN_AMO_CSWAP 3u
+#define SHMEM_PLUGIN_AMO_ADD 4u
+#define SHMEM_PLUGIN_AMO_AND 5u
+#define SHMEM_PLUGIN_AMO_OR 6u
+#define SHMEM_PLUGIN_AMO_XOR 7u
+
 typedef void *shmem_plugin_spml_ctx_t;
 
 typedef struct {
@@ -150,6 +160,8 @@ typedef struct {
     int (*fence)(shmem_plugin_spml_ctx_t ctx);
     void (*progress)(void);
     void (*finalize)(void);
+    int (*atomic)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, uint32_t op,
+                  uint32_t size, uint64_t value, uint64_t cond, uint64_t *fetched);
 } shmem_plugin_spml_ops_t;
 
 typedef struct {

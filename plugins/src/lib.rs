@@ -285,6 +285,17 @@ pub struct MemheapOps {
     pub destroy: unsafe extern "C" fn(heap: *mut c_void),
 }
 
+/// Atomic operations of [`SpmlOps::atomic`]. Values travel as the low `size` bytes of a u64.
+pub const AMO_FETCH: u32 = 0;
+pub const AMO_SET: u32 = 1;
+pub const AMO_SWAP: u32 = 2;
+/// Compare-and-swap: `cond` is compared, `value` stored when equal.
+pub const AMO_CSWAP: u32 = 3;
+pub const AMO_ADD: u32 = 4;
+pub const AMO_AND: u32 = 5;
+pub const AMO_OR: u32 = 6;
+pub const AMO_XOR: u32 = 7;
+
 /// Opaque spml context (one per OpenSHMEM context).
 pub type SpmlCtx = *mut c_void;
 
@@ -366,6 +377,19 @@ pub struct SpmlOps {
     pub progress: unsafe extern "C" fn(),
     /// Tear down (collective: the core has synchronised all PEs before).
     pub finalize: unsafe extern "C" fn(),
+    /// Atomic `op` (`AMO_*`) on the `size`-byte (4 or 8) word at `raddr`; the previous value
+    /// goes to `*fetched` when it is not NULL. Returns when the operation is complete.
+    pub atomic: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        op: u32,
+        size: u32,
+        value: u64,
+        cond: u64,
+        fetched: *mut u64,
+    ) -> c_int,
 }
 
 /// A team as scoll components see it: `size` PEs `start, start+stride, ...`.

@@ -212,6 +212,32 @@ unsafe extern "C" fn atomic_add_u64(_ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u
     guard("atomic_add_u64", || rc(state().atomic_add_u64(pe as usize, seg as usize, raddr, value)))
 }
 
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn atomic(
+    _ctx: SpmlCtx,
+    pe: c_int,
+    seg: u32,
+    raddr: u64,
+    op: u32,
+    size: u32,
+    value: u64,
+    cond: u64,
+    fetched: *mut u64,
+) -> c_int {
+    guard("atomic", || {
+        match state().atomic(pe as usize, seg as usize, raddr, op, size, value, cond, !fetched.is_null()) {
+            Ok(v) => {
+                if !fetched.is_null() {
+                    // SAFETY: the core passes a valid out-pointer or NULL.
+                    unsafe { *fetched = v };
+                }
+                RC_OK
+            }
+            Err(_) => RC_ERROR,
+        }
+    })
+}
+
 unsafe extern "C" fn quiet(_ctx: SpmlCtx) -> c_int {
     guard("quiet", || rc(state().flush()))
 }
@@ -287,6 +313,7 @@ unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
         fence,
         progress,
         finalize,
+        atomic,
     }));
     ops as *const SpmlOps as *const c_void
 }

@@ -288,6 +288,65 @@ impl Ucx {
         self.wait(r)
     }
 
+    /// A 4- or 8-byte atomic (`AMO_*` of the plugin ABI); the old value is returned when
+    /// `fetch` is set. Waits for completion.
+    #[allow(clippy::too_many_arguments)]
+    pub fn atomic(
+        &self,
+        pe: usize,
+        seg: usize,
+        raddr: u64,
+        op: u32,
+        size: u32,
+        value: u64,
+        cond: u64,
+        fetch: bool,
+    ) -> Result<u64, sys::ucs_status_t> {
+        use rshmem_plugin_api::*;
+        let (uop, operand) = match op {
+            AMO_FETCH => (sys::UCP_ATOMIC_OP_ADD, 0),
+            AMO_SET | AMO_SWAP => (sys::UCP_ATOMIC_OP_SWAP, value),
+            AMO_CSWAP => (sys::UCP_ATOMIC_OP_CSWAP, cond),
+            AMO_ADD => (sys::UCP_ATOMIC_OP_ADD, value),
+            AMO_AND => (sys::UCP_ATOMIC_OP_AND, value),
+            AMO_OR => (sys::UCP_ATOMIC_OP_OR, value),
+            AMO_XOR => (sys::UCP_ATOMIC_OP_XOR, value),
+            _ => return Err(sys::UCS_ERR_INVALID_PARAM),
+        };
+        let fetch = fetch || op == AMO_FETCH || op == AMO_CSWAP;
+        // 4- and 8-byte words travel in their own width (little-endian low bytes of a u64).
+        let mut buf = operand;
+        // For CSWAP (Result=Y; if X==Y then Y=Z) the buffer holds the compare value X and the
+        // reply buffer carries the new value Z in and the old value out.
+        let mut reply: u64 = if op == AMO_CSWAP { value } else { 0 };
+        let dt = ((size as u64) << sys::UCP_DATATYPE_SHIFT) | sys::UCP_DATATYPE_CONTIG as u64;
+        let mut param = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE,
+            datatype: dt as sys::ucp_datatype_t,
+            ..Default::default()
+        };
+        if fetch {
+            param.op_attr_mask |= sys::UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+            param.reply_buffer = &mut reply as *mut u64 as *mut c_void;
+        }
+        // SAFETY: `buf` and `reply` live until the request completes (we wait for it).
+        let r = unsafe {
+            sys::ucp_atomic_op_nbx(
+                self.eps[pe],
+                uop,
+                &mut buf as *mut u64 as *const c_void,
+                1,
+                raddr,
+                self.rkey(pe, seg),
+                &param,
+            )
+        };
+        match self.wait(r) {
+            sys::UCS_OK => Ok(if size == 4 { reply & 0xffff_ffff } else { reply }),
+            st => Err(st),
+        }
+    }
+
     pub fn flush(&self) -> sys::ucs_status_t {
         let param = sys::ucp_request_param_t::default();
         // SAFETY: flushing our own worker.
@@ -377,6 +436,11 @@ mod tests {
         assert_eq!(u.flush(), sys::UCS_OK);
         // SAFETY: reading our own buffer that UCX wrote.
         assert_eq!(unsafe { std::ptr::read_volatile(&target[0]) }, 101);
+        // compare-and-swap: swaps only when the compare value matches, returns the old value
+        assert_eq!(u.atomic(0, 1, raddr, rshmem_plugin_api::AMO_CSWAP, 8, 5, 101, true), Ok(101));
+        assert_eq!(u.atomic(0, 1, raddr, rshmem_plugin_api::AMO_CSWAP, 8, 6, 999, true), Ok(5));
+        assert_eq!(u.atomic(0, 1, raddr, rshmem_plugin_api::AMO_FETCH, 8, 0, 0, true), Ok(5));
+        assert_eq!(u.atomic(0, 1, raddr, rshmem_plugin_api::AMO_SWAP, 8, 101, 0, true), Ok(5));
         // non-blocking forms complete at flush
         let v = [9u64; 4];
         // SAFETY: `v` outlives the flush below.

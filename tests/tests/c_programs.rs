@@ -102,3 +102,8 @@ fn legacy_start_pes_without_finalize() {
         oshrun(np, &prog, &[], DEFAULT_TIMEOUT).assert_all_pes_ok("legacy_start", np);
     }
 }
+
+#[test]
+fn atomics_for_every_type() {
+    run_everywhere("atomics", &[]);
+}

@@ -1,0 +1,221 @@
+//! Atomic memory operations (spec 9.7). Every AMO type is 4 or 8 bytes, so each operation runs
+//! on the bit pattern in a `u32`/`u64` word: CPU atomics on the mapped copy when every peer is
+//! mapped, otherwise the spml's atomics for every target, this PE included. The choice is made
+//! once at init and is the same for all PEs, so two paths never act on the same word (CPU
+//! atomics and a NIC's or an active-message emulation's atomics are not atomic with each other).
+
+use crate::error::fatal;
+use crate::ffi::handles::Ctx;
+use crate::rma;
+use crate::runtime;
+use rshmem_plugin_api::{AMO_ADD, AMO_CSWAP, AMO_FETCH, AMO_SET, AMO_SWAP};
+use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+
+pub use rshmem_plugin_api::{AMO_AND, AMO_OR, AMO_XOR};
+pub const ADD: u32 = AMO_ADD;
+pub const SWAP: u32 = AMO_SWAP;
+
+/// A type the AMOs operate on, as its bit pattern.
+pub trait Amo: Copy {
+    const SIZE: usize;
+    fn bits(self) -> u64;
+    fn from_bits(b: u64) -> Self;
+}
+
+macro_rules! amo_int {
+    ($($t:ty => $u:ty),*) => {$(
+        impl Amo for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn bits(self) -> u64 { self as $u as u64 }
+            fn from_bits(b: u64) -> Self { b as $u as $t }
+        }
+    )*};
+}
+amo_int!(i32 => u32, u32 => u32, i64 => u64, u64 => u64, isize => usize, usize => usize);
+
+impl Amo for f32 {
+    const SIZE: usize = 4;
+    fn bits(self) -> u64 {
+        self.to_bits() as u64
+    }
+    fn from_bits(b: u64) -> Self {
+        f32::from_bits(b as u32)
+    }
+}
+
+impl Amo for f64 {
+    const SIZE: usize = 8;
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn from_bits(b: u64) -> Self {
+        f64::from_bits(b)
+    }
+}
+
+macro_rules! direct {
+    ($name:ident, $atomic:ty, $word:ty) => {
+        /// # Safety
+        /// `a` must be an aligned word of a shared mapping.
+        unsafe fn $name(a: *mut $word, op: u32, v: $word, cond: $word) -> $word {
+            // SAFETY: the caller guarantees an aligned word; every PE uses atomics on it.
+            let a = unsafe { <$atomic>::from_ptr(a) };
+            match op {
+                AMO_FETCH => a.load(SeqCst),
+                AMO_SET => {
+                    a.store(v, SeqCst);
+                    0
+                }
+                AMO_SWAP => a.swap(v, SeqCst),
+                AMO_CSWAP => match a.compare_exchange(cond, v, SeqCst, SeqCst) {
+                    Ok(x) | Err(x) => x,
+                },
+                AMO_ADD => a.fetch_add(v, SeqCst),
+                AMO_AND => a.fetch_and(v, SeqCst),
+                AMO_OR => a.fetch_or(v, SeqCst),
+                AMO_XOR => a.fetch_xor(v, SeqCst),
+                _ => unreachable!("unknown AMO {op}"),
+            }
+        }
+    };
+}
+direct!(direct32, AtomicU32, u32);
+direct!(direct64, AtomicU64, u64);
+
+/// The one AMO routine: `op` on `pe`'s copy of `dest`, returning the previous value (zero for
+/// SET, and for SHMEM_CTX_INVALID).
+///
+/// # Safety
+/// `dest` is checked to be symmetric and aligned.
+#[inline]
+pub unsafe fn run<T: Amo>(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *const T,
+    op: u32,
+    value: T,
+    cond: T,
+    pe: c_int,
+) -> T {
+    if ctx.is_null() {
+        return T::from_bits(0);
+    }
+    let rt = runtime::get(routine);
+    let (seg, off, p) = rma::target(rt, routine, "dest", dest as usize, T::SIZE, pe);
+    if !(dest as usize).is_multiple_of(T::SIZE) {
+        fatal(routine, &format!("dest {dest:p} is not aligned to its {}-byte type", T::SIZE));
+    }
+    if rt.atomics_direct && !p.mapped.is_null() {
+        // SAFETY: an aligned word inside the peer's mapping (located and checked above).
+        let old = unsafe {
+            let addr = p.mapped.add(off);
+            if T::SIZE == 4 {
+                direct32(addr.cast(), op, value.bits() as u32, cond.bits() as u32) as u64
+            } else {
+                direct64(addr.cast(), op, value.bits(), cond.bits())
+            }
+        };
+        return T::from_bits(old);
+    }
+    let mut fetched = 0u64;
+    // SAFETY: plugin ABI call; `fetched` is a valid out-pointer.
+    let rc = unsafe {
+        (rt.spml.atomic)(
+            rma::spml_ctx(ctx),
+            pe,
+            seg,
+            p.remote_base + off as u64,
+            op,
+            T::SIZE as u32,
+            value.bits(),
+            cond.bits(),
+            &mut fetched,
+        )
+    };
+    if rc != 0 {
+        fatal(routine, &format!("atomic operation on PE {pe} failed in the spml"));
+    }
+    T::from_bits(fetched)
+}
+
+/// # Safety
+/// As [`run`].
+pub unsafe fn fetch<T: Amo>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
+    // SAFETY: forwarded.
+    unsafe { run(routine, ctx, source, AMO_FETCH, T::from_bits(0), T::from_bits(0), pe) }
+}
+
+/// # Safety
+/// As [`run`].
+pub unsafe fn set<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
+    // SAFETY: forwarded.
+    unsafe { run(routine, ctx, dest, AMO_SET, value, T::from_bits(0), pe) };
+}
+
+/// Read-modify-write with `op` (ADD, SWAP, AND, OR, XOR); returns the previous value.
+///
+/// # Safety
+/// As [`run`].
+pub unsafe fn rmw<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) -> T {
+    // SAFETY: forwarded.
+    unsafe { run(routine, ctx, dest, op, value, T::from_bits(0), pe) }
+}
+
+/// # Safety
+/// As [`run`].
+pub unsafe fn fetch_inc<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, pe: c_int) -> T {
+    // SAFETY: forwarded.
+    unsafe { run(routine, ctx, dest, AMO_ADD, T::from_bits(1), T::from_bits(0), pe) }
+}
+
+/// # Safety
+/// As [`run`].
+pub unsafe fn compare_swap<T: Amo>(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut T,
+    cond: T,
+    value: T,
+    pe: c_int,
+) -> T {
+    // SAFETY: forwarded.
+    unsafe { run(routine, ctx, dest, AMO_CSWAP, value, cond, pe) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_patterns_round_trip() {
+        assert_eq!(i32::from_bits((-5i32).bits()), -5);
+        assert_eq!((-1i32).bits(), 0xffff_ffff);
+        assert_eq!(<f64 as Amo>::from_bits(2.5f64.bits()), 2.5);
+        assert_eq!(<f32 as Amo>::from_bits(Amo::bits(1.5f32)), 1.5);
+        assert_eq!(isize::from_bits((-7isize).bits()), -7);
+    }
+
+    #[test]
+    fn direct_operations_follow_the_spec() {
+        let mut w: u64 = 10;
+        // SAFETY: a local aligned word.
+        unsafe {
+            assert_eq!(direct64(&mut w, AMO_ADD, 5, 0), 10);
+            assert_eq!(direct64(&mut w, AMO_CSWAP, 99, 14), 15, "failed compare returns the old value");
+            assert_eq!(w, 15);
+            assert_eq!(direct64(&mut w, AMO_CSWAP, 99, 15), 15);
+            assert_eq!(w, 99);
+            assert_eq!(direct64(&mut w, AMO_AND, 0b1010, 0), 99);
+            assert_eq!(w, 99 & 0b1010);
+            assert_eq!(direct64(&mut w, AMO_SWAP, 7, 0), 2);
+            assert_eq!(direct64(&mut w, AMO_FETCH, 0, 0), 7);
+        }
+        let mut v: u32 = u32::MAX;
+        // SAFETY: a local aligned word.
+        unsafe {
+            assert_eq!(direct32(&mut v, AMO_ADD, 1, 0), u32::MAX);
+            assert_eq!(v, 0, "32-bit adds wrap at 32 bits");
+        }
+    }
+}
