@@ -21,7 +21,9 @@ struct team_state {
 
 /* scratch words: [0] arrivals at index 0, [1] releases */
 static void *cb_enable(const shmem_plugin_team_t *team) {
-    if (team->scratch_len < 2 * sizeof(uint64_t) || team->my_index < 0) return NULL;
+    /* decline teams we cannot serve: no scratch, or this PE is not a member */
+    if (!team || !team->scratch || team->scratch_len < 2 * sizeof(uint64_t)) return NULL;
+    if (team->my_index < 0 || team->my_index >= team->size) return NULL;
     struct team_state *s = calloc(1, sizeof *s);
     if (s) s->team = *team;
     return s;

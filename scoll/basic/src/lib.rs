@@ -1,82 +1,70 @@
-//! scoll "basic": collectives correct for any number of PEs, built only on the core's one-sided
-//! services, so they work over any spml.
-//!
-//! Every synchronisation word in the team's scratch only ever grows (counts since the team was
-//! created), and each PE remembers how far it has counted. That avoids resetting flags, which is
-//! where barrier implementations usually race.
+//! scoll "basic": barrier and broadcast correct for any team size and shape, built only on the
+//! core's one-sided services, so they work over any spml. This is the fallback every team can
+//! count on; faster components may take slots over.
 
-use rshmem_plugin_api::{CoreServices, Framework, QueryResult, ScollOps, TeamDesc, CMP_GE, RC_OK};
+mod algo;
+mod team;
+
+pub use team::{partner, rounds, SCRATCH_BYTES};
+
+use rshmem_plugin_api::{CoreServices, Framework, QueryResult, ScollOps, TeamDesc, RC_ERROR};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use team::Team;
 
-/// Scratch layout, in 64-bit words.
-const BARRIER_WORDS: usize = 32; // one counter per dissemination round (2^32 PEs)
-const READY: usize = BARRIER_WORDS; // broadcast: non-roots announce they have entered
-const DATA: usize = BARRIER_WORDS + 1; // broadcast: the root announces the data is there
-const SCRATCH_WORDS: usize = BARRIER_WORDS + 2;
-
+/// The core's services, kept from `open` (valid until the job ends).
 static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(std::ptr::null_mut());
 
-fn core() -> &'static CoreServices {
-    // SAFETY: set in `open` before any team is enabled; the table lives for the job.
-    unsafe { &*CORE.load(Ordering::Acquire) }
+fn core() -> Option<&'static CoreServices> {
+    // SAFETY: NULL, or the table the core passed to `open`, which lives until the job ends.
+    unsafe { CORE.load(Ordering::Acquire).as_ref() }
 }
 
-struct Team {
-    desc: TeamDesc,
-    barriers: AtomicU64,
-    /// Ready announcements this PE has received as a root, and data announcements as a non-root.
-    ready_seen: AtomicU64,
-    data_seen: AtomicU64,
+/// Run an extern "C" body; a panic must not unwind into the core, so it becomes `fallback`.
+fn guard<R>(fallback: R, body: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
 }
 
-impl Team {
-    fn word(&self, i: usize) -> *mut u64 {
-        (self.desc.scratch as *mut u64).wrapping_add(i)
+/// Run a collective. A panic in the middle leaves the other PEs waiting for signals that will
+/// never come, so it ends the job instead of returning.
+fn collective(body: impl FnOnce(&CoreServices) -> c_int) -> c_int {
+    let Some(c) = core() else { return RC_ERROR };
+    match catch_unwind(AssertUnwindSafe(|| body(c))) {
+        Ok(rc) => rc,
+        Err(_) => {
+            // SAFETY: the core's abort with a static NUL-terminated message; it does not return.
+            unsafe { (c.abort)(1, rshmem_plugin_api::cstr!("scoll basic: internal error (panic)")) };
+            RC_ERROR
+        }
     }
 }
 
-/// Partner offsets of the dissemination barrier: 1, 2, 4, ... below `n`.
-pub fn rounds(n: c_int) -> impl Iterator<Item = c_int> {
-    (0..31).map(|k| 1 << k).take_while(move |d| *d < n)
+fn team<'a>(state: *mut c_void) -> &'a Team {
+    // SAFETY: the core passes back the pointer `enable` returned, until `disable`.
+    unsafe { &*(state as *const Team) }
 }
 
-unsafe extern "C" fn enable(team: *const TeamDesc) -> *mut c_void {
-    // SAFETY: the core passes a valid team description.
-    let desc = unsafe { std::ptr::read(team) };
-    if desc.scratch_len < SCRATCH_WORDS * 8 || desc.my_index < 0 {
-        return std::ptr::null_mut();
-    }
-    Box::into_raw(Box::new(Team {
-        desc,
-        barriers: AtomicU64::new(0),
-        ready_seen: AtomicU64::new(0),
-        data_seen: AtomicU64::new(0),
-    })) as *mut c_void
+unsafe extern "C" fn enable(desc: *const TeamDesc) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: the core passes NULL or a valid team description.
+        let Some(desc) = (unsafe { desc.as_ref() }) else { return std::ptr::null_mut() };
+        Team::new(desc).map_or(std::ptr::null_mut(), |t| Box::into_raw(Box::new(t)) as *mut c_void)
+    })
 }
 
 unsafe extern "C" fn disable(state: *mut c_void) {
-    if !state.is_null() {
-        // SAFETY: `state` came from `enable` and is not used again.
-        drop(unsafe { Box::from_raw(state as *mut Team) });
-    }
+    guard((), || {
+        if !state.is_null() {
+            // SAFETY: `state` came from `enable` and the core does not use it after this.
+            drop(unsafe { Box::from_raw(state as *mut Team) });
+        }
+    })
 }
 
 unsafe extern "C" fn barrier(state: *mut c_void) -> c_int {
-    // SAFETY: `state` came from `enable`.
-    let t = unsafe { &*(state as *const Team) };
-    let (n, me) = (t.desc.size, t.desc.my_index);
-    let epoch = t.barriers.fetch_add(1, Ordering::Relaxed) + 1;
-    let c = core();
-    for (k, d) in rounds(n).enumerate() {
-        let partner = t.desc.pe_of((me + d) % n);
-        // SAFETY: core services on the team's symmetric scratch words.
-        unsafe {
-            (c.atomic_add_u64)(t.word(k), 1, partner);
-            (c.wait_until_u64)(t.word(k), CMP_GE, epoch);
-        }
-    }
-    RC_OK
+    // SAFETY: the team's own state and the core's table.
+    collective(|c| unsafe { algo::barrier(c, team(state)) })
 }
 
 unsafe extern "C" fn broadcast(
@@ -86,39 +74,13 @@ unsafe extern "C" fn broadcast(
     nbytes: usize,
     root: c_int,
 ) -> c_int {
-    // SAFETY: `state` came from `enable`.
-    let t = unsafe { &*(state as *const Team) };
-    let (n, me) = (t.desc.size, t.desc.my_index);
-    let c = core();
-    // SAFETY (whole block): core services on symmetric addresses the core checked, and on the
-    // team's scratch words.
-    unsafe {
-        if me == root {
-            let want = t.ready_seen.fetch_add((n - 1) as u64, Ordering::Relaxed) + (n - 1) as u64;
-            (c.wait_until_u64)(t.word(READY), CMP_GE, want);
-            for i in (0..n).filter(|i| *i != root) {
-                (c.putmem)(dest, src, nbytes, t.desc.pe_of(i));
-            }
-            if !std::ptr::eq(dest, src) {
-                std::ptr::copy(src as *const u8, dest as *mut u8, nbytes);
-            }
-            (c.fence)();
-            for i in (0..n).filter(|i| *i != root) {
-                (c.atomic_add_u64)(t.word(DATA), 1, t.desc.pe_of(i));
-            }
-            (c.quiet)();
-        } else {
-            (c.atomic_add_u64)(t.word(READY), 1, t.desc.pe_of(root));
-            let want = t.data_seen.fetch_add(1, Ordering::Relaxed) + 1;
-            (c.wait_until_u64)(t.word(DATA), CMP_GE, want);
-        }
-    }
-    RC_OK
+    // SAFETY: the core checked that dest and src are symmetric and large enough.
+    collective(|c| unsafe { algo::broadcast(c, team(state), dest, src, nbytes, root) })
 }
 
 static OPS: ScollOps = ScollOps {
     struct_size: std::mem::size_of::<ScollOps>(),
-    scratch_needed: SCRATCH_WORDS * 8,
+    scratch_needed: SCRATCH_BYTES,
     enable,
     disable,
     barrier: Some(barrier),
@@ -126,16 +88,21 @@ static OPS: ScollOps = ScollOps {
 };
 
 unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {
-    // SAFETY: the core passes a valid result pointer.
-    let r = unsafe { &mut *result };
-    r.available = 1;
-    r.priority = 10;
-    r.set_reason("portable algorithms over the core's one-sided services");
+    guard((), || {
+        // SAFETY: the core passes NULL or a valid result pointer.
+        if let Some(r) = unsafe { result.as_mut() } {
+            r.available = 1;
+            r.priority = 10;
+            r.set_reason("portable algorithms over the core's one-sided services");
+        }
+    })
 }
 
 unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
-    CORE.store(core as *mut _, Ordering::Release);
-    &OPS as *const ScollOps as *const c_void
+    guard(std::ptr::null(), || {
+        CORE.store(core as *mut _, Ordering::Release);
+        &OPS as *const ScollOps as *const c_void
+    })
 }
 
 rshmem_plugin_api::export_plugin! {
@@ -148,31 +115,6 @@ rshmem_plugin_api::export_plugin! {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dissemination_rounds() {
-        assert_eq!(rounds(1).count(), 0);
-        assert_eq!(rounds(2).collect::<Vec<_>>(), [1]);
-        assert_eq!(rounds(3).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!(rounds(4).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!(rounds(5).collect::<Vec<_>>(), [1, 2, 4]);
-        assert!(rounds(i32::MAX).count() <= BARRIER_WORDS);
-    }
-
-    #[test]
-    fn teams_without_enough_scratch_are_declined() {
-        let d = TeamDesc {
-            id: 0,
-            start: 0,
-            stride: 1,
-            size: 2,
-            my_index: 0,
-            scratch: std::ptr::null_mut(),
-            scratch_len: 8,
-        };
-        // SAFETY: enable only reads the description.
-        assert!(unsafe { enable(&d) }.is_null());
-    }
-}
+mod fake;
+#[cfg(test)]
+mod tests;

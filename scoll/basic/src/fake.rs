@@ -1,0 +1,180 @@
+//! An in-process stand-in for a job, for unit tests: N "PEs" are N threads, each with its own
+//! symmetric heap (a zeroed buffer of the same size). A symmetric address translates between
+//! PEs by its offset in the caller's heap, as the core does, and remote words are accessed
+//! atomically, so the algorithms run exactly as they would over shared memory.
+
+use rshmem_plugin_api::{
+    CoreServices, TransportHandle, ABI_VERSION, CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE,
+};
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+pub const HEAP_BYTES: usize = 64 * 1024;
+/// A wait this long means the algorithm deadlocked: fail loudly rather than hang the test run.
+const DEADLOCK: Duration = Duration::from_secs(60);
+
+thread_local! {
+    /// The world PE the current thread plays.
+    static ME: Cell<c_int> = const { Cell::new(-1) };
+}
+/// Base address of each PE's heap, by world PE.
+static HEAPS: RwLock<Vec<usize>> = RwLock::new(Vec::new());
+/// One simulated job at a time (the heaps and the component's core pointer are global).
+static ONE_JOB: Mutex<()> = Mutex::new(());
+
+/// The fake's checks run inside extern "C" functions, where a panic cannot unwind.
+fn fail(msg: &str) -> ! {
+    eprintln!("fake core (PE {}): {msg}", ME.get());
+    std::process::abort()
+}
+
+/// The address of symmetric `addr` (an address in the caller's heap) in `pe`'s heap, with
+/// room for `len` bytes.
+fn translate(addr: *const c_void, len: usize, pe: c_int) -> *mut u8 {
+    let heaps = HEAPS.read().unwrap_or_else(|e| e.into_inner());
+    let mine = heaps.get(ME.get() as usize).copied();
+    let theirs = heaps.get(pe as usize).copied();
+    let (Some(mine), Some(theirs)) = (mine, theirs) else { fail(&format!("no such PE {pe}")) };
+    let off = (addr as usize).wrapping_sub(mine);
+    if off.checked_add(len).is_none_or(|end| end > HEAP_BYTES) {
+        fail(&format!("{addr:p}+{len} is not in the symmetric heap"));
+    }
+    (theirs + off) as *mut u8
+}
+
+fn word<'a>(p: *mut u8) -> &'a AtomicU64 {
+    if !(p as usize).is_multiple_of(8) {
+        fail("misaligned 64-bit word");
+    }
+    // SAFETY: an aligned word inside a live heap; every access to signal words is atomic.
+    unsafe { AtomicU64::from_ptr(p as *mut u64) }
+}
+
+unsafe extern "C" fn log(_: c_int, component: *const c_char, msg: *const c_char) {
+    // SAFETY: the component passes NUL-terminated strings.
+    let (c, m) = unsafe { (CStr::from_ptr(component), CStr::from_ptr(msg)) };
+    eprintln!("[{}] {}", c.to_string_lossy(), m.to_string_lossy());
+}
+unsafe extern "C" fn param(_: *const c_char, _: *const c_char, _: *const c_char) -> *const c_char {
+    std::ptr::null()
+}
+unsafe extern "C" fn kv_put(_: *const c_char, _: *const u8, _: usize) -> c_int {
+    -1
+}
+unsafe extern "C" fn kv_get(_: c_int, _: *const c_char, _: *mut u8, _: usize, _: *mut usize) -> c_int {
+    -1
+}
+unsafe extern "C" fn kv_fence() -> c_int {
+    0
+}
+unsafe extern "C" fn abort(_: c_int, msg: *const c_char) {
+    // SAFETY: NUL-terminated message from the component.
+    fail(&unsafe { CStr::from_ptr(msg) }.to_string_lossy())
+}
+unsafe extern "C" fn pe_is_local(_: c_int) -> c_int {
+    1
+}
+unsafe extern "C" fn transport() -> TransportHandle {
+    TransportHandle::NONE
+}
+unsafe extern "C" fn ptr(addr: *const c_void, pe: c_int) -> *mut c_void {
+    translate(addr, 0, pe).cast()
+}
+unsafe extern "C" fn putmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
+    let to = translate(dest, len, pe);
+    // SAFETY: `to` has room for len bytes (checked); `src` is the caller's readable buffer;
+    // different PEs' heaps never overlap.
+    unsafe { std::ptr::copy_nonoverlapping(src as *const u8, to, len) };
+}
+unsafe extern "C" fn getmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
+    let from = translate(src, len, pe);
+    // SAFETY: as for putmem, the other way round.
+    unsafe { std::ptr::copy_nonoverlapping(from, dest as *mut u8, len) };
+}
+unsafe extern "C" fn ordering() {
+    fence(Ordering::SeqCst);
+}
+unsafe extern "C" fn atomic_add_u64(dest: *mut u64, value: u64, pe: c_int) {
+    word(translate(dest.cast(), 8, pe)).fetch_add(value, Ordering::SeqCst);
+}
+unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
+    let w = word(translate(ivar.cast(), 8, ME.get()));
+    let deadline = Instant::now() + DEADLOCK;
+    loop {
+        let v = w.load(Ordering::SeqCst);
+        let done = match cmp {
+            CMP_EQ => v == value,
+            CMP_NE => v != value,
+            CMP_GT => v > value,
+            CMP_LE => v <= value,
+            CMP_LT => v < value,
+            CMP_GE => v >= value,
+            _ => fail(&format!("bad comparison {cmp}")),
+        };
+        if done {
+            return;
+        }
+        if Instant::now() > deadline {
+            fail(&format!("waited {DEADLOCK:?} for {v} to reach {value} (cmp {cmp}): deadlock"));
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// The fake core's table (one for the test binary; the component keeps the pointer).
+pub fn core() -> *const CoreServices {
+    static CORE: OnceLock<usize> = OnceLock::new();
+    *CORE.get_or_init(|| {
+        let c = CoreServices {
+            struct_size: std::mem::size_of::<CoreServices>(),
+            abi_version: ABI_VERSION,
+            my_pe: 0,
+            n_pes: 0,
+            local_rank: 0,
+            local_size: 0,
+            job_id: rshmem_plugin_api::cstr!("fake"),
+            log,
+            param,
+            kv_put,
+            kv_get,
+            kv_fence,
+            abort,
+            pe_is_local,
+            transport,
+            ptr,
+            putmem,
+            getmem,
+            quiet: ordering,
+            fence: ordering,
+            atomic_add_u64,
+            wait_until_u64,
+        };
+        Box::leak(Box::new(c)) as *const CoreServices as usize
+    }) as *const CoreServices
+}
+
+/// Run `pe_main(pe, heap_base)` on `n` threads, each playing one PE with a fresh zeroed heap.
+pub fn run_job<F: Fn(c_int, *mut u8) + Sync>(n: usize, pe_main: F) {
+    let _job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let heaps: Vec<*mut [u64]> =
+        (0..n).map(|_| Box::into_raw(vec![0u64; HEAP_BYTES / 8].into_boxed_slice())).collect();
+    let bases: Vec<usize> = heaps.iter().map(|h| h.cast::<u64>() as usize).collect();
+    *HEAPS.write().unwrap_or_else(|e| e.into_inner()) = bases.clone();
+    std::thread::scope(|s| {
+        for (pe, base) in bases.into_iter().enumerate() {
+            let pe_main = &pe_main;
+            s.spawn(move || {
+                ME.set(pe as c_int);
+                pe_main(pe as c_int, base as *mut u8);
+            });
+        }
+    });
+    HEAPS.write().unwrap_or_else(|e| e.into_inner()).clear();
+    for h in heaps {
+        // SAFETY: leaked above; every thread that used it has been joined.
+        drop(unsafe { Box::from_raw(h) });
+    }
+}
