@@ -63,6 +63,32 @@ const STD: &[Over] = &[Over::Types(super::types::AMO_STD)];
 const EXT: &[Over] = &[Over::Types(super::types::AMO_EXT)];
 const BITWISE: &[Over] = &[Over::Types(super::types::AMO_BITWISE)];
 
+const DEP3: &[Over] = &[Over::Types(&["int", "long", "longlong"])];
+const DEP5: &[Over] = &[Over::Types(&["float", "double", "int", "long", "longlong"])];
+
+/// A deprecated (pre-1.4) AMO name, `shmem_TYPENAME_<op>`, with its deprecated C11 generic.
+const fn dep(
+    name: &'static str,
+    generic: &'static str,
+    over: &'static [Over],
+    ret: &'static str,
+    params: &'static str,
+    body: &'static str,
+) -> Family {
+    Family {
+        category: "deprecated",
+        name,
+        suffix: "",
+        over,
+        ret,
+        params,
+        body,
+        ctx: false,
+        generic: Some(generic),
+        c_attr: "",
+    }
+}
+
 /// An AMO family: `shmem_[ctx_]TYPENAME_atomic_<op>`, with its C11 generic `shmem_atomic_<op>`.
 const fn amo(
     category: &'static str,
@@ -456,6 +482,64 @@ pub const FAMILIES: &[Family] = &[
         "void",
         "{TYPE} *fetch, {TYPE} *dest, {TYPE} value, int pe",
         "*fetch = amo::rmw({NAME}, ctx, dest, amo::AMO_XOR, value, pe)",
+    ),
+    // --- deprecated AMO names (1.3 and earlier), same semantics on the default context ---
+    dep(
+        "fetch",
+        "shmem_fetch",
+        DEP5,
+        "{TYPE}",
+        "const {TYPE} *source, int pe",
+        "amo::fetch({NAME}, ctx, source, pe)",
+    ),
+    dep(
+        "set",
+        "shmem_set",
+        DEP5,
+        "void",
+        "{TYPE} *dest, {TYPE} value, int pe",
+        "amo::set({NAME}, ctx, dest, value, pe)",
+    ),
+    dep(
+        "swap",
+        "shmem_swap",
+        DEP5,
+        "{TYPE}",
+        "{TYPE} *dest, {TYPE} value, int pe",
+        "amo::rmw({NAME}, ctx, dest, amo::SWAP, value, pe)",
+    ),
+    dep(
+        "cswap",
+        "shmem_cswap",
+        DEP3,
+        "{TYPE}",
+        "{TYPE} *dest, {TYPE} cond, {TYPE} value, int pe",
+        "amo::compare_swap({NAME}, ctx, dest, cond, value, pe)",
+    ),
+    dep(
+        "finc",
+        "shmem_finc",
+        DEP3,
+        "{TYPE}",
+        "{TYPE} *dest, int pe",
+        "amo::fetch_inc({NAME}, ctx, dest, pe)",
+    ),
+    dep("inc", "shmem_inc", DEP3, "void", "{TYPE} *dest, int pe", "amo::fetch_inc({NAME}, ctx, dest, pe);"),
+    dep(
+        "fadd",
+        "shmem_fadd",
+        DEP3,
+        "{TYPE}",
+        "{TYPE} *dest, {TYPE} value, int pe",
+        "amo::rmw({NAME}, ctx, dest, amo::ADD, value, pe)",
+    ),
+    dep(
+        "add",
+        "shmem_add",
+        DEP3,
+        "void",
+        "{TYPE} *dest, {TYPE} value, int pe",
+        "amo::rmw({NAME}, ctx, dest, amo::ADD, value, pe);",
     ),
     // --- ordering (spec 9.12) ---
     Family { ctx: true, ..plain("ordering", "shmem_quiet", "void", "void", "rma::quiet({NAME}, ctx)") },

@@ -599,6 +599,36 @@ void *shmalloc(size_t size);
 void shfree(void *ptr);
 void *shrealloc(void *ptr, size_t size);
 void *shmemalign(size_t alignment, size_t size);
+float shmem_float_fetch(const float *source, int pe);
+double shmem_double_fetch(const double *source, int pe);
+int shmem_int_fetch(const int *source, int pe);
+long shmem_long_fetch(const long *source, int pe);
+long long shmem_longlong_fetch(const long long *source, int pe);
+void shmem_float_set(float *dest, float value, int pe);
+void shmem_double_set(double *dest, double value, int pe);
+void shmem_int_set(int *dest, int value, int pe);
+void shmem_long_set(long *dest, long value, int pe);
+void shmem_longlong_set(long long *dest, long long value, int pe);
+float shmem_float_swap(float *dest, float value, int pe);
+double shmem_double_swap(double *dest, double value, int pe);
+int shmem_int_swap(int *dest, int value, int pe);
+long shmem_long_swap(long *dest, long value, int pe);
+long long shmem_longlong_swap(long long *dest, long long value, int pe);
+int shmem_int_cswap(int *dest, int cond, int value, int pe);
+long shmem_long_cswap(long *dest, long cond, long value, int pe);
+long long shmem_longlong_cswap(long long *dest, long long cond, long long value, int pe);
+int shmem_int_finc(int *dest, int pe);
+long shmem_long_finc(long *dest, int pe);
+long long shmem_longlong_finc(long long *dest, int pe);
+void shmem_int_inc(int *dest, int pe);
+void shmem_long_inc(long *dest, int pe);
+void shmem_longlong_inc(long long *dest, int pe);
+int shmem_int_fadd(int *dest, int value, int pe);
+long shmem_long_fadd(long *dest, long value, int pe);
+long long shmem_longlong_fadd(long long *dest, long long value, int pe);
+void shmem_int_add(int *dest, int value, int pe);
+void shmem_long_add(long *dest, long value, int pe);
+void shmem_longlong_add(long long *dest, long long value, int pe);
 
 /* memory */
 void *shmem_malloc(size_t size);
@@ -1092,6 +1122,11 @@ void shmem_info_get_name(char *name);
 #define RSHMEM_C11_ARG2(a, b, c, ...) c
 /* Selected only when a call's argument has no matching type: the call then fails to compile. */
 void rshmem_c11_unsupported_type(void);
+#define shmem_add(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_add, \
+    long *: shmem_long_add, \
+    long long *: shmem_longlong_add)(__VA_ARGS__)
 #define shmem_atomic_add(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -1442,6 +1477,33 @@ void rshmem_c11_unsupported_type(void);
     unsigned int *: shmem_uint_broadcast, \
     unsigned long *: shmem_ulong_broadcast, \
     unsigned long long *: shmem_ulonglong_broadcast)(__VA_ARGS__)
+#define shmem_cswap(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_cswap, \
+    long *: shmem_long_cswap, \
+    long long *: shmem_longlong_cswap)(__VA_ARGS__)
+#define shmem_fadd(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_fadd, \
+    long *: shmem_long_fadd, \
+    long long *: shmem_longlong_fadd)(__VA_ARGS__)
+#define shmem_fetch(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    float *: shmem_float_fetch, \
+    const float *: shmem_float_fetch, \
+    double *: shmem_double_fetch, \
+    const double *: shmem_double_fetch, \
+    int *: shmem_int_fetch, \
+    const int *: shmem_int_fetch, \
+    long *: shmem_long_fetch, \
+    const long *: shmem_long_fetch, \
+    long long *: shmem_longlong_fetch, \
+    const long long *: shmem_longlong_fetch)(__VA_ARGS__)
+#define shmem_finc(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_finc, \
+    long *: shmem_long_finc, \
+    long long *: shmem_longlong_finc)(__VA_ARGS__)
 #define shmem_g(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -1598,6 +1660,11 @@ void rshmem_c11_unsupported_type(void);
     unsigned int *: shmem_uint_iget, \
     unsigned long *: shmem_ulong_iget, \
     unsigned long long *: shmem_ulonglong_iget)(__VA_ARGS__)
+#define shmem_inc(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_inc, \
+    long *: shmem_long_inc, \
+    long long *: shmem_longlong_inc)(__VA_ARGS__)
 #define shmem_iput(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -1726,6 +1793,20 @@ void rshmem_c11_unsupported_type(void);
     unsigned int *: shmem_uint_put_nbi, \
     unsigned long *: shmem_ulong_put_nbi, \
     unsigned long long *: shmem_ulonglong_put_nbi)(__VA_ARGS__)
+#define shmem_set(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    float *: shmem_float_set, \
+    double *: shmem_double_set, \
+    int *: shmem_int_set, \
+    long *: shmem_long_set, \
+    long long *: shmem_longlong_set)(__VA_ARGS__)
+#define shmem_swap(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    float *: shmem_float_swap, \
+    double *: shmem_double_swap, \
+    int *: shmem_int_swap, \
+    long *: shmem_long_swap, \
+    long long *: shmem_longlong_swap)(__VA_ARGS__)
 #endif /* C11 */
 
 #ifdef __cplusplus

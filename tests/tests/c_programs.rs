@@ -107,3 +107,8 @@ fn legacy_start_pes_without_finalize() {
 fn atomics_for_every_type() {
     run_everywhere("atomics", &[]);
 }
+
+#[test]
+fn deprecated_amo_names() {
+    run_everywhere("deprecated_amo", &[]);
+}
