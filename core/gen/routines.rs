@@ -89,6 +89,22 @@ const fn dep(
     }
 }
 
+/// A point-to-point synchronization family over the standard AMO types (no ctx forms).
+const fn p2p(name: &'static str, ret: &'static str, params: &'static str, body: &'static str) -> Family {
+    Family {
+        category: "p2p",
+        name,
+        suffix: "",
+        over: STD,
+        ret,
+        params,
+        body,
+        ctx: false,
+        generic: None,
+        c_attr: "",
+    }
+}
+
 /// An AMO family: `shmem_[ctx_]TYPENAME_atomic_<op>`, with its C11 generic `shmem_atomic_<op>`.
 const fn amo(
     category: &'static str,
@@ -541,6 +557,30 @@ pub const FAMILIES: &[Family] = &[
         "{TYPE} *dest, {TYPE} value, int pe",
         "amo::rmw({NAME}, ctx, dest, amo::ADD, value, pe);",
     ),
+    // --- point-to-point synchronization (spec 9.10) ---
+    Family { generic: Some("shmem_wait_until"), ..p2p("wait_until", "void", "{TYPE} *ivar, int cmp, {TYPE} cmp_value", "p2p::wait_until({NAME}, ivar, cmp, cmp_value)") },
+    Family { generic: Some("shmem_test"), ..p2p("test", "int", "{TYPE} *ivar, int cmp, {TYPE} cmp_value", "p2p::test({NAME}, ivar, cmp, cmp_value)") },
+    Family { generic: Some("shmem_wait_until_all"), ..p2p("wait_until_all", "void", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, {TYPE} cmp_value", "p2p::wait_all({NAME}, ivars, nelems, status, cmp, p2p::Values::One(cmp_value))") },
+    Family { generic: Some("shmem_wait_until_all_vector"), ..p2p("wait_until_all_vector", "void", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, const {TYPE} *cmp_values", "p2p::wait_all({NAME}, ivars, nelems, status, cmp, p2p::Values::Each(cmp_values))") },
+    Family { generic: Some("shmem_wait_until_any"), ..p2p("wait_until_any", "size_t", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, {TYPE} cmp_value", "p2p::wait_any({NAME}, ivars, nelems, status, cmp, p2p::Values::One(cmp_value))") },
+    Family { generic: Some("shmem_wait_until_any_vector"), ..p2p("wait_until_any_vector", "size_t", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, const {TYPE} *cmp_values", "p2p::wait_any({NAME}, ivars, nelems, status, cmp, p2p::Values::Each(cmp_values))") },
+    Family { generic: Some("shmem_wait_until_some"), ..p2p("wait_until_some", "size_t", "{TYPE} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {TYPE} cmp_value", "p2p::wait_some({NAME}, ivars, nelems, indices, status, cmp, p2p::Values::One(cmp_value))") },
+    Family { generic: Some("shmem_wait_until_some_vector"), ..p2p("wait_until_some_vector", "size_t", "{TYPE} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const {TYPE} *cmp_values", "p2p::wait_some({NAME}, ivars, nelems, indices, status, cmp, p2p::Values::Each(cmp_values))") },
+    Family { generic: Some("shmem_test_all"), ..p2p("test_all", "int", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, {TYPE} cmp_value", "p2p::test_all({NAME}, ivars, nelems, status, cmp, p2p::Values::One(cmp_value))") },
+    Family { generic: Some("shmem_test_all_vector"), ..p2p("test_all_vector", "int", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, const {TYPE} *cmp_values", "p2p::test_all({NAME}, ivars, nelems, status, cmp, p2p::Values::Each(cmp_values))") },
+    Family { generic: Some("shmem_test_any"), ..p2p("test_any", "size_t", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, {TYPE} cmp_value", "p2p::test_any({NAME}, ivars, nelems, status, cmp, p2p::Values::One(cmp_value))") },
+    Family { generic: Some("shmem_test_any_vector"), ..p2p("test_any_vector", "size_t", "{TYPE} *ivars, size_t nelems, const int *status, int cmp, const {TYPE} *cmp_values", "p2p::test_any({NAME}, ivars, nelems, status, cmp, p2p::Values::Each(cmp_values))") },
+    Family { generic: Some("shmem_test_some"), ..p2p("test_some", "size_t", "{TYPE} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {TYPE} cmp_value", "p2p::test_some({NAME}, ivars, nelems, indices, status, cmp, p2p::Values::One(cmp_value))") },
+    Family { generic: Some("shmem_test_some_vector"), ..p2p("test_some_vector", "size_t", "{TYPE} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const {TYPE} *cmp_values", "p2p::test_some({NAME}, ivars, nelems, indices, status, cmp, p2p::Values::Each(cmp_values))") },
+    // deprecated forms: short/ushort, the untyped long wait_until, and shmem_TYPENAME_wait (wait while equal)
+    Family { category: "deprecated", over: &[Over::Types(&["short", "ushort"])], generic: Some("shmem_wait_until"),
+        ..p2p("wait_until", "void", "{TYPE} *ivar, int cmp, {TYPE} cmp_value", "p2p::wait_until({NAME}, ivar, cmp, cmp_value)") },
+    Family { category: "deprecated", over: &[Over::Types(&["short", "ushort"])], generic: Some("shmem_test"),
+        ..p2p("test", "int", "{TYPE} *ivar, int cmp, {TYPE} cmp_value", "p2p::test({NAME}, ivar, cmp, cmp_value)") },
+    plain("deprecated", "shmem_wait_until", "void", "long *ivar, int cmp, long cmp_value", "p2p::wait_until({NAME}, ivar, cmp, cmp_value)"),
+    plain("deprecated", "shmem_wait", "void", "long *ivar, long cmp_value", "p2p::wait_until({NAME}, ivar, crate::wait::CMP_NE, cmp_value)"),
+    Family { category: "deprecated", over: &[Over::Types(&["short", "int", "long", "longlong"])],
+        ..p2p("wait", "void", "{TYPE} *ivar, {TYPE} cmp_value", "p2p::wait_until({NAME}, ivar, crate::wait::CMP_NE, cmp_value)") },
     // --- ordering (spec 9.12) ---
     Family { ctx: true, ..plain("ordering", "shmem_quiet", "void", "void", "rma::quiet({NAME}, ctx)") },
     Family { ctx: true, ..plain("ordering", "shmem_fence", "void", "void", "rma::fence({NAME}, ctx)") },

@@ -629,6 +629,16 @@ long long shmem_longlong_fadd(long long *dest, long long value, int pe);
 void shmem_int_add(int *dest, int value, int pe);
 void shmem_long_add(long *dest, long value, int pe);
 void shmem_longlong_add(long long *dest, long long value, int pe);
+void shmem_short_wait_until(short *ivar, int cmp, short cmp_value);
+void shmem_ushort_wait_until(unsigned short *ivar, int cmp, unsigned short cmp_value);
+int shmem_short_test(short *ivar, int cmp, short cmp_value);
+int shmem_ushort_test(unsigned short *ivar, int cmp, unsigned short cmp_value);
+void shmem_wait_until(long *ivar, int cmp, long cmp_value);
+void shmem_wait(long *ivar, long cmp_value);
+void shmem_short_wait(short *ivar, short cmp_value);
+void shmem_int_wait(int *ivar, int cmp_value);
+void shmem_long_wait(long *ivar, long cmp_value);
+void shmem_longlong_wait(long long *ivar, long long cmp_value);
 
 /* memory */
 void *shmem_malloc(size_t size);
@@ -642,6 +652,176 @@ void shmem_quiet(void);
 void shmem_ctx_quiet(shmem_ctx_t ctx);
 void shmem_fence(void);
 void shmem_ctx_fence(shmem_ctx_t ctx);
+
+/* p2p */
+void shmem_int_wait_until(int *ivar, int cmp, int cmp_value);
+void shmem_long_wait_until(long *ivar, int cmp, long cmp_value);
+void shmem_longlong_wait_until(long long *ivar, int cmp, long long cmp_value);
+void shmem_uint_wait_until(unsigned int *ivar, int cmp, unsigned int cmp_value);
+void shmem_ulong_wait_until(unsigned long *ivar, int cmp, unsigned long cmp_value);
+void shmem_ulonglong_wait_until(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
+void shmem_int32_wait_until(int32_t *ivar, int cmp, int32_t cmp_value);
+void shmem_int64_wait_until(int64_t *ivar, int cmp, int64_t cmp_value);
+void shmem_uint32_wait_until(uint32_t *ivar, int cmp, uint32_t cmp_value);
+void shmem_uint64_wait_until(uint64_t *ivar, int cmp, uint64_t cmp_value);
+void shmem_size_wait_until(size_t *ivar, int cmp, size_t cmp_value);
+void shmem_ptrdiff_wait_until(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
+int shmem_int_test(int *ivar, int cmp, int cmp_value);
+int shmem_long_test(long *ivar, int cmp, long cmp_value);
+int shmem_longlong_test(long long *ivar, int cmp, long long cmp_value);
+int shmem_uint_test(unsigned int *ivar, int cmp, unsigned int cmp_value);
+int shmem_ulong_test(unsigned long *ivar, int cmp, unsigned long cmp_value);
+int shmem_ulonglong_test(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
+int shmem_int32_test(int32_t *ivar, int cmp, int32_t cmp_value);
+int shmem_int64_test(int64_t *ivar, int cmp, int64_t cmp_value);
+int shmem_uint32_test(uint32_t *ivar, int cmp, uint32_t cmp_value);
+int shmem_uint64_test(uint64_t *ivar, int cmp, uint64_t cmp_value);
+int shmem_size_test(size_t *ivar, int cmp, size_t cmp_value);
+int shmem_ptrdiff_test(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
+void shmem_int_wait_until_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+void shmem_long_wait_until_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+void shmem_longlong_wait_until_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+void shmem_uint_wait_until_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+void shmem_ulong_wait_until_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+void shmem_ulonglong_wait_until_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+void shmem_int32_wait_until_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+void shmem_int64_wait_until_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+void shmem_uint32_wait_until_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+void shmem_uint64_wait_until_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+void shmem_size_wait_until_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+void shmem_ptrdiff_wait_until_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+void shmem_int_wait_until_all_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values);
+void shmem_long_wait_until_all_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values);
+void shmem_longlong_wait_until_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, const long long *cmp_values);
+void shmem_uint_wait_until_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, const unsigned int *cmp_values);
+void shmem_ulong_wait_until_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, const unsigned long *cmp_values);
+void shmem_ulonglong_wait_until_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, const unsigned long long *cmp_values);
+void shmem_int32_wait_until_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, const int32_t *cmp_values);
+void shmem_int64_wait_until_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, const int64_t *cmp_values);
+void shmem_uint32_wait_until_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, const uint32_t *cmp_values);
+void shmem_uint64_wait_until_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values);
+void shmem_size_wait_until_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values);
+void shmem_ptrdiff_wait_until_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values);
+size_t shmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+size_t shmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+size_t shmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+size_t shmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+size_t shmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+size_t shmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+size_t shmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+size_t shmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+size_t shmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+size_t shmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+size_t shmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+size_t shmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+size_t shmem_int_wait_until_any_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values);
+size_t shmem_long_wait_until_any_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values);
+size_t shmem_longlong_wait_until_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, const long long *cmp_values);
+size_t shmem_uint_wait_until_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, const unsigned int *cmp_values);
+size_t shmem_ulong_wait_until_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, const unsigned long *cmp_values);
+size_t shmem_ulonglong_wait_until_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, const unsigned long long *cmp_values);
+size_t shmem_int32_wait_until_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, const int32_t *cmp_values);
+size_t shmem_int64_wait_until_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, const int64_t *cmp_values);
+size_t shmem_uint32_wait_until_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, const uint32_t *cmp_values);
+size_t shmem_uint64_wait_until_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values);
+size_t shmem_size_wait_until_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values);
+size_t shmem_ptrdiff_wait_until_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values);
+size_t shmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
+size_t shmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
+size_t shmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
+size_t shmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
+size_t shmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
+size_t shmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
+size_t shmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
+size_t shmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
+size_t shmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
+size_t shmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
+size_t shmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
+size_t shmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
+size_t shmem_int_wait_until_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int *cmp_values);
+size_t shmem_long_wait_until_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const long *cmp_values);
+size_t shmem_longlong_wait_until_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const long long *cmp_values);
+size_t shmem_uint_wait_until_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned int *cmp_values);
+size_t shmem_ulong_wait_until_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned long *cmp_values);
+size_t shmem_ulonglong_wait_until_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned long long *cmp_values);
+size_t shmem_int32_wait_until_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int32_t *cmp_values);
+size_t shmem_int64_wait_until_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int64_t *cmp_values);
+size_t shmem_uint32_wait_until_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const uint32_t *cmp_values);
+size_t shmem_uint64_wait_until_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const uint64_t *cmp_values);
+size_t shmem_size_wait_until_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const size_t *cmp_values);
+size_t shmem_ptrdiff_wait_until_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const ptrdiff_t *cmp_values);
+int shmem_int_test_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+int shmem_long_test_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+int shmem_longlong_test_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+int shmem_uint_test_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+int shmem_ulong_test_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+int shmem_ulonglong_test_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+int shmem_int32_test_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+int shmem_int64_test_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+int shmem_uint32_test_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+int shmem_uint64_test_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+int shmem_size_test_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+int shmem_ptrdiff_test_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+int shmem_int_test_all_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values);
+int shmem_long_test_all_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values);
+int shmem_longlong_test_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, const long long *cmp_values);
+int shmem_uint_test_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, const unsigned int *cmp_values);
+int shmem_ulong_test_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, const unsigned long *cmp_values);
+int shmem_ulonglong_test_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, const unsigned long long *cmp_values);
+int shmem_int32_test_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, const int32_t *cmp_values);
+int shmem_int64_test_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, const int64_t *cmp_values);
+int shmem_uint32_test_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, const uint32_t *cmp_values);
+int shmem_uint64_test_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values);
+int shmem_size_test_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values);
+int shmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values);
+size_t shmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+size_t shmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+size_t shmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+size_t shmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+size_t shmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+size_t shmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+size_t shmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+size_t shmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+size_t shmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+size_t shmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+size_t shmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+size_t shmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+size_t shmem_int_test_any_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values);
+size_t shmem_long_test_any_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values);
+size_t shmem_longlong_test_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, const long long *cmp_values);
+size_t shmem_uint_test_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, const unsigned int *cmp_values);
+size_t shmem_ulong_test_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, const unsigned long *cmp_values);
+size_t shmem_ulonglong_test_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, const unsigned long long *cmp_values);
+size_t shmem_int32_test_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, const int32_t *cmp_values);
+size_t shmem_int64_test_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, const int64_t *cmp_values);
+size_t shmem_uint32_test_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, const uint32_t *cmp_values);
+size_t shmem_uint64_test_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values);
+size_t shmem_size_test_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values);
+size_t shmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values);
+size_t shmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
+size_t shmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
+size_t shmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
+size_t shmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
+size_t shmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
+size_t shmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
+size_t shmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
+size_t shmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
+size_t shmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
+size_t shmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
+size_t shmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
+size_t shmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
+size_t shmem_int_test_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int *cmp_values);
+size_t shmem_long_test_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const long *cmp_values);
+size_t shmem_longlong_test_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const long long *cmp_values);
+size_t shmem_uint_test_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned int *cmp_values);
+size_t shmem_ulong_test_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned long *cmp_values);
+size_t shmem_ulonglong_test_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned long long *cmp_values);
+size_t shmem_int32_test_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int32_t *cmp_values);
+size_t shmem_int64_test_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int64_t *cmp_values);
+size_t shmem_uint32_test_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const uint32_t *cmp_values);
+size_t shmem_uint64_test_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const uint64_t *cmp_values);
+size_t shmem_size_test_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const size_t *cmp_values);
+size_t shmem_ptrdiff_test_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const ptrdiff_t *cmp_values);
 
 /* rma */
 void shmem_float_put(float *dest, const float *source, size_t nelems, int pe);
@@ -1807,6 +1987,122 @@ void rshmem_c11_unsupported_type(void);
     int *: shmem_int_swap, \
     long *: shmem_long_swap, \
     long long *: shmem_longlong_swap)(__VA_ARGS__)
+#define shmem_test(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_test, \
+    long *: shmem_long_test, \
+    long long *: shmem_longlong_test, \
+    unsigned int *: shmem_uint_test, \
+    unsigned long *: shmem_ulong_test, \
+    unsigned long long *: shmem_ulonglong_test, \
+    short *: shmem_short_test, \
+    unsigned short *: shmem_ushort_test)(__VA_ARGS__)
+#define shmem_test_all(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_test_all, \
+    long *: shmem_long_test_all, \
+    long long *: shmem_longlong_test_all, \
+    unsigned int *: shmem_uint_test_all, \
+    unsigned long *: shmem_ulong_test_all, \
+    unsigned long long *: shmem_ulonglong_test_all)(__VA_ARGS__)
+#define shmem_test_all_vector(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_test_all_vector, \
+    long *: shmem_long_test_all_vector, \
+    long long *: shmem_longlong_test_all_vector, \
+    unsigned int *: shmem_uint_test_all_vector, \
+    unsigned long *: shmem_ulong_test_all_vector, \
+    unsigned long long *: shmem_ulonglong_test_all_vector)(__VA_ARGS__)
+#define shmem_test_any(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_test_any, \
+    long *: shmem_long_test_any, \
+    long long *: shmem_longlong_test_any, \
+    unsigned int *: shmem_uint_test_any, \
+    unsigned long *: shmem_ulong_test_any, \
+    unsigned long long *: shmem_ulonglong_test_any)(__VA_ARGS__)
+#define shmem_test_any_vector(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_test_any_vector, \
+    long *: shmem_long_test_any_vector, \
+    long long *: shmem_longlong_test_any_vector, \
+    unsigned int *: shmem_uint_test_any_vector, \
+    unsigned long *: shmem_ulong_test_any_vector, \
+    unsigned long long *: shmem_ulonglong_test_any_vector)(__VA_ARGS__)
+#define shmem_test_some(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_test_some, \
+    long *: shmem_long_test_some, \
+    long long *: shmem_longlong_test_some, \
+    unsigned int *: shmem_uint_test_some, \
+    unsigned long *: shmem_ulong_test_some, \
+    unsigned long long *: shmem_ulonglong_test_some)(__VA_ARGS__)
+#define shmem_test_some_vector(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_test_some_vector, \
+    long *: shmem_long_test_some_vector, \
+    long long *: shmem_longlong_test_some_vector, \
+    unsigned int *: shmem_uint_test_some_vector, \
+    unsigned long *: shmem_ulong_test_some_vector, \
+    unsigned long long *: shmem_ulonglong_test_some_vector)(__VA_ARGS__)
+#define shmem_wait_until(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_wait_until, \
+    long *: shmem_long_wait_until, \
+    long long *: shmem_longlong_wait_until, \
+    unsigned int *: shmem_uint_wait_until, \
+    unsigned long *: shmem_ulong_wait_until, \
+    unsigned long long *: shmem_ulonglong_wait_until, \
+    short *: shmem_short_wait_until, \
+    unsigned short *: shmem_ushort_wait_until)(__VA_ARGS__)
+#define shmem_wait_until_all(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_wait_until_all, \
+    long *: shmem_long_wait_until_all, \
+    long long *: shmem_longlong_wait_until_all, \
+    unsigned int *: shmem_uint_wait_until_all, \
+    unsigned long *: shmem_ulong_wait_until_all, \
+    unsigned long long *: shmem_ulonglong_wait_until_all)(__VA_ARGS__)
+#define shmem_wait_until_all_vector(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_wait_until_all_vector, \
+    long *: shmem_long_wait_until_all_vector, \
+    long long *: shmem_longlong_wait_until_all_vector, \
+    unsigned int *: shmem_uint_wait_until_all_vector, \
+    unsigned long *: shmem_ulong_wait_until_all_vector, \
+    unsigned long long *: shmem_ulonglong_wait_until_all_vector)(__VA_ARGS__)
+#define shmem_wait_until_any(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_wait_until_any, \
+    long *: shmem_long_wait_until_any, \
+    long long *: shmem_longlong_wait_until_any, \
+    unsigned int *: shmem_uint_wait_until_any, \
+    unsigned long *: shmem_ulong_wait_until_any, \
+    unsigned long long *: shmem_ulonglong_wait_until_any)(__VA_ARGS__)
+#define shmem_wait_until_any_vector(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_wait_until_any_vector, \
+    long *: shmem_long_wait_until_any_vector, \
+    long long *: shmem_longlong_wait_until_any_vector, \
+    unsigned int *: shmem_uint_wait_until_any_vector, \
+    unsigned long *: shmem_ulong_wait_until_any_vector, \
+    unsigned long long *: shmem_ulonglong_wait_until_any_vector)(__VA_ARGS__)
+#define shmem_wait_until_some(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_wait_until_some, \
+    long *: shmem_long_wait_until_some, \
+    long long *: shmem_longlong_wait_until_some, \
+    unsigned int *: shmem_uint_wait_until_some, \
+    unsigned long *: shmem_ulong_wait_until_some, \
+    unsigned long long *: shmem_ulonglong_wait_until_some)(__VA_ARGS__)
+#define shmem_wait_until_some_vector(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
+    int *: shmem_int_wait_until_some_vector, \
+    long *: shmem_long_wait_until_some_vector, \
+    long long *: shmem_longlong_wait_until_some_vector, \
+    unsigned int *: shmem_uint_wait_until_some_vector, \
+    unsigned long *: shmem_ulong_wait_until_some_vector, \
+    unsigned long long *: shmem_ulonglong_wait_until_some_vector)(__VA_ARGS__)
 #endif /* C11 */
 
 #ifdef __cplusplus

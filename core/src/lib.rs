@@ -15,6 +15,7 @@ pub mod ffi;
 pub mod heap;
 pub mod info;
 pub mod log;
+pub mod p2p;
 pub mod plugin;
 pub mod rma;
 pub mod runtime;

@@ -3,7 +3,7 @@
 //! is reachable only through the spml, waits also drive its progress.
 
 use crate::runtime;
-use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
+pub use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 

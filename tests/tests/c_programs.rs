@@ -112,3 +112,8 @@ fn atomics_for_every_type() {
 fn deprecated_amo_names() {
     run_everywhere("deprecated_amo", &[]);
 }
+
+#[test]
+fn point_to_point_synchronization() {
+    run_everywhere("p2p", &[]);
+}

@@ -1,0 +1,297 @@
+//! Point-to-point synchronization (spec 9.10): waiting on and testing local symmetric variables
+//! that other PEs update. Reads are volatile loads of naturally aligned words, which peers'
+//! stores and atomics cannot tear. A satisfied wait is followed by an acquire fence, so data
+//! written before the flag is visible after it. Waits back off (`wait::backoff`): they spin,
+//! then yield at once on an oversubscribed node, and drive spml progress when some peer is
+//! reached only through it.
+
+use crate::error::fatal;
+use crate::runtime;
+use crate::wait::{backoff, compare};
+use std::ffi::{c_int, CStr};
+use std::sync::atomic::{fence, Ordering};
+
+/// The comparison value(s): one for every element, or one per element (`_vector` forms).
+pub enum Values<T> {
+    One(T),
+    Each(*const T),
+}
+
+impl<T: Copy> Values<T> {
+    /// # Safety
+    /// For `Each`, the array must hold more than `i` elements.
+    unsafe fn at(&self, i: usize) -> T {
+        match self {
+            Values::One(v) => *v,
+            // SAFETY: the caller guarantees the index is in range.
+            Values::Each(p) => unsafe { *p.add(i) },
+        }
+    }
+}
+
+fn check(routine: &CStr, cmp: c_int) {
+    if compare(0, cmp, 0).is_none() {
+        fatal(routine, &format!("cmp={cmp} is not one of the SHMEM_CMP_* constants"));
+    }
+}
+
+/// # Safety
+/// `ivar` must be a valid, aligned local address.
+#[inline(always)]
+unsafe fn holds<T: Copy + PartialOrd>(ivar: *const T, cmp: c_int, value: T) -> bool {
+    // SAFETY: the caller guarantees the address; peers update it concurrently, which a
+    // volatile load of an aligned word tolerates.
+    compare(unsafe { std::ptr::read_volatile(ivar) }, cmp, value).unwrap_or(false)
+}
+
+/// Whether element `i` takes part (no status array, or status[i] == 0).
+///
+/// # Safety
+/// `status` must be NULL or hold more than `i` elements.
+unsafe fn active(status: *const c_int, i: usize) -> bool {
+    // SAFETY: as documented.
+    status.is_null() || unsafe { *status.add(i) } == 0
+}
+
+/// # Safety
+/// `ivar` must be a valid, aligned local address.
+pub unsafe fn wait_until<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_int, value: T) {
+    check(routine, cmp);
+    let rt = runtime::get(routine);
+    let mut i = 0;
+    // SAFETY: forwarded.
+    while !unsafe { holds(ivar, cmp, value) } {
+        backoff(&mut i, rt);
+    }
+    fence(Ordering::Acquire);
+}
+
+/// # Safety
+/// `ivar` must be a valid, aligned local address.
+pub unsafe fn test<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_int, value: T) -> c_int {
+    check(routine, cmp);
+    runtime::get(routine);
+    // SAFETY: forwarded.
+    let ok = unsafe { holds(ivar, cmp, value) };
+    if ok {
+        fence(Ordering::Acquire);
+    }
+    ok as c_int
+}
+
+/// One pass over the array: the number of active elements, and of those that hold; when
+/// `found` is given, the indices that hold are written there.
+///
+/// # Safety
+/// `ivars` (and `status`, a `Values::Each` array and `found`) must hold `n` elements.
+unsafe fn scan<T: Copy + PartialOrd>(
+    ivars: *const T,
+    n: usize,
+    status: *const c_int,
+    cmp: c_int,
+    values: &Values<T>,
+    mut found: Option<*mut usize>,
+) -> (usize, usize, Option<usize>) {
+    let (mut active_n, mut holding, mut first) = (0, 0, None);
+    for i in 0..n {
+        // SAFETY: all arrays hold `n` elements by contract.
+        unsafe {
+            if !active(status, i) {
+                continue;
+            }
+            active_n += 1;
+            if holds(ivars.add(i), cmp, values.at(i)) {
+                first.get_or_insert(i);
+                if let Some(out) = found.as_mut() {
+                    *out.add(holding) = i;
+                }
+                holding += 1;
+            }
+        }
+    }
+    (active_n, holding, first)
+}
+
+/// `wait_until_all(_vector)`.
+///
+/// # Safety
+/// As [`scan`].
+pub unsafe fn wait_all<T: Copy + PartialOrd>(
+    routine: &CStr,
+    ivars: *const T,
+    n: usize,
+    status: *const c_int,
+    cmp: c_int,
+    values: Values<T>,
+) {
+    check(routine, cmp);
+    let rt = runtime::get(routine);
+    let mut i = 0;
+    loop {
+        // SAFETY: forwarded.
+        let (active_n, holding, _) = unsafe { scan(ivars, n, status, cmp, &values, None) };
+        if holding == active_n {
+            break;
+        }
+        backoff(&mut i, rt);
+    }
+    fence(Ordering::Acquire);
+}
+
+/// `wait_until_any(_vector)`: the index of an element that holds, or SIZE_MAX when no element
+/// takes part.
+///
+/// # Safety
+/// As [`scan`].
+pub unsafe fn wait_any<T: Copy + PartialOrd>(
+    routine: &CStr,
+    ivars: *const T,
+    n: usize,
+    status: *const c_int,
+    cmp: c_int,
+    values: Values<T>,
+) -> usize {
+    check(routine, cmp);
+    let rt = runtime::get(routine);
+    let mut i = 0;
+    loop {
+        // SAFETY: forwarded.
+        match unsafe { scan(ivars, n, status, cmp, &values, None) } {
+            (0, _, _) => return usize::MAX,
+            (_, _, Some(idx)) => {
+                fence(Ordering::Acquire);
+                return idx;
+            }
+            _ => backoff(&mut i, rt),
+        }
+    }
+}
+
+/// `wait_until_some(_vector)`: waits until at least one element holds; writes the indices of
+/// all that hold to `indices` and returns their number (0 when no element takes part).
+///
+/// # Safety
+/// As [`scan`]; `indices` holds `n` elements.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn wait_some<T: Copy + PartialOrd>(
+    routine: &CStr,
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    values: Values<T>,
+) -> usize {
+    check(routine, cmp);
+    let rt = runtime::get(routine);
+    let mut i = 0;
+    loop {
+        // SAFETY: forwarded.
+        match unsafe { scan(ivars, n, status, cmp, &values, Some(indices)) } {
+            (0, _, _) => return 0,
+            (_, k, _) if k > 0 => {
+                fence(Ordering::Acquire);
+                return k;
+            }
+            _ => backoff(&mut i, rt),
+        }
+    }
+}
+
+/// `test_all(_vector)`: 1 when every active element holds (also when none is active).
+///
+/// # Safety
+/// As [`scan`].
+pub unsafe fn test_all<T: Copy + PartialOrd>(
+    routine: &CStr,
+    ivars: *const T,
+    n: usize,
+    status: *const c_int,
+    cmp: c_int,
+    values: Values<T>,
+) -> c_int {
+    check(routine, cmp);
+    runtime::get(routine);
+    // SAFETY: forwarded.
+    let (active_n, holding, _) = unsafe { scan(ivars, n, status, cmp, &values, None) };
+    fence(Ordering::Acquire);
+    (holding == active_n) as c_int
+}
+
+/// `test_any(_vector)`: an index that holds, or SIZE_MAX.
+///
+/// # Safety
+/// As [`scan`].
+pub unsafe fn test_any<T: Copy + PartialOrd>(
+    routine: &CStr,
+    ivars: *const T,
+    n: usize,
+    status: *const c_int,
+    cmp: c_int,
+    values: Values<T>,
+) -> usize {
+    check(routine, cmp);
+    runtime::get(routine);
+    // SAFETY: forwarded.
+    let (_, _, first) = unsafe { scan(ivars, n, status, cmp, &values, None) };
+    fence(Ordering::Acquire);
+    first.unwrap_or(usize::MAX)
+}
+
+/// `test_some(_vector)`: the indices that hold go to `indices`; returns their number.
+///
+/// # Safety
+/// As [`scan`]; `indices` holds `n` elements.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn test_some<T: Copy + PartialOrd>(
+    routine: &CStr,
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    values: Values<T>,
+) -> usize {
+    check(routine, cmp);
+    runtime::get(routine);
+    // SAFETY: forwarded.
+    let (_, k, _) = unsafe { scan(ivars, n, status, cmp, &values, Some(indices)) };
+    fence(Ordering::Acquire);
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_LT};
+
+    #[test]
+    fn scan_counts_active_and_holding_elements() {
+        let v = [1i64, 5, 3, 7];
+        let status = [0, 0, 1, 0];
+        let mut found = [usize::MAX; 4];
+        // SAFETY: local arrays of the given length.
+        let r = unsafe {
+            scan(v.as_ptr(), 4, status.as_ptr(), CMP_GE, &Values::One(3), Some(found.as_mut_ptr()))
+        };
+        assert_eq!(r, (3, 2, Some(1)));
+        assert_eq!(&found[..2], &[1, 3]);
+        let each = [1i64, 0, 0, 8];
+        // SAFETY: as above.
+        let r = unsafe { scan(v.as_ptr(), 4, std::ptr::null(), CMP_EQ, &Values::Each(each.as_ptr()), None) };
+        assert_eq!(r, (4, 1, Some(0)));
+        // SAFETY: as above.
+        let r = unsafe { scan(v.as_ptr(), 4, [1, 1, 1, 1].as_ptr(), CMP_LT, &Values::One(0), None) };
+        assert_eq!(r, (0, 0, None));
+    }
+
+    #[test]
+    fn unsigned_comparisons_are_unsigned() {
+        let v = [u64::MAX];
+        // SAFETY: a local array.
+        assert!(unsafe { holds(v.as_ptr(), CMP_GE, 1u64) });
+        let s = [-1i32];
+        // SAFETY: a local array.
+        assert!(unsafe { holds(s.as_ptr(), CMP_LT, 0i32) });
+    }
+}
