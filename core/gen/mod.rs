@@ -19,6 +19,9 @@ pub struct Routine {
     pub body: String,
     pub has_ctx: bool,
     pub c_attr: &'static str,
+    /// Ends with `...` in C. The Rust entry point takes only the named parameters, which the
+    /// x86-64 System V convention makes compatible (extra arguments are simply ignored).
+    pub variadic: bool,
     /// The TYPENAME row, for typed instances.
     pub ty: Option<&'static types::Ty>,
     pub generic: Option<&'static str>,
@@ -31,6 +34,7 @@ impl Routine {
         } else {
             self.params.iter().map(|(t, n)| c_param(t, n)).collect::<Vec<_>>().join(", ")
         };
+        let params = if self.variadic { format!("{params}, ...") } else { params };
         format!("{} {}({});", self.ret, self.name, params).replace("* ", "*")
     }
 
@@ -62,6 +66,7 @@ fn parse_params(params: &str) -> Vec<(String, String)> {
     }
     params
         .split(',')
+        .filter(|p| p.trim() != "...")
         .map(|p| {
             let p = p.trim();
             let split = p.rfind([' ', '*']).expect("parameter has a name");
@@ -116,7 +121,9 @@ fn instances(f: &'static Family) -> Vec<Routine> {
                     if ctx {
                         params.insert(0, ("shmem_ctx_t".to_string(), "ctx".to_string()));
                     }
+                    let variadic = f.params.trim_end().ends_with("...");
                     out.push(Routine {
+                        variadic,
                         ret: normalize_c_type(&subst(f.ret, c_ty, rust_ty, &size, &name)),
                         body: subst(f.body, c_ty, rust_ty, &size, &name),
                         name,

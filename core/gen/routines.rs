@@ -581,9 +581,24 @@ pub const FAMILIES: &[Family] = &[
     plain("deprecated", "shmem_wait", "void", "long *ivar, long cmp_value", "p2p::wait_until({NAME}, ivar, crate::wait::CMP_NE, cmp_value)"),
     Family { category: "deprecated", over: &[Over::Types(&["short", "int", "long", "longlong"])],
         ..p2p("wait", "void", "{TYPE} *ivar, {TYPE} cmp_value", "p2p::wait_until({NAME}, ivar, crate::wait::CMP_NE, cmp_value)") },
+    // --- locks (spec 9.11) ---
+    plain("lock", "shmem_set_lock", "void", "long *lock", "lock::set_lock({NAME}, lock)"),
+    plain("lock", "shmem_test_lock", "int", "long *lock", "lock::test_lock({NAME}, lock)"),
+    plain("lock", "shmem_clear_lock", "void", "long *lock", "lock::clear_lock({NAME}, lock)"),
+    // --- profiling (spec 9.13): rshmem has no profiling levels to switch ---
+    plain("profiling", "shmem_pcontrol", "void", "int level, ...", "setup::no_op({NAME})"),
+    // --- SHMEM_CACHE (deprecated in 1.3): caches are coherent here, nothing to do ---
+    plain("cache", "shmem_clear_cache_inv", "void", "void", "setup::no_op({NAME})"),
+    plain("cache", "shmem_set_cache_inv", "void", "void", "setup::no_op({NAME})"),
+    plain("cache", "shmem_clear_cache_line_inv", "void", "void *dest", "setup::no_op({NAME})"),
+    plain("cache", "shmem_set_cache_line_inv", "void", "void *dest", "setup::no_op({NAME})"),
+    plain("cache", "shmem_udcflush", "void", "void", "setup::no_op({NAME})"),
+    plain("cache", "shmem_udcflush_line", "void", "void *dest", "setup::no_op({NAME})"),
     // --- ordering (spec 9.12) ---
     Family { ctx: true, ..plain("ordering", "shmem_quiet", "void", "void", "rma::quiet({NAME}, ctx)") },
     Family { ctx: true, ..plain("ordering", "shmem_fence", "void", "void", "rma::fence({NAME}, ctx)") },
+    // Completing everything on the context is a correct (if stronger) pe_quiet.
+    Family { ctx: true, ..plain("ordering", "shmem_pe_quiet", "void", "const int *target_pes, size_t npes", "rma::quiet({NAME}, ctx)") },
     // --- collectives (spec 9.9) ---
     plain("coll", "shmem_barrier_all", "void", "void", "coll::barrier_all({NAME})"),
     plain("coll", "shmem_sync_all", "void", "void", "coll::sync_all({NAME})"),

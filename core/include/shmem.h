@@ -562,6 +562,14 @@ void shmem_ctx_int64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int64_t *fetch, int64
 void shmem_ctx_uint32_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 void shmem_ctx_uint64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 
+/* cache */
+void shmem_clear_cache_inv(void);
+void shmem_set_cache_inv(void);
+void shmem_clear_cache_line_inv(void *dest);
+void shmem_set_cache_line_inv(void *dest);
+void shmem_udcflush(void);
+void shmem_udcflush_line(void *dest);
+
 /* coll */
 void shmem_barrier_all(void);
 void shmem_sync_all(void);
@@ -640,6 +648,11 @@ void shmem_int_wait(int *ivar, int cmp_value);
 void shmem_long_wait(long *ivar, long cmp_value);
 void shmem_longlong_wait(long long *ivar, long long cmp_value);
 
+/* lock */
+void shmem_set_lock(long *lock);
+int shmem_test_lock(long *lock);
+void shmem_clear_lock(long *lock);
+
 /* memory */
 void *shmem_malloc(size_t size);
 void *shmem_calloc(size_t count, size_t size);
@@ -652,6 +665,8 @@ void shmem_quiet(void);
 void shmem_ctx_quiet(shmem_ctx_t ctx);
 void shmem_fence(void);
 void shmem_ctx_fence(shmem_ctx_t ctx);
+void shmem_pe_quiet(const int *target_pes, size_t npes);
+void shmem_ctx_pe_quiet(shmem_ctx_t ctx, const int *target_pes, size_t npes);
 
 /* p2p */
 void shmem_int_wait_until(int *ivar, int cmp, int cmp_value);
@@ -822,6 +837,9 @@ size_t shmem_uint32_test_some_vector(uint32_t *ivars, size_t nelems, size_t *ind
 size_t shmem_uint64_test_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const uint64_t *cmp_values);
 size_t shmem_size_test_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const size_t *cmp_values);
 size_t shmem_ptrdiff_test_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const ptrdiff_t *cmp_values);
+
+/* profiling */
+void shmem_pcontrol(int level, ...);
 
 /* rma */
 void shmem_float_put(float *dest, const float *source, size_t nelems, int pe);

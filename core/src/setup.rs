@@ -97,6 +97,9 @@ pub unsafe fn info_get_name(_routine: &CStr, name: *mut c_char) {
     }
 }
 
+/// Routines kept for old programs that have nothing to do here (SHMEM_CACHE, pcontrol).
+pub fn no_op(_routine: &CStr) {}
+
 pub fn start_pes(routine: &CStr, _npes: c_int) {
     runtime::init(routine, crate::ffi::THREAD_SINGLE);
 }

@@ -117,3 +117,8 @@ fn deprecated_amo_names() {
 fn point_to_point_synchronization() {
     run_everywhere("p2p", &[]);
 }
+
+#[test]
+fn locks_under_contention() {
+    run_everywhere("locks", &[]);
+}
