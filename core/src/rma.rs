@@ -289,6 +289,87 @@ pub unsafe fn iget(
     }
 }
 
+/// Block-strided put (1.6): `nblocks` blocks of `bsize` elements; block `b` starts at element
+/// `b*sst` of `src` and lands at element `b*dst` of `dest`.
+///
+/// # Safety
+/// As [`put`], for every block.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn ibput(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    dst: isize,
+    sst: isize,
+    bsize: usize,
+    nblocks: usize,
+    size: usize,
+    pe: c_int,
+) {
+    if nblocks == 0 || bsize == 0 {
+        return;
+    }
+    check_block_strides(routine, dst, sst, bsize);
+    for b in 0..nblocks {
+        // SAFETY: each block is checked by `put`.
+        unsafe {
+            put(
+                routine,
+                ctx,
+                dest.wrapping_add(b * dst as usize * size),
+                src.wrapping_add(b * sst as usize * size),
+                bsize,
+                size,
+                pe,
+            )
+        };
+    }
+}
+
+/// Block-strided get (1.6).
+///
+/// # Safety
+/// As [`get`], for every block.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn ibget(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    dst: isize,
+    sst: isize,
+    bsize: usize,
+    nblocks: usize,
+    size: usize,
+    pe: c_int,
+) {
+    if nblocks == 0 || bsize == 0 {
+        return;
+    }
+    check_block_strides(routine, dst, sst, bsize);
+    for b in 0..nblocks {
+        // SAFETY: each block is checked by `get`.
+        unsafe {
+            get(
+                routine,
+                ctx,
+                dest.wrapping_add(b * dst as usize * size),
+                src.wrapping_add(b * sst as usize * size),
+                bsize,
+                size,
+                pe,
+            )
+        };
+    }
+}
+
+fn check_block_strides(routine: &CStr, dst: isize, sst: isize, bsize: usize) {
+    if dst < bsize as isize || sst < bsize as isize {
+        fatal(routine, &format!("block strides must be at least bsize={bsize} (dst={dst}, sst={sst})"));
+    }
+}
+
 /// `shmem_quiet`: every put, get and AMO issued on `ctx` is complete and visible.
 ///
 /// # Safety

@@ -41,6 +41,26 @@ int main(void) {
     int64_t g64[10];
     shmem_iget64(g64, target64, 1, 2, 10, next);
     for (int i = 0; i < 10; i++) CHECK(g64[i] == -(int64_t)(me * 100 + i * 2 * 5));
+    /* 1.6 block-strided forms: 4 blocks of 3 elements, source blocks every 5, dest every 7 */
+    static int32_t bt[40];
+    int32_t bs[40];
+    for (int i = 0; i < 40; i++) {
+        bs[i] = me * 1000 + i;
+        bt[i] = -1;
+    }
+    shmem_barrier_all();
+    shmem_int32_ibput(bt, bs, 7, 5, 3, 4, next);
+    shmem_barrier_all();
+    for (int i = 0; i < 40; i++) {
+        int b = i / 7, k = i % 7;
+        if (b < 4 && k < 3) CHECK(bt[i] == prev * 1000 + b * 5 + k);
+        else CHECK(bt[i] == -1);
+    }
+    int32_t bg[12];
+    shmem_ibget32(bg, bt, 3, 7, 3, 4, next); /* gather the blocks back densely */
+    for (int b = 0; b < 4; b++)
+        for (int k = 0; k < 3; k++) CHECK(bg[b * 3 + k] == me * 1000 + b * 5 + k);
+    shmem_ibput(SHMEM_CTX_DEFAULT, bt, bs, 3, 3, 3, 0, next); /* zero blocks: no-op */
     shmem_barrier_all();
     shmem_free(dt);
     REPORT_OK("strided");
