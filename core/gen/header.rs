@@ -122,6 +122,11 @@ const C11_HELPERS: &str = r#"/* C11 type-generic interfaces. The first argument 
 #define RSHMEM_C11_ARG2(a, b, c, ...) c
 /* Selected only when a call's argument has no matching type: the call then fails to compile. */
 void rshmem_c11_unsupported_type(void);
+/* Signal updates: the ctx form when the first argument is a context, else the function. */
+#define shmem_signal_add(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), shmem_ctx_t: shmem_ctx_signal_add, default: (shmem_signal_add))(__VA_ARGS__)
+#define shmem_signal_set(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), shmem_ctx_t: shmem_ctx_signal_set, default: (shmem_signal_set))(__VA_ARGS__)
 "#;
 
 fn arg(i: usize) -> String {

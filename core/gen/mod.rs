@@ -184,7 +184,8 @@ pub fn rust_entry_points(all: &[Routine]) -> String {
     for r in all.iter().filter(|r| !r.needs_trampoline()) {
         let params: Vec<String> = r.params.iter().map(|(t, n)| format!("{n}: {}", rust_type(t))).collect();
         let ret = if r.ret == "void" { String::new() } else { format!(" -> {}", rust_type(&r.ret)) };
-        let ctx = if r.has_ctx || !r.body.contains("ctx") { "" } else { "let ctx = ctx::default(); " };
+        let named_ctx = r.params.iter().any(|(_, n)| n == "ctx");
+        let ctx = if named_ctx || !r.body.contains("ctx") { "" } else { "let ctx = ctx::default(); " };
         s.push_str(&format!(
             "#[no_mangle]\npub unsafe extern \"C\" fn {}({}){ret} {{\n    boundary(c\"{}\", || {{ {ctx}{} }})\n}}\n\n",
             r.name,

@@ -618,6 +618,53 @@ pub const FAMILIES: &[Family] = &[
     plain("cache", "shmem_set_cache_line_inv", "void", "void *dest", "setup::no_op({NAME})"),
     plain("cache", "shmem_udcflush", "void", "void", "setup::no_op({NAME})"),
     plain("cache", "shmem_udcflush_line", "void", "void *dest", "setup::no_op({NAME})"),
+    // --- contexts (spec 9.4) ---
+    plain("ctx", "shmem_ctx_create", "int", "long options, shmem_ctx_t *ctx", "ctx::create({NAME}, options, ctx)"),
+    plain("ctx", "shmem_ctx_destroy", "void", "shmem_ctx_t ctx", "ctx::destroy({NAME}, ctx)"),
+    plain("ctx", "shmem_ctx_get_team", "int", "shmem_ctx_t ctx, shmem_team_t *team", "ctx::get_team({NAME}, ctx, team)"),
+    plain(
+        "ctx",
+        "shmem_ctx_session_start",
+        "void",
+        "shmem_ctx_t ctx, long options, const shmem_ctx_session_config_t *config, long config_mask",
+        "ctx::session_start({NAME}, ctx, options, config, config_mask)",
+    ),
+    plain("ctx", "shmem_ctx_session_stop", "void", "shmem_ctx_t ctx", "ctx::session_stop({NAME}, ctx)"),
+    // --- signals (spec 9.8) ---
+    Family {
+        category: "signal",
+        name: "put",
+        suffix: "_signal",
+        over: ALL_RMA,
+        ret: "void",
+        params: "{TYPE} *dest, const {TYPE} *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe",
+        body: "signal::put_signal::<false>({NAME}, ctx, dest.cast(), source.cast(), nelems, {SIZE}, sig_addr, signal, sig_op, pe)",
+        ctx: true,
+        generic: Some("shmem_put_signal"),
+        c_attr: "",
+    },
+    Family {
+        category: "signal",
+        name: "put",
+        suffix: "_signal_nbi",
+        over: ALL_RMA,
+        ret: "void",
+        params: "{TYPE} *dest, const {TYPE} *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe",
+        body: "signal::put_signal::<true>({NAME}, ctx, dest.cast(), source.cast(), nelems, {SIZE}, sig_addr, signal, sig_op, pe)",
+        ctx: true,
+        generic: Some("shmem_put_signal_nbi"),
+        c_attr: "",
+    },
+    Family {
+        ctx: true,
+        ..plain("signal", "shmem_signal_add", "void", "uint64_t *sig_addr, uint64_t signal, int pe", "signal::update({NAME}, ctx, sig_addr, signal, signal::SIGNAL_ADD, pe)")
+    },
+    Family {
+        ctx: true,
+        ..plain("signal", "shmem_signal_set", "void", "uint64_t *sig_addr, uint64_t signal, int pe", "signal::update({NAME}, ctx, sig_addr, signal, signal::SIGNAL_SET, pe)")
+    },
+    plain("signal", "shmem_signal_fetch", "uint64_t", "const uint64_t *sig_addr", "signal::fetch({NAME}, sig_addr)"),
+    plain("signal", "shmem_signal_wait_until", "uint64_t", "uint64_t *sig_addr, int cmp, uint64_t cmp_value", "signal::wait_until({NAME}, sig_addr, cmp, cmp_value)"),
     // --- ordering (spec 9.12) ---
     Family { ctx: true, ..plain("ordering", "shmem_quiet", "void", "void", "rma::quiet({NAME}, ctx)") },
     Family { ctx: true, ..plain("ordering", "shmem_fence", "void", "void", "rma::fence({NAME}, ctx)") },

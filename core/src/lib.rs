@@ -22,6 +22,7 @@ pub mod rma;
 pub mod runtime;
 pub mod segments;
 pub mod setup;
+pub mod signal;
 mod static_data;
 pub mod team;
 pub mod wait;

@@ -122,3 +122,16 @@ fn point_to_point_synchronization() {
 fn locks_under_contention() {
     run_everywhere("locks", &[]);
 }
+
+#[test]
+fn contexts_and_signals() {
+    run_everywhere("ctx_signal", &[]);
+}
+
+#[test]
+fn thread_multiple_with_private_contexts() {
+    let prog = build_c(&source_dir().join("c/threads.c"), &["-pthread"]);
+    for (np, env) in configurations() {
+        oshrun(np, &prog, &env, DEFAULT_TIMEOUT).assert_all_pes_ok("threads", np);
+    }
+}

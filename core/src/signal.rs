@@ -1,0 +1,81 @@
+//! Signals (spec 9.8): put-with-signal delivers the data before the signal. The data goes like
+//! any put, then a fence orders it before the signal update, which is an AMO (SET or ADD) on the
+//! 64-bit signal word, so the receiver that sees the signal sees the data.
+
+use crate::amo;
+use crate::error::fatal;
+use crate::ffi::handles::Ctx;
+use crate::rma;
+use std::ffi::{c_int, CStr};
+
+pub const SIGNAL_SET: c_int = 0;
+pub const SIGNAL_ADD: c_int = 1;
+
+fn op_of(routine: &CStr, sig_op: c_int) -> u32 {
+    match sig_op {
+        SIGNAL_SET => rshmem_plugin_api::AMO_SET,
+        SIGNAL_ADD => rshmem_plugin_api::AMO_ADD,
+        _ => fatal(routine, &format!("sig_op={sig_op} is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD")),
+    }
+}
+
+/// # Safety
+/// As `rma::put_any`; `sig_addr` is checked to be symmetric and aligned.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn put_signal<const NBI: bool>(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    size: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    let op = op_of(routine, sig_op);
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: forwarded under the caller's guarantees.
+    unsafe {
+        rma::put_any::<NBI>(routine, ctx, dest, src, nelems, size, pe);
+        rma::fence(routine, ctx);
+        amo::run::<u64>(routine, ctx, sig_addr, op, signal, 0, pe);
+    }
+}
+
+/// `shmem_signal_add` / `shmem_signal_set`.
+///
+/// # Safety
+/// `sig_addr` is checked to be symmetric and aligned.
+pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    let op = op_of(routine, sig_op);
+    // SAFETY: forwarded.
+    unsafe { amo::run::<u64>(routine, ctx, sig_addr, op, signal, 0, pe) };
+}
+
+/// `shmem_signal_fetch`: the local signal word.
+///
+/// # Safety
+/// `sig_addr` must be a valid, aligned local address.
+pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
+    crate::runtime::get(routine);
+    // SAFETY: aligned word; peers update it atomically.
+    let v = unsafe { std::ptr::read_volatile(sig_addr) };
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    v
+}
+
+/// `shmem_signal_wait_until`: waits, then returns the signal's value.
+///
+/// # Safety
+/// As [`fetch`].
+pub unsafe fn wait_until(routine: &CStr, sig_addr: *const u64, cmp: c_int, value: u64) -> u64 {
+    // SAFETY: forwarded.
+    unsafe {
+        crate::p2p::wait_until(routine, sig_addr, cmp, value);
+        fetch(routine, sig_addr)
+    }
+}
