@@ -13,7 +13,11 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let all = gen::routines();
     std::fs::write(out.join("capi.rs"), gen::rust_entry_points(&all)).unwrap();
-    let headers = [("shmem.h", gen::header::shmem_h(&all)), ("shmemx.h", gen::header::shmemx_h())];
+    let headers = [
+        ("shmem.h", gen::header::shmem_h(&all)),
+        ("shmemx.h", gen::header::shmemx_h()),
+        ("pshmem.h", gen::header::pshmem_h(&all)),
+    ];
     for (name, text) in &headers {
         std::fs::write(out.join(name), text).unwrap();
         if std::env::var_os("RSHMEM_REGEN_HEADERS").is_some() {

@@ -29,13 +29,18 @@ pub struct Routine {
 
 impl Routine {
     pub fn c_prototype(&self) -> String {
+        self.c_decl(&self.name)
+    }
+
+    /// The declaration under another name (the `pshmem_` twin).
+    pub fn c_decl(&self, name: &str) -> String {
         let params = if self.params.is_empty() {
             "void".to_string()
         } else {
             self.params.iter().map(|(t, n)| c_param(t, n)).collect::<Vec<_>>().join(", ")
         };
         let params = if self.variadic { format!("{params}, ...") } else { params };
-        format!("{} {}({});", self.ret, self.name, params).replace("* ", "*")
+        format!("{} {}({});", self.ret, name, params).replace("* ", "*")
     }
 
     /// Long double travels in x87 registers or on the stack, which Rust cannot declare: such
@@ -186,13 +191,24 @@ pub fn rust_entry_points(all: &[Routine]) -> String {
         let ret = if r.ret == "void" { String::new() } else { format!(" -> {}", rust_type(&r.ret)) };
         let named_ctx = r.params.iter().any(|(_, n)| n == "ctx");
         let ctx = if named_ctx || !r.body.contains("ctx") { "" } else { "let ctx = ctx::default(); " };
+        // The body lives in a private function that both the `shmem_` and the `pshmem_` (profiling)
+        // symbols call. Calling it directly, not through the exported name, means a tool that
+        // interposes `shmem_X` and calls `pshmem_X` cannot recurse into itself.
+        let args: Vec<&str> = r.params.iter().map(|(_, n)| n.as_str()).collect();
         s.push_str(&format!(
-            "#[no_mangle]\npub unsafe extern \"C\" fn {}({}){ret} {{\n    boundary(c\"{}\", || {{ {ctx}{} }})\n}}\n\n",
-            r.name,
-            params.join(", "),
-            r.name,
-            r.body,
+            "#[inline(always)]\nunsafe fn impl_{name}({params}){ret} {{\n    boundary(c\"{name}\", || {{ {ctx}{body} }})\n}}\n\n",
+            name = r.name,
+            params = params.join(", "),
+            body = r.body,
         ));
+        for prefix in ["", "p"] {
+            s.push_str(&format!(
+                "#[no_mangle]\npub unsafe extern \"C\" fn {prefix}{name}({params}){ret} {{\n    impl_{name}({args})\n}}\n\n",
+                name = r.name,
+                params = params.join(", "),
+                args = args.join(", "),
+            ));
+        }
     }
     s.push_str("/// Every exported routine: (symbol, category, C prototype).\npub const SYMBOLS: &[(&str, &str, &str)] = &[\n");
     for r in all {

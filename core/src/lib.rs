@@ -35,6 +35,7 @@ mod tests {
         for (name, generated) in [
             ("shmem.h", include_str!(concat!(env!("OUT_DIR"), "/shmem.h"))),
             ("shmemx.h", include_str!(concat!(env!("OUT_DIR"), "/shmemx.h"))),
+            ("pshmem.h", include_str!(concat!(env!("OUT_DIR"), "/pshmem.h"))),
         ] {
             let committed =
                 std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/").to_string() + name)

@@ -135,3 +135,11 @@ fn thread_multiple_with_private_contexts() {
         oshrun(np, &prog, &env, DEFAULT_TIMEOUT).assert_all_pes_ok("threads", np);
     }
 }
+
+#[test]
+fn profiling_names_let_tools_interpose() {
+    let prog = c_test("profiling");
+    for np in [1, 2] {
+        oshrun(np, &prog, &[], DEFAULT_TIMEOUT).assert_all_pes_ok("profiling", np);
+    }
+}

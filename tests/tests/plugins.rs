@@ -150,3 +150,20 @@ fn every_built_in_plugin_exports_exactly_the_descriptor() {
     }
     assert!(seen >= 5, "expected the built-in plugins beside libshmem.so, found {seen}");
 }
+
+#[test]
+fn every_shmem_routine_has_a_pshmem_twin() {
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(target_dir().join("libshmem.so"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&nm.stdout);
+    let names: std::collections::HashSet<&str> =
+        out.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let shmem: Vec<&&str> = names.iter().filter(|n| n.starts_with("shmem_")).collect();
+    assert!(shmem.len() > 1000, "only {} shmem_ symbols", shmem.len());
+    for n in shmem {
+        assert!(names.contains(format!("p{n}").as_str()), "p{n} is missing");
+    }
+}

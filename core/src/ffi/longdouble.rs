@@ -77,3 +77,28 @@ pub unsafe extern "C" fn shmem_ctx_longdouble_g() {
         f = sym ctx_g_impl
     )
 }
+
+/// Profiling twins (`pshmem_`): the same trampolines.
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn pshmem_longdouble_p() {
+    std::arch::naked_asm!("lea rdx, [rsp + 8]", "jmp {f}", f = sym p_impl)
+}
+
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn pshmem_ctx_longdouble_p() {
+    std::arch::naked_asm!("lea rcx, [rsp + 8]", "jmp {f}", f = sym ctx_p_impl)
+}
+
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn pshmem_longdouble_g() {
+    std::arch::naked_asm!("sub rsp, 24", "mov rdx, rsp", "call {f}", "fld tbyte ptr [rsp]", "add rsp, 24", "ret", f = sym g_impl)
+}
+
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn pshmem_ctx_longdouble_g() {
+    std::arch::naked_asm!("sub rsp, 24", "mov rcx, rsp", "call {f}", "fld tbyte ptr [rsp]", "add rsp, 24", "ret", f = sym ctx_g_impl)
+}
