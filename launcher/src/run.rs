@@ -11,17 +11,28 @@ use std::time::{Duration, Instant};
 
 pub struct Options {
     pub np: usize,
+    /// Pin PE i to the i-th allowed core (when there are at least as many cores as PEs).
+    pub bind: Bind,
     pub timeout: Option<Duration>,
     pub env: Vec<(String, String)>,
     pub program: String,
     pub args: Vec<String>,
 }
 
-pub const USAGE: &str = "usage: oshrun -np N [--timeout SECONDS] [-x NAME[=VALUE]]... [--] program [args...]";
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Bind {
+    /// One core per PE when the PEs fit on the allowed cores, else no binding.
+    Auto,
+    None,
+}
+
+pub const USAGE: &str =
+    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core|none] [-x NAME[=VALUE]]... [--] program [args...]";
 
 pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut np = None;
     let mut timeout = None;
+    let mut bind = Bind::Auto;
     let mut env = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -46,6 +57,13 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                     v.parse().map_err(|_| format!("--timeout {v}: not a number"))?,
                 ));
             }
+            "--bind-to" => {
+                bind = match value("core or none")?.as_str() {
+                    "core" => Bind::Auto,
+                    "none" => Bind::None,
+                    v => return Err(format!("--bind-to {v}: use core or none")),
+                };
+            }
             "-x" => {
                 let v = value("NAME or NAME=VALUE")?;
                 match v.split_once('=') {
@@ -64,7 +82,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         i += 1;
     }
     let program = args.get(i).cloned().ok_or_else(|| format!("no program given\n{USAGE}"))?;
-    Ok(Options { np: np.unwrap_or(1), timeout, env, program, args: args[i + 1..].to_vec() })
+    Ok(Options { np: np.unwrap_or(1), bind, timeout, env, program, args: args[i + 1..].to_vec() })
 }
 
 fn signal_name(sig: i32) -> String {
@@ -76,6 +94,18 @@ fn signal_name(sig: i32) -> String {
         unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
     };
     format!("signal {sig} ({name})")
+}
+
+/// The cores this process may run on.
+fn allowed_cores() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|c| libc::CPU_ISSET(*c, &set)).collect()
+    }
 }
 
 struct Job {
@@ -122,6 +152,11 @@ pub fn run(o: &Options) -> i32 {
             .unwrap_or(0)
     );
     let mut job = Job { children: Vec::new(), pids: Vec::new() };
+    // Like MPI launchers, pin PEs to cores when they fit: the scheduler otherwise starts PEs on
+    // one core and waits cost context switches until it spreads them (measured: a 6.5 µs
+    // ping-pong for the first 20000 rounds, 0.5 µs once spread).
+    let cores = allowed_cores();
+    let pin = o.bind == Bind::Auto && !cores.is_empty() && o.np <= cores.len();
     for rank in 0..o.np {
         let mut cmd = Command::new(&o.program);
         cmd.args(&o.args)
@@ -133,11 +168,17 @@ pub fn run(o: &Options) -> i32 {
         if rank != 0 {
             cmd.stdin(Stdio::null());
         }
-        // SAFETY: prctl is async-signal-safe; it makes the PE die with oshrun, so a killed
-        // launcher never leaves PEs behind.
+        // SAFETY: prctl and sched_setaffinity are async-signal-safe system calls. The first
+        // makes the PE die with oshrun, so a killed launcher never leaves PEs behind.
+        let core = if pin { cores.get(rank).copied() } else { None };
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if let Some(c) = core {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(c, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
                 Ok(())
             });
         }
@@ -257,6 +298,14 @@ mod tests {
         assert_eq!(o.env, vec![("A".to_string(), "1".to_string())]);
         assert_eq!(o.program, "./prog");
         assert_eq!(o.args, s(&["-np", "x"]));
+    }
+
+    #[test]
+    fn binding_is_automatic_unless_disabled() {
+        assert_eq!(parse(&s(&["-np", "2", "p"])).unwrap().bind, Bind::Auto);
+        assert_eq!(parse(&s(&["--bind-to", "none", "-np", "2", "p"])).unwrap().bind, Bind::None);
+        assert!(parse(&s(&["--bind-to", "socket", "p"])).is_err());
+        assert!(!allowed_cores().is_empty());
     }
 
     #[test]
