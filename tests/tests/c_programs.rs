@@ -143,3 +143,8 @@ fn profiling_names_let_tools_interpose() {
         oshrun(np, &prog, &[], DEFAULT_TIMEOUT).assert_all_pes_ok("profiling", np);
     }
 }
+
+#[test]
+fn rma_for_every_standard_type() {
+    run_everywhere("rma_types", &[]);
+}

@@ -133,3 +133,39 @@ fn symmetric_static() {
         has(&r, &format!("dest on PE {pe} is \t{want}"));
     }
 }
+
+#[test]
+fn cswap_has_exactly_one_winner() {
+    let r = run("cswap", 4);
+    let winners: Vec<&str> = r.stdout.lines().filter(|l| l.ends_with(" was first")).collect();
+    assert_eq!(winners.len(), 1, "{}", r.stdout);
+}
+
+#[test]
+fn swap() {
+    let r = run("swap", 4);
+    has(&r, "1: dest = 1, swapped = 2");
+    has(&r, "3: dest = 3, swapped = 0");
+}
+
+#[test]
+fn finc_inc_fadd() {
+    let r = run("finc", 2);
+    has(&r, "0: old = 22, dst = 22");
+    has(&r, "1: old = -1, dst = 23");
+    let r = run("inc", 2);
+    has(&r, "0: dst = 74");
+    has(&r, "1: dst = 75");
+    let r = run("fadd", 2);
+    has(&r, "0: old = -1, dst = 66");
+    has(&r, "1: old = 22, dst = 22");
+}
+
+#[test]
+fn lock() {
+    let r = run("lock", 2);
+    for pe in 0..2 {
+        has(&r, &format!("{pe}: sleeping 1 second..."));
+        has(&r, &format!("{pe}: sleeping...done"));
+    }
+}
