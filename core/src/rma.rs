@@ -229,13 +229,8 @@ pub unsafe fn g<T: Copy>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_int) 
     }
 }
 
-fn check_strides(routine: &CStr, dst: isize, sst: isize) {
-    if dst < 1 || sst < 1 {
-        fatal(routine, &format!("strides must be at least 1 (dst={dst}, sst={sst})"));
-    }
-}
-
-/// Strided put: element `i` of `src` (stride `sst`) to element `i` of `dest` (stride `dst`).
+/// Strided put: element `i` of `src` (stride `sst`) to element `i` of `dest` (stride `dst`);
+/// the spec defines it as a block-strided put of one-element blocks.
 ///
 /// # Safety
 /// As [`put`], for every strided element.
@@ -251,18 +246,11 @@ pub unsafe fn iput(
     size: usize,
     pe: c_int,
 ) {
-    if nelems == 0 {
-        return;
-    }
-    check_strides(routine, dst, sst);
-    for i in 0..nelems {
-        let (d, s) = (i * dst as usize * size, i * sst as usize * size);
-        // SAFETY: each element is checked by `put`.
-        unsafe { put(routine, ctx, dest.wrapping_add(d), src.wrapping_add(s), 1, size, pe) };
-    }
+    // SAFETY: forwarded under the same contract.
+    unsafe { ibput(routine, ctx, dest, src, dst, sst, 1, nelems, size, pe) }
 }
 
-/// Strided get.
+/// Strided get: one-element blocks of [`ibget`].
 ///
 /// # Safety
 /// As [`get`], for every strided element.
@@ -278,15 +266,8 @@ pub unsafe fn iget(
     size: usize,
     pe: c_int,
 ) {
-    if nelems == 0 {
-        return;
-    }
-    check_strides(routine, dst, sst);
-    for i in 0..nelems {
-        let (d, s) = (i * dst as usize * size, i * sst as usize * size);
-        // SAFETY: each element is checked by `get`.
-        unsafe { get(routine, ctx, dest.wrapping_add(d), src.wrapping_add(s), 1, size, pe) };
-    }
+    // SAFETY: forwarded under the same contract.
+    unsafe { ibget(routine, ctx, dest, src, dst, sst, 1, nelems, size, pe) }
 }
 
 /// Block-strided put (1.6): `nblocks` blocks of `bsize` elements; block `b` starts at element
@@ -366,7 +347,7 @@ pub unsafe fn ibget(
 
 fn check_block_strides(routine: &CStr, dst: isize, sst: isize, bsize: usize) {
     if dst < bsize as isize || sst < bsize as isize {
-        fatal(routine, &format!("block strides must be at least bsize={bsize} (dst={dst}, sst={sst})"));
+        fatal(routine, &format!("strides must be at least the block size {bsize} (dst={dst}, sst={sst})"));
     }
 }
 
