@@ -39,6 +39,16 @@ pub fn prefix() -> String {
 pub fn log(lvl: i32, what: &str, msg: &str) {
     if lvl <= level() {
         let tag = ["error", "warning", "info", "debug"][lvl.clamp(0, 3) as usize];
-        eprintln!("{} {tag}: {what}: {msg}", prefix());
+        line(&format!("{} {tag}: {what}: {msg}", prefix()));
     }
+}
+
+/// Write one line to stderr with a single write(2), so lines from several PEs sharing the
+/// terminal or pipe never interleave mid-line (pipes keep writes up to 4 KiB whole).
+pub fn line(text: &str) {
+    use std::io::Write;
+    let mut buf = String::with_capacity(text.len() + 1);
+    buf.push_str(text);
+    buf.push('\n');
+    let _ = std::io::stderr().lock().write_all(buf.as_bytes());
 }

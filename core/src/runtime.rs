@@ -348,8 +348,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {
         d.unlink();
     }
-    // SAFETY: registering an extern "C" fn with atexit.
-    unsafe { libc::atexit(at_exit) };
+    // SAFETY: registering an extern "C" fn with glibc's on_exit.
+    unsafe { on_exit(at_exit, std::ptr::null_mut()) };
     if my_pe == 0 {
         if crate::config::get_bool("SHMEM_VERSION").unwrap_or(false) {
             eprintln!("rshmem {} (OpenSHMEM 1.6)", env!("CARGO_PKG_VERSION"));
@@ -410,15 +410,35 @@ fn map_peer(
     unsafe { (spml.remote_ptr)(pe, seg, base) as *mut u8 }
 }
 
-extern "C" fn at_exit() {
-    // The implicit finalize at the end of a program that did not call shmem_finalize: complete
-    // its communication. No barrier: a PE leaving through exit() on an error path must not
-    // block waiting for the others, and the launcher, not told of a finalize, treats a
-    // non-zero exit as abnormal and stops the job.
-    if STATE.load(Ordering::Acquire) == RUNNING {
-        // SAFETY: the default context is always live.
-        let _ = std::panic::catch_unwind(|| unsafe { crate::rma::quiet(c"exit", crate::ctx::default()) });
+extern "C" {
+    /// glibc: like `atexit`, but the handler receives the exit status.
+    fn on_exit(f: extern "C" fn(std::ffi::c_int, *mut c_void), arg: *mut c_void) -> std::ffi::c_int;
+}
+
+static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The job is being ended (global exit or a fatal error): exit handlers must not synchronise.
+pub fn mark_exiting() {
+    EXITING.store(true, Ordering::Release);
+}
+
+/// The implicit `shmem_finalize` at the end of a program that did not call it (spec: "an
+/// implicit shmem_finalize at the end of main"). On a normal exit (status 0) it is the real,
+/// collective finalize, so no PE leaves while others may still reach its memory. On an error
+/// exit it only completes this PE's communication: it must not block waiting for the others, and
+/// the launcher, not told of a finalize, stops the job.
+extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
+    if STATE.load(Ordering::Acquire) != RUNNING {
+        return;
     }
+    let _ = std::panic::catch_unwind(|| {
+        if status == 0 && !EXITING.load(Ordering::Acquire) {
+            finalize(c"shmem_finalize (implicit, at exit)");
+        } else {
+            // SAFETY: the default context is always live.
+            unsafe { crate::rma::quiet(c"exit", crate::ctx::default()) };
+        }
+    });
 }
 
 /// `shmem_finalize`: complete communication, synchronise, release the components.

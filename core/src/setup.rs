@@ -52,6 +52,7 @@ pub fn n_pes(routine: &CStr) -> c_int {
 pub fn global_exit(routine: &CStr, status: c_int) {
     match runtime::try_get() {
         Some(rt) => {
+            runtime::mark_exiting();
             // SAFETY: the default context is always live.
             unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
             rt.boot.abort(status, &format!("PE {} called shmem_global_exit({status})", rt.my_pe))

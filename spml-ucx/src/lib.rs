@@ -1,91 +1,279 @@
-//! spml "ucx": one-sided communication over UCX. Used for every peer that is not mapped into
-//! this process (other nodes, or everything when `SHMEM_LOCAL_MAP=0`), and it publishes its UCX
-//! context so that sshmem "ucx" can allocate memory local peers map through UCX.
+//! spml "ucx": one-sided communication over UCX (`ucp_*_nbx`). It reaches every peer that is not
+//! mapped into this process (other nodes, or every PE when `SHMEM_LOCAL_MAP=0`), and publishes
+//! its UCX context and worker as the job's transport so that sshmem "ucx" can allocate memory
+//! that local peers map through UCX.
 //!
-//! The C table below is a thin layer over [`ucx::Ucx`].
+//! This file is the C table only: each slot is a thin, panic-proof layer over [`ucx::Ucx`].
+//! Failures of RMA, atomics and ordering end the job through the core with a message that names
+//! the peer; a peer whose endpoint fails ends the job too (after a short grace, see
+//! [`ucx::PEER_FAILURE_GRACE`]) rather than leaving this PE hanging.
 
 pub mod ucx;
 
 use rshmem_plugin_api::{
     cstr, CoreServices, Framework, ParamDecl, ParamKind, QueryResult, SpmlCtx, SpmlOps, TransportHandle,
-    LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
+    LOG_DEBUG, LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicPtr, Ordering};
-use ucx::Ucx;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use ucx::{OpError, Options, Ucx};
+
+/// The key under which each PE publishes its worker address.
+const ADDR_KEY: &str = "spml.ucx.addr";
 
 static STATE: AtomicPtr<Ucx> = AtomicPtr::new(std::ptr::null_mut());
 static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(std::ptr::null_mut());
+/// Set once this component asked the core to end the job: the exit path (the core's at-exit
+/// quiet) must not touch UCX again.
+static ABORTING: AtomicBool = AtomicBool::new(false);
 
-fn core() -> &'static CoreServices {
-    // SAFETY: set in `open`; the core's table lives for the job.
-    unsafe { &*CORE.load(Ordering::Acquire) }
+fn core() -> Option<&'static CoreServices> {
+    let p = CORE.load(Ordering::Acquire);
+    // SAFETY: the core's table stays valid from `query` until the job ends.
+    (!p.is_null()).then(|| unsafe { &*p })
 }
 
-#[inline(always)]
-fn state() -> &'static Ucx {
-    // SAFETY: set in `open` before any other slot can be called; never freed.
-    unsafe { &*STATE.load(Ordering::Acquire) }
-}
-
-/// Initialisation-time mutable access (connect, add_segment run before any communication and
-/// from the initialising thread only).
-#[allow(clippy::mut_from_ref)]
-fn state_mut() -> &'static mut Ucx {
-    // SAFETY: see above: no other reference is in use while init mutates the tables.
-    unsafe { &mut *STATE.load(Ordering::Acquire) }
-}
-
-fn abort(msg: &str) -> ! {
+/// End the job through the core with `msg`.
+#[cold]
+fn fatal(msg: &str) -> ! {
+    ABORTING.store(true, Ordering::Release);
     let m = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    // SAFETY: the core's abort does not return.
-    unsafe { (core().abort)(1, m.as_ptr()) };
+    if let Some(c) = core() {
+        // SAFETY: the core's abort takes a NUL-terminated message and does not return.
+        unsafe { (c.abort)(1, m.as_ptr()) };
+    }
+    eprintln!("{msg}");
     std::process::abort()
 }
 
-fn rc(s: sys::ucs_status_t) -> c_int {
-    if s == sys::UCS_OK {
-        RC_OK
-    } else {
-        RC_ERROR
+/// [`ucx::FatalHook`] for the progress thread.
+fn fatal_hook(msg: &str) {
+    fatal(msg)
+}
+
+fn log(level: c_int, msg: &str) {
+    if let Some(c) = core() {
+        // SAFETY: the pointer is the core's own table.
+        unsafe { rshmem_plugin_api::log(c, level, "spml ucx", msg) };
     }
 }
 
-/// Run a table slot without letting a panic cross into C.
+/// Run a slot's body without letting a panic cross into C: a panic ends the job.
+#[inline(always)]
 fn guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(_) => abort(&format!("spml ucx: internal error in {what}")),
+        Err(e) => {
+            let why = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            fatal(&format!("spml ucx: internal error in {what}: {why}"))
+        }
     }
+}
+
+/// The component state (set by `open`, never freed).
+#[inline(always)]
+fn state() -> &'static Ucx {
+    let p = STATE.load(Ordering::Acquire);
+    if p.is_null() {
+        not_open()
+    }
+    // SAFETY: `open` leaks the state before publishing it; it is never freed.
+    unsafe { &*p }
+}
+
+/// The state an spml context designates (the default context is the state itself).
+#[inline(always)]
+fn ctx_state(ctx: SpmlCtx) -> &'static Ucx {
+    if ctx.is_null() {
+        state()
+    } else {
+        // SAFETY: the only contexts this component hands out are pointers to its leaked state.
+        unsafe { &*(ctx as *const Ucx) }
+    }
+}
+
+#[cold]
+fn not_open() -> ! {
+    fatal("spml ucx: called before open")
+}
+
+#[cold]
+fn op_failed(u: &Ucx, what: &str, pe: c_int, e: OpError) -> ! {
+    let mut msg = format!("spml ucx: {what} PE {pe} failed: {e}");
+    if let Some((p, st)) = u.peer_failure() {
+        msg.push_str(&format!(" (the endpoint to PE {p} failed: {})", sys::status_string(st)));
+    }
+    fatal(&msg)
+}
+
+#[cold]
+fn flush_failed(u: &Ucx, what: &str, e: OpError) -> ! {
+    let mut msg = format!("spml ucx: {what} failed: {e}");
+    if let Some((p, st)) = u.peer_failure() {
+        msg.push_str(&format!(" (PE {p} is unreachable: {})", sys::status_string(st)));
+    }
+    fatal(&msg)
+}
+
+/// `SHMEM_MCA_spml_ucx_<name>` as a boolean (the core's spellings: 1/0, yes/no, true/false, on/off).
+fn bool_param(core: *const CoreServices, name: &str, default: bool) -> bool {
+    // SAFETY: the pointer is the one the core passed to query/open.
+    let Some(v) = (unsafe { rshmem_plugin_api::param(core, "spml", "ucx", name) }) else {
+        return default;
+    };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "y" | "yes" | "true" | "on" => true,
+        "0" | "n" | "no" | "false" | "off" | "" => false,
+        _ => {
+            log(
+                LOG_WARN,
+                &format!("SHMEM_MCA_spml_ucx_{name}={v} is not a boolean; using {}", default as u8),
+            );
+            default
+        }
+    }
+}
+
+fn options(core: *const CoreServices) -> Options {
+    Options { progress_thread: bool_param(core, "progress_thread", true) }
+}
+
+unsafe extern "C" fn query(core_ptr: *const CoreServices, result: *mut QueryResult) {
+    if !core_ptr.is_null() {
+        CORE.store(core_ptr as *mut _, Ordering::Release);
+    }
+    guard("query", || {
+        // SAFETY: the core passes a valid result pointer.
+        let r = unsafe { &mut *result };
+        let opts = if core_ptr.is_null() { Options::default() } else { options(core_ptr) };
+        match ucx::probe(ucx::features(&opts)) {
+            Ok(()) => {
+                r.available = 1;
+                r.priority = 50;
+                r.set_reason("UCX context created (RMA, 32/64-bit atomics)");
+            }
+            Err(e) => {
+                r.available = 0;
+                r.priority = 0;
+                r.set_reason(&format!("UCX unusable: {e}"));
+            }
+        }
+    })
+}
+
+/// Stops the progress thread when the process exits without `shmem_finalize` (or aborts), so
+/// that it is not inside UCX while UCX's own destructors run.
+extern "C" fn stop_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let p = STATE.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: the leaked state is never freed.
+            unsafe { &*p }.stop_progress_thread();
+        }
+    });
+}
+
+unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
+    if core_ptr.is_null() {
+        return std::ptr::null();
+    }
+    CORE.store(core_ptr as *mut _, Ordering::Release);
+    guard("open", || {
+        // SAFETY: the core's table is valid for the job.
+        let c = unsafe { &*core_ptr };
+        if !STATE.load(Ordering::Acquire).is_null() {
+            log(LOG_ERROR, "opened twice");
+            return std::ptr::null();
+        }
+        let opts = options(core_ptr);
+        let u = match Ucx::new(c.n_pes.max(1) as usize, &opts) {
+            Ok(u) => u,
+            Err(e) => {
+                log(LOG_ERROR, &e);
+                return std::ptr::null();
+            }
+        };
+        let key = CString::new(ADDR_KEY).expect("no NUL in the key");
+        // SAFETY: core service; the address bytes are valid for the call.
+        if unsafe { (c.kv_put)(key.as_ptr(), u.address().as_ptr(), u.address().len()) } != 0 {
+            log(LOG_ERROR, "could not publish the UCX worker address");
+            return std::ptr::null();
+        }
+        let u: &'static Ucx = Box::leak(Box::new(u));
+        STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
+        if opts.progress_thread {
+            match u.start_progress_thread(Some(fatal_hook)) {
+                // SAFETY: registering an extern "C" fn with no arguments.
+                Ok(()) => unsafe {
+                    libc::atexit(stop_at_exit);
+                },
+                Err(e) => log(LOG_WARN, &format!("{e}; continuing without a progress thread")),
+            }
+        }
+        let ops: &'static SpmlOps = Box::leak(Box::new(SpmlOps {
+            struct_size: std::mem::size_of::<SpmlOps>(),
+            transport: TransportHandle {
+                kind: TRANSPORT_UCX,
+                context: u.context() as *mut c_void,
+                worker: u.worker() as *mut c_void,
+            },
+            default_ctx: u as *const Ucx as SpmlCtx,
+            connect,
+            mem_register,
+            mem_deregister,
+            add_segment,
+            remote_ptr,
+            put,
+            get,
+            put_nbi,
+            get_nbi,
+            atomic_add_u64,
+            quiet,
+            fence,
+            progress,
+            finalize,
+            atomic,
+        }));
+        ops as *const SpmlOps as *const c_void
+    })
 }
 
 unsafe extern "C" fn connect() -> c_int {
     guard("connect", || {
-        let c = core();
-        let mut addrs = Vec::with_capacity(c.n_pes as usize);
-        for pe in 0..c.n_pes {
-            let mut buf = vec![0u8; 1 << 16];
+        let Some(c) = core() else { not_open() };
+        let u = state();
+        let key = CString::new(ADDR_KEY).expect("no NUL in the key");
+        let mut addrs = Vec::with_capacity(u.n_pes());
+        for pe in 0..u.n_pes() as c_int {
+            let mut buf = vec![0u8; 4096];
             let mut len = 0usize;
-            // SAFETY: core service with a buffer of the given capacity.
-            let r = unsafe { (c.kv_get)(pe, cstr!("spml.ucx.addr"), buf.as_mut_ptr(), buf.len(), &mut len) };
-            if r != 0 {
-                abort(&format!("spml ucx: PE {pe} did not publish its UCX worker address"));
+            // SAFETY: core service with a buffer of the given capacity and a valid out-pointer.
+            let mut rc = unsafe { (c.kv_get)(pe, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len) };
+            if rc != 0 && len > buf.len() {
+                buf.resize(len, 0);
+                // SAFETY: as above, with the size the core asked for.
+                rc = unsafe { (c.kv_get)(pe, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len) };
+            }
+            if rc != 0 {
+                log(LOG_ERROR, &format!("PE {pe} did not publish its UCX worker address"));
+                return RC_ERROR;
             }
             buf.truncate(len);
             addrs.push(buf);
         }
-        let u = state_mut();
         if let Err(e) = u.connect(&addrs) {
-            abort(&format!("spml ucx: {e}"));
+            log(LOG_ERROR, &e);
+            return RC_ERROR;
         }
-        // SAFETY: reading a component parameter through the core.
-        let progress = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", "progress_thread") };
-        if !matches!(progress.as_deref().map(str::trim), Some("0" | "no" | "false" | "off")) {
-            if let Err(e) = u.start_progress_thread() {
-                // SAFETY: logging through the core.
-                unsafe { rshmem_plugin_api::log(c, LOG_WARN, "spml ucx", &e) };
-            }
+        // Only with progress threads: a peer that finished its own wire-up waits in the core's
+        // bootstrap fence without progressing UCX, and could not answer us.
+        if u.progress_thread_running() && !u.wireup(ucx::WIREUP_TIMEOUT) {
+            log(LOG_DEBUG, "not every endpoint was wired up during connect; UCX finishes it lazily");
         }
         RC_OK
     })
@@ -102,37 +290,59 @@ unsafe extern "C" fn mem_register(
 ) -> c_int {
     guard("mem_register", || {
         let u = state();
+        // Reuse the registration sshmem "ucx" made while allocating; map anything else here.
         let (handle, ours) = if memh.is_null() {
             match u.mem_map(base, len, false) {
                 Ok((h, _)) => (h, true),
-                Err(e) => abort(&format!("spml ucx: registering {len} bytes at {base:p}: {e}")),
+                Err(e) => {
+                    log(LOG_ERROR, &format!("registering {len} bytes at {base:p}: {e}"));
+                    return RC_ERROR;
+                }
             }
         } else {
             (memh as sys::ucp_mem_h, false)
         };
-        // SAFETY: `handle` is a registration of this context.
+        let undo = || {
+            if ours {
+                // SAFETY: the registration made just above, not published.
+                unsafe { u.mem_unmap(handle) };
+            }
+        };
+        // SAFETY: `handle` is a live registration of our context.
         let packed = match unsafe { u.rkey_pack(handle) } {
             Ok(p) => p,
-            Err(e) => abort(&format!("spml ucx: {e}")),
+            Err(e) => {
+                undo();
+                log(LOG_ERROR, &e);
+                return RC_ERROR;
+            }
         };
         if packed.len() > cap {
+            undo();
+            log(LOG_ERROR, &format!("the packed key needs {} bytes, the core offers {cap}", packed.len()));
             return RC_ERROR;
         }
-        // SAFETY: the core's buffers hold `cap` bytes and valid out-pointers.
+        // SAFETY: the core's key buffer holds `cap` bytes; `rkey_len` and `reg` are valid.
         unsafe {
             std::ptr::copy_nonoverlapping(packed.as_ptr(), rkey, packed.len());
             *rkey_len = packed.len();
             *reg = if ours { handle as *mut c_void } else { std::ptr::null_mut() };
+        }
+        if !ours {
+            u.borrow_registration();
         }
         RC_OK
     })
 }
 
 unsafe extern "C" fn mem_deregister(reg: *mut c_void) {
-    if !reg.is_null() {
-        // SAFETY: `reg` is a registration this component made.
-        guard("mem_deregister", || unsafe { state().mem_unmap(reg as sys::ucp_mem_h) });
-    }
+    guard("mem_deregister", || {
+        if !reg.is_null() {
+            // SAFETY: non-NULL handles are registrations `mem_register` made (borrowed sshmem
+            // registrations are handed out as NULL and stay with sshmem).
+            unsafe { state().mem_unmap(reg as sys::ucp_mem_h) };
+        }
+    })
 }
 
 unsafe extern "C" fn add_segment(
@@ -144,77 +354,115 @@ unsafe extern "C" fn add_segment(
     rkey_len: usize,
 ) -> c_int {
     guard("add_segment", || {
-        if seg as usize >= ucx::MAX_SEGMENTS {
+        if pe < 0 || rkey.is_null() {
             return RC_ERROR;
         }
         // SAFETY: the core passes the packed key with its length.
         let packed = unsafe { std::slice::from_raw_parts(rkey, rkey_len) };
-        match state_mut().add_rkey(pe as usize, seg as usize, packed) {
+        match state().add_rkey(pe as usize, seg as usize, packed) {
             Ok(()) => RC_OK,
-            Err(e) => abort(&format!("spml ucx: {e}")),
+            Err(e) => {
+                log(LOG_ERROR, &e);
+                RC_ERROR
+            }
         }
     })
 }
 
 unsafe extern "C" fn remote_ptr(pe: c_int, seg: u32, raddr: u64) -> *mut c_void {
-    guard("remote_ptr", || state().remote_ptr(pe as usize, seg as usize, raddr))
+    guard("remote_ptr", || {
+        if pe < 0 {
+            return std::ptr::null_mut();
+        }
+        state().remote_ptr(pe as usize, seg as usize, raddr)
+    })
 }
 
 unsafe extern "C" fn put(
-    _ctx: SpmlCtx,
+    ctx: SpmlCtx,
     pe: c_int,
     seg: u32,
     raddr: u64,
     src: *const c_void,
     len: usize,
 ) -> c_int {
-    // SAFETY: the core guarantees `src` is readable for `len`.
-    guard("put", || rc(unsafe { state().put(pe as usize, seg as usize, raddr, src, len, true) }))
+    guard("put", || {
+        let u = ctx_state(ctx);
+        // SAFETY: the core guarantees `src` is readable for `len` bytes.
+        match unsafe { u.put(pe as usize, seg as usize, raddr, src, len, true) } {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(u, "put to", pe, e),
+        }
+    })
 }
 
 unsafe extern "C" fn get(
-    _ctx: SpmlCtx,
+    ctx: SpmlCtx,
     pe: c_int,
     seg: u32,
     raddr: u64,
     dst: *mut c_void,
     len: usize,
 ) -> c_int {
-    // SAFETY: the core guarantees `dst` is writable for `len`.
-    guard("get", || rc(unsafe { state().get(pe as usize, seg as usize, raddr, dst, len, true) }))
+    guard("get", || {
+        let u = ctx_state(ctx);
+        // SAFETY: the core guarantees `dst` is writable for `len` bytes.
+        match unsafe { u.get(pe as usize, seg as usize, raddr, dst, len, true) } {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(u, "get from", pe, e),
+        }
+    })
 }
 
 unsafe extern "C" fn put_nbi(
-    _ctx: SpmlCtx,
+    ctx: SpmlCtx,
     pe: c_int,
     seg: u32,
     raddr: u64,
     src: *const c_void,
     len: usize,
 ) -> c_int {
-    // SAFETY: the caller keeps `src` until the next quiet.
-    guard("put_nbi", || rc(unsafe { state().put(pe as usize, seg as usize, raddr, src, len, false) }))
+    guard("put_nbi", || {
+        let u = ctx_state(ctx);
+        // SAFETY: the caller keeps `src` readable until the next quiet.
+        match unsafe { u.put(pe as usize, seg as usize, raddr, src, len, false) } {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(u, "put_nbi to", pe, e),
+        }
+    })
 }
 
 unsafe extern "C" fn get_nbi(
-    _ctx: SpmlCtx,
+    ctx: SpmlCtx,
     pe: c_int,
     seg: u32,
     raddr: u64,
     dst: *mut c_void,
     len: usize,
 ) -> c_int {
-    // SAFETY: the caller keeps `dst` until the next quiet.
-    guard("get_nbi", || rc(unsafe { state().get(pe as usize, seg as usize, raddr, dst, len, false) }))
+    guard("get_nbi", || {
+        let u = ctx_state(ctx);
+        // SAFETY: the caller keeps `dst` writable until the next quiet.
+        match unsafe { u.get(pe as usize, seg as usize, raddr, dst, len, false) } {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(u, "get_nbi from", pe, e),
+        }
+    })
 }
 
-unsafe extern "C" fn atomic_add_u64(_ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int {
-    guard("atomic_add_u64", || rc(state().atomic_add_u64(pe as usize, seg as usize, raddr, value)))
+unsafe extern "C" fn atomic_add_u64(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int {
+    guard("atomic_add_u64", || {
+        let u = ctx_state(ctx);
+        match u.atomic_add_u64(pe as usize, seg as usize, raddr, value) {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(u, "atomic add on", pe, e),
+        }
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn atomic(
-    _ctx: SpmlCtx,
+    ctx: SpmlCtx,
     pe: c_int,
     seg: u32,
     raddr: u64,
@@ -225,7 +473,8 @@ unsafe extern "C" fn atomic(
     fetched: *mut u64,
 ) -> c_int {
     guard("atomic", || {
-        match state().atomic(pe as usize, seg as usize, raddr, op, size, value, cond, !fetched.is_null()) {
+        let u = ctx_state(ctx);
+        match u.atomic(pe as usize, seg as usize, raddr, op, size, value, cond, !fetched.is_null()) {
             Ok(v) => {
                 if !fetched.is_null() {
                     // SAFETY: the core passes a valid out-pointer or NULL.
@@ -233,100 +482,67 @@ unsafe extern "C" fn atomic(
                 }
                 RC_OK
             }
-            Err(_) => RC_ERROR,
+            Err(OpError::Invalid) => RC_ERROR,
+            Err(e) => op_failed(u, "atomic operation on", pe, e),
         }
     })
 }
 
-unsafe extern "C" fn quiet(_ctx: SpmlCtx) -> c_int {
-    guard("quiet", || rc(state().flush()))
+unsafe extern "C" fn quiet(ctx: SpmlCtx) -> c_int {
+    guard("quiet", || {
+        if ABORTING.load(Ordering::Acquire) {
+            return RC_OK;
+        }
+        let u = ctx_state(ctx);
+        match u.flush() {
+            Ok(()) => RC_OK,
+            Err(e) => flush_failed(u, "quiet", e),
+        }
+    })
 }
 
-unsafe extern "C" fn fence(_ctx: SpmlCtx) -> c_int {
-    guard("fence", || rc(state().fence()))
+unsafe extern "C" fn fence(ctx: SpmlCtx) -> c_int {
+    guard("fence", || {
+        let u = ctx_state(ctx);
+        match u.fence() {
+            Ok(()) => RC_OK,
+            Err(e) => flush_failed(u, "fence", e),
+        }
+    })
 }
 
 unsafe extern "C" fn progress() {
-    guard("progress", || state().progress())
+    guard("progress", || {
+        if ABORTING.load(Ordering::Acquire) {
+            return;
+        }
+        let u = state();
+        u.progress();
+        if let Some((pe, st)) = u.overdue_failure() {
+            fatal(&ucx::peer_lost_message(pe, st));
+        }
+    })
 }
 
 unsafe extern "C" fn finalize() {
-    guard("finalize", || state_mut().finalize())
-}
-
-unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {
-    // SAFETY: the core passes a valid result pointer.
-    let r = unsafe { &mut *result };
-    match std::panic::catch_unwind(Ucx::new) {
-        Ok(Ok(u)) => {
-            drop(u);
-            r.available = 1;
-            r.priority = 50;
-            r.set_reason("UCX context and worker created");
+    guard("finalize", || {
+        if !ABORTING.load(Ordering::Acquire) {
+            if let Err(e) = state().finalize() {
+                log(LOG_WARN, &format!("finalize: {e}"));
+            }
         }
-        Ok(Err(e)) => {
-            r.available = 0;
-            r.set_reason(&format!("UCX unusable: {e}"));
-        }
-        Err(_) => {
-            r.available = 0;
-            r.set_reason("UCX probe panicked");
-        }
-    }
-}
-
-unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
-    CORE.store(core_ptr as *mut _, Ordering::Release);
-    let u = match std::panic::catch_unwind(Ucx::new) {
-        Ok(Ok(u)) => Box::leak(Box::new(u)),
-        Ok(Err(e)) => {
-            // SAFETY: logging through the core.
-            unsafe { rshmem_plugin_api::log(core_ptr, LOG_WARN, "spml ucx", &e) };
-            return std::ptr::null();
-        }
-        Err(_) => return std::ptr::null(),
-    };
-    // SAFETY: core service; the address bytes are valid for the call.
-    if unsafe { (core().kv_put)(cstr!("spml.ucx.addr"), u.address.as_ptr(), u.address.len()) } != 0 {
-        return std::ptr::null();
-    }
-    STATE.store(u, Ordering::Release);
-    let ops = Box::leak(Box::new(SpmlOps {
-        struct_size: std::mem::size_of::<SpmlOps>(),
-        transport: TransportHandle {
-            kind: TRANSPORT_UCX,
-            context: u.context as *mut c_void,
-            worker: u.worker as *mut c_void,
-        },
-        default_ctx: u as *mut Ucx as SpmlCtx,
-        connect,
-        mem_register,
-        mem_deregister,
-        add_segment,
-        remote_ptr,
-        put,
-        get,
-        put_nbi,
-        get_nbi,
-        atomic_add_u64,
-        quiet,
-        fence,
-        progress,
-        finalize,
-        atomic,
-    }));
-    ops as *const SpmlOps as *const c_void
+    })
 }
 
 rshmem_plugin_api::export_plugin! {
     framework: Framework::Spml,
     name: "ucx",
-    description: "RMA, atomics and ordering over UCX (ucp_*_nbx), with a progress thread",
+    description: "RMA, atomics and ordering over UCX (ucp_*_nbx), with an optional progress thread",
     params: &[ParamDecl {
         name: cstr!("progress_thread"),
         kind: ParamKind::Bool,
         default_value: cstr!("1"),
-        doc: cstr!("Run a thread that progresses UCX so RMA to this PE completes while it computes (needed for peers that are not mapped)"),
+        doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress"),
     }],
     query: query,
     open: open,

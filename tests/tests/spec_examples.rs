@@ -11,7 +11,11 @@ fn example(name: &str) -> PathBuf {
     )
 }
 
+/// Runs the example with everything going through UCX (it must succeed: programs that end
+/// without shmem_finalize rely on the implicit, synchronising finalize at exit), then with the
+/// default on-node mapping, whose output the tests check.
 fn run(name: &str, np: usize) -> Run {
+    oshrun(np, &example(name), &[("SHMEM_LOCAL_MAP", "0")], DEFAULT_TIMEOUT).assert_ok(name);
     let r = oshrun(np, &example(name), &[], DEFAULT_TIMEOUT);
     r.assert_ok(name);
     r

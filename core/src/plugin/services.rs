@@ -131,7 +131,7 @@ unsafe extern "C" fn kv_fence() -> c_int {
 unsafe extern "C" fn abort(code: c_int, msg: *const c_char) {
     // SAFETY: NUL-terminated message from the plugin.
     let m = unsafe { c_str(msg).unwrap_or_default() };
-    eprintln!("{} {m}", crate::log::prefix());
+    crate::log::line(&format!("{} {m}", crate::log::prefix()));
     crate::error::abort_job(code, &m)
 }
 

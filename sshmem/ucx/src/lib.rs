@@ -1,143 +1,215 @@
-//! sshmem "ucx": the segment is allocated by UCX (`ucp_mem_map` with `UCP_MEM_MAP_ALLOCATE`)
-//! through the selected spml's published UCX context, so UCX's shared-memory transports can
-//! hand local peers a direct mapping (`ucp_rkey_ptr`) and remote RMA needs no target progress.
-//! Local peers therefore attach through the spml, not by name. Requires the "ucx" spml.
+//! sshmem "ucx": the symmetric segment is allocated by UCX (`ucp_mem_map` with
+//! `UCP_MEM_MAP_ALLOCATE`) in the context the "ucx" spml publishes as the job's transport. UCX
+//! then backs it with memory its shared-memory transports can hand to local peers, which map it
+//! through the spml (`remote_ptr`, i.e. `ucp_rkey_ptr`), and remote RMA into it needs no
+//! target-side progress. The registration is handed to the spml (`transport_memh`) so it does
+//! not register the segment again. Requires the "ucx" spml.
 
 use rshmem_plugin_api::{
-    CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, RC_ERROR, RC_OK, RC_UNSUPPORTED,
+    CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, LOG_ERROR, RC_ERROR, RC_OK, RC_UNSUPPORTED,
     TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_void, CString};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+/// The size `query` allocates to prove UCX can allocate here.
+const PROBE_SIZE: usize = 1 << 20;
+
+static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(std::ptr::null_mut());
+/// The spml's UCX context, captured in `open`.
 static CONTEXT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
-fn ucx_context(core: *const CoreServices) -> Option<sys::ucp_context_h> {
-    // SAFETY: the core's table is valid for the job.
-    let t = unsafe { ((*core).transport)() };
+fn core() -> Option<&'static CoreServices> {
+    let p = CORE.load(Ordering::Acquire);
+    // SAFETY: the core's table stays valid from `query` until the job ends.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+#[cold]
+fn fatal(msg: &str) -> ! {
+    let m = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    if let Some(c) = core() {
+        // SAFETY: the core's abort takes a NUL-terminated message and does not return.
+        unsafe { (c.abort)(1, m.as_ptr()) };
+    }
+    eprintln!("{msg}");
+    std::process::abort()
+}
+
+fn log_error(msg: &str) {
+    if let Some(c) = core() {
+        // SAFETY: the pointer is the core's own table.
+        unsafe { rshmem_plugin_api::log(c, LOG_ERROR, "sshmem ucx", msg) };
+    }
+}
+
+/// Run a slot's body without letting a panic cross into C: a panic ends the job.
+fn guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => fatal(&format!("sshmem ucx: internal error in {what}")),
+    }
+}
+
+/// The UCX context of the selected spml, when it is the "ucx" one.
+fn ucx_context(core: &CoreServices) -> Option<sys::ucp_context_h> {
+    // SAFETY: a core service without arguments.
+    let t = unsafe { (core.transport)() };
     (t.kind == TRANSPORT_UCX && !t.context.is_null()).then_some(t.context as sys::ucp_context_h)
 }
 
-/// Allocate `len` bytes with UCX; returns (registration, address).
+/// Let UCX allocate and register `len` bytes (at `hint` if it can; NULL: anywhere). The memory is
+/// not touched here. Returns the registration and the address.
 fn allocate(
     ctx: sys::ucp_context_h,
     len: usize,
     hint: *mut c_void,
 ) -> Result<(sys::ucp_mem_h, *mut c_void), String> {
+    if len == 0 {
+        return Err("cannot allocate an empty segment".into());
+    }
     let params = sys::ucp_mem_map_params_t {
         field_mask: (sys::UCP_MEM_MAP_PARAM_FIELD_ADDRESS
             | sys::UCP_MEM_MAP_PARAM_FIELD_LENGTH
             | sys::UCP_MEM_MAP_PARAM_FIELD_FLAGS) as u64,
         address: hint,
         length: len,
-        flags: sys::UCP_MEM_MAP_ALLOCATE as _,
+        flags: sys::UCP_MEM_MAP_ALLOCATE,
         ..Default::default()
     };
     let mut memh: sys::ucp_mem_h = std::ptr::null_mut();
-    // SAFETY: valid parameters and out-pointer.
+    // SAFETY: a live context (caller), valid parameters and out-pointer.
     let st = unsafe { sys::ucp_mem_map(ctx, &params, &mut memh) };
     if st != sys::UCS_OK {
-        return Err(format!("ucp_mem_map(ALLOCATE, {len}): {}", sys::status_string(st)));
+        return Err(format!("ucp_mem_map(ALLOCATE, {len} bytes): {}", sys::status_string(st)));
     }
     let mut attr =
         sys::ucp_mem_attr_t { field_mask: sys::UCP_MEM_ATTR_FIELD_ADDRESS as u64, ..Default::default() };
-    // SAFETY: querying the registration just made.
+    // SAFETY: the registration just made; valid out-pointer.
     let st = unsafe { sys::ucp_mem_query(memh, &mut attr) };
-    if st != sys::UCS_OK {
-        // SAFETY: releasing what we mapped.
+    if st != sys::UCS_OK || attr.address.is_null() {
+        // SAFETY: releasing the allocation made above.
         unsafe { sys::ucp_mem_unmap(ctx, memh) };
         return Err(format!("ucp_mem_query: {}", sys::status_string(st)));
     }
     Ok((memh, attr.address))
 }
 
-unsafe extern "C" fn query(core: *const CoreServices, result: *mut QueryResult) {
-    // SAFETY: the core passes a valid result pointer.
-    let r = unsafe { &mut *result };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let Some(ctx) = ucx_context(core) else {
-            r.available = 0;
-            r.set_reason("needs the ucx spml's transport (another spml was selected)");
+unsafe extern "C" fn query(core_ptr: *const CoreServices, result: *mut QueryResult) {
+    if core_ptr.is_null() || result.is_null() {
+        return;
+    }
+    CORE.store(core_ptr as *mut _, Ordering::Release);
+    guard("query", || {
+        // SAFETY: the core passes valid pointers.
+        let (c, r) = unsafe { (&*core_ptr, &mut *result) };
+        r.available = 0;
+        r.priority = 0;
+        let Some(ctx) = ucx_context(c) else {
+            r.set_reason("needs the ucx spml's transport");
             return;
         };
-        match allocate(ctx, 1 << 20, std::ptr::null_mut()) {
+        match allocate(ctx, PROBE_SIZE, std::ptr::null_mut()) {
             Ok((memh, _)) => {
                 // SAFETY: releasing the probe allocation.
                 unsafe { sys::ucp_mem_unmap(ctx, memh) };
                 r.available = 1;
                 r.priority = 20;
-                r.set_reason("UCX allocates the segment");
+                r.set_reason("UCX allocates the segment (ucp_mem_map ALLOCATE)");
             }
-            Err(e) => {
-                r.available = 0;
-                r.set_reason(&e);
-            }
+            Err(e) => r.set_reason(&e),
         }
-    }));
+    })
 }
 
 unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDesc) -> c_int {
-    std::panic::catch_unwind(|| {
+    guard("create", || {
         let ctx = CONTEXT.load(Ordering::Acquire) as sys::ucp_context_h;
+        if ctx.is_null() || out.is_null() {
+            return RC_ERROR;
+        }
         match allocate(ctx, size, hint) {
             Ok((memh, base)) => {
+                let seg = SegmentDesc {
+                    base,
+                    size,
+                    blob_len: 0,
+                    transport_memh: memh as *mut c_void,
+                    handle: memh as *mut c_void,
+                    ..Default::default()
+                };
                 // SAFETY: the core passes a valid out-pointer.
-                let seg = unsafe { &mut *out };
-                *seg = SegmentDesc::default();
-                seg.base = base;
-                seg.size = size;
-                seg.transport_memh = memh as *mut c_void;
-                seg.handle = memh as *mut c_void;
+                unsafe { out.write(seg) };
                 RC_OK
             }
-            Err(_) => RC_ERROR,
+            Err(e) => {
+                log_error(&e);
+                RC_ERROR
+            }
         }
     })
-    .unwrap_or(RC_ERROR)
 }
 
+/// Local peers reach the segment through the spml (`ucp_rkey_ptr`), not by name.
 unsafe extern "C" fn attach(_blob: *const u8, _len: usize, _size: usize, _addr: *mut *mut c_void) -> c_int {
     RC_UNSUPPORTED
 }
 
 unsafe extern "C" fn detach(_addr: *mut c_void, _size: usize) {}
 
+/// Nothing is named: UCX's own segments go with the process.
 unsafe extern "C" fn unlink(_seg: *mut SegmentDesc) {}
 
 unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
-    // SAFETY: the core passes a segment this component created.
-    let seg = unsafe { &mut *seg };
-    if !seg.handle.is_null() {
-        // SAFETY: releasing our own allocation.
-        unsafe {
-            sys::ucp_mem_unmap(
-                CONTEXT.load(Ordering::Acquire) as sys::ucp_context_h,
-                seg.handle as sys::ucp_mem_h,
-            )
-        };
-        seg.handle = std::ptr::null_mut();
-    }
+    guard("destroy", || {
+        if seg.is_null() {
+            return;
+        }
+        // SAFETY: the core passes a segment this component created.
+        let seg = unsafe { &mut *seg };
+        let ctx = CONTEXT.load(Ordering::Acquire) as sys::ucp_context_h;
+        if !seg.handle.is_null() && !ctx.is_null() {
+            // SAFETY: our own allocation, released once (the handle is cleared).
+            unsafe { sys::ucp_mem_unmap(ctx, seg.handle as sys::ucp_mem_h) };
+            seg.handle = std::ptr::null_mut();
+            seg.transport_memh = std::ptr::null_mut();
+            seg.base = std::ptr::null_mut();
+        }
+    })
 }
 
 static OPS: SshmemOps =
     SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
 
-unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
-    match ucx_context(core) {
-        Some(ctx) => {
-            CONTEXT.store(ctx as *mut c_void, Ordering::Release);
-            &OPS as *const SshmemOps as *const c_void
-        }
-        None => std::ptr::null(),
+unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
+    if core_ptr.is_null() {
+        return std::ptr::null();
     }
+    CORE.store(core_ptr as *mut _, Ordering::Release);
+    guard("open", || {
+        // SAFETY: the core's table is valid for the job.
+        match ucx_context(unsafe { &*core_ptr }) {
+            Some(ctx) => {
+                CONTEXT.store(ctx as *mut c_void, Ordering::Release);
+                &OPS as *const SshmemOps as *const c_void
+            }
+            None => {
+                log_error("needs the ucx spml's transport");
+                std::ptr::null()
+            }
+        }
+    })
 }
 
 rshmem_plugin_api::export_plugin! {
     framework: Framework::Sshmem,
     name: "ucx",
-    description: "segments allocated by UCX (ucp_mem_map ALLOCATE), mapped by local peers through the spml",
+    description: "segments allocated by UCX (ucp_mem_map ALLOCATE) in the ucx spml's context; local peers map them through the spml",
     params: &[],
     query: query,
     open: open,
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,290 @@
+//! One-process tests of the UCX layer: a worker with an endpoint to itself stands in for a peer.
+
+use super::*;
+use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
+
+/// A one-PE job: context, worker and the endpoint to our own address.
+fn connected(opts: Options) -> Ucx {
+    let u = Ucx::new(1, &opts).expect("UCX context and worker");
+    let addr = u.address().to_vec();
+    assert!(!addr.is_empty());
+    u.connect(&[addr]).expect("endpoint to our own worker");
+    u
+}
+
+/// Read a word UCX wrote behind the compiler's back.
+fn read(v: &[u64], i: usize) -> u64 {
+    // SAFETY: an in-bounds element of a live vector.
+    unsafe { std::ptr::read_volatile(&v[i]) }
+}
+
+#[test]
+fn probe_accepts_the_features_open_uses() {
+    probe(features(&Options::default())).expect("UCX is usable here");
+    probe(features(&Options { progress_thread: false })).expect("UCX is usable here");
+}
+
+#[test]
+fn put_get_atomic_and_flush_through_a_self_endpoint() {
+    let u = connected(Options { progress_thread: false });
+    assert_eq!(u.n_pes(), 1);
+    let mut target = vec![0u64; 64];
+    let (memh, base) = u.mem_map(target.as_mut_ptr().cast(), 64 * 8, false).expect("register a buffer");
+    assert_eq!(base, target.as_mut_ptr().cast());
+    // SAFETY: a live registration of this context.
+    let packed = unsafe { u.rkey_pack(memh) }.expect("pack its key");
+    assert!(!packed.is_empty());
+    u.add_rkey(0, 1, &packed).expect("unpack the key");
+    let raddr = target.as_ptr() as u64;
+
+    // blocking put, then the values are there after flush
+    let src: Vec<u64> = (0..64).map(|i| i * 3 + 1).collect();
+    // SAFETY: `src` outlives the blocking put.
+    unsafe { u.put(0, 1, raddr, src.as_ptr().cast(), 64 * 8, true) }.expect("put");
+    u.flush().expect("flush");
+    assert!((0..64).all(|i| read(&target, i) == src[i]));
+
+    // blocking get of a sub-range
+    let mut back = vec![0u64; 8];
+    // SAFETY: `back` is writable for 64 bytes.
+    unsafe { u.get(0, 1, raddr + 8 * 8, back.as_mut_ptr().cast(), 64, true) }.expect("get");
+    assert_eq!(back, src[8..16]);
+
+    // bytes, not only words
+    let msg = b"hello, ucx";
+    // SAFETY: `msg` outlives the blocking put.
+    unsafe { u.put(0, 1, raddr + 40 * 8 + 3, msg.as_ptr().cast(), msg.len(), true) }.expect("byte put");
+    u.flush().expect("flush");
+    let mut got = [0u8; 10];
+    // SAFETY: `got` is writable for its length.
+    unsafe { u.get(0, 1, raddr + 40 * 8 + 3, got.as_mut_ptr().cast(), got.len(), true) }.expect("byte get");
+    assert_eq!(&got, msg);
+
+    // atomic add (no fetch) is visible after flush
+    u.atomic_add_u64(0, 1, raddr, 100).expect("atomic add");
+    u.atomic_add_u64(0, 1, raddr, 5).expect("atomic add");
+    u.flush().expect("flush");
+    assert_eq!(read(&target, 0), 1 + 100 + 5);
+
+    // non-blocking put and get complete at flush
+    let v = [9u64; 4];
+    // SAFETY: `v` outlives the flush below.
+    unsafe { u.put(0, 1, raddr + 32 * 8, v.as_ptr().cast(), 32, false) }.expect("put_nbi");
+    let mut w = [0u64; 4];
+    u.flush().expect("flush");
+    // SAFETY: `w` outlives the flush below.
+    unsafe { u.get(0, 1, raddr + 32 * 8, w.as_mut_ptr().cast(), 32, false) }.expect("get_nbi");
+    u.flush().expect("flush");
+    assert_eq!(w, v);
+    assert!((32..36).all(|i| read(&target, i) == 9));
+
+    u.fence().expect("fence");
+    u.progress();
+    assert_eq!(u.peer_failure(), None);
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+    assert!(u.context_released());
+    drop(target);
+}
+
+#[test]
+fn every_atomic_operation_in_both_widths() {
+    let u = connected(Options { progress_thread: false });
+    let mut words = vec![0u64; 4];
+    let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 32, false).unwrap();
+    // SAFETY: a live registration of this context.
+    let packed = unsafe { u.rkey_pack(memh) }.unwrap();
+    u.add_rkey(0, 0, &packed).unwrap();
+    let a64 = words.as_ptr() as u64;
+    let a32 = a64 + 8; // the low half of words[1] on little-endian, a separate 4-byte word anyway
+    let amo = |raddr, op, size, value, cond| u.atomic(0, 0, raddr, op, size, value, cond, true).unwrap();
+
+    assert_eq!(amo(a64, AMO_SET, 8, 101, 0), 0);
+    assert_eq!(amo(a64, AMO_FETCH, 8, 0, 0), 101);
+    assert_eq!(amo(a64, AMO_CSWAP, 8, 5, 101), 101, "swaps when the compare value matches");
+    assert_eq!(amo(a64, AMO_CSWAP, 8, 6, 999), 5, "leaves the word alone otherwise");
+    assert_eq!(amo(a64, AMO_SWAP, 8, 0xf0f0, 0), 5);
+    assert_eq!(amo(a64, AMO_AND, 8, 0xff00, 0), 0xf0f0);
+    assert_eq!(amo(a64, AMO_OR, 8, 0x000f, 0), 0xf000);
+    assert_eq!(amo(a64, AMO_XOR, 8, 0xffff, 0), 0xf00f);
+    assert_eq!(amo(a64, AMO_ADD, 8, u64::MAX, 0), 0x0ff0);
+    assert_eq!(amo(a64, AMO_FETCH, 8, 0, 0), 0x0fef);
+
+    assert_eq!(amo(a32, AMO_SET, 4, 0xdead_beef, 0), 0);
+    assert_eq!(amo(a32, AMO_ADD, 4, 1, 0), 0xdead_beef);
+    assert_eq!(amo(a32, AMO_CSWAP, 4, 7, 0xdead_bef0), 0xdead_bef0);
+    assert_eq!(amo(a32, AMO_FETCH, 4, 0, 0), 7);
+    assert_eq!(read(&words, 0), 0x0fef, "4-byte operations stay in their word");
+
+    // non-fetching forms
+    assert_eq!(u.atomic(0, 0, a64, AMO_ADD, 8, 1, 0, false), Ok(0));
+    u.flush().unwrap();
+    assert_eq!(read(&words, 0), 0x0ff0);
+
+    assert_eq!(u.atomic(0, 0, a64, 99, 8, 0, 0, true), Err(OpError::Invalid));
+    assert_eq!(u.atomic(0, 0, a64, AMO_ADD, 2, 0, 0, true), Err(OpError::Invalid));
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+    drop(words);
+}
+
+#[test]
+fn missing_endpoints_and_keys_are_errors_not_crashes() {
+    let u = Ucx::new(2, &Options { progress_thread: false }).unwrap();
+    let mut buf = [0u8; 8];
+    // SAFETY: the call fails before touching the buffer.
+    let r = unsafe { u.get(1, 0, 0, buf.as_mut_ptr().cast(), 8, true) };
+    assert_eq!(r, Err(OpError::NotConnected));
+    assert!(u.connect(&[u.address().to_vec()]).is_err(), "one address for two PEs");
+    let addr = u.address().to_vec();
+    u.connect(&[addr.clone(), addr.clone()]).unwrap();
+    assert!(u.connect(&[addr.clone(), addr]).is_err(), "connect runs once");
+    // SAFETY: as above.
+    let r = unsafe { u.put(1, 3, 0, buf.as_ptr().cast(), 8, true) };
+    assert_eq!(r, Err(OpError::NoKey));
+    assert_eq!(u.atomic_add_u64(7, 0, 0, 1), Err(OpError::NotConnected));
+    assert_eq!(u.atomic_add_u64(0, MAX_SEGMENTS, 0, 1), Err(OpError::NoKey));
+    assert!(u.remote_ptr(1, 3, 0).is_null());
+    assert!(u.add_rkey(0, MAX_SEGMENTS, &[0u8; 8]).is_err());
+    assert!(!OpError::Status(sys::UCS_ERR_NO_MEMORY).to_string().is_empty());
+}
+
+#[test]
+fn allocated_memory_can_be_mapped_through_its_key() {
+    let u = connected(Options { progress_thread: false });
+    let (memh, base) = u.mem_map(std::ptr::null_mut(), 1 << 20, true).expect("UCX allocates 1 MiB");
+    assert!(!base.is_null());
+    // SAFETY: a live registration of this context.
+    let packed = unsafe { u.rkey_pack(memh) }.unwrap();
+    u.add_rkey(0, 0, &packed).unwrap();
+    // SAFETY: writing into memory UCX allocated for us.
+    unsafe { *(base as *mut u64).add(10) = 77 };
+    let p = u.remote_ptr(0, 0, base as u64 + 80);
+    if !p.is_null() {
+        // SAFETY: UCX maps the same memory for load/store.
+        assert_eq!(unsafe { *(p as *const u64) }, 77);
+    }
+    let v = 5u64;
+    // SAFETY: `v` outlives the blocking put.
+    unsafe { u.put(0, 0, base as u64, (&v as *const u64).cast(), 8, true) }.unwrap();
+    u.flush().unwrap();
+    // SAFETY: reading memory UCX allocated and wrote.
+    assert_eq!(unsafe { std::ptr::read_volatile(base as *const u64) }, 5);
+    // As at the end of a job: the segment sshmem allocated is still live when the spml finalizes,
+    // so the context must stay (UCX asserts when a context with live registrations is released).
+    u.finalize().unwrap();
+    assert!(!u.context_released());
+    // SAFETY: reading memory that stays allocated.
+    assert_eq!(unsafe { std::ptr::read_volatile(base as *const u64) }, 5);
+    let _ = memh;
+}
+
+#[test]
+fn progress_thread_runs_sleeps_and_stops() {
+    let u = connected(Options::default());
+    u.start_progress_thread(None).expect("progress thread");
+    assert!(u.progress_thread_running());
+    u.start_progress_thread(None).expect("starting twice is harmless");
+    let mut target = vec![0u64; 8];
+    let (memh, _) = u.mem_map(target.as_mut_ptr().cast(), 64, false).unwrap();
+    // SAFETY: a live registration of this context.
+    let packed = unsafe { u.rkey_pack(memh) }.unwrap();
+    u.add_rkey(0, 0, &packed).unwrap();
+    for i in 0..1000u64 {
+        // SAFETY: `i` outlives the blocking put.
+        unsafe { u.put(0, 0, target.as_ptr() as u64 + 8, (&i as *const u64).cast(), 8, true) }.unwrap();
+        u.atomic_add_u64(0, 0, target.as_ptr() as u64, 1).unwrap();
+    }
+    u.flush().unwrap();
+    assert_eq!(read(&target, 0), 1000);
+    assert_eq!(read(&target, 1), 999);
+    // idle: the thread sleeps in poll(); stopping it must not take long
+    std::thread::sleep(Duration::from_millis(50));
+    let t = Instant::now();
+    u.stop_progress_thread();
+    assert!(!u.progress_thread_running());
+    assert!(t.elapsed() < Duration::from_secs(1));
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+    u.finalize().unwrap();
+}
+
+#[test]
+fn without_wakeup_there_is_no_progress_thread() {
+    let u = Ucx::new(1, &Options { progress_thread: false }).unwrap();
+    assert!(u.start_progress_thread(None).is_err());
+}
+
+#[test]
+fn peer_failures_wait_out_the_grace_and_are_ignored_when_finalizing() {
+    let h = Health::new();
+    assert!(h.failure().is_none());
+    h.record(3, sys::UCS_ERR_CONNECTION_RESET);
+    h.record(4, sys::UCS_ERR_ENDPOINT_TIMEOUT);
+    let (pe, st, since) = h.failure().unwrap();
+    assert_eq!((pe, st), (3, sys::UCS_ERR_CONNECTION_RESET), "the first failure is kept");
+    assert!(since < PEER_FAILURE_GRACE);
+    assert!(h.overdue().is_none(), "within the grace");
+    // pretend the failure is older than the grace
+    h.failed_at.store(1, Ordering::Release);
+    let h2 = Health { start: Instant::now() - PEER_FAILURE_GRACE * 2, ..h };
+    assert_eq!(h2.overdue(), Some((3, sys::UCS_ERR_CONNECTION_RESET)));
+    h2.finalizing.store(true, Ordering::Release);
+    assert!(h2.overdue().is_none(), "peers leaving during finalize are expected");
+    assert!(peer_lost_message(3, sys::UCS_ERR_CONNECTION_RESET).contains("PE 3"));
+}
+
+#[test]
+fn two_workers_exchange_data_and_one_leaves_without_hanging() {
+    // Two workers in one process stand in for two PEs; the second goes away.
+    let a = Ucx::new(2, &Options { progress_thread: false }).unwrap();
+    let b = Ucx::new(2, &Options { progress_thread: false }).unwrap();
+    let addrs = vec![a.address().to_vec(), b.address().to_vec()];
+    a.connect(&addrs).unwrap();
+    b.connect(&addrs).unwrap();
+    let mut target = vec![0u64; 8];
+    let (memh, _) = b.mem_map(target.as_mut_ptr().cast(), 64, false).unwrap();
+    // SAFETY: a live registration of b's context.
+    let packed = unsafe { b.rkey_pack(memh) }.unwrap();
+    a.add_rkey(1, 0, &packed).unwrap();
+    let v = 42u64;
+    let raddr = target.as_ptr() as u64;
+    // b progresses from another thread while a puts (target-side progress for emulated RMA)
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Acquire) {
+                b.progress();
+            }
+        });
+        // SAFETY: `v` outlives the blocking put.
+        unsafe { a.put(1, 0, raddr, (&v as *const u64).cast(), 8, true) }.unwrap();
+        a.flush().unwrap();
+        stop.store(true, Ordering::Release);
+    });
+    assert_eq!(read(&target, 0), 42);
+    // SAFETY: b's registration, unused from now on.
+    unsafe { b.mem_unmap(memh) };
+    // b leaves (a keeps progressing, as a live peer's progress thread would); whatever the
+    // transport notices about it, neither side may hang.
+    let t = Instant::now();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Acquire) {
+                a.progress();
+            }
+        });
+        assert_eq!(b.finalize(), Ok(()));
+        stop.store(true, Ordering::Release);
+    });
+    for _ in 0..100 {
+        a.progress();
+    }
+    let _ = a.flush();
+    assert!(a.finalize().is_ok() || t.elapsed() >= FINALIZE_TIMEOUT);
+    assert!(t.elapsed() < FINALIZE_TIMEOUT * 3);
+}
