@@ -270,13 +270,14 @@ pub unsafe fn iget(
     unsafe { ibget(routine, ctx, dest, src, dst, sst, 1, nelems, size, pe) }
 }
 
-/// Block-strided put (1.6): `nblocks` blocks of `bsize` elements; block `b` starts at element
-/// `b*sst` of `src` and lands at element `b*dst` of `dest`.
+/// The block-strided loop shared by `ibput` (`GET = false`) and `ibget`: `nblocks` blocks of
+/// `bsize` elements; block `b` starts at element `b*sst` of `src` and lands at element `b*dst`
+/// of `dest`.
 ///
 /// # Safety
-/// As [`put`], for every block.
+/// As [`put`] / [`get`], for every block.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn ibput(
+unsafe fn blocks<const GET: bool>(
     routine: &CStr,
     ctx: Ctx,
     dest: *mut u8,
@@ -293,19 +294,37 @@ pub unsafe fn ibput(
     }
     check_block_strides(routine, dst, sst, bsize);
     for b in 0..nblocks {
-        // SAFETY: each block is checked by `put`.
+        let (d, s) = (dest.wrapping_add(b * dst as usize * size), src.wrapping_add(b * sst as usize * size));
+        // SAFETY: each block is checked by `put`/`get`.
         unsafe {
-            put(
-                routine,
-                ctx,
-                dest.wrapping_add(b * dst as usize * size),
-                src.wrapping_add(b * sst as usize * size),
-                bsize,
-                size,
-                pe,
-            )
+            if GET {
+                get(routine, ctx, d, s, bsize, size, pe)
+            } else {
+                put(routine, ctx, d, s, bsize, size, pe)
+            }
         };
     }
+}
+
+/// Block-strided put (1.6).
+///
+/// # Safety
+/// As [`put`], for every block.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn ibput(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *mut u8,
+    src: *const u8,
+    dst: isize,
+    sst: isize,
+    bsize: usize,
+    nblocks: usize,
+    size: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded under the same contract.
+    unsafe { blocks::<false>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
 }
 
 /// Block-strided get (1.6).
@@ -325,24 +344,8 @@ pub unsafe fn ibget(
     size: usize,
     pe: c_int,
 ) {
-    if nblocks == 0 || bsize == 0 {
-        return;
-    }
-    check_block_strides(routine, dst, sst, bsize);
-    for b in 0..nblocks {
-        // SAFETY: each block is checked by `get`.
-        unsafe {
-            get(
-                routine,
-                ctx,
-                dest.wrapping_add(b * dst as usize * size),
-                src.wrapping_add(b * sst as usize * size),
-                bsize,
-                size,
-                pe,
-            )
-        };
-    }
+    // SAFETY: forwarded under the same contract.
+    unsafe { blocks::<true>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
 }
 
 fn check_block_strides(routine: &CStr, dst: isize, sst: isize, bsize: usize) {
