@@ -1,15 +1,19 @@
 //! OpenSHMEM contexts (spec 9.4). Each context has its own completion state: `quiet` on one
-//! context flushes the spml only if that context issued spml traffic since its last quiet.
-//! Created contexts share the spml's default UCX worker for now, which is correct (a quiet may
-//! complete more than its own context's operations) but not yet independent in performance;
-//! per-context workers are the next step. Options (PRIVATE, SERIALIZED, NOSTORE) and session
-//! hints are accepted; they only allow optimisations.
+//! context flushes the spml only if that context issued spml traffic since its last quiet, and
+//! a created context gets an spml context of its own (`SpmlOps::ctx_create`; spml ucx gives it
+//! a UCX worker), so that its operations complete independently of other contexts'. An spml
+//! without that slot, or one that cannot create another context, makes created contexts share
+//! the default one: still correct, since a quiet may complete more than its context's
+//! operations. PRIVATE and SERIALIZED let the spml skip locking; NOSTORE and session hints
+//! only permit optimisations that are not made.
 
 use crate::error::fatal;
 use crate::ffi::handles::{rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Team};
 use crate::runtime;
+use rshmem_plugin_api::SpmlCtx;
 use std::ffi::{c_int, c_long, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Mutex;
 
 #[inline(always)]
 pub fn default() -> Ctx {
@@ -32,11 +36,44 @@ pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
         unsafe { *out = std::ptr::null() };
         return 1;
     }
-    let obj =
-        Box::new(CtxObj { spml: AtomicPtr::new(rt.spml.default_ctx), spml_dirty: AtomicBool::new(false) });
+    // The spml context is made at the first operation that needs the spml: on one node every
+    // peer is usually mapped, and a UCX worker costs milliseconds to create and to close.
+    let obj = Box::new(CtxObj {
+        spml: AtomicPtr::new(rt.spml.default_ctx),
+        spml_dirty: AtomicBool::new(false),
+        spml_pending: AtomicBool::new(rt.spml.ctx_slots().is_some()),
+        options,
+        _reserved: [0; 5],
+    });
     // SAFETY: checked non-null.
     unsafe { *out = Box::into_raw(obj) };
     0
+}
+
+/// Make `c`'s own spml context (cold path of the first spml operation on a created context);
+/// returns the spml context to use. Falls back to sharing the default one when the spml cannot.
+#[cold]
+pub fn make_spml_ctx(c: &CtxObj) -> SpmlCtx {
+    static MAKING: Mutex<()> = Mutex::new(());
+    let _g = MAKING.lock().unwrap_or_else(|e| e.into_inner());
+    if c.spml_pending.load(Ordering::Acquire) {
+        let rt = runtime::get(c"shmem_ctx_create");
+        if let Some((spml_create, _)) = rt.spml.ctx_slots() {
+            let mut own: SpmlCtx = std::ptr::null_mut();
+            // SAFETY: plugin ABI call with a valid out-pointer; the option values are shared.
+            if unsafe { spml_create(c.options, &mut own) } == 0 && !own.is_null() {
+                c.spml.store(own, Ordering::Release);
+            } else {
+                crate::log::log(
+                    crate::log::DEBUG,
+                    "ctx",
+                    "the spml made no context; sharing the default one",
+                );
+            }
+        }
+        c.spml_pending.store(false, Ordering::Release);
+    }
+    c.spml.load(Ordering::Acquire)
 }
 
 /// `shmem_ctx_destroy`: completes the context's operations, then releases it.
@@ -50,10 +87,18 @@ pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
     if std::ptr::eq(ctx, default()) {
         fatal(routine, "SHMEM_CTX_DEFAULT cannot be destroyed");
     }
-    // SAFETY: a live context by contract.
-    unsafe {
+    let rt = runtime::get(routine);
+    // SAFETY: a live context by contract; nothing uses it after this call.
+    let obj = unsafe {
         crate::rma::quiet(routine, ctx);
-        drop(Box::from_raw(ctx as *mut CtxObj));
+        Box::from_raw(ctx as *mut CtxObj)
+    };
+    let spml_ctx = obj.spml.load(Ordering::Acquire);
+    if !obj.spml_pending.load(Ordering::Acquire) && spml_ctx != rt.spml.default_ctx {
+        if let Some((_, spml_destroy)) = rt.spml.ctx_slots() {
+            // SAFETY: a context this spml's ctx_create made, quieted above and released once.
+            unsafe { spml_destroy(spml_ctx) };
+        }
     }
 }
 

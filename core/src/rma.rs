@@ -60,6 +60,9 @@ pub(crate) unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
     // SAFETY: non-null contexts point at live CtxObj values.
     let c = unsafe { &*ctx };
     c.spml_dirty.store(true, Ordering::Relaxed);
+    if c.spml_pending.load(Ordering::Acquire) {
+        return crate::ctx::make_spml_ctx(c);
+    }
     c.spml.load(Ordering::Relaxed)
 }
 

@@ -162,7 +162,18 @@ typedef struct {
     void (*finalize)(void);
     int (*atomic)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, uint32_t op,
                   uint32_t size, uint64_t value, uint64_t cond, uint64_t *fetched);
+    /* Optional (NULL, or absent when struct_size ends before it): a context of its own for an
+     * OpenSHMEM context created with `options` (SHMEM_PLUGIN_SPML_CTX_*). 0 and the context in
+     * *out, or nonzero to make the core share the default context. */
+    int (*ctx_create)(long options, shmem_plugin_spml_ctx_t *out);
+    /* Release a context from ctx_create (the core has quieted it). */
+    void (*ctx_destroy)(shmem_plugin_spml_ctx_t ctx);
 } shmem_plugin_spml_ops_t;
+
+/* Options of shmem_plugin_spml_ops_t.ctx_create (the values of the SHMEM_CTX_* constants) */
+#define SHMEM_PLUGIN_SPML_CTX_SERIALIZED (1L << 0)
+#define SHMEM_PLUGIN_SPML_CTX_PRIVATE (1L << 1)
+#define SHMEM_PLUGIN_SPML_CTX_NOSTORE (1L << 2)
 
 typedef struct {
     int id;

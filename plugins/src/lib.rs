@@ -15,7 +15,7 @@
 //! starts with its `struct_size`, so the core can tell which slots a plugin knows about.
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_long, c_void};
 
 /// Bumped on any incompatible change to the structures below.
 pub const ABI_VERSION: u32 = 1;
@@ -390,6 +390,31 @@ pub struct SpmlOps {
         cond: u64,
         fetched: *mut u64,
     ) -> c_int,
+    /// Optional (absent from tables shorter than this field): a context of its own for an
+    /// OpenSHMEM context created with `options` (`SPML_CTX_*`), whose `quiet` and `fence` need
+    /// not involve other contexts. RC_OK and the context in `*out`, or nonzero to let the core
+    /// use the default context instead.
+    pub ctx_create: Option<unsafe extern "C" fn(options: c_long, out: *mut SpmlCtx) -> c_int>,
+    /// Release a context from `ctx_create` (the core has quieted it).
+    pub ctx_destroy: Option<unsafe extern "C" fn(ctx: SpmlCtx)>,
+}
+
+/// Options of `SpmlOps::ctx_create` (the values of the matching `SHMEM_CTX_*`).
+pub const SPML_CTX_SERIALIZED: c_long = 1 << 0;
+pub const SPML_CTX_PRIVATE: c_long = 1 << 1;
+pub const SPML_CTX_NOSTORE: c_long = 1 << 2;
+
+impl SpmlOps {
+    /// The `ctx_create`/`ctx_destroy` pair, when the component's table has them.
+    pub fn ctx_slots(
+        &self,
+    ) -> Option<(unsafe extern "C" fn(c_long, *mut SpmlCtx) -> c_int, unsafe extern "C" fn(SpmlCtx))> {
+        let end = std::mem::offset_of!(SpmlOps, ctx_destroy) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        Some((self.ctx_create?, self.ctx_destroy?))
+    }
 }
 
 /// A team as scoll components see it: `size` PEs `start, start+stride, ...`.

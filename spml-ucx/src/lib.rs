@@ -12,12 +12,13 @@ pub mod ucx;
 
 use rshmem_plugin_api::{
     cstr, CoreServices, Framework, ParamDecl, ParamKind, QueryResult, SpmlCtx, SpmlOps, TransportHandle,
-    LOG_DEBUG, LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
+    LOG_DEBUG, LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, SPML_CTX_PRIVATE, SPML_CTX_SERIALIZED, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{c_int, c_long, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use ucx::{OpError, Options, Ucx};
+use std::sync::Arc;
+use ucx::{Channel, OpError, Options, Sharing, Ucx};
 
 /// The key under which each PE publishes its worker address.
 const ADDR_KEY: &str = "spml.ucx.addr";
@@ -86,15 +87,24 @@ fn state() -> &'static Ucx {
     unsafe { &*p }
 }
 
-/// The state an spml context designates (the default context is the state itself).
+/// The channel an spml context designates: the default channel (the state's own) or one made
+/// by `ctx_create`.
 #[inline(always)]
-fn ctx_state(ctx: SpmlCtx) -> &'static Ucx {
+fn ctx_state(ctx: SpmlCtx) -> &'static Channel {
     if ctx.is_null() {
         state()
     } else {
-        // SAFETY: the only contexts this component hands out are pointers to its leaked state.
-        unsafe { &*(ctx as *const Ucx) }
+        // SAFETY: the contexts this component hands out are `Arc<Channel>`s that live until
+        // `ctx_destroy`, after which the core no longer uses them.
+        unsafe { &*(ctx as *const Channel) }
     }
+}
+
+/// The first endpoint failure of any channel.
+fn peer_failure() -> Option<(usize, sys::ucs_status_t)> {
+    let p = STATE.load(Ordering::Acquire);
+    // SAFETY: the leaked state is never freed.
+    (!p.is_null()).then(|| unsafe { &*p }.peer_failure()).flatten()
 }
 
 #[cold]
@@ -103,18 +113,18 @@ fn not_open() -> ! {
 }
 
 #[cold]
-fn op_failed(u: &Ucx, what: &str, pe: c_int, e: OpError) -> ! {
+fn op_failed(_: &Channel, what: &str, pe: c_int, e: OpError) -> ! {
     let mut msg = format!("spml ucx: {what} PE {pe} failed: {e}");
-    if let Some((p, st)) = u.peer_failure() {
+    if let Some((p, st)) = peer_failure() {
         msg.push_str(&format!(" (the endpoint to PE {p} failed: {})", sys::status_string(st)));
     }
     fatal(&msg)
 }
 
 #[cold]
-fn flush_failed(u: &Ucx, what: &str, e: OpError) -> ! {
+fn flush_failed(_: &Channel, what: &str, e: OpError) -> ! {
     let mut msg = format!("spml ucx: {what} failed: {e}");
-    if let Some((p, st)) = u.peer_failure() {
+    if let Some((p, st)) = peer_failure() {
         msg.push_str(&format!(" (PE {p} is unreachable: {})", sys::status_string(st)));
     }
     fatal(&msg)
@@ -222,7 +232,7 @@ unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
                 context: u.context() as *mut c_void,
                 worker: u.worker() as *mut c_void,
             },
-            default_ctx: u as *const Ucx as SpmlCtx,
+            default_ctx: std::ptr::null_mut(),
             connect,
             mem_register,
             mem_deregister,
@@ -238,6 +248,8 @@ unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
             progress,
             finalize,
             atomic,
+            ctx_create: Some(ctx_create),
+            ctx_destroy: Some(ctx_destroy),
         }));
         ops as *const SpmlOps as *const c_void
     })
@@ -507,6 +519,46 @@ unsafe extern "C" fn fence(ctx: SpmlCtx) -> c_int {
         match u.fence() {
             Ok(()) => RC_OK,
             Err(e) => flush_failed(u, "fence", e),
+        }
+    })
+}
+
+/// A channel of its own for a created context, so that it completes independently.
+unsafe extern "C" fn ctx_create(options: c_long, out: *mut SpmlCtx) -> c_int {
+    guard("ctx_create", || {
+        if out.is_null() {
+            return RC_ERROR;
+        }
+        let sharing = if options & SPML_CTX_PRIVATE != 0 {
+            Sharing::Private
+        } else if options & SPML_CTX_SERIALIZED != 0 {
+            Sharing::Serialized
+        } else {
+            Sharing::Multi
+        };
+        match state().create_channel(sharing) {
+            Ok(ch) => {
+                // SAFETY: checked non-null.
+                unsafe { *out = Arc::into_raw(ch) as SpmlCtx };
+                RC_OK
+            }
+            Err(e) => {
+                log(LOG_DEBUG, &format!("cannot create a context's channel: {e}"));
+                RC_ERROR
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn ctx_destroy(ctx: SpmlCtx) {
+    guard("ctx_destroy", || {
+        if ctx.is_null() || ABORTING.load(Ordering::Acquire) {
+            return;
+        }
+        // SAFETY: a channel `ctx_create` handed out, destroyed once by the core.
+        let ch = unsafe { Arc::from_raw(ctx as *const Channel) };
+        if let Err(e) = state().destroy_channel(ch) {
+            log(LOG_WARN, &format!("destroying a context: {e}"));
         }
     })
 }

@@ -1,17 +1,16 @@
-//! UCX, wrapped in plain Rust: one context with one multi-thread-mode worker, an endpoint per PE,
-//! memory registrations, remote keys indexed `[pe][segment]`, the RMA/atomic/ordering
-//! operations, and the progress thread. Nothing here knows the core: `lib.rs` is a thin C table
-//! over [`Ucx`], and the unit tests drive [`Ucx`] directly in one process.
-//!
-//! Hot paths ([`Ucx::put`], [`Ucx::get`], [`Ucx::atomic_add_u64`], [`Ucx::atomic`]) neither
-//! allocate, lock (beyond UCX's own worker lock in multi-thread mode) nor log: they report
-//! failures as a `Copy` [`OpError`] that the caller formats on its cold error path.
+//! UCX, wrapped in plain Rust: one context, memory registrations, the progress thread, and
+//! channels ([`Channel`]: a worker, an endpoint per PE, remote keys indexed `[pe][segment]`, and
+//! the RMA/atomic/ordering operations). The default channel is the [`Ucx`]'s own; each created
+//! OpenSHMEM context gets another. Nothing here knows the core: `lib.rs` is a thin C table over
+//! these types, and the unit tests drive them directly in one process.
 
-use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
+mod channel;
+pub use channel::{Channel, Sharing};
+
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -229,18 +228,15 @@ struct ThreadShared {
 // thread (joined in `stop_progress_thread`); `Health` is made of atomics.
 unsafe impl Send for ThreadShared {}
 
-/// A UCX context with one worker, shared by the application threads and the progress thread
-/// (`UCS_THREAD_MODE_MULTI`), its endpoints and the peers' remote keys.
+/// A UCX context, its default channel (shared by the application threads and the progress
+/// thread, `UCS_THREAD_MODE_MULTI`), the channels of created contexts, and what a new channel
+/// needs to reach the peers: their worker addresses and packed remote keys.
 pub struct Ucx {
     context: sys::ucp_context_h,
-    worker: sys::ucp_worker_h,
+    chan: Channel,
     address: Vec<u8>,
     n_pes: usize,
     wakeup: bool,
-    eps: Box<[AtomicPtr<sys::ucp_ep>]>,
-    /// `rkeys[pe * MAX_SEGMENTS + seg]`.
-    rkeys: Box<[AtomicPtr<sys::ucp_rkey>]>,
-    ep_args: Box<[EpArg]>,
     health: Arc<Health>,
     connected: AtomicBool,
     closed: AtomicBool,
@@ -251,72 +247,64 @@ pub struct Ucx {
     borrowed_regs: AtomicUsize,
     context_released: AtomicBool,
     progress: Mutex<Option<ProgressThread>>,
+    peers: Mutex<Peers>,
 }
 
-// SAFETY: the worker is created in UCS_THREAD_MODE_MULTI and the context with mt_workers_shared,
-// so UCX serialises concurrent calls; the endpoint and key tables are atomics; `EpArg`'s raw
-// pointer only refers to the `Health` box owned by the same `Ucx`.
+/// Kept for channels created after `connect` (contexts are created at any time).
+#[derive(Default)]
+struct Peers {
+    addrs: Vec<Vec<u8>>,
+    /// `(pe, seg, packed key)` of every key announced so far, latest last.
+    keys: Vec<(usize, usize, Vec<u8>)>,
+    /// Live created channels, closed by `finalize` if still open.
+    extra: Vec<Arc<Channel>>,
+}
+
+// SAFETY: the default worker is created in UCS_THREAD_MODE_MULTI and the context with
+// mt_workers_shared, so UCX serialises concurrent calls; channels are Sync (see there).
 unsafe impl Send for Ucx {}
 // SAFETY: as above.
 unsafe impl Sync for Ucx {}
+
+/// A `Ucx` is used as its default channel (the default OpenSHMEM context).
+impl std::ops::Deref for Ucx {
+    type Target = Channel;
+    fn deref(&self) -> &Channel {
+        &self.chan
+    }
+}
 
 impl Ucx {
     /// Read UCX's configuration and create a context and a multi-thread-mode worker for a job of
     /// `n_pes` PEs.
     pub fn new(n_pes: usize, opts: &Options) -> Result<Ucx, String> {
         let context = create_context(features(opts), n_pes)?;
-        let wparams = sys::ucp_worker_params_t {
-            field_mask: sys::UCP_WORKER_PARAM_FIELD_THREAD_MODE as u64,
-            thread_mode: sys::UCS_THREAD_MODE_MULTI,
-            ..Default::default()
-        };
-        let mut worker: sys::ucp_worker_h = std::ptr::null_mut();
-        // SAFETY: a live context, valid parameters and out-pointer.
-        if let Err(e) =
-            check("ucp_worker_create", unsafe { sys::ucp_worker_create(context, &wparams, &mut worker) })
-        {
-            // SAFETY: the context has nothing else attached.
-            unsafe { sys::ucp_cleanup(context) };
-            return Err(e);
-        }
-        let mut attr = sys::ucp_worker_attr_t {
-            field_mask: sys::UCP_WORKER_ATTR_FIELD_THREAD_MODE as u64,
-            ..Default::default()
-        };
-        // SAFETY: our live worker; valid out-pointer.
-        let mt = unsafe { sys::ucp_worker_query(worker, &mut attr) } == sys::UCS_OK
-            && attr.thread_mode == sys::UCS_THREAD_MODE_MULTI;
-        let mut addr: *mut sys::ucp_address_t = std::ptr::null_mut();
-        let mut len = 0usize;
-        // SAFETY: our live worker; valid out-pointers.
-        let st = unsafe { sys::ucp_worker_get_address(worker, &mut addr, &mut len) };
-        if !mt || st != sys::UCS_OK {
-            // SAFETY: releasing what was created above, worker first.
-            unsafe {
-                sys::ucp_worker_destroy(worker);
-                sys::ucp_cleanup(context);
-            }
-            return Err(if mt {
-                format!("ucp_worker_get_address: {}", sys::status_string(st))
-            } else {
-                "UCX cannot provide a multi-thread worker (UCS_THREAD_MODE_MULTI)".to_string()
-            });
-        }
-        // SAFETY: UCX returned `len` readable bytes at `addr`; released right after the copy.
-        let address = unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec();
-        // SAFETY: the address came from this worker.
-        unsafe { sys::ucp_worker_release_address(worker, addr) };
         let health = Arc::new(Health::new());
-        let hp = Arc::as_ptr(&health);
+        let chan = match Channel::new(context, n_pes, Sharing::Multi, health.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                // SAFETY: the context has nothing else attached.
+                unsafe { sys::ucp_cleanup(context) };
+                return Err(e);
+            }
+        };
+        let address = match chan.address() {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: releasing what was created above, worker first.
+                unsafe {
+                    sys::ucp_worker_destroy(chan.worker());
+                    sys::ucp_cleanup(context);
+                }
+                return Err(e);
+            }
+        };
         Ok(Ucx {
             context,
-            worker,
+            chan,
             address,
             n_pes,
             wakeup: opts.progress_thread,
-            eps: (0..n_pes).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            rkeys: (0..n_pes * MAX_SEGMENTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            ep_args: (0..n_pes).map(|pe| EpArg { pe, health: hp }).collect(),
             health,
             connected: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -324,6 +312,7 @@ impl Ucx {
             borrowed_regs: AtomicUsize::new(0),
             context_released: AtomicBool::new(false),
             progress: Mutex::new(None),
+            peers: Mutex::new(Peers::default()),
         })
     }
 
@@ -331,11 +320,7 @@ impl Ucx {
         self.context
     }
 
-    pub fn worker(&self) -> sys::ucp_worker_h {
-        self.worker
-    }
-
-    /// This worker's address, which peers need to create their endpoints to it.
+    /// The default channel's worker address, which peers need to create their endpoints to it.
     pub fn address(&self) -> &[u8] {
         &self.address
     }
@@ -344,8 +329,12 @@ impl Ucx {
         self.n_pes
     }
 
-    /// Create the endpoint to every PE (`addrs[pe]` is its worker address; ours included), with
-    /// peer failure detection. Once only.
+    fn peers(&self) -> std::sync::MutexGuard<'_, Peers> {
+        self.peers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Create the default channel's endpoint to every PE (`addrs[pe]` is its worker address;
+    /// ours included), with peer failure detection. Once only.
     pub fn connect(&self, addrs: &[Vec<u8>]) -> Result<(), String> {
         if addrs.len() != self.n_pes {
             return Err(format!("{} worker addresses for {} PEs", addrs.len(), self.n_pes));
@@ -353,47 +342,39 @@ impl Ucx {
         if self.connected.swap(true, Ordering::AcqRel) {
             return Err("already connected".into());
         }
-        for (pe, a) in addrs.iter().enumerate() {
-            let params = sys::ucp_ep_params_t {
-                field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
-                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
-                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER) as u64,
-                address: a.as_ptr() as *const sys::ucp_address_t,
-                err_mode: sys::UCP_ERR_HANDLING_MODE_PEER,
-                err_handler: sys::ucp_err_handler_t {
-                    cb: Some(ep_error),
-                    arg: &self.ep_args[pe] as *const EpArg as *mut c_void,
-                },
-                ..Default::default()
-            };
-            let mut ep: sys::ucp_ep_h = std::ptr::null_mut();
-            // SAFETY: our worker; the address bytes outlive the call; the error handler's argument
-            // lives as long as `self`, which closes the endpoint before dropping it.
-            check(&format!("ucp_ep_create to PE {pe}"), unsafe {
-                sys::ucp_ep_create(self.worker, &params, &mut ep)
-            })?;
-            self.eps[pe].store(ep, Ordering::Release);
-        }
-        Ok(())
+        self.peers().addrs = addrs.to_vec();
+        self.chan.connect(addrs)
     }
 
-    /// Wait (at most `timeout`) until every endpoint is wired up, by flushing the worker: UCX
-    /// connects endpoints lazily, and a peer dying while operations are queued on an endpoint
-    /// still being wired up trips an assertion inside UCX 1.13 instead of failing the operations.
-    /// Needs the peers to progress (their progress threads, or their own `wireup`). True when
-    /// everything was connected in time; else the flush is left to complete on its own.
-    pub fn wireup(&self, timeout: Duration) -> bool {
-        let param = sys::ucp_request_param_t::default();
-        // SAFETY: our own worker.
-        let r = unsafe { sys::ucp_worker_flush_nbx(self.worker, &param) };
-        match self.wait_until(r, Instant::now() + timeout) {
-            Ok(st) => st == sys::UCS_OK,
-            Err(r) => {
-                // SAFETY: a live request; UCX releases it when it completes.
-                unsafe { sys::ucp_request_free(r) };
-                false
-            }
+    /// A new channel with endpoints to every PE's default worker and every key announced so
+    /// far; later keys reach it too. Release it with [`Ucx::destroy_channel`].
+    pub fn create_channel(&self, sharing: Sharing) -> Result<Arc<Channel>, String> {
+        let mut peers = self.peers();
+        if !self.connected.load(Ordering::Acquire) || self.closed.load(Ordering::Acquire) {
+            return Err("the spml is not connected".into());
         }
+        let ch = Arc::new(Channel::new(self.context, self.n_pes, sharing, self.health.clone())?);
+        let setup = ch.connect(&peers.addrs).and_then(|()| {
+            peers.keys.iter().try_for_each(|(pe, seg, packed)| ch.add_rkey(*pe, *seg, packed))
+        });
+        if let Err(e) = setup {
+            let _ = ch.close(Instant::now() + FINALIZE_TIMEOUT, true);
+            return Err(e);
+        }
+        peers.extra.push(ch.clone());
+        Ok(ch)
+    }
+
+    /// Complete a created channel's operations and release it (its peers are told, which
+    /// needs them to progress: their progress threads do). Bounded by [`FINALIZE_TIMEOUT`].
+    pub fn destroy_channel(&self, ch: Arc<Channel>) -> Result<(), String> {
+        self.peers().extra.retain(|p| !Arc::ptr_eq(p, &ch));
+        ch.close(Instant::now() + FINALIZE_TIMEOUT, false)
+    }
+
+    /// How many created channels are live.
+    pub fn channels(&self) -> usize {
+        self.peers().extra.len()
     }
 
     /// Register `[base, base + len)` for remote access; with `allocate`, UCX allocates the memory
@@ -447,246 +428,36 @@ impl Ucx {
         Ok(v)
     }
 
-    /// Unpack PE `pe`'s packed key for its segment `seg` (replacing an earlier one).
+    /// Unpack PE `pe`'s packed key for its segment `seg` (replacing an earlier one) on every
+    /// channel, and keep it for channels created later.
     pub fn add_rkey(&self, pe: usize, seg: usize, packed: &[u8]) -> Result<(), String> {
-        if seg >= MAX_SEGMENTS {
-            return Err(format!("segment {seg} is beyond the {MAX_SEGMENTS} this spml supports"));
+        let mut peers = self.peers();
+        self.chan.add_rkey(pe, seg, packed)?;
+        for ch in &peers.extra {
+            ch.add_rkey(pe, seg, packed)?;
         }
-        let ep = self.ep(pe).map_err(|e| format!("PE {pe}: {e}"))?;
-        let mut rkey: sys::ucp_rkey_h = std::ptr::null_mut();
-        // SAFETY: a live endpoint; the packed key outlives the call; valid out-pointer.
-        check(&format!("ucp_ep_rkey_unpack for PE {pe} segment {seg}"), unsafe {
-            sys::ucp_ep_rkey_unpack(ep, packed.as_ptr() as *const c_void, &mut rkey)
-        })?;
-        let old = self.rkeys[pe * MAX_SEGMENTS + seg].swap(rkey, Ordering::AcqRel);
-        if !old.is_null() {
-            // SAFETY: the key we replaced; segments are (re)announced before they are used.
-            unsafe { sys::ucp_rkey_destroy(old) };
-        }
+        peers.keys.retain(|(p, s, _)| (*p, *s) != (pe, seg));
+        peers.keys.push((pe, seg, packed.to_vec()));
         Ok(())
     }
 
-    #[inline(always)]
-    fn ep(&self, pe: usize) -> Result<sys::ucp_ep_h, OpError> {
-        match self.eps.get(pe).map(|e| e.load(Ordering::Acquire)) {
-            Some(ep) if !ep.is_null() => Ok(ep),
-            _ => Err(OpError::NotConnected),
-        }
-    }
-
-    #[inline(always)]
-    fn target(&self, pe: usize, seg: usize) -> Result<(sys::ucp_ep_h, sys::ucp_rkey_h), OpError> {
-        let ep = self.ep(pe)?;
-        if seg >= MAX_SEGMENTS {
-            return Err(OpError::NoKey);
-        }
-        let rkey = self.rkeys[pe * MAX_SEGMENTS + seg].load(Ordering::Acquire);
-        if rkey.is_null() {
-            return Err(OpError::NoKey);
-        }
-        Ok((ep, rkey))
-    }
-
-    /// A local address through which `raddr` of PE `pe`'s segment `seg` can be loaded and
-    /// stored (shared-memory transports), or NULL.
-    pub fn remote_ptr(&self, pe: usize, seg: usize, raddr: u64) -> *mut c_void {
-        let Ok((_, rkey)) = self.target(pe, seg) else {
-            return std::ptr::null_mut();
-        };
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a live key; valid out-pointer.
-        match unsafe { sys::ucp_rkey_ptr(rkey, raddr, &mut p) } {
-            sys::UCS_OK => p,
-            _ => std::ptr::null_mut(),
-        }
-    }
-
-    /// Wait for what a `*_nbx` call returned: progress until the request completes, then free it.
-    #[inline(always)]
-    fn wait(&self, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
-        if !sys::ptr_is_request(r) {
-            return sys::ptr_status(r);
-        }
-        loop {
-            // SAFETY: a live request of our worker (freed only below).
-            let st = unsafe { sys::ucp_request_check_status(r) };
-            if st != sys::UCS_INPROGRESS {
-                // SAFETY: completed, freed exactly once.
+    /// Wait (at most `timeout`) until every endpoint is wired up, by flushing the worker: UCX
+    /// connects endpoints lazily, and a peer dying while operations are queued on an endpoint
+    /// still being wired up trips an assertion inside UCX 1.13 instead of failing the operations.
+    /// Needs the peers to progress (their progress threads, or their own `wireup`). True when
+    /// everything was connected in time; else the flush is left to complete on its own.
+    pub fn wireup(&self, timeout: Duration) -> bool {
+        let param = sys::ucp_request_param_t::default();
+        // SAFETY: our own worker.
+        let r = unsafe { sys::ucp_worker_flush_nbx(self.chan.worker(), &param) };
+        match self.chan.wait_until(r, Instant::now() + timeout) {
+            Ok(st) => st == sys::UCS_OK,
+            Err(r) => {
+                // SAFETY: a live request; UCX releases it when it completes.
                 unsafe { sys::ucp_request_free(r) };
-                return st;
+                false
             }
-            // SAFETY: our own multi-thread-mode worker.
-            unsafe { sys::ucp_worker_progress(self.worker) };
         }
-    }
-
-    /// Non-blocking: hand the request back to UCX at once; completion is observed by a flush.
-    #[inline(always)]
-    fn release(r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
-        if sys::ptr_is_request(r) {
-            // SAFETY: a live request; UCX completes and recycles it by itself after this.
-            unsafe { sys::ucp_request_free(r) };
-            sys::UCS_OK
-        } else {
-            sys::ptr_status(r)
-        }
-    }
-
-    /// Put `len` bytes from `src` to `raddr` in PE `pe`'s segment `seg`. Blocking: returns when
-    /// `src` may be reused; else completes at the next [`Ucx::flush`].
-    ///
-    /// # Safety
-    /// `src` must be readable for `len` bytes (until the next flush when not blocking).
-    #[inline(always)]
-    pub unsafe fn put(
-        &self,
-        pe: usize,
-        seg: usize,
-        raddr: u64,
-        src: *const c_void,
-        len: usize,
-        blocking: bool,
-    ) -> Result<(), OpError> {
-        let (ep, rkey) = self.target(pe, seg)?;
-        let param = sys::ucp_request_param_t::default();
-        // SAFETY: live endpoint and key; `src` readable for `len` (caller).
-        let r = unsafe { sys::ucp_put_nbx(ep, src, len, raddr, rkey, &param) };
-        status(if blocking { self.wait(r) } else { Self::release(r) })
-    }
-
-    /// Get `len` bytes at `raddr` of PE `pe`'s segment `seg` into `dst`. Blocking: returns when
-    /// `dst` holds the data; else `dst` is valid after the next [`Ucx::flush`].
-    ///
-    /// # Safety
-    /// `dst` must be writable for `len` bytes (until the next flush when not blocking).
-    #[inline(always)]
-    pub unsafe fn get(
-        &self,
-        pe: usize,
-        seg: usize,
-        raddr: u64,
-        dst: *mut c_void,
-        len: usize,
-        blocking: bool,
-    ) -> Result<(), OpError> {
-        let (ep, rkey) = self.target(pe, seg)?;
-        let param = sys::ucp_request_param_t::default();
-        // SAFETY: live endpoint and key; `dst` writable for `len` (caller).
-        let r = unsafe { sys::ucp_get_nbx(ep, dst, len, raddr, rkey, &param) };
-        status(if blocking { self.wait(r) } else { Self::release(r) })
-    }
-
-    /// Atomically add `value` to the 64-bit word at `raddr` (no fetch). Returns once UCX no
-    /// longer needs the operand; the update is remotely complete at the next flush.
-    #[inline(always)]
-    pub fn atomic_add_u64(&self, pe: usize, seg: usize, raddr: u64, value: u64) -> Result<(), OpError> {
-        let (ep, rkey) = self.target(pe, seg)?;
-        let param = sys::ucp_request_param_t {
-            op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE,
-            datatype: sys::ucp_dt_make_contig(8),
-            ..Default::default()
-        };
-        // SAFETY: live endpoint and key; `value` outlives the request (waited for below).
-        let r = unsafe {
-            sys::ucp_atomic_op_nbx(
-                ep,
-                sys::UCP_ATOMIC_OP_ADD,
-                &value as *const u64 as *const c_void,
-                1,
-                raddr,
-                rkey,
-                &param,
-            )
-        };
-        status(self.wait(r))
-    }
-
-    /// A 4- or 8-byte atomic `op` (`AMO_*` of the plugin ABI) at `raddr`. Returns the previous
-    /// value (fetched when `fetch` is set or the operation needs it, else 0) once complete.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    pub fn atomic(
-        &self,
-        pe: usize,
-        seg: usize,
-        raddr: u64,
-        op: u32,
-        size: u32,
-        value: u64,
-        cond: u64,
-        fetch: bool,
-    ) -> Result<u64, OpError> {
-        match size {
-            4 => self.amo::<u32>(pe, seg, raddr, op, value as u32, cond as u32, fetch).map(u64::from),
-            8 => self.amo::<u64>(pe, seg, raddr, op, value, cond, fetch),
-            _ => Err(OpError::Invalid),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn amo<T: Copy + Default>(
-        &self,
-        pe: usize,
-        seg: usize,
-        raddr: u64,
-        op: u32,
-        value: T,
-        cond: T,
-        fetch: bool,
-    ) -> Result<T, OpError> {
-        let zero = T::default();
-        // UCX's table: ADD/AND/OR/XOR: Y op= X (reply optional); SWAP: Result=Y, Y=X (reply
-        // required); CSWAP: Result=Y, if X==Y then Y=Z with X in `buffer` and Z passed in the reply
-        // buffer, which then receives the result.
-        let (uop, operand, reply_in, fetch) = match op {
-            AMO_FETCH => (sys::UCP_ATOMIC_OP_ADD, zero, zero, true),
-            AMO_SET | AMO_SWAP => (sys::UCP_ATOMIC_OP_SWAP, value, zero, true),
-            AMO_CSWAP => (sys::UCP_ATOMIC_OP_CSWAP, cond, value, true),
-            AMO_ADD => (sys::UCP_ATOMIC_OP_ADD, value, zero, fetch),
-            AMO_AND => (sys::UCP_ATOMIC_OP_AND, value, zero, fetch),
-            AMO_OR => (sys::UCP_ATOMIC_OP_OR, value, zero, fetch),
-            AMO_XOR => (sys::UCP_ATOMIC_OP_XOR, value, zero, fetch),
-            _ => return Err(OpError::Invalid),
-        };
-        let (ep, rkey) = self.target(pe, seg)?;
-        let mut reply = reply_in;
-        let mut param = sys::ucp_request_param_t {
-            op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE,
-            datatype: sys::ucp_dt_make_contig(std::mem::size_of::<T>()),
-            ..Default::default()
-        };
-        if fetch {
-            param.op_attr_mask |= sys::UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-            param.reply_buffer = &mut reply as *mut T as *mut c_void;
-        }
-        // SAFETY: live endpoint and key; `operand` and `reply` outlive the request (waited for).
-        let r = unsafe {
-            sys::ucp_atomic_op_nbx(ep, uop, &operand as *const T as *const c_void, 1, raddr, rkey, &param)
-        };
-        status(self.wait(r))?;
-        Ok(if fetch { reply } else { zero })
-    }
-
-    /// Complete every operation issued on this worker (remote completion included).
-    pub fn flush(&self) -> Result<(), OpError> {
-        let param = sys::ucp_request_param_t::default();
-        // SAFETY: our own worker.
-        let r = unsafe { sys::ucp_worker_flush_nbx(self.worker, &param) };
-        status(self.wait(r))
-    }
-
-    /// Order operations issued before against those issued after, per target.
-    pub fn fence(&self) -> Result<(), OpError> {
-        // SAFETY: our own worker.
-        status(unsafe { sys::ucp_worker_fence(self.worker) })
-    }
-
-    /// Drive communication once; true when something happened.
-    #[inline(always)]
-    pub fn progress(&self) -> bool {
-        // SAFETY: our own multi-thread-mode worker.
-        unsafe { sys::ucp_worker_progress(self.worker) != 0 }
     }
 
     /// The first peer whose endpoint failed, with UCX's status, if any.
@@ -702,9 +473,10 @@ impl Ucx {
     }
 
     /// Start the thread that gives this PE target-side progress while the application computes:
-    /// it progresses the worker while there is work and, when idle, arms the worker and sleeps
-    /// on its event fd (at most [`IDLE_POLL_MS`] at a time). `fatal` is called with a message
-    /// when a peer failure is overdue or the thread panics.
+    /// it progresses the default worker while there is work and, when idle, arms the worker and
+    /// sleeps on its event fd (at most [`IDLE_POLL_MS`] at a time). Peers reach this PE only
+    /// through default workers, so created channels need no such thread. `fatal` is called with
+    /// a message when a peer failure is overdue or the thread panics.
     pub fn start_progress_thread(&self, fatal: Option<FatalHook>) -> Result<(), String> {
         if !self.wakeup {
             return Err("the context was created without wake-up events (progress_thread=0)".into());
@@ -713,12 +485,13 @@ impl Ucx {
         if slot.is_some() {
             return Ok(());
         }
+        let worker = self.chan.worker();
         let mut efd: c_int = -1;
         // SAFETY: our worker, created with UCP_FEATURE_WAKEUP; valid out-pointer.
-        check("ucp_worker_get_efd", unsafe { sys::ucp_worker_get_efd(self.worker, &mut efd) })?;
+        check("ucp_worker_get_efd", unsafe { sys::ucp_worker_get_efd(worker, &mut efd) })?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let shared = ThreadShared { worker: self.worker, health: self.health.clone() };
+        let shared = ThreadShared { worker, health: self.health.clone() };
         let handle = std::thread::Builder::new()
             .name("rshmem-ucx-progress".into())
             .spawn(move || {
@@ -750,20 +523,21 @@ impl Ucx {
                 return;
             }
             // SAFETY: our worker; wakes the thread from poll() at once.
-            unsafe { sys::ucp_worker_signal(self.worker) };
+            unsafe { sys::ucp_worker_signal(self.chan.worker()) };
             let _ = t.handle.join();
         }
     }
 
-    /// Tear everything down: stop the progress thread, complete outstanding operations, destroy
-    /// the keys, force-close the endpoints (peers may be gone already), destroy the worker and
-    /// then the context, unless a registration of it is still live (UCX asserts on that; at the
-    /// end of a job the symmetric heap sshmem "ucx" allocated stays mapped, and the process exit
-    /// reclaims both). Every wait is bounded by [`FINALIZE_TIMEOUT`]: a peer that neither answers
-    /// nor is detected as gone must not hang the exit; what could not be completed is then left
-    /// to the process exit, and the error says so. Peer failures from now on are expected and
-    /// ignored. Idempotent; nothing but [`Ucx::mem_unmap`] may be called afterwards, and only
-    /// while the context was kept.
+    /// Tear everything down: stop the progress thread, close the created channels that are
+    /// still open and then the default one (completing outstanding operations, destroying the
+    /// keys, force-closing the endpoints since peers may be gone already, destroying the
+    /// workers), then release the context, unless a registration of it is still live (UCX
+    /// asserts on that; at the end of a job the symmetric heap sshmem "ucx" allocated stays
+    /// mapped, and the process exit reclaims both). Every wait is bounded by
+    /// [`FINALIZE_TIMEOUT`]: a peer that neither answers nor is detected as gone must not hang
+    /// the exit; what could not be completed is then left to the process exit, and the error
+    /// says so. Peer failures from now on are expected and ignored. Idempotent; nothing but
+    /// [`Ucx::mem_unmap`] may be called afterwards, and only while the context was kept.
     pub fn finalize(&self) -> Result<(), String> {
         self.health.finalizing.store(true, Ordering::Release);
         if self.closed.swap(true, Ordering::AcqRel) {
@@ -771,80 +545,27 @@ impl Ucx {
         }
         self.stop_progress_thread();
         let deadline = Instant::now() + FINALIZE_TIMEOUT;
-        let mut pending: Vec<sys::ucs_status_ptr_t> = Vec::new();
-        let param = sys::ucp_request_param_t::default();
-        // SAFETY: our own worker.
-        let r = unsafe { sys::ucp_worker_flush_nbx(self.worker, &param) };
-        // An error status here means a peer has left already, which is normal at this point.
-        if let Err(r) = self.wait_until(r, deadline) {
-            pending.push(r);
-        }
-        for k in self.rkeys.iter() {
-            let rkey = k.swap(std::ptr::null_mut(), Ordering::AcqRel);
-            if !rkey.is_null() {
-                // SAFETY: a key we unpacked, destroyed once.
-                unsafe { sys::ucp_rkey_destroy(rkey) };
+        let extra = std::mem::take(&mut self.peers().extra);
+        let mut errors = Vec::new();
+        for ch in extra {
+            // Contexts cannot be used after shmem_finalize; `close` is idempotent should one be
+            // destroyed later anyway.
+            if let Err(e) = ch.close(deadline, true) {
+                errors.push(e);
             }
         }
-        let close = sys::ucp_request_param_t {
-            op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
-            flags: sys::UCP_EP_CLOSE_FLAG_FORCE,
-            ..Default::default()
-        };
-        for e in self.eps.iter() {
-            let ep = e.swap(std::ptr::null_mut(), Ordering::AcqRel);
-            if !ep.is_null() {
-                // SAFETY: an endpoint we created, closed once; a forced close needs no peer and
-                // cancels what is still outstanding on it.
-                let r = unsafe { sys::ucp_ep_close_nbx(ep, &close) };
-                if let Err(r) = self.wait_until(r, deadline) {
-                    pending.push(r);
-                }
-            }
+        if let Err(e) = self.chan.close(deadline, true) {
+            errors.push(e);
         }
-        // Requests that were waiting for the closed endpoints complete now (cancelled).
-        let grace = Instant::now() + Duration::from_millis(100);
-        pending.retain(|&r| self.wait_until(r, deadline.max(grace)).is_err());
-        if !pending.is_empty() {
-            return Err(format!(
-                "{} request(s) did not complete within {:?}; the UCX worker and context are left to the process exit",
-                pending.len(),
-                FINALIZE_TIMEOUT
-            ));
+        if !errors.is_empty() {
+            return Err(format!("within {FINALIZE_TIMEOUT:?}: {}", errors.join("; ")));
         }
-        // SAFETY: no endpoints, keys, requests or threads use the worker any more.
-        unsafe { sys::ucp_worker_destroy(self.worker) };
         if self.own_regs.load(Ordering::Acquire) == 0 && self.borrowed_regs.load(Ordering::Acquire) == 0 {
-            // SAFETY: the worker is gone and no registration of the context is live.
+            // SAFETY: every worker is gone and no registration of the context is live.
             unsafe { sys::ucp_cleanup(self.context) };
             self.context_released.store(true, Ordering::Release);
         }
         Ok(())
-    }
-
-    /// [`Ucx::wait`] with a deadline (teardown only): the request back when it is still running.
-    fn wait_until(
-        &self,
-        r: sys::ucs_status_ptr_t,
-        deadline: Instant,
-    ) -> Result<sys::ucs_status_t, sys::ucs_status_ptr_t> {
-        if !sys::ptr_is_request(r) {
-            return Ok(sys::ptr_status(r));
-        }
-        loop {
-            // SAFETY: a live request of our worker (freed only below).
-            let st = unsafe { sys::ucp_request_check_status(r) };
-            if st != sys::UCS_INPROGRESS {
-                // SAFETY: completed, freed exactly once.
-                unsafe { sys::ucp_request_free(r) };
-                return Ok(st);
-            }
-            if Instant::now() >= deadline {
-                return Err(r);
-            }
-            // SAFETY: our own multi-thread-mode worker.
-            unsafe { sys::ucp_worker_progress(self.worker) };
-        }
     }
 }
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #define N 1000
+#define ROUNDS 10
 
 int main(void) {
     shmem_init();
@@ -41,6 +42,27 @@ int main(void) {
     for (int i = 0; i < 3 * N; i++) CHECK(buf[i] == prev * N + i % N);
     for (int i = 0; i < 3; i++) shmem_ctx_destroy(ctx[i]);
     shmem_ctx_destroy(SHMEM_CTX_INVALID); /* no-op */
+    shmem_barrier_all(); /* everyone has checked buf before it is written again */
+
+    /* contexts come and go during the job (each may own transport resources); while one holds
+     * unfinished nbi puts, another context's traffic completes on its own */
+    for (int round = 0; round < ROUNDS; round++) {
+        shmem_ctx_t a, b;
+        CHECK(shmem_ctx_create(round % 2 ? SHMEM_CTX_PRIVATE : 0, &a) == 0);
+        CHECK(shmem_ctx_create(SHMEM_CTX_SERIALIZED, &b) == 0);
+        static long src2[N];
+        for (int i = 0; i < N; i++) src2[i] = round * 100000 + me * N + i;
+        shmem_ctx_long_put_nbi(a, buf, src2, N, next);
+        shmem_ctx_long_atomic_add(b, &buf[2 * N], 1, next);
+        shmem_ctx_quiet(b);
+        shmem_ctx_quiet(a);
+        shmem_ctx_destroy(b);
+        shmem_ctx_destroy(a);
+        shmem_barrier_all();
+        for (int i = 0; i < N; i++) CHECK(buf[i] == round * 100000 + prev * N + i);
+        shmem_barrier_all();
+    }
+    CHECK(buf[2 * N] == ROUNDS + prev * N); /* ROUNDS increments on top of the value put above */
 
     /* put-with-signal, SET: a ring */
     uint64_t *sig = shmem_calloc(1, sizeof(uint64_t));

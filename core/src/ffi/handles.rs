@@ -2,32 +2,54 @@
 //! are link-time constants in C (`&rshmem_ctx_default`).
 #![allow(non_upper_case_globals)]
 
-use std::ffi::c_void;
+use std::ffi::{c_long, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr};
 
-/// A context: which spml context carries its traffic, and whether it has traffic the spml
-/// must complete at the next quiet (direct stores to mapped peers need no spml flush).
-#[repr(C)]
+/// A context: which spml context carries its traffic, whether it has traffic the spml must
+/// complete at the next quiet (direct stores to mapped peers need no spml flush), and whether
+/// its own spml context is still to be made (at its first spml operation: see `ctx.rs`).
+///
+/// Programs link against `rshmem_ctx_default` as data (often by copy relocation, which fixes the
+/// object's size in the executable), so the layout is padded to a fixed 64 bytes: fields can be
+/// added in the reserved room without breaking programs built against an earlier library.
+#[repr(C, align(64))]
 pub struct CtxObj {
     pub spml: AtomicPtr<c_void>,
     pub spml_dirty: AtomicBool,
+    pub spml_pending: AtomicBool,
+    /// The `SHMEM_CTX_*` options it was created with.
+    pub options: c_long,
+    pub _reserved: [u64; 5],
 }
+
+const _: () = assert!(std::mem::size_of::<CtxObj>() == 64);
 
 pub type Ctx = *const CtxObj;
 
 #[no_mangle]
-pub static rshmem_ctx_default: CtxObj =
-    CtxObj { spml: AtomicPtr::new(std::ptr::null_mut()), spml_dirty: AtomicBool::new(false) };
+pub static rshmem_ctx_default: CtxObj = CtxObj {
+    spml: AtomicPtr::new(std::ptr::null_mut()),
+    spml_dirty: AtomicBool::new(false),
+    spml_pending: AtomicBool::new(false),
+    options: 0,
+    _reserved: [0; 5],
+};
 
-/// A team handle points at one of these; `state` is the core's team object.
-#[repr(C)]
+/// A team handle points at one of these; `state` is the core's team object. Fixed at 64 bytes
+/// for the same reason as [`CtxObj`].
+#[repr(C, align(64))]
 pub struct TeamObj {
     pub state: AtomicPtr<c_void>,
+    pub _reserved: [u64; 7],
 }
+
+const _: () = assert!(std::mem::size_of::<TeamObj>() == 64);
 
 pub type Team = *const TeamObj;
 
 #[no_mangle]
-pub static rshmem_team_world: TeamObj = TeamObj { state: AtomicPtr::new(std::ptr::null_mut()) };
+pub static rshmem_team_world: TeamObj =
+    TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
 #[no_mangle]
-pub static rshmem_team_shared: TeamObj = TeamObj { state: AtomicPtr::new(std::ptr::null_mut()) };
+pub static rshmem_team_shared: TeamObj =
+    TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };

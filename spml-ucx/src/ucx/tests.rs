@@ -288,3 +288,58 @@ fn two_workers_exchange_data_and_one_leaves_without_hanging() {
     assert!(a.finalize().is_ok() || t.elapsed() >= FINALIZE_TIMEOUT);
     assert!(t.elapsed() < FINALIZE_TIMEOUT * 3);
 }
+
+#[test]
+fn created_channels_have_their_own_worker_and_every_key() {
+    let u = connected(Options { progress_thread: false });
+    let mut words = vec![0u64; 8];
+    let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 64, false).unwrap();
+    // SAFETY: a live registration of this context.
+    let packed = unsafe { u.rkey_pack(memh) }.unwrap();
+    u.add_rkey(0, 0, &packed).unwrap(); // announced before the channels exist
+    let private = u.create_channel(Sharing::Private).expect("a private channel");
+    let shared = u.create_channel(Sharing::Multi).expect("a shared channel");
+    assert_eq!(u.channels(), 2);
+    assert_ne!(private.worker(), u.worker(), "a worker of its own");
+    assert_ne!(private.worker(), shared.worker());
+    u.add_rkey(0, 3, &packed).unwrap(); // announced after: reaches the channels too
+    let base = words.as_ptr() as u64;
+    // The target side is the default worker (peers connect to it only): progress it from another
+    // thread, as the progress thread of a PE does, for transports that emulate RMA or atomics.
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Acquire) {
+                u.progress();
+            }
+        });
+        for (i, ch) in [&*private, &*shared].into_iter().enumerate() {
+            let v = 10 + i as u64;
+            // SAFETY: `v` outlives the flush below.
+            unsafe { ch.put(0, 0, base + 8 * i as u64, (&v as *const u64).cast(), 8, false) }.unwrap();
+            ch.atomic_add_u64(0, 3, base + 48, 1).unwrap();
+            assert_eq!(ch.atomic(0, 3, base + 56, AMO_ADD, 8, 2, 0, true), Ok(2 * i as u64));
+            ch.flush().unwrap();
+            ch.fence().unwrap();
+        }
+        // a graceful close needs the peer (here: the default worker) to answer
+        u.destroy_channel(private).expect("closes cleanly");
+        stop.store(true, Ordering::Release);
+    });
+    assert_eq!((read(&words, 0), read(&words, 1)), (10, 11));
+    assert_eq!((read(&words, 6), read(&words, 7)), (2, 4));
+    assert_eq!(u.channels(), 1);
+    // `shared` is left open: finalize closes it
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+    assert!(shared.is_closed());
+    assert!(u.create_channel(Sharing::Multi).is_err(), "no channels after finalize");
+    drop(shared);
+}
+
+#[test]
+fn channels_need_a_connected_spml() {
+    let u = Ucx::new(1, &Options { progress_thread: false }).unwrap();
+    assert!(u.create_channel(Sharing::Serialized).is_err());
+}

@@ -1,0 +1,475 @@
+//! A channel: one UCX worker with an endpoint to every PE and the peers' remote keys unpacked
+//! for those endpoints. The default OpenSHMEM context uses the [`Ucx`](super::Ucx)'s own channel
+//! (whose worker the progress thread also drives); each context the application creates gets a
+//! channel of its own, so that its `quiet` flushes only its own worker and contexts complete
+//! independently, as the spec intends (9.4) and as OSHMEM's spml ucx does.
+//!
+//! Hot paths ([`Channel::put`], [`Channel::get`], [`Channel::atomic_add_u64`],
+//! [`Channel::atomic`]) neither allocate, lock (beyond UCX's own worker lock in multi-thread
+//! mode) nor log: they report failures as a `Copy` [`OpError`].
+
+use super::{check, status, EpArg, Health, OpError, MAX_SEGMENTS};
+use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
+use rshmem_ucx_sys as sys;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which threads may use a channel; maps to the worker's UCX thread mode.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// Any thread at any time, and the progress thread too (`UCS_THREAD_MODE_MULTI`).
+    Multi,
+    /// One thread at a time, the application serialising (`SHMEM_CTX_SERIALIZED`).
+    Serialized,
+    /// Only the thread that created it (`SHMEM_CTX_PRIVATE`): UCX need not lock at all.
+    Private,
+}
+
+impl Sharing {
+    fn thread_mode(self) -> sys::ucs_thread_mode_t {
+        match self {
+            Sharing::Multi => sys::UCS_THREAD_MODE_MULTI,
+            Sharing::Serialized => sys::UCS_THREAD_MODE_SERIALIZED,
+            Sharing::Private => sys::UCS_THREAD_MODE_SINGLE,
+        }
+    }
+}
+
+pub struct Channel {
+    worker: sys::ucp_worker_h,
+    eps: Box<[AtomicPtr<sys::ucp_ep>]>,
+    /// `rkeys[pe * MAX_SEGMENTS + seg]`, unpacked for `eps[pe]`.
+    rkeys: Box<[AtomicPtr<sys::ucp_rkey>]>,
+    ep_args: Box<[EpArg]>,
+    /// Endpoint failures of every channel of a `Ucx` go to the same record.
+    _health: Arc<Health>,
+    closed: AtomicBool,
+}
+
+// SAFETY: a Multi channel's worker serialises concurrent calls itself; Serialized and Private
+// channels are used by one thread at a time by the OpenSHMEM contract of their context. The
+// endpoint and key tables are atomics, and `EpArg`'s raw pointer refers to the `Health` this
+// channel keeps alive.
+unsafe impl Send for Channel {}
+// SAFETY: as above.
+unsafe impl Sync for Channel {}
+
+impl Channel {
+    /// A worker of `context` for `n_pes` peers (no endpoints yet).
+    pub(super) fn new(
+        context: sys::ucp_context_h,
+        n_pes: usize,
+        sharing: Sharing,
+        health: Arc<Health>,
+    ) -> Result<Channel, String> {
+        let wparams = sys::ucp_worker_params_t {
+            field_mask: sys::UCP_WORKER_PARAM_FIELD_THREAD_MODE as u64,
+            thread_mode: sharing.thread_mode(),
+            ..Default::default()
+        };
+        let mut worker: sys::ucp_worker_h = std::ptr::null_mut();
+        // SAFETY: a live context (caller), valid parameters and out-pointer.
+        check("ucp_worker_create", unsafe { sys::ucp_worker_create(context, &wparams, &mut worker) })?;
+        if sharing == Sharing::Multi {
+            let mut attr = sys::ucp_worker_attr_t {
+                field_mask: sys::UCP_WORKER_ATTR_FIELD_THREAD_MODE as u64,
+                ..Default::default()
+            };
+            // SAFETY: our live worker; valid out-pointer.
+            let ok = unsafe { sys::ucp_worker_query(worker, &mut attr) } == sys::UCS_OK
+                && attr.thread_mode == sys::UCS_THREAD_MODE_MULTI;
+            if !ok {
+                // SAFETY: nothing else uses the worker yet.
+                unsafe { sys::ucp_worker_destroy(worker) };
+                return Err("UCX cannot provide a multi-thread worker (UCS_THREAD_MODE_MULTI)".into());
+            }
+        }
+        let hp = Arc::as_ptr(&health);
+        Ok(Channel {
+            worker,
+            eps: (0..n_pes).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            rkeys: (0..n_pes * MAX_SEGMENTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            ep_args: (0..n_pes).map(|pe| EpArg { pe, health: hp }).collect(),
+            _health: health,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn worker(&self) -> sys::ucp_worker_h {
+        self.worker
+    }
+
+    /// This worker's address, which peers need to create their endpoints to it.
+    pub(super) fn address(&self) -> Result<Vec<u8>, String> {
+        let mut addr: *mut sys::ucp_address_t = std::ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: our live worker; valid out-pointers.
+        check("ucp_worker_get_address", unsafe {
+            sys::ucp_worker_get_address(self.worker, &mut addr, &mut len)
+        })?;
+        // SAFETY: UCX returned `len` readable bytes at `addr`; released right after the copy.
+        let v = unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec();
+        // SAFETY: the address came from this worker.
+        unsafe { sys::ucp_worker_release_address(self.worker, addr) };
+        Ok(v)
+    }
+
+    /// Create the endpoint to every PE (`addrs[pe]` is the worker address of its default
+    /// channel), with peer failure detection.
+    pub(super) fn connect(&self, addrs: &[Vec<u8>]) -> Result<(), String> {
+        if addrs.len() != self.eps.len() {
+            return Err(format!("{} worker addresses for {} PEs", addrs.len(), self.eps.len()));
+        }
+        for (pe, a) in addrs.iter().enumerate() {
+            let params = sys::ucp_ep_params_t {
+                field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER) as u64,
+                address: a.as_ptr() as *const sys::ucp_address_t,
+                err_mode: sys::UCP_ERR_HANDLING_MODE_PEER,
+                err_handler: sys::ucp_err_handler_t {
+                    cb: Some(super::ep_error),
+                    arg: &self.ep_args[pe] as *const EpArg as *mut c_void,
+                },
+                ..Default::default()
+            };
+            let mut ep: sys::ucp_ep_h = std::ptr::null_mut();
+            // SAFETY: our worker; the address bytes outlive the call; the error handler's argument
+            // lives as long as `self`, which closes the endpoint before it is dropped.
+            check(&format!("ucp_ep_create to PE {pe}"), unsafe {
+                sys::ucp_ep_create(self.worker, &params, &mut ep)
+            })?;
+            self.eps[pe].store(ep, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Unpack PE `pe`'s packed key for its segment `seg` (replacing an earlier one).
+    pub(super) fn add_rkey(&self, pe: usize, seg: usize, packed: &[u8]) -> Result<(), String> {
+        if seg >= MAX_SEGMENTS {
+            return Err(format!("segment {seg} is beyond the {MAX_SEGMENTS} this spml supports"));
+        }
+        let ep = self.ep(pe).map_err(|e| format!("PE {pe}: {e}"))?;
+        let mut rkey: sys::ucp_rkey_h = std::ptr::null_mut();
+        // SAFETY: a live endpoint; the packed key outlives the call; valid out-pointer.
+        check(&format!("ucp_ep_rkey_unpack for PE {pe} segment {seg}"), unsafe {
+            sys::ucp_ep_rkey_unpack(ep, packed.as_ptr() as *const c_void, &mut rkey)
+        })?;
+        let old = self.rkeys[pe * MAX_SEGMENTS + seg].swap(rkey, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: the key we replaced; segments are (re)announced before they are used.
+            unsafe { sys::ucp_rkey_destroy(old) };
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn ep(&self, pe: usize) -> Result<sys::ucp_ep_h, OpError> {
+        match self.eps.get(pe).map(|e| e.load(Ordering::Acquire)) {
+            Some(ep) if !ep.is_null() => Ok(ep),
+            _ => Err(OpError::NotConnected),
+        }
+    }
+
+    #[inline(always)]
+    fn target(&self, pe: usize, seg: usize) -> Result<(sys::ucp_ep_h, sys::ucp_rkey_h), OpError> {
+        let ep = self.ep(pe)?;
+        if seg >= MAX_SEGMENTS {
+            return Err(OpError::NoKey);
+        }
+        let rkey = self.rkeys[pe * MAX_SEGMENTS + seg].load(Ordering::Acquire);
+        if rkey.is_null() {
+            return Err(OpError::NoKey);
+        }
+        Ok((ep, rkey))
+    }
+
+    /// A local address through which `raddr` of PE `pe`'s segment `seg` can be loaded and
+    /// stored (shared-memory transports), or NULL.
+    pub fn remote_ptr(&self, pe: usize, seg: usize, raddr: u64) -> *mut c_void {
+        let Ok((_, rkey)) = self.target(pe, seg) else {
+            return std::ptr::null_mut();
+        };
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a live key; valid out-pointer.
+        match unsafe { sys::ucp_rkey_ptr(rkey, raddr, &mut p) } {
+            sys::UCS_OK => p,
+            _ => std::ptr::null_mut(),
+        }
+    }
+
+    /// Wait for what a `*_nbx` call returned: progress until the request completes, then free it.
+    #[inline(always)]
+    fn wait(&self, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
+        if !sys::ptr_is_request(r) {
+            return sys::ptr_status(r);
+        }
+        loop {
+            // SAFETY: a live request of our worker (freed only below).
+            let st = unsafe { sys::ucp_request_check_status(r) };
+            if st != sys::UCS_INPROGRESS {
+                // SAFETY: completed, freed exactly once.
+                unsafe { sys::ucp_request_free(r) };
+                return st;
+            }
+            // SAFETY: our own worker, used under its sharing contract.
+            unsafe { sys::ucp_worker_progress(self.worker) };
+        }
+    }
+
+    /// [`Channel::wait`] with a deadline (teardown only): the request back when still running.
+    pub(super) fn wait_until(
+        &self,
+        r: sys::ucs_status_ptr_t,
+        deadline: Instant,
+    ) -> Result<sys::ucs_status_t, sys::ucs_status_ptr_t> {
+        if !sys::ptr_is_request(r) {
+            return Ok(sys::ptr_status(r));
+        }
+        loop {
+            // SAFETY: a live request of our worker (freed only below).
+            let st = unsafe { sys::ucp_request_check_status(r) };
+            if st != sys::UCS_INPROGRESS {
+                // SAFETY: completed, freed exactly once.
+                unsafe { sys::ucp_request_free(r) };
+                return Ok(st);
+            }
+            if Instant::now() >= deadline {
+                return Err(r);
+            }
+            // SAFETY: our own worker.
+            unsafe { sys::ucp_worker_progress(self.worker) };
+        }
+    }
+
+    /// Non-blocking: hand the request back to UCX at once; completion is observed by a flush.
+    #[inline(always)]
+    fn release(r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
+        if sys::ptr_is_request(r) {
+            // SAFETY: a live request; UCX completes and recycles it by itself after this.
+            unsafe { sys::ucp_request_free(r) };
+            sys::UCS_OK
+        } else {
+            sys::ptr_status(r)
+        }
+    }
+
+    /// Put `len` bytes from `src` to `raddr` in PE `pe`'s segment `seg`. Blocking: returns when
+    /// `src` may be reused; else completes at the next [`Channel::flush`].
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes (until the next flush when not blocking).
+    #[inline(always)]
+    pub unsafe fn put(
+        &self,
+        pe: usize,
+        seg: usize,
+        raddr: u64,
+        src: *const c_void,
+        len: usize,
+        blocking: bool,
+    ) -> Result<(), OpError> {
+        let (ep, rkey) = self.target(pe, seg)?;
+        let param = sys::ucp_request_param_t::default();
+        // SAFETY: live endpoint and key; `src` readable for `len` (caller).
+        let r = unsafe { sys::ucp_put_nbx(ep, src, len, raddr, rkey, &param) };
+        status(if blocking { self.wait(r) } else { Self::release(r) })
+    }
+
+    /// Get `len` bytes at `raddr` of PE `pe`'s segment `seg` into `dst`. Blocking: returns when
+    /// `dst` holds the data; else `dst` is valid after the next [`Channel::flush`].
+    ///
+    /// # Safety
+    /// `dst` must be writable for `len` bytes (until the next flush when not blocking).
+    #[inline(always)]
+    pub unsafe fn get(
+        &self,
+        pe: usize,
+        seg: usize,
+        raddr: u64,
+        dst: *mut c_void,
+        len: usize,
+        blocking: bool,
+    ) -> Result<(), OpError> {
+        let (ep, rkey) = self.target(pe, seg)?;
+        let param = sys::ucp_request_param_t::default();
+        // SAFETY: live endpoint and key; `dst` writable for `len` (caller).
+        let r = unsafe { sys::ucp_get_nbx(ep, dst, len, raddr, rkey, &param) };
+        status(if blocking { self.wait(r) } else { Self::release(r) })
+    }
+
+    /// Atomically add `value` to the 64-bit word at `raddr` (no fetch). Returns once UCX no
+    /// longer needs the operand; the update is remotely complete at the next flush.
+    #[inline(always)]
+    pub fn atomic_add_u64(&self, pe: usize, seg: usize, raddr: u64, value: u64) -> Result<(), OpError> {
+        let (ep, rkey) = self.target(pe, seg)?;
+        let param = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE,
+            datatype: sys::ucp_dt_make_contig(8),
+            ..Default::default()
+        };
+        // SAFETY: live endpoint and key; `value` outlives the request (waited for below).
+        let r = unsafe {
+            sys::ucp_atomic_op_nbx(
+                ep,
+                sys::UCP_ATOMIC_OP_ADD,
+                &value as *const u64 as *const c_void,
+                1,
+                raddr,
+                rkey,
+                &param,
+            )
+        };
+        status(self.wait(r))
+    }
+
+    /// A 4- or 8-byte atomic `op` (`AMO_*` of the plugin ABI) at `raddr`. Returns the previous
+    /// value (fetched when `fetch` is set or the operation needs it, else 0) once complete.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn atomic(
+        &self,
+        pe: usize,
+        seg: usize,
+        raddr: u64,
+        op: u32,
+        size: u32,
+        value: u64,
+        cond: u64,
+        fetch: bool,
+    ) -> Result<u64, OpError> {
+        match size {
+            4 => self.amo::<u32>(pe, seg, raddr, op, value as u32, cond as u32, fetch).map(u64::from),
+            8 => self.amo::<u64>(pe, seg, raddr, op, value, cond, fetch),
+            _ => Err(OpError::Invalid),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn amo<T: Copy + Default>(
+        &self,
+        pe: usize,
+        seg: usize,
+        raddr: u64,
+        op: u32,
+        value: T,
+        cond: T,
+        fetch: bool,
+    ) -> Result<T, OpError> {
+        let zero = T::default();
+        // UCX's table: ADD/AND/OR/XOR: Y op= X (reply optional); SWAP: Result=Y, Y=X (reply
+        // required); CSWAP: Result=Y, if X==Y then Y=Z with X in `buffer` and Z passed in the reply
+        // buffer, which then receives the result.
+        let (uop, operand, reply_in, fetch) = match op {
+            AMO_FETCH => (sys::UCP_ATOMIC_OP_ADD, zero, zero, true),
+            AMO_SET | AMO_SWAP => (sys::UCP_ATOMIC_OP_SWAP, value, zero, true),
+            AMO_CSWAP => (sys::UCP_ATOMIC_OP_CSWAP, cond, value, true),
+            AMO_ADD => (sys::UCP_ATOMIC_OP_ADD, value, zero, fetch),
+            AMO_AND => (sys::UCP_ATOMIC_OP_AND, value, zero, fetch),
+            AMO_OR => (sys::UCP_ATOMIC_OP_OR, value, zero, fetch),
+            AMO_XOR => (sys::UCP_ATOMIC_OP_XOR, value, zero, fetch),
+            _ => return Err(OpError::Invalid),
+        };
+        let (ep, rkey) = self.target(pe, seg)?;
+        let mut reply = reply_in;
+        let mut param = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE,
+            datatype: sys::ucp_dt_make_contig(std::mem::size_of::<T>()),
+            ..Default::default()
+        };
+        if fetch {
+            param.op_attr_mask |= sys::UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+            param.reply_buffer = &mut reply as *mut T as *mut c_void;
+        }
+        // SAFETY: live endpoint and key; `operand` and `reply` outlive the request (waited for).
+        let r = unsafe {
+            sys::ucp_atomic_op_nbx(ep, uop, &operand as *const T as *const c_void, 1, raddr, rkey, &param)
+        };
+        status(self.wait(r))?;
+        Ok(if fetch { reply } else { zero })
+    }
+
+    /// Complete every operation issued on this channel (remote completion included).
+    pub fn flush(&self) -> Result<(), OpError> {
+        let param = sys::ucp_request_param_t::default();
+        // SAFETY: our own worker.
+        let r = unsafe { sys::ucp_worker_flush_nbx(self.worker, &param) };
+        status(self.wait(r))
+    }
+
+    /// Order operations issued before against those issued after, per target.
+    pub fn fence(&self) -> Result<(), OpError> {
+        // SAFETY: our own worker.
+        status(unsafe { sys::ucp_worker_fence(self.worker) })
+    }
+
+    /// Drive communication once; true when something happened.
+    #[inline(always)]
+    pub fn progress(&self) -> bool {
+        // SAFETY: our own worker.
+        unsafe { sys::ucp_worker_progress(self.worker) != 0 }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Complete what is outstanding, destroy the keys, close the endpoints and destroy the
+    /// worker, waiting no later than `deadline`. `force` closes the endpoints without talking
+    /// to the peers (at finalize, when they may be gone); otherwise the peers are told, so that
+    /// a context destroyed mid-job leaves nothing dangling on their side. When something did not
+    /// complete in time the worker is left to the process exit (destroying it under live
+    /// requests would be unsafe) and the error says how much. Idempotent.
+    pub(super) fn close(&self, deadline: Instant, force: bool) -> Result<(), String> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut pending: Vec<sys::ucs_status_ptr_t> = Vec::new();
+        let param = sys::ucp_request_param_t::default();
+        // SAFETY: our own worker.
+        let r = unsafe { sys::ucp_worker_flush_nbx(self.worker, &param) };
+        // An error status here means a peer has left already, which is normal at finalize.
+        if let Err(r) = self.wait_until(r, deadline) {
+            pending.push(r);
+        }
+        for k in self.rkeys.iter() {
+            let rkey = k.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !rkey.is_null() {
+                // SAFETY: a key we unpacked, destroyed once.
+                unsafe { sys::ucp_rkey_destroy(rkey) };
+            }
+        }
+        let close = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
+            flags: if force { sys::UCP_EP_CLOSE_FLAG_FORCE } else { 0 },
+            ..Default::default()
+        };
+        for e in self.eps.iter() {
+            let ep = e.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !ep.is_null() {
+                // SAFETY: an endpoint we created, closed once; a forced close needs no peer and
+                // cancels what is still outstanding on it.
+                let r = unsafe { sys::ucp_ep_close_nbx(ep, &close) };
+                if let Err(r) = self.wait_until(r, deadline) {
+                    pending.push(r);
+                }
+            }
+        }
+        // Requests that were waiting for the closed endpoints complete now (cancelled).
+        let grace = Instant::now() + Duration::from_millis(100);
+        pending.retain(|&r| self.wait_until(r, deadline.max(grace)).is_err());
+        if !pending.is_empty() {
+            return Err(format!(
+                "{} request(s) did not complete in time; the UCX worker is left to the process exit",
+                pending.len()
+            ));
+        }
+        // SAFETY: no endpoints, keys or requests use the worker any more, and it is closed to
+        // every other use (the owner of a channel closes it only once nobody uses it).
+        unsafe { sys::ucp_worker_destroy(self.worker) };
+        Ok(())
+    }
+}
