@@ -1,6 +1,6 @@
 //! Emits `shmem.h` and `shmemx.h` from the routine list.
 
-use super::Routine;
+use super::{c_param, Routine};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -172,6 +172,36 @@ fn generic_macro(name: &str, plain: &[&Routine], ctx: &[&Routine]) -> String {
     s
 }
 
+/// C++ has no `_Generic`: the same type-generic names are provided as inline overloads that
+/// forward to the typed routines (ctx forms take the context first, as in C). An overload whose
+/// parameter types equal a C function of the same name (the deprecated `shmem_wait_until`)
+/// is that function already and is left out.
+fn cxx_overloads(all: &[Routine], generics: &BTreeMap<&str, (Vec<&Routine>, Vec<&Routine>)>) -> String {
+    let types = |r: &Routine| r.params.iter().map(|(t, _)| t.replace(' ', "")).collect::<Vec<_>>();
+    let mut s = String::from(
+        "#ifdef __cplusplus\n/* C++ overloads in place of the C11 type-generic interfaces. */\n",
+    );
+    s.push_str(CXX_SIGNAL_OVERLOADS);
+    for (name, (plain, ctx)) in generics {
+        let c_fns: Vec<Vec<String>> = all.iter().filter(|r| r.name == *name).map(types).collect();
+        for r in plain.iter().chain(ctx.iter()) {
+            if c_fns.contains(&types(r)) {
+                continue;
+            }
+            let params = r.params.iter().map(|(t, n)| c_param(t, n)).collect::<Vec<_>>().join(", ");
+            let args = r.params.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(", ");
+            let ret = if r.ret == "void" { "" } else { "return " };
+            let _ = writeln!(s, "inline {} {name}({params}) {{ {ret}{}({args}); }}", r.ret, r.name);
+        }
+    }
+    s.push_str("#endif /* __cplusplus */\n");
+    s.replace("* ", "*")
+}
+
+const CXX_SIGNAL_OVERLOADS: &str = "inline void shmem_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe) { shmem_ctx_signal_add(ctx, sig_addr, signal, pe); }
+inline void shmem_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe) { shmem_ctx_signal_set(ctx, sig_addr, signal, pe); }
+";
+
 pub fn shmem_h(all: &[Routine]) -> String {
     let mut s = String::from(PREAMBLE);
     s.push_str("/* Library constants */\n");
@@ -210,7 +240,9 @@ pub fn shmem_h(all: &[Routine]) -> String {
     for (name, (plain, ctx)) in &generics {
         s.push_str(&generic_macro(name, plain, ctx));
     }
-    s.push_str("#endif /* C11 */\n\n#ifdef __cplusplus\n}\n#endif\n#endif /* RSHMEM_SHMEM_H */\n");
+    s.push_str("#endif /* C11 */\n\n#ifdef __cplusplus\n}\n#endif\n\n");
+    s.push_str(&cxx_overloads(all, &generics));
+    s.push_str("#endif /* RSHMEM_SHMEM_H */\n");
     s
 }
 

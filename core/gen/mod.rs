@@ -50,7 +50,7 @@ impl Routine {
     }
 }
 
-fn c_param(ty: &str, name: &str) -> String {
+pub fn c_param(ty: &str, name: &str) -> String {
     if ty.ends_with('*') {
         format!("{ty}{name}")
     } else {

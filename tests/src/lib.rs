@@ -49,8 +49,10 @@ pub fn build_c(src: &Path, extra: &[&str]) -> PathBuf {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     let out = build_dir().join(format!("{parent}-{stem}"));
-    let o = Command::new(target_dir().join("oshcc"))
-        .args(["-std=gnu11", "-O1", "-g", "-Wall", "-Werror"])
+    let cxx = src.extension().is_some_and(|e| e == "cpp");
+    let (compiler, std) = if cxx { ("oshcxx", "-std=c++17") } else { ("oshcc", "-std=gnu11") };
+    let o = Command::new(target_dir().join(compiler))
+        .args([std, "-O1", "-g", "-Wall", "-Werror"])
         .arg(format!("-I{}", source_dir().join("c").display()))
         .args(extra)
         .arg(src)
@@ -70,7 +72,9 @@ pub fn build_c(src: &Path, extra: &[&str]) -> PathBuf {
 }
 
 pub fn c_test(name: &str) -> PathBuf {
-    build_c(&source_dir().join("c").join(format!("{name}.c")), &[])
+    let dir = source_dir().join("c");
+    let cpp = dir.join(format!("{name}.cpp"));
+    build_c(&if cpp.exists() { cpp } else { dir.join(format!("{name}.c")) }, &[])
 }
 
 /// One multi-PE job at a time: the machine has two cores and jobs of four PEs already

@@ -124,6 +124,11 @@ fn locks_under_contention() {
 }
 
 #[test]
+fn cxx_programs_get_overloads_for_the_generic_interfaces() {
+    run_everywhere("cxx_generics", &[]);
+}
+
+#[test]
 fn contexts_and_signals() {
     run_everywhere("ctx_signal", &[]);
 }
