@@ -1,6 +1,11 @@
 //! Waiting on local symmetric memory that peers update. Waits spin briefly, then yield the
 //! core, so that on an oversubscribed node the PE being waited for gets to run; when some peer
 //! is reachable only through the spml, waits also drive its progress.
+//!
+//! Why not sleep on a futex: the words waited on are written by plain stores from mapped peers
+//! and by RDMA or UCX active messages, none of which can issue a FUTEX_WAKE, so a futex sleep
+//! would need a timeout and be a slower poll. Yielding lets the writer run at once on an
+//! oversubscribed core (4 PEs on 2 cores make progress: tests/c/progress.c).
 
 use crate::runtime;
 pub use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
