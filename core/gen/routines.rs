@@ -670,7 +670,54 @@ pub const FAMILIES: &[Family] = &[
     Family { ctx: true, ..plain("ordering", "shmem_fence", "void", "void", "rma::fence({NAME}, ctx)") },
     // Completing everything on the context is a correct (if stronger) pe_quiet.
     Family { ctx: true, ..plain("ordering", "shmem_pe_quiet", "void", "const int *target_pes, size_t npes", "rma::quiet({NAME}, ctx)") },
+    // --- teams (spec 9.5) ---
+    plain("teams", "shmem_team_my_pe", "int", "shmem_team_t team", "teams::my_pe({NAME}, team)"),
+    plain("teams", "shmem_team_n_pes", "int", "shmem_team_t team", "teams::n_pes({NAME}, team)"),
+    plain(
+        "teams",
+        "shmem_team_get_config",
+        "int",
+        "shmem_team_t team, long config_mask, shmem_team_config_t *config",
+        "teams::get_config({NAME}, team, config_mask, config.cast())",
+    ),
+    plain(
+        "teams",
+        "shmem_team_translate_pe",
+        "int",
+        "shmem_team_t src_team, int src_pe, shmem_team_t dest_team",
+        "teams::translate_pe({NAME}, src_team, src_pe, dest_team)",
+    ),
+    plain(
+        "teams",
+        "shmem_team_split_strided",
+        "int",
+        "shmem_team_t parent_team, int start, int stride, int size, const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team",
+        "teams::split_strided({NAME}, parent_team, start, stride, size, config.cast(), config_mask, new_team)",
+    ),
+    plain(
+        "teams",
+        "shmem_team_split_2d",
+        "int",
+        "shmem_team_t parent_team, int xrange, const shmem_team_config_t *xaxis_config, long xaxis_mask, shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config, long yaxis_mask, shmem_team_t *yaxis_team",
+        "teams::split_2d({NAME}, parent_team, xrange, xaxis_config.cast(), xaxis_mask, xaxis_team, yaxis_config.cast(), yaxis_mask, yaxis_team)",
+    ),
+    plain("teams", "shmem_team_destroy", "void", "shmem_team_t team", "teams::destroy({NAME}, team)"),
+    plain(
+        "teams",
+        "shmem_team_create_ctx",
+        "int",
+        "shmem_team_t team, long options, shmem_ctx_t *ctx",
+        "teams::create_ctx({NAME}, team, options, ctx)",
+    ),
+    plain(
+        "teams",
+        "shmem_team_ptr",
+        "void *",
+        "shmem_team_t team, const void *dest, int pe",
+        "teams::ptr({NAME}, team, dest, pe)",
+    ),
     // --- collectives (spec 9.9) ---
+    plain("coll", "shmem_team_sync", "int", "shmem_team_t team", "teams::sync({NAME}, team)"),
     plain("coll", "shmem_barrier_all", "void", "void", "coll::barrier_all({NAME})"),
     plain("coll", "shmem_sync_all", "void", "void", "coll::sync_all({NAME})"),
     plain(

@@ -94,6 +94,7 @@ pub fn rust_of_c(c: &str) -> String {
         "shmem_ctx_t" => "Ctx",
         "shmem_team_t" => "Team",
         "shmem_ctx_session_config_t" => "c_void",
+        "shmem_team_config_t" => "c_void",
         other => panic!("generator: no Rust type for C type `{other}`"),
     }
     .to_string()

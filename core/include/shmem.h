@@ -571,6 +571,7 @@ void shmem_udcflush(void);
 void shmem_udcflush_line(void *dest);
 
 /* coll */
+int shmem_team_sync(shmem_team_t team);
 void shmem_barrier_all(void);
 void shmem_sync_all(void);
 int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
@@ -1562,6 +1563,17 @@ void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
 void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);
 uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
+
+/* teams */
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config);
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size, const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team);
+int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const shmem_team_config_t *xaxis_config, long xaxis_mask, shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config, long yaxis_mask, shmem_team_t *yaxis_team);
+void shmem_team_destroy(shmem_team_t team);
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
 
 /* C11 type-generic interfaces. The first argument may be a context, so selection looks at it
  * first, then at the argument that carries the type. */

@@ -7,18 +7,8 @@ use crate::team::TeamState;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::Ordering;
 
-/// The team behind a handle, or None for SHMEM_TEAM_INVALID.
 fn team_state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
-    if team.is_null() {
-        return None;
-    }
-    // SAFETY: non-null team handles point at TeamObj values that live for the job.
-    let p = unsafe { &*team }.state.load(Ordering::Acquire);
-    if p.is_null() {
-        fatal(routine, "the team handle does not refer to a live team");
-    }
-    // SAFETY: team states are leaked at creation and never freed while handles exist.
-    Some(unsafe { &*(p as *const TeamState) })
+    crate::teams::state(routine, team)
 }
 
 pub fn world(routine: &CStr) -> &'static TeamState {

@@ -43,7 +43,8 @@ pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
         spml_dirty: AtomicBool::new(false),
         spml_pending: AtomicBool::new(rt.spml.ctx_slots().is_some()),
         options,
-        _reserved: [0; 5],
+        team: AtomicPtr::new(std::ptr::null_mut()),
+        _reserved: [0; 4],
     });
     // SAFETY: checked non-null.
     unsafe { *out = Box::into_raw(obj) };
@@ -117,8 +118,10 @@ pub unsafe fn get_team(routine: &CStr, ctx: Ctx, team: *mut Team) -> c_int {
         unsafe { *team = std::ptr::null() };
         return 1;
     }
+    // SAFETY: a live context by contract.
+    let t = unsafe { &*ctx }.team.load(Ordering::Acquire);
     // SAFETY: checked non-null.
-    unsafe { *team = &rshmem_team_world };
+    unsafe { *team = if t.is_null() { &rshmem_team_world } else { t } };
     0
 }
 

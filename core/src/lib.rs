@@ -25,6 +25,7 @@ pub mod setup;
 pub mod signal;
 mod static_data;
 pub mod team;
+pub mod teams;
 pub mod wait;
 
 #[cfg(test)]

@@ -333,8 +333,11 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     RT.store(rt, Ordering::Release);
     STATE.store(RUNNING, Ordering::Release);
 
-    // The world team (its scratch is the first heap allocation, so it is symmetric).
-    let world = TeamState::create(routine, rt, 0, 0, 1, n_pes, &scolls);
+    // The team scratch pool is the first heap allocation, so it is symmetric; the world team
+    // holds slot 0.
+    crate::team::init_pool(routine, rt, &scolls);
+    crate::teams::init(&scolls);
+    let world = TeamState::create(routine, rt, 0, (0, 1, n_pes), &scolls);
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
     // One node: the shared team is the world.
     crate::ffi::handles::rshmem_team_shared

@@ -1,16 +1,74 @@
 //! Teams as the core sees them: membership, symmetric scratch, and the collective table
 //! resolved per operation at creation from the stacked scoll components (best first; a slot
 //! that declines a call falls through to the next provider).
+//!
+//! Scratch comes from a pool of [`MAX_TEAMS`] symmetric slots reserved at init, not from the
+//! heap at team creation: only the parent team's PEs create a team, so per-team heap
+//! allocations would leave the PEs' heaps at different offsets. The PEs creating a team agree
+//! on a slot that none of them uses (see `teams.rs`), and teams with disjoint members may share
+//! one.
 
 use crate::runtime::Runtime;
 use rshmem_plugin_api::{ScollOps, TeamDesc, RC_DECLINED, RC_OK};
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::OnceLock;
 
 type BarrierFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type BroadcastFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, c_int) -> c_int;
 
+/// Teams that can exist at once on a PE (the world and the shared team included).
+pub const MAX_TEAMS: usize = 64;
+/// Words of each slot the core itself uses (slot agreement), before the components' scratch.
+pub const CORE_WORDS: usize = 8;
+
+struct Pool {
+    base: usize,
+    slot_bytes: usize,
+}
+
+static POOL: OnceLock<Pool> = OnceLock::new();
+
+/// Reserve the slots (collective: part of init, so the heap stays symmetric).
+pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, String)]) {
+    let needs: usize = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).sum();
+    let slot_bytes = CORE_WORDS * 8 + needs;
+    let base = crate::heap::alloc_internal(rt, MAX_TEAMS * slot_bytes, 64).unwrap_or_else(|| {
+        crate::error::fatal(routine, "the symmetric heap has no room for team scratch space")
+    });
+    // SAFETY: freshly allocated symmetric memory of that size.
+    unsafe { std::ptr::write_bytes(base, 0, MAX_TEAMS * slot_bytes) };
+    let _ = POOL.set(Pool { base: base as usize, slot_bytes });
+}
+
+/// Slot `slot`'s scratch: its address and length.
+pub fn slot_memory(slot: usize) -> (*mut u8, usize) {
+    let p = POOL.get().expect("team pool reserved at init");
+    ((p.base + slot * p.slot_bytes) as *mut u8, p.slot_bytes)
+}
+
+/// The index of world PE `pe` in the team (start, stride, size), if it is a member.
+pub fn index_in(pe: c_int, start: c_int, stride: c_int, size: c_int) -> Option<c_int> {
+    let off = i64::from(pe) - i64::from(start);
+    let i = if stride == 0 {
+        if off == 0 {
+            0
+        } else {
+            return None;
+        }
+    } else if off % i64::from(stride) == 0 {
+        off / i64::from(stride)
+    } else {
+        return None;
+    };
+    (0..i64::from(size)).contains(&i).then_some(i as c_int)
+}
+
 pub struct TeamState {
     pub desc: TeamDesc,
+    /// The pool slot holding its scratch.
+    pub slot: usize,
+    /// `shmem_team_config_t.num_contexts` as given at creation.
+    pub num_contexts: c_int,
     pub barrier: Vec<(BarrierFn, *mut c_void, String)>,
     pub broadcast: Vec<(BroadcastFn, *mut c_void, String)>,
     /// The components that enabled this team: (ops, state).
@@ -31,27 +89,32 @@ fn round_up(v: usize, a: usize) -> usize {
 }
 
 impl TeamState {
-    /// Collective over the team's PEs: every member must create teams in the same order,
-    /// because scratch comes from the (deterministic) symmetric heap.
+    /// On a member of the team (world PEs `start + i * stride`, `i < size`) whose scratch slot
+    /// `slot` every member has zeroed before any member can use the team.
     pub fn create(
         routine: &CStr,
         rt: &Runtime,
-        id: c_int,
-        start: c_int,
-        stride: c_int,
-        size: c_int,
+        slot: usize,
+        (start, stride, size): (c_int, c_int, c_int),
         scolls: &[(&'static ScollOps, String)],
     ) -> TeamState {
-        let my_index = if (rt.my_pe - start) % stride == 0 { (rt.my_pe - start) / stride } else { -1 };
+        let my_index = index_in(rt.my_pe, start, stride, size).unwrap_or(-1);
         let needs: Vec<usize> = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).collect();
-        let total: usize = needs.iter().sum();
-        let scratch = crate::heap::alloc_internal(rt, total, 64).unwrap_or_else(|| {
-            crate::error::fatal(routine, "the symmetric heap has no room for team scratch space")
-        });
-        // SAFETY: freshly allocated symmetric memory of `total` bytes.
-        unsafe { std::ptr::write_bytes(scratch, 0, total) };
+        let (slot_base, slot_len) = slot_memory(slot);
+        let scratch = slot_base.wrapping_add(CORE_WORDS * 8);
+        let total = slot_len - CORE_WORDS * 8;
         let mut t = TeamState {
-            desc: TeamDesc { id, start, stride, size, my_index, scratch: scratch.cast(), scratch_len: total },
+            slot,
+            num_contexts: 0,
+            desc: TeamDesc {
+                id: slot as c_int,
+                start,
+                stride,
+                size,
+                my_index,
+                scratch: scratch.cast(),
+                scratch_len: total,
+            },
             barrier: Vec::new(),
             broadcast: Vec::new(),
             enabled: Vec::new(),
@@ -83,6 +146,21 @@ impl TeamState {
             crate::error::fatal(routine, "no scoll component provides barrier and broadcast for the team");
         }
         t
+    }
+
+    /// The core's own words of the slot.
+    pub fn core_word(&self, i: usize) -> *mut u64 {
+        debug_assert!(i < CORE_WORDS);
+        (slot_memory(self.slot).0 as *mut u64).wrapping_add(i)
+    }
+
+    /// World PE of team index `i`.
+    pub fn pe_of(&self, i: c_int) -> c_int {
+        self.desc.pe_of(i)
+    }
+
+    pub fn index_of(&self, world_pe: c_int) -> Option<c_int> {
+        index_in(world_pe, self.desc.start, self.desc.stride, self.desc.size)
     }
 
     fn run(routine: &CStr, op: &str, rcs: impl Iterator<Item = (c_int, String)>) {

@@ -129,6 +129,11 @@ fn cxx_programs_get_overloads_for_the_generic_interfaces() {
 }
 
 #[test]
+fn teams_split_query_translate_and_destroy() {
+    run_everywhere("teams", &[]);
+}
+
+#[test]
 fn contexts_and_signals() {
     run_everywhere("ctx_signal", &[]);
 }

@@ -10,7 +10,7 @@
 
 use super::handles::{Ctx, Team};
 use super::{boundary, LongDouble};
-use crate::{amo, coll, ctx, heap, lock, p2p, rma, setup, signal};
+use crate::{amo, coll, ctx, heap, lock, p2p, rma, setup, signal, teams};
 #[allow(unused_imports)]
 use std::ffi::{c_char, c_int, c_long, c_longlong, c_uint, c_ulong, c_ulonglong, c_void};
 

@@ -19,7 +19,9 @@ pub struct CtxObj {
     pub spml_pending: AtomicBool,
     /// The `SHMEM_CTX_*` options it was created with.
     pub options: c_long,
-    pub _reserved: [u64; 5],
+    /// The team it was created on (NULL: the world).
+    pub team: AtomicPtr<TeamObj>,
+    pub _reserved: [u64; 4],
 }
 
 const _: () = assert!(std::mem::size_of::<CtxObj>() == 64);
@@ -32,7 +34,8 @@ pub static rshmem_ctx_default: CtxObj = CtxObj {
     spml_dirty: AtomicBool::new(false),
     spml_pending: AtomicBool::new(false),
     options: 0,
-    _reserved: [0; 5],
+    team: AtomicPtr::new(std::ptr::null_mut()),
+    _reserved: [0; 4],
 };
 
 /// A team handle points at one of these; `state` is the core's team object. Fixed at 64 bytes

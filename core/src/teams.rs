@@ -1,0 +1,342 @@
+//! The team routines (spec 9.5): splitting, destroying, querying, translating, and contexts on
+//! teams. A team is always an arithmetic progression of world PEs (`start + i * stride`), since
+//! a strided or 2-D split of a progression is one again.
+//!
+//! Creating teams is collective over the parent team. Its PEs agree on a scratch slot (see
+//! `team.rs`) that none of them uses: each ORs its used-slot mask into a word on the parent's
+//! first PE, and all read the union back.
+
+use crate::error::fatal;
+use crate::ffi::handles::{rshmem_team_shared, rshmem_team_world, Ctx, Team, TeamObj};
+use crate::runtime;
+use crate::team::{TeamState, MAX_TEAMS};
+use rshmem_plugin_api::ScollOps;
+use std::ffi::{c_int, c_long, c_void, CStr};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// `shmem_team_config_t` (the C layout in shmem.h).
+#[repr(C)]
+pub struct TeamConfig {
+    pub num_contexts: c_int,
+}
+
+/// SHMEM_TEAM_NUM_CONTEXTS.
+const TEAM_NUM_CONTEXTS: c_long = 1;
+
+struct Registry {
+    scolls: Vec<(&'static ScollOps, String)>,
+    /// Slots this PE's live teams use (bit 0: the world).
+    used: Mutex<u64>,
+}
+
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+pub fn init(scolls: &[(&'static ScollOps, String)]) {
+    let _ = REGISTRY.set(Registry { scolls: scolls.to_vec(), used: Mutex::new(1) });
+}
+
+fn registry() -> &'static Registry {
+    REGISTRY.get().expect("teams are set up at init")
+}
+
+/// The team behind a handle, or None for SHMEM_TEAM_INVALID. Handles come from C, where a
+/// team handle is valid by the caller's contract, like every handle the C API takes.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
+    if team.is_null() {
+        return None;
+    }
+    // SAFETY: non-null team handles point at TeamObj values that live until destroyed.
+    let p = unsafe { &*team }.state.load(Ordering::Acquire);
+    if p.is_null() {
+        fatal(routine, "the team handle does not refer to a live team");
+    }
+    // SAFETY: team states live until `shmem_team_destroy`.
+    Some(unsafe { &*(p as *const TeamState) })
+}
+
+pub fn my_pe(routine: &CStr, team: Team) -> c_int {
+    runtime::get(routine);
+    state(routine, team).map_or(-1, |t| t.desc.my_index)
+}
+
+pub fn n_pes(routine: &CStr, team: Team) -> c_int {
+    runtime::get(routine);
+    state(routine, team).map_or(-1, |t| t.desc.size)
+}
+
+pub fn translate_pe(routine: &CStr, src: Team, src_pe: c_int, dest: Team) -> c_int {
+    runtime::get(routine);
+    let (Some(s), Some(d)) = (state(routine, src), state(routine, dest)) else { return -1 };
+    if !(0..s.desc.size).contains(&src_pe) {
+        return -1;
+    }
+    d.index_of(s.pe_of(src_pe)).unwrap_or(-1)
+}
+
+/// # Safety
+/// `config` must be NULL or writable.
+pub unsafe fn get_config(routine: &CStr, team: Team, mask: c_long, config: *mut TeamConfig) -> c_int {
+    runtime::get(routine);
+    let Some(t) = state(routine, team) else { return -1 };
+    if mask & !TEAM_NUM_CONTEXTS != 0 {
+        return -1;
+    }
+    if mask & TEAM_NUM_CONTEXTS != 0 {
+        if config.is_null() {
+            return -1;
+        }
+        // SAFETY: checked non-null; writable by contract.
+        unsafe { (*config).num_contexts = t.num_contexts };
+    }
+    0
+}
+
+/// # Safety
+/// `dest` must be NULL or symmetric.
+pub unsafe fn ptr(routine: &CStr, team: Team, dest: *const c_void, pe: c_int) -> *mut c_void {
+    let Some(t) = state(routine, team) else { return std::ptr::null_mut() };
+    if !(0..t.desc.size).contains(&pe) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: forwarded.
+    unsafe { crate::rma::ptr(routine, dest, t.pe_of(pe)) }
+}
+
+/// `shmem_team_sync`: synchronise the team's PEs (no completion of communication).
+pub fn sync(routine: &CStr, team: Team) -> c_int {
+    runtime::get(routine);
+    let Some(t) = state(routine, team) else { return -1 };
+    std::sync::atomic::fence(Ordering::SeqCst);
+    t.barrier(routine);
+    0
+}
+
+/// The union of the used-slot masks of `parent`'s PEs (collective over `parent`).
+fn agree(routine: &CStr, parent: &TeamState) -> u64 {
+    let mine = *registry().used.lock().unwrap_or_else(|e| e.into_inner());
+    let root = parent.pe_of(0);
+    let word = parent.core_word(0);
+    let ctx = crate::ctx::default();
+    parent.barrier(routine);
+    // SAFETY: `word` is symmetric (the parent's slot); the default context is live.
+    unsafe {
+        crate::amo::rmw::<u64>(routine, ctx, word, crate::amo::AMO_OR, mine, root);
+        crate::rma::quiet(routine, ctx);
+    }
+    parent.barrier(routine);
+    // SAFETY: as above.
+    let union = unsafe { crate::amo::fetch::<u64>(routine, ctx, word, root) };
+    parent.barrier(routine);
+    if parent.desc.my_index == 0 {
+        // SAFETY: our own copy of the word; every PE has read it (the barrier above) and the
+        // next agreement starts with a barrier.
+        unsafe { word.write_volatile(0) };
+    }
+    union
+}
+
+/// Create, on every PE of `parent`, the team `layout(parent index)` gives it (world start,
+/// stride, size), or none. Teams of different PEs must be disjoint or equal. Returns this PE's
+/// team handle (NULL when it is in none).
+fn split(
+    routine: &CStr,
+    parent: &TeamState,
+    mine: Option<(c_int, c_int, c_int)>,
+    config: Option<&TeamConfig>,
+) -> Team {
+    let rt = runtime::get(routine);
+    let union = agree(routine, parent);
+    let Some(slot) = (0..MAX_TEAMS).find(|s| union & (1u64 << s) == 0) else {
+        fatal(routine, &format!("no room for another team: {MAX_TEAMS} teams exist already"))
+    };
+    if mine.is_some() {
+        let (base, len) = crate::team::slot_memory(slot);
+        // SAFETY: the slot is ours and unused; members use it only after the barrier below.
+        unsafe { std::ptr::write_bytes(base, 0, len) };
+        registry().used.lock().unwrap_or_else(|e| e.into_inner()).set_bit(slot);
+    }
+    parent.barrier(routine);
+    let Some(triplet) = mine else { return std::ptr::null() };
+    let mut t = TeamState::create(routine, rt, slot, triplet, &registry().scolls);
+    t.num_contexts = config.map_or(0, |c| c.num_contexts);
+    let obj = Box::new(TeamObj {
+        state: AtomicPtr::new(Box::into_raw(Box::new(t)) as *mut c_void),
+        _reserved: [0; 7],
+    });
+    Box::into_raw(obj)
+}
+
+trait SetBit {
+    fn set_bit(&mut self, bit: usize);
+}
+impl SetBit for u64 {
+    fn set_bit(&mut self, bit: usize) {
+        *self |= 1u64 << bit;
+    }
+}
+
+fn config_of<'a>(routine: &CStr, config: *const TeamConfig, mask: c_long) -> Option<&'a TeamConfig> {
+    if mask & !TEAM_NUM_CONTEXTS != 0 {
+        fatal(routine, &format!("config_mask {mask:#x} has bits that are not SHMEM_TEAM_* values"));
+    }
+    if mask & TEAM_NUM_CONTEXTS == 0 {
+        return None;
+    }
+    if config.is_null() {
+        fatal(routine, "config is NULL but config_mask selects SHMEM_TEAM_NUM_CONTEXTS");
+    }
+    // SAFETY: checked non-null; readable by contract.
+    Some(unsafe { &*config })
+}
+
+/// `shmem_team_split_strided`.
+///
+/// # Safety
+/// `config` must be NULL or readable; `new_team` must be writable.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn split_strided(
+    routine: &CStr,
+    parent: Team,
+    start: c_int,
+    stride: c_int,
+    size: c_int,
+    config: *const TeamConfig,
+    mask: c_long,
+    new_team: *mut Team,
+) -> c_int {
+    runtime::get(routine);
+    if new_team.is_null() {
+        fatal(routine, "new_team is NULL");
+    }
+    let Some(p) = state(routine, parent) else {
+        // SAFETY: checked non-null.
+        unsafe { *new_team = std::ptr::null() };
+        return -1;
+    };
+    let n = p.desc.size;
+    let last = i64::from(start) + i64::from(stride) * (i64::from(size) - 1);
+    let valid = size > 0
+        && (0..n).contains(&start)
+        && (0..i64::from(n)).contains(&last)
+        && (stride != 0 || size == 1);
+    if !valid {
+        fatal(
+            routine,
+            &format!(
+                "the triplet start={start}, stride={stride}, size={size} does not select PEs of the parent team (size {n})"
+            ),
+        );
+    }
+    let cfg = config_of(routine, config, mask);
+    let world = (p.pe_of(start), p.desc.stride * stride, size);
+    let me = p.desc.my_index;
+    let member = crate::team::index_in(me, start, stride, size).is_some();
+    let t = split(routine, p, member.then_some(world), cfg);
+    // SAFETY: checked non-null.
+    unsafe { *new_team = t };
+    0
+}
+
+/// `shmem_team_split_2d`: the parent as a grid `xrange` wide, split into rows (x teams) and
+/// columns (y teams).
+///
+/// # Safety
+/// The configs must be NULL or readable; the team pointers must be writable.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn split_2d(
+    routine: &CStr,
+    parent: Team,
+    xrange: c_int,
+    xconfig: *const TeamConfig,
+    xmask: c_long,
+    xteam: *mut Team,
+    yconfig: *const TeamConfig,
+    ymask: c_long,
+    yteam: *mut Team,
+) -> c_int {
+    runtime::get(routine);
+    if xteam.is_null() || yteam.is_null() {
+        fatal(routine, "xaxis_team and yaxis_team must not be NULL");
+    }
+    let Some(p) = state(routine, parent) else {
+        // SAFETY: checked non-null.
+        unsafe {
+            *xteam = std::ptr::null();
+            *yteam = std::ptr::null();
+        }
+        return -1;
+    };
+    if xrange <= 0 {
+        fatal(routine, &format!("xrange {xrange} must be positive"));
+    }
+    let n = p.desc.size;
+    let xrange = xrange.min(n);
+    let me = p.desc.my_index;
+    let (x, y) = (me % xrange, me / xrange);
+    // Row y holds parent indices y*xrange .. (the last row may be short); column x holds
+    // x, x + xrange, ...
+    let row_len = xrange.min(n - y * xrange);
+    let col_len = (n - x + xrange - 1) / xrange;
+    let (pstart, pstride) = (p.desc.start, p.desc.stride);
+    let row = (pstart + y * xrange * pstride, pstride, row_len);
+    let col = (pstart + x * pstride, pstride * xrange, col_len);
+    let xt = split(routine, p, Some(row), config_of(routine, xconfig, xmask));
+    let yt = split(routine, p, Some(col), config_of(routine, yconfig, ymask));
+    // SAFETY: checked non-null.
+    unsafe {
+        *xteam = xt;
+        *yteam = yt;
+    }
+    0
+}
+
+/// `shmem_team_destroy`: collective over the team; its contexts must be destroyed first.
+///
+/// # Safety
+/// `team` must be SHMEM_TEAM_INVALID or a live team from a split.
+pub unsafe fn destroy(routine: &CStr, team: Team) {
+    runtime::get(routine);
+    if team.is_null() {
+        return;
+    }
+    if std::ptr::eq(team, &rshmem_team_world) || std::ptr::eq(team, &rshmem_team_shared) {
+        fatal(routine, "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be destroyed");
+    }
+    let Some(t) = state(routine, team) else { return };
+    // Nobody may still be in a collective on it, nor write to its scratch afterwards.
+    // SAFETY: the default context is always live.
+    unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+    t.barrier(routine);
+    let slot = t.slot;
+    // SAFETY: a team handle from `split`, destroyed once (by contract).
+    unsafe {
+        let obj = Box::from_raw(team as *mut TeamObj);
+        drop(Box::from_raw(obj.state.load(Ordering::Acquire) as *mut TeamState));
+    }
+    *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << slot);
+}
+
+/// `shmem_team_create_ctx`.
+///
+/// # Safety
+/// `ctx` must be writable.
+pub unsafe fn create_ctx(routine: &CStr, team: Team, options: c_long, ctx: *mut Ctx) -> c_int {
+    runtime::get(routine);
+    if ctx.is_null() {
+        fatal(routine, "ctx is NULL");
+    }
+    if state(routine, team).is_none() {
+        // SAFETY: checked non-null.
+        unsafe { *ctx = std::ptr::null() };
+        return -1;
+    }
+    // SAFETY: forwarded; `ctx` is writable.
+    let rc = unsafe { crate::ctx::create(routine, options, ctx) };
+    if rc == 0 {
+        // SAFETY: a context just created, not shared yet.
+        unsafe { (**ctx).team.store(team as *mut TeamObj, Ordering::Release) };
+    }
+    rc
+}
