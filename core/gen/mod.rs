@@ -123,6 +123,7 @@ fn instances(f: &'static Family) -> Vec<Routine> {
             let mut push =
                 |name: String, c_ty: &str, rust_ty: &str, size: String, ty: Option<&'static types::Ty>| {
                     let mut params = parse_params(&subst(f.params, c_ty, rust_ty, &size, &name));
+                    let dtype = ty.map_or("DT_NONE", |t| types::dtype_of(t.name));
                     if ctx {
                         params.insert(0, ("shmem_ctx_t".to_string(), "ctx".to_string()));
                     }
@@ -130,7 +131,7 @@ fn instances(f: &'static Family) -> Vec<Routine> {
                     out.push(Routine {
                         variadic,
                         ret: normalize_c_type(&subst(f.ret, c_ty, rust_ty, &size, &name)),
-                        body: subst(f.body, c_ty, rust_ty, &size, &name),
+                        body: subst(f.body, c_ty, rust_ty, &size, &name).replace("{DTYPE}", dtype),
                         name,
                         category: f.category,
                         params,
@@ -148,10 +149,7 @@ fn instances(f: &'static Family) -> Vec<Routine> {
                 }
                 Over::Types(names) => {
                     for n in *names {
-                        let t = RMA
-                            .iter()
-                            .find(|t| t.name == *n)
-                            .unwrap_or_else(|| panic!("unknown TYPENAME {n}"));
+                        let t = types::by_name(n).unwrap_or_else(|| panic!("unknown TYPENAME {n}"));
                         let name = format!("shmem_{c}{}_{}{}", t.name, f.name, f.suffix);
                         push(name, t.c, t.rust, format!("::core::mem::size_of::<{}>()", t.rust), Some(t));
                     }

@@ -59,6 +59,41 @@ const fn plain(
 }
 
 const ALL_RMA: &[Over] = &[Over::RmaTypes, Over::Sized, Over::Mem];
+const REDUCE_BITWISE_OVER: &[Over] = &[Over::Types(super::types::REDUCE_BITWISE)];
+const REDUCE_MINMAX_OVER: &[Over] = &[Over::Types(super::types::REDUCE_MINMAX)];
+const REDUCE_ARITH_OVER: &[Over] = &[Over::Types(super::types::REDUCE_ARITH)];
+
+/// A team collective over the standard RMA types (`shmem_TYPENAME_<name>`).
+const fn typed_coll(
+    name: &'static str,
+    params: &'static str,
+    body: &'static str,
+    generic: &'static str,
+) -> Family {
+    Family {
+        category: "coll",
+        name,
+        suffix: "",
+        over: &[Over::RmaTypes],
+        ret: "int",
+        params,
+        body,
+        ctx: false,
+        generic: Some(generic),
+        c_attr: "",
+    }
+}
+
+/// A team reduction or scan over its table of types.
+const fn reduction(
+    name: &'static str,
+    over: &'static [Over],
+    params: &'static str,
+    body: &'static str,
+    generic: &'static str,
+) -> Family {
+    Family { over, ..typed_coll(name, params, body, generic) }
+}
 const STD: &[Over] = &[Over::Types(super::types::AMO_STD)];
 const EXT: &[Over] = &[Over::Types(super::types::AMO_EXT)];
 const BITWISE: &[Over] = &[Over::Types(super::types::AMO_BITWISE)];
@@ -739,4 +774,21 @@ pub const FAMILIES: &[Family] = &[
         generic: Some("shmem_broadcast"),
         c_attr: "",
     },
+    plain("coll", "shmem_fcollectmem", "int", "shmem_team_t team, void *dest, const void *source, size_t nelems", "coll::collect({NAME}, team, dest.cast(), source.cast(), nelems, 1, true)"),
+    plain("coll", "shmem_collectmem", "int", "shmem_team_t team, void *dest, const void *source, size_t nelems", "coll::collect({NAME}, team, dest.cast(), source.cast(), nelems, 1, false)"),
+    typed_coll("fcollect", "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nelems", "coll::collect({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, true)", "shmem_fcollect"),
+    typed_coll("collect", "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nelems", "coll::collect({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, false)", "shmem_collect"),
+    plain("coll", "shmem_alltoallmem", "int", "shmem_team_t team, void *dest, const void *source, size_t nelems", "coll::alltoall({NAME}, team, dest.cast(), source.cast(), nelems, 1, 1, 1)"),
+    typed_coll("alltoall", "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nelems", "coll::alltoall({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, 1, 1)", "shmem_alltoall"),
+    plain("coll", "shmem_alltoallsmem", "int", "shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems", "coll::alltoall({NAME}, team, dest.cast(), source.cast(), nelems, 1, dst, sst)"),
+    typed_coll("alltoalls", "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems", "coll::alltoall({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, dst, sst)", "shmem_alltoalls"),
+    reduction("and_reduce", REDUCE_BITWISE_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_AND, REDUCE_ALL)", "shmem_and_reduce"),
+    reduction("or_reduce", REDUCE_BITWISE_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_OR, REDUCE_ALL)", "shmem_or_reduce"),
+    reduction("xor_reduce", REDUCE_BITWISE_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_XOR, REDUCE_ALL)", "shmem_xor_reduce"),
+    reduction("max_reduce", REDUCE_MINMAX_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_MAX, REDUCE_ALL)", "shmem_max_reduce"),
+    reduction("min_reduce", REDUCE_MINMAX_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_MIN, REDUCE_ALL)", "shmem_min_reduce"),
+    reduction("sum_reduce", REDUCE_ARITH_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_SUM, REDUCE_ALL)", "shmem_sum_reduce"),
+    reduction("prod_reduce", REDUCE_ARITH_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_PROD, REDUCE_ALL)", "shmem_prod_reduce"),
+    reduction("sum_inscan", REDUCE_ARITH_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nelems", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, {DTYPE}, OP_SUM, REDUCE_INSCAN)", "shmem_sum_inscan"),
+    reduction("sum_exscan", REDUCE_ARITH_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nelems", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, {DTYPE}, OP_SUM, REDUCE_EXSCAN)", "shmem_sum_exscan"),
 ];

@@ -45,6 +45,110 @@ pub const RMA: &[Ty] = &[
     ty("ptrdiff", "ptrdiff_t", "isize", false),
 ];
 
+/// Types that only reductions take (sum and prod): C99 complex numbers.
+pub const COMPLEX: &[Ty] = &[
+    ty("complexf", "float _Complex", "ComplexF", true),
+    ty("complexd", "double _Complex", "ComplexD", true),
+];
+
+/// Any TYPENAME row.
+pub fn by_name(name: &str) -> Option<&'static Ty> {
+    RMA.iter().chain(COMPLEX).find(|t| t.name == name)
+}
+
+/// Team reduction types (1.6 Table "Reduction Types, Names and Supporting Operations"):
+/// bitwise operations, min/max, and sum/prod (which add the complex types).
+pub const REDUCE_BITWISE: &[&str] = &[
+    "uchar",
+    "ushort",
+    "uint",
+    "ulong",
+    "ulonglong",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "size",
+];
+pub const REDUCE_MINMAX: &[&str] = &[
+    "char",
+    "schar",
+    "short",
+    "int",
+    "long",
+    "longlong",
+    "ptrdiff",
+    "uchar",
+    "ushort",
+    "uint",
+    "ulong",
+    "ulonglong",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "size",
+    "float",
+    "double",
+    "longdouble",
+];
+pub const REDUCE_ARITH: &[&str] = &[
+    "char",
+    "schar",
+    "short",
+    "int",
+    "long",
+    "longlong",
+    "ptrdiff",
+    "uchar",
+    "ushort",
+    "uint",
+    "ulong",
+    "ulonglong",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "size",
+    "float",
+    "double",
+    "longdouble",
+    "complexf",
+    "complexd",
+];
+
+/// The plugin ABI's element type (`DT_*`) of a TYPENAME (LP64; `char` is signed on x86-64).
+pub fn dtype_of(name: &str) -> &'static str {
+    match name {
+        "float" => "DT_F32",
+        "double" => "DT_F64",
+        "longdouble" => "DT_LONGDOUBLE",
+        "complexf" => "DT_COMPLEXF",
+        "complexd" => "DT_COMPLEXD",
+        "char" | "schar" | "int8" => "DT_I8",
+        "short" | "int16" => "DT_I16",
+        "int" | "int32" => "DT_I32",
+        "long" | "longlong" | "int64" | "ptrdiff" => "DT_I64",
+        "uchar" | "uint8" => "DT_U8",
+        "ushort" | "uint16" => "DT_U16",
+        "uint" | "uint32" => "DT_U32",
+        "ulong" | "ulonglong" | "uint64" | "size" => "DT_U64",
+        _ => "DT_NONE",
+    }
+}
+
 /// Standard AMO types (1.6 Table "Standard AMO Types and Names").
 pub const AMO_STD: &[&str] = &[
     "int",
@@ -86,7 +190,7 @@ pub const SIZES: &[usize] = &[8, 16, 32, 64, 128];
 /// Map a C type (no pointer) to the Rust type used in signatures.
 pub fn rust_of_c(c: &str) -> String {
     let c = c.trim();
-    if let Some(t) = RMA.iter().find(|t| t.c == c) {
+    if let Some(t) = RMA.iter().chain(COMPLEX).find(|t| t.c == c) {
         return t.rust.to_string();
     }
     match c {

@@ -599,6 +599,300 @@ int shmem_uint32_broadcast(shmem_team_t team, uint32_t *dest, const uint32_t *so
 int shmem_uint64_broadcast(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root);
 int shmem_size_broadcast(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root);
 int shmem_ptrdiff_broadcast(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root);
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_float_fcollect(shmem_team_t team, float *dest, const float *source, size_t nelems);
+int shmem_double_fcollect(shmem_team_t team, double *dest, const double *source, size_t nelems);
+int shmem_longdouble_fcollect(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+int shmem_char_fcollect(shmem_team_t team, char *dest, const char *source, size_t nelems);
+int shmem_schar_fcollect(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+int shmem_short_fcollect(shmem_team_t team, short *dest, const short *source, size_t nelems);
+int shmem_int_fcollect(shmem_team_t team, int *dest, const int *source, size_t nelems);
+int shmem_long_fcollect(shmem_team_t team, long *dest, const long *source, size_t nelems);
+int shmem_longlong_fcollect(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+int shmem_uchar_fcollect(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+int shmem_ushort_fcollect(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+int shmem_uint_fcollect(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+int shmem_ulong_fcollect(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+int shmem_ulonglong_fcollect(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+int shmem_int8_fcollect(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+int shmem_int16_fcollect(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+int shmem_int32_fcollect(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+int shmem_int64_fcollect(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+int shmem_uint8_fcollect(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+int shmem_uint16_fcollect(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+int shmem_uint32_fcollect(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+int shmem_uint64_fcollect(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+int shmem_size_fcollect(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+int shmem_ptrdiff_fcollect(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+int shmem_float_collect(shmem_team_t team, float *dest, const float *source, size_t nelems);
+int shmem_double_collect(shmem_team_t team, double *dest, const double *source, size_t nelems);
+int shmem_longdouble_collect(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+int shmem_char_collect(shmem_team_t team, char *dest, const char *source, size_t nelems);
+int shmem_schar_collect(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+int shmem_short_collect(shmem_team_t team, short *dest, const short *source, size_t nelems);
+int shmem_int_collect(shmem_team_t team, int *dest, const int *source, size_t nelems);
+int shmem_long_collect(shmem_team_t team, long *dest, const long *source, size_t nelems);
+int shmem_longlong_collect(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+int shmem_uchar_collect(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+int shmem_ushort_collect(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+int shmem_uint_collect(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+int shmem_ulong_collect(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+int shmem_ulonglong_collect(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+int shmem_int8_collect(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+int shmem_int16_collect(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+int shmem_int32_collect(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+int shmem_int64_collect(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+int shmem_uint8_collect(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+int shmem_uint16_collect(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+int shmem_uint32_collect(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+int shmem_uint64_collect(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+int shmem_size_collect(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+int shmem_ptrdiff_collect(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_float_alltoall(shmem_team_t team, float *dest, const float *source, size_t nelems);
+int shmem_double_alltoall(shmem_team_t team, double *dest, const double *source, size_t nelems);
+int shmem_longdouble_alltoall(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+int shmem_char_alltoall(shmem_team_t team, char *dest, const char *source, size_t nelems);
+int shmem_schar_alltoall(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+int shmem_short_alltoall(shmem_team_t team, short *dest, const short *source, size_t nelems);
+int shmem_int_alltoall(shmem_team_t team, int *dest, const int *source, size_t nelems);
+int shmem_long_alltoall(shmem_team_t team, long *dest, const long *source, size_t nelems);
+int shmem_longlong_alltoall(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+int shmem_uchar_alltoall(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+int shmem_ushort_alltoall(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+int shmem_uint_alltoall(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+int shmem_ulong_alltoall(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+int shmem_ulonglong_alltoall(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+int shmem_int8_alltoall(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+int shmem_int16_alltoall(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+int shmem_int32_alltoall(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+int shmem_int64_alltoall(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+int shmem_uint8_alltoall(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+int shmem_uint16_alltoall(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+int shmem_uint32_alltoall(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+int shmem_uint64_alltoall(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+int shmem_size_alltoall(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+int shmem_ptrdiff_alltoall(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_float_alltoalls(shmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_double_alltoalls(shmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_longdouble_alltoalls(shmem_team_t team, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_char_alltoalls(shmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_schar_alltoalls(shmem_team_t team, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_short_alltoalls(shmem_team_t team, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_int_alltoalls(shmem_team_t team, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_long_alltoalls(shmem_team_t team, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_longlong_alltoalls(shmem_team_t team, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_uchar_alltoalls(shmem_team_t team, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_ushort_alltoalls(shmem_team_t team, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_uint_alltoalls(shmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_ulong_alltoalls(shmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_ulonglong_alltoalls(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_int8_alltoalls(shmem_team_t team, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_int16_alltoalls(shmem_team_t team, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_int32_alltoalls(shmem_team_t team, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_int64_alltoalls(shmem_team_t team, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_uint8_alltoalls(shmem_team_t team, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_uint16_alltoalls(shmem_team_t team, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_uint32_alltoalls(shmem_team_t team, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_uint64_alltoalls(shmem_team_t team, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_size_alltoalls(shmem_team_t team, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_ptrdiff_alltoalls(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+int shmem_uchar_and_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+int shmem_ushort_and_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+int shmem_uint_and_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+int shmem_ulong_and_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+int shmem_ulonglong_and_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+int shmem_int8_and_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+int shmem_int16_and_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+int shmem_int32_and_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+int shmem_int64_and_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+int shmem_uint8_and_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+int shmem_uint16_and_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+int shmem_uint32_and_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+int shmem_uint64_and_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+int shmem_size_and_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+int shmem_uchar_or_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+int shmem_ushort_or_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+int shmem_uint_or_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+int shmem_ulong_or_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+int shmem_ulonglong_or_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+int shmem_int8_or_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+int shmem_int16_or_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+int shmem_int32_or_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+int shmem_int64_or_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+int shmem_uint8_or_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+int shmem_uint16_or_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+int shmem_uint32_or_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+int shmem_uint64_or_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+int shmem_size_or_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+int shmem_uchar_xor_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+int shmem_ushort_xor_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+int shmem_uint_xor_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+int shmem_ulong_xor_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+int shmem_ulonglong_xor_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+int shmem_int8_xor_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+int shmem_int16_xor_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+int shmem_int32_xor_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+int shmem_int64_xor_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+int shmem_uint8_xor_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+int shmem_uint16_xor_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+int shmem_uint32_xor_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+int shmem_uint64_xor_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+int shmem_size_xor_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+int shmem_char_max_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+int shmem_schar_max_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+int shmem_short_max_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+int shmem_int_max_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+int shmem_long_max_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+int shmem_longlong_max_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+int shmem_ptrdiff_max_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+int shmem_uchar_max_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+int shmem_ushort_max_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+int shmem_uint_max_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+int shmem_ulong_max_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+int shmem_ulonglong_max_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+int shmem_int8_max_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+int shmem_int16_max_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+int shmem_int32_max_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+int shmem_int64_max_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+int shmem_uint8_max_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+int shmem_uint16_max_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+int shmem_uint32_max_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+int shmem_uint64_max_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+int shmem_size_max_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+int shmem_float_max_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+int shmem_double_max_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+int shmem_longdouble_max_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+int shmem_char_min_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+int shmem_schar_min_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+int shmem_short_min_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+int shmem_int_min_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+int shmem_long_min_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+int shmem_longlong_min_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+int shmem_ptrdiff_min_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+int shmem_uchar_min_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+int shmem_ushort_min_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+int shmem_uint_min_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+int shmem_ulong_min_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+int shmem_ulonglong_min_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+int shmem_int8_min_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+int shmem_int16_min_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+int shmem_int32_min_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+int shmem_int64_min_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+int shmem_uint8_min_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+int shmem_uint16_min_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+int shmem_uint32_min_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+int shmem_uint64_min_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+int shmem_size_min_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+int shmem_float_min_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+int shmem_double_min_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+int shmem_longdouble_min_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+int shmem_char_sum_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+int shmem_schar_sum_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+int shmem_short_sum_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+int shmem_int_sum_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+int shmem_long_sum_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+int shmem_longlong_sum_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+int shmem_ptrdiff_sum_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+int shmem_uchar_sum_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+int shmem_ushort_sum_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+int shmem_uint_sum_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+int shmem_ulong_sum_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+int shmem_ulonglong_sum_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+int shmem_int8_sum_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+int shmem_int16_sum_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+int shmem_int32_sum_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+int shmem_int64_sum_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+int shmem_uint8_sum_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+int shmem_uint16_sum_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+int shmem_uint32_sum_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+int shmem_uint64_sum_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+int shmem_size_sum_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+int shmem_float_sum_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+int shmem_double_sum_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+int shmem_longdouble_sum_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+int shmem_complexf_sum_reduce(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nreduce);
+int shmem_complexd_sum_reduce(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nreduce);
+int shmem_char_prod_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+int shmem_schar_prod_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+int shmem_short_prod_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+int shmem_int_prod_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+int shmem_long_prod_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+int shmem_longlong_prod_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+int shmem_ptrdiff_prod_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+int shmem_uchar_prod_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+int shmem_ushort_prod_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+int shmem_uint_prod_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+int shmem_ulong_prod_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+int shmem_ulonglong_prod_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+int shmem_int8_prod_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+int shmem_int16_prod_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+int shmem_int32_prod_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+int shmem_int64_prod_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+int shmem_uint8_prod_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+int shmem_uint16_prod_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+int shmem_uint32_prod_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+int shmem_uint64_prod_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+int shmem_size_prod_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+int shmem_float_prod_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+int shmem_double_prod_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+int shmem_longdouble_prod_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+int shmem_complexf_prod_reduce(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nreduce);
+int shmem_complexd_prod_reduce(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nreduce);
+int shmem_char_sum_inscan(shmem_team_t team, char *dest, const char *source, size_t nelems);
+int shmem_schar_sum_inscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+int shmem_short_sum_inscan(shmem_team_t team, short *dest, const short *source, size_t nelems);
+int shmem_int_sum_inscan(shmem_team_t team, int *dest, const int *source, size_t nelems);
+int shmem_long_sum_inscan(shmem_team_t team, long *dest, const long *source, size_t nelems);
+int shmem_longlong_sum_inscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+int shmem_ptrdiff_sum_inscan(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+int shmem_uchar_sum_inscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+int shmem_ushort_sum_inscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+int shmem_uint_sum_inscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+int shmem_ulong_sum_inscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+int shmem_ulonglong_sum_inscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+int shmem_int8_sum_inscan(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+int shmem_int16_sum_inscan(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+int shmem_int32_sum_inscan(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+int shmem_int64_sum_inscan(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+int shmem_uint8_sum_inscan(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+int shmem_uint16_sum_inscan(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+int shmem_uint32_sum_inscan(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+int shmem_uint64_sum_inscan(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+int shmem_size_sum_inscan(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+int shmem_float_sum_inscan(shmem_team_t team, float *dest, const float *source, size_t nelems);
+int shmem_double_sum_inscan(shmem_team_t team, double *dest, const double *source, size_t nelems);
+int shmem_longdouble_sum_inscan(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+int shmem_complexf_sum_inscan(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nelems);
+int shmem_complexd_sum_inscan(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nelems);
+int shmem_char_sum_exscan(shmem_team_t team, char *dest, const char *source, size_t nelems);
+int shmem_schar_sum_exscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+int shmem_short_sum_exscan(shmem_team_t team, short *dest, const short *source, size_t nelems);
+int shmem_int_sum_exscan(shmem_team_t team, int *dest, const int *source, size_t nelems);
+int shmem_long_sum_exscan(shmem_team_t team, long *dest, const long *source, size_t nelems);
+int shmem_longlong_sum_exscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+int shmem_ptrdiff_sum_exscan(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+int shmem_uchar_sum_exscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+int shmem_ushort_sum_exscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+int shmem_uint_sum_exscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+int shmem_ulong_sum_exscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+int shmem_ulonglong_sum_exscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+int shmem_int8_sum_exscan(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+int shmem_int16_sum_exscan(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+int shmem_int32_sum_exscan(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+int shmem_int64_sum_exscan(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+int shmem_uint8_sum_exscan(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+int shmem_uint16_sum_exscan(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+int shmem_uint32_sum_exscan(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+int shmem_uint64_sum_exscan(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+int shmem_size_sum_exscan(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+int shmem_float_sum_exscan(shmem_team_t team, float *dest, const float *source, size_t nelems);
+int shmem_double_sum_exscan(shmem_team_t team, double *dest, const double *source, size_t nelems);
+int shmem_longdouble_sum_exscan(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+int shmem_complexf_sum_exscan(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nelems);
+int shmem_complexd_sum_exscan(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nelems);
 
 /* ctx */
 int shmem_ctx_create(long options, shmem_ctx_t *ctx);
@@ -1593,6 +1887,45 @@ void rshmem_c11_unsupported_type(void);
     int *: shmem_int_add, \
     long *: shmem_long_add, \
     long long *: shmem_longlong_add)(__VA_ARGS__)
+#define shmem_alltoall(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    float *: shmem_float_alltoall, \
+    double *: shmem_double_alltoall, \
+    long double *: shmem_longdouble_alltoall, \
+    char *: shmem_char_alltoall, \
+    signed char *: shmem_schar_alltoall, \
+    short *: shmem_short_alltoall, \
+    int *: shmem_int_alltoall, \
+    long *: shmem_long_alltoall, \
+    long long *: shmem_longlong_alltoall, \
+    unsigned char *: shmem_uchar_alltoall, \
+    unsigned short *: shmem_ushort_alltoall, \
+    unsigned int *: shmem_uint_alltoall, \
+    unsigned long *: shmem_ulong_alltoall, \
+    unsigned long long *: shmem_ulonglong_alltoall)(__VA_ARGS__)
+#define shmem_alltoalls(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    float *: shmem_float_alltoalls, \
+    double *: shmem_double_alltoalls, \
+    long double *: shmem_longdouble_alltoalls, \
+    char *: shmem_char_alltoalls, \
+    signed char *: shmem_schar_alltoalls, \
+    short *: shmem_short_alltoalls, \
+    int *: shmem_int_alltoalls, \
+    long *: shmem_long_alltoalls, \
+    long long *: shmem_longlong_alltoalls, \
+    unsigned char *: shmem_uchar_alltoalls, \
+    unsigned short *: shmem_ushort_alltoalls, \
+    unsigned int *: shmem_uint_alltoalls, \
+    unsigned long *: shmem_ulong_alltoalls, \
+    unsigned long long *: shmem_ulonglong_alltoalls)(__VA_ARGS__)
+#define shmem_and_reduce(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    unsigned char *: shmem_uchar_and_reduce, \
+    unsigned short *: shmem_ushort_and_reduce, \
+    unsigned int *: shmem_uint_and_reduce, \
+    unsigned long *: shmem_ulong_and_reduce, \
+    unsigned long long *: shmem_ulonglong_and_reduce)(__VA_ARGS__)
 #define shmem_atomic_add(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -1943,6 +2276,22 @@ void rshmem_c11_unsupported_type(void);
     unsigned int *: shmem_uint_broadcast, \
     unsigned long *: shmem_ulong_broadcast, \
     unsigned long long *: shmem_ulonglong_broadcast)(__VA_ARGS__)
+#define shmem_collect(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    float *: shmem_float_collect, \
+    double *: shmem_double_collect, \
+    long double *: shmem_longdouble_collect, \
+    char *: shmem_char_collect, \
+    signed char *: shmem_schar_collect, \
+    short *: shmem_short_collect, \
+    int *: shmem_int_collect, \
+    long *: shmem_long_collect, \
+    long long *: shmem_longlong_collect, \
+    unsigned char *: shmem_uchar_collect, \
+    unsigned short *: shmem_ushort_collect, \
+    unsigned int *: shmem_uint_collect, \
+    unsigned long *: shmem_ulong_collect, \
+    unsigned long long *: shmem_ulonglong_collect)(__VA_ARGS__)
 #define shmem_cswap(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     int *: shmem_int_cswap, \
@@ -1953,6 +2302,22 @@ void rshmem_c11_unsupported_type(void);
     int *: shmem_int_fadd, \
     long *: shmem_long_fadd, \
     long long *: shmem_longlong_fadd)(__VA_ARGS__)
+#define shmem_fcollect(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    float *: shmem_float_fcollect, \
+    double *: shmem_double_fcollect, \
+    long double *: shmem_longdouble_fcollect, \
+    char *: shmem_char_fcollect, \
+    signed char *: shmem_schar_fcollect, \
+    short *: shmem_short_fcollect, \
+    int *: shmem_int_fcollect, \
+    long *: shmem_long_fcollect, \
+    long long *: shmem_longlong_fcollect, \
+    unsigned char *: shmem_uchar_fcollect, \
+    unsigned short *: shmem_ushort_fcollect, \
+    unsigned int *: shmem_uint_fcollect, \
+    unsigned long *: shmem_ulong_fcollect, \
+    unsigned long long *: shmem_ulonglong_fcollect)(__VA_ARGS__)
 #define shmem_fetch(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     float *: shmem_float_fetch, \
@@ -2227,6 +2592,45 @@ void rshmem_c11_unsupported_type(void);
     unsigned int *: shmem_uint_iput, \
     unsigned long *: shmem_ulong_iput, \
     unsigned long long *: shmem_ulonglong_iput)(__VA_ARGS__)
+#define shmem_max_reduce(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    char *: shmem_char_max_reduce, \
+    signed char *: shmem_schar_max_reduce, \
+    short *: shmem_short_max_reduce, \
+    int *: shmem_int_max_reduce, \
+    long *: shmem_long_max_reduce, \
+    long long *: shmem_longlong_max_reduce, \
+    unsigned char *: shmem_uchar_max_reduce, \
+    unsigned short *: shmem_ushort_max_reduce, \
+    unsigned int *: shmem_uint_max_reduce, \
+    unsigned long *: shmem_ulong_max_reduce, \
+    unsigned long long *: shmem_ulonglong_max_reduce, \
+    float *: shmem_float_max_reduce, \
+    double *: shmem_double_max_reduce, \
+    long double *: shmem_longdouble_max_reduce)(__VA_ARGS__)
+#define shmem_min_reduce(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    char *: shmem_char_min_reduce, \
+    signed char *: shmem_schar_min_reduce, \
+    short *: shmem_short_min_reduce, \
+    int *: shmem_int_min_reduce, \
+    long *: shmem_long_min_reduce, \
+    long long *: shmem_longlong_min_reduce, \
+    unsigned char *: shmem_uchar_min_reduce, \
+    unsigned short *: shmem_ushort_min_reduce, \
+    unsigned int *: shmem_uint_min_reduce, \
+    unsigned long *: shmem_ulong_min_reduce, \
+    unsigned long long *: shmem_ulonglong_min_reduce, \
+    float *: shmem_float_min_reduce, \
+    double *: shmem_double_min_reduce, \
+    long double *: shmem_longdouble_min_reduce)(__VA_ARGS__)
+#define shmem_or_reduce(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    unsigned char *: shmem_uchar_or_reduce, \
+    unsigned short *: shmem_ushort_or_reduce, \
+    unsigned int *: shmem_uint_or_reduce, \
+    unsigned long *: shmem_ulong_or_reduce, \
+    unsigned long long *: shmem_ulonglong_or_reduce)(__VA_ARGS__)
 #define shmem_p(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -2259,6 +2663,24 @@ void rshmem_c11_unsupported_type(void);
     unsigned int *: shmem_uint_p, \
     unsigned long *: shmem_ulong_p, \
     unsigned long long *: shmem_ulonglong_p)(__VA_ARGS__)
+#define shmem_prod_reduce(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    char *: shmem_char_prod_reduce, \
+    signed char *: shmem_schar_prod_reduce, \
+    short *: shmem_short_prod_reduce, \
+    int *: shmem_int_prod_reduce, \
+    long *: shmem_long_prod_reduce, \
+    long long *: shmem_longlong_prod_reduce, \
+    unsigned char *: shmem_uchar_prod_reduce, \
+    unsigned short *: shmem_ushort_prod_reduce, \
+    unsigned int *: shmem_uint_prod_reduce, \
+    unsigned long *: shmem_ulong_prod_reduce, \
+    unsigned long long *: shmem_ulonglong_prod_reduce, \
+    float *: shmem_float_prod_reduce, \
+    double *: shmem_double_prod_reduce, \
+    long double *: shmem_longdouble_prod_reduce, \
+    float _Complex *: shmem_complexf_prod_reduce, \
+    double _Complex *: shmem_complexd_prod_reduce)(__VA_ARGS__)
 #define shmem_put(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -2394,6 +2816,60 @@ void rshmem_c11_unsupported_type(void);
     int *: shmem_int_set, \
     long *: shmem_long_set, \
     long long *: shmem_longlong_set)(__VA_ARGS__)
+#define shmem_sum_exscan(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    char *: shmem_char_sum_exscan, \
+    signed char *: shmem_schar_sum_exscan, \
+    short *: shmem_short_sum_exscan, \
+    int *: shmem_int_sum_exscan, \
+    long *: shmem_long_sum_exscan, \
+    long long *: shmem_longlong_sum_exscan, \
+    unsigned char *: shmem_uchar_sum_exscan, \
+    unsigned short *: shmem_ushort_sum_exscan, \
+    unsigned int *: shmem_uint_sum_exscan, \
+    unsigned long *: shmem_ulong_sum_exscan, \
+    unsigned long long *: shmem_ulonglong_sum_exscan, \
+    float *: shmem_float_sum_exscan, \
+    double *: shmem_double_sum_exscan, \
+    long double *: shmem_longdouble_sum_exscan, \
+    float _Complex *: shmem_complexf_sum_exscan, \
+    double _Complex *: shmem_complexd_sum_exscan)(__VA_ARGS__)
+#define shmem_sum_inscan(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    char *: shmem_char_sum_inscan, \
+    signed char *: shmem_schar_sum_inscan, \
+    short *: shmem_short_sum_inscan, \
+    int *: shmem_int_sum_inscan, \
+    long *: shmem_long_sum_inscan, \
+    long long *: shmem_longlong_sum_inscan, \
+    unsigned char *: shmem_uchar_sum_inscan, \
+    unsigned short *: shmem_ushort_sum_inscan, \
+    unsigned int *: shmem_uint_sum_inscan, \
+    unsigned long *: shmem_ulong_sum_inscan, \
+    unsigned long long *: shmem_ulonglong_sum_inscan, \
+    float *: shmem_float_sum_inscan, \
+    double *: shmem_double_sum_inscan, \
+    long double *: shmem_longdouble_sum_inscan, \
+    float _Complex *: shmem_complexf_sum_inscan, \
+    double _Complex *: shmem_complexd_sum_inscan)(__VA_ARGS__)
+#define shmem_sum_reduce(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    char *: shmem_char_sum_reduce, \
+    signed char *: shmem_schar_sum_reduce, \
+    short *: shmem_short_sum_reduce, \
+    int *: shmem_int_sum_reduce, \
+    long *: shmem_long_sum_reduce, \
+    long long *: shmem_longlong_sum_reduce, \
+    unsigned char *: shmem_uchar_sum_reduce, \
+    unsigned short *: shmem_ushort_sum_reduce, \
+    unsigned int *: shmem_uint_sum_reduce, \
+    unsigned long *: shmem_ulong_sum_reduce, \
+    unsigned long long *: shmem_ulonglong_sum_reduce, \
+    float *: shmem_float_sum_reduce, \
+    double *: shmem_double_sum_reduce, \
+    long double *: shmem_longdouble_sum_reduce, \
+    float _Complex *: shmem_complexf_sum_reduce, \
+    double _Complex *: shmem_complexd_sum_reduce)(__VA_ARGS__)
 #define shmem_swap(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     float *: shmem_float_swap, \
@@ -2517,6 +2993,13 @@ void rshmem_c11_unsupported_type(void);
     unsigned int *: shmem_uint_wait_until_some_vector, \
     unsigned long *: shmem_ulong_wait_until_some_vector, \
     unsigned long long *: shmem_ulonglong_wait_until_some_vector)(__VA_ARGS__)
+#define shmem_xor_reduce(...) \
+    _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
+    unsigned char *: shmem_uchar_xor_reduce, \
+    unsigned short *: shmem_ushort_xor_reduce, \
+    unsigned int *: shmem_uint_xor_reduce, \
+    unsigned long *: shmem_ulong_xor_reduce, \
+    unsigned long long *: shmem_ulonglong_xor_reduce)(__VA_ARGS__)
 #endif /* C11 */
 
 #ifdef __cplusplus
@@ -2530,6 +3013,39 @@ inline void shmem_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signa
 inline void shmem_add(int *dest, int value, int pe) { shmem_int_add(dest, value, pe); }
 inline void shmem_add(long *dest, long value, int pe) { shmem_long_add(dest, value, pe); }
 inline void shmem_add(long long *dest, long long value, int pe) { shmem_longlong_add(dest, value, pe); }
+inline int shmem_alltoall(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmem_short_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, int *dest, const int *source, size_t nelems) { return shmem_int_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, long *dest, const long *source, size_t nelems) { return shmem_long_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, long long *dest, const long long *source, size_t nelems) { return shmem_longlong_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoall(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_alltoall(team, dest, source, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_float_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_double_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longdouble_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_char_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_schar_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_short_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_long_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longlong_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uchar_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ushort_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulong_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_alltoalls(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulonglong_alltoalls(team, dest, source, dst, sst, nelems); }
+inline int shmem_and_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_and_reduce(team, dest, source, nreduce); }
 inline void shmem_atomic_add(int *dest, int value, int pe) { shmem_int_atomic_add(dest, value, pe); }
 inline void shmem_atomic_add(long *dest, long value, int pe) { shmem_long_atomic_add(dest, value, pe); }
 inline void shmem_atomic_add(long long *dest, long long value, int pe) { shmem_longlong_atomic_add(dest, value, pe); }
@@ -2774,12 +3290,40 @@ inline int shmem_broadcast(shmem_team_t team, unsigned short *dest, const unsign
 inline int shmem_broadcast(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return shmem_uint_broadcast(team, dest, source, nelems, PE_root); }
 inline int shmem_broadcast(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return shmem_ulong_broadcast(team, dest, source, nelems, PE_root); }
 inline int shmem_broadcast(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return shmem_ulonglong_broadcast(team, dest, source, nelems, PE_root); }
+inline int shmem_collect(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmem_short_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, int *dest, const int *source, size_t nelems) { return shmem_int_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, long *dest, const long *source, size_t nelems) { return shmem_long_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, long long *dest, const long long *source, size_t nelems) { return shmem_longlong_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_collect(team, dest, source, nelems); }
+inline int shmem_collect(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_collect(team, dest, source, nelems); }
 inline int shmem_cswap(int *dest, int cond, int value, int pe) { return shmem_int_cswap(dest, cond, value, pe); }
 inline long shmem_cswap(long *dest, long cond, long value, int pe) { return shmem_long_cswap(dest, cond, value, pe); }
 inline long long shmem_cswap(long long *dest, long long cond, long long value, int pe) { return shmem_longlong_cswap(dest, cond, value, pe); }
 inline int shmem_fadd(int *dest, int value, int pe) { return shmem_int_fadd(dest, value, pe); }
 inline long shmem_fadd(long *dest, long value, int pe) { return shmem_long_fadd(dest, value, pe); }
 inline long long shmem_fadd(long long *dest, long long value, int pe) { return shmem_longlong_fadd(dest, value, pe); }
+inline int shmem_fcollect(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmem_short_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, int *dest, const int *source, size_t nelems) { return shmem_int_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, long *dest, const long *source, size_t nelems) { return shmem_long_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, long long *dest, const long long *source, size_t nelems) { return shmem_longlong_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_fcollect(team, dest, source, nelems); }
+inline int shmem_fcollect(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_fcollect(team, dest, source, nelems); }
 inline float shmem_fetch(const float *source, int pe) { return shmem_float_fetch(source, pe); }
 inline double shmem_fetch(const double *source, int pe) { return shmem_double_fetch(source, pe); }
 inline int shmem_fetch(const int *source, int pe) { return shmem_int_fetch(source, pe); }
@@ -2987,6 +3531,39 @@ inline void shmem_iput(shmem_ctx_t ctx, unsigned short *dest, const unsigned sho
 inline void shmem_iput(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shmem_ctx_uint_iput(ctx, dest, source, dst, sst, nelems, pe); }
 inline void shmem_iput(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shmem_ctx_ulong_iput(ctx, dest, source, dst, sst, nelems, pe); }
 inline void shmem_iput(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shmem_ctx_ulonglong_iput(ctx, dest, source, dst, sst, nelems, pe); }
+inline int shmem_max_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_short_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_long_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_max_reduce(team, dest, source, nreduce); }
+inline int shmem_max_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_max_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_short_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_long_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_min_reduce(team, dest, source, nreduce); }
+inline int shmem_min_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_min_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_or_reduce(team, dest, source, nreduce); }
 inline void shmem_p(float *dest, float value, int pe) { shmem_float_p(dest, value, pe); }
 inline void shmem_p(double *dest, double value, int pe) { shmem_double_p(dest, value, pe); }
 inline void shmem_p(long double *dest, long double value, int pe) { shmem_longdouble_p(dest, value, pe); }
@@ -3015,6 +3592,22 @@ inline void shmem_p(shmem_ctx_t ctx, unsigned short *dest, unsigned short value,
 inline void shmem_p(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_p(ctx, dest, value, pe); }
 inline void shmem_p(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_p(ctx, dest, value, pe); }
 inline void shmem_p(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_p(ctx, dest, value, pe); }
+inline int shmem_prod_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_short_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_long_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nreduce) { return shmem_complexf_prod_reduce(team, dest, source, nreduce); }
+inline int shmem_prod_reduce(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nreduce) { return shmem_complexd_prod_reduce(team, dest, source, nreduce); }
 inline void shmem_put(float *dest, const float *source, size_t nelems, int pe) { shmem_float_put(dest, source, nelems, pe); }
 inline void shmem_put(double *dest, const double *source, size_t nelems, int pe) { shmem_double_put(dest, source, nelems, pe); }
 inline void shmem_put(long double *dest, const long double *source, size_t nelems, int pe) { shmem_longdouble_put(dest, source, nelems, pe); }
@@ -3132,6 +3725,54 @@ inline void shmem_set(double *dest, double value, int pe) { shmem_double_set(des
 inline void shmem_set(int *dest, int value, int pe) { shmem_int_set(dest, value, pe); }
 inline void shmem_set(long *dest, long value, int pe) { shmem_long_set(dest, value, pe); }
 inline void shmem_set(long long *dest, long long value, int pe) { shmem_longlong_set(dest, value, pe); }
+inline int shmem_sum_exscan(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmem_short_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, int *dest, const int *source, size_t nelems) { return shmem_int_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, long *dest, const long *source, size_t nelems) { return shmem_long_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems) { return shmem_longlong_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nelems) { return shmem_complexf_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_exscan(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nelems) { return shmem_complexd_sum_exscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmem_short_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, int *dest, const int *source, size_t nelems) { return shmem_int_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, long *dest, const long *source, size_t nelems) { return shmem_long_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems) { return shmem_longlong_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nelems) { return shmem_complexf_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_inscan(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nelems) { return shmem_complexd_sum_inscan(team, dest, source, nelems); }
+inline int shmem_sum_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_short_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_long_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nreduce) { return shmem_complexf_sum_reduce(team, dest, source, nreduce); }
+inline int shmem_sum_reduce(shmem_team_t team, double _Complex *dest, const double _Complex *source, size_t nreduce) { return shmem_complexd_sum_reduce(team, dest, source, nreduce); }
 inline float shmem_swap(float *dest, float value, int pe) { return shmem_float_swap(dest, value, pe); }
 inline double shmem_swap(double *dest, double value, int pe) { return shmem_double_swap(dest, value, pe); }
 inline int shmem_swap(int *dest, int value, int pe) { return shmem_int_swap(dest, value, pe); }
@@ -3224,5 +3865,10 @@ inline size_t shmem_wait_until_some_vector(long long *ivars, size_t nelems, size
 inline size_t shmem_wait_until_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned int *cmp_values) { return shmem_uint_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 inline size_t shmem_wait_until_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned long *cmp_values) { return shmem_ulong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 inline size_t shmem_wait_until_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const unsigned long long *cmp_values) { return shmem_ulonglong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
+inline int shmem_xor_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_xor_reduce(team, dest, source, nreduce); }
 #endif /*__cplusplus */
 #endif /* RSHMEM_SHMEM_H */

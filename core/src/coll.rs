@@ -59,3 +59,96 @@ pub unsafe fn broadcast(
     t.broadcast(routine, dest.cast(), source.cast(), nbytes, root);
     0
 }
+
+/// The team, or None for SHMEM_TEAM_INVALID; and that `addr..addr+len` is symmetric.
+fn check_range(routine: &CStr, what: &str, addr: usize, len: usize) {
+    let rt = runtime::get(routine);
+    if len > 0 && !rt.segs.contains_range(addr, len) {
+        fatal(routine, &format!("{what} {addr:#x}+{len} is not symmetric memory"));
+    }
+}
+
+fn total(routine: &CStr, nelems: usize, size: usize) -> usize {
+    nelems
+        .checked_mul(size)
+        .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"))
+}
+
+/// `shmem_collect*` / `shmem_fcollect*` (`fixed`): every team PE's `nelems` elements,
+/// concatenated in team order into `dest` on every team PE.
+///
+/// # Safety
+/// `source` must hold `nelems` elements; `dest` (symmetric) the concatenation.
+pub unsafe fn collect(
+    routine: &CStr,
+    team: Team,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    size: usize,
+    fixed: bool,
+) -> c_int {
+    let Some(t) = team_state(routine, team) else { return -1 };
+    let nbytes = total(routine, nelems, size);
+    // collect's total is known only inside the collective; its start is checked here.
+    let dest_len = if fixed { total(routine, nbytes, t.desc.size as usize) } else { nbytes.min(1) };
+    check_range(routine, "dest", dest as usize, dest_len);
+    t.collect(routine, dest.cast(), source.cast(), nbytes, fixed);
+    0
+}
+
+/// `shmem_alltoall*` (strides 1) and `shmem_alltoalls*`.
+///
+/// # Safety
+/// `source` and `dest` (symmetric) must hold `team size * nelems` elements at their strides.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn alltoall(
+    routine: &CStr,
+    team: Team,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    size: usize,
+    dst: isize,
+    sst: isize,
+) -> c_int {
+    let Some(t) = team_state(routine, team) else { return -1 };
+    if dst <= 0 || sst <= 0 {
+        fatal(routine, &format!("the strides must be positive (dst={dst}, sst={sst})"));
+    }
+    let count = total(routine, nelems, t.desc.size as usize);
+    if count > 0 {
+        let span = total(routine, total(routine, count - 1, dst as usize), size);
+        check_range(routine, "dest", dest as usize, span + size);
+    }
+    t.alltoall(routine, dest.cast(), source.cast(), size, nelems, dst, sst);
+    0
+}
+
+/// `shmem_TYPENAME_OP_reduce` and the scans: `kind` is REDUCE_ALL, REDUCE_INSCAN or
+/// REDUCE_EXSCAN, `dtype` and `op` the plugin ABI's codes.
+///
+/// # Safety
+/// `source` (symmetric) and `dest` must hold `nelems` elements.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn reduce(
+    routine: &CStr,
+    team: Team,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    size: usize,
+    dtype: u32,
+    op: u32,
+    kind: u32,
+) -> c_int {
+    let Some(t) = team_state(routine, team) else { return -1 };
+    let nbytes = total(routine, nelems, size);
+    check_range(routine, "source", source as usize, nbytes);
+    let (d, s) = (dest as usize, source as usize);
+    if d != s && d < s + nbytes && s < d + nbytes {
+        fatal(routine, "dest and source overlap without being the same array");
+    }
+    t.reduce(routine, dest.cast(), source.cast(), nelems, dtype, op, kind);
+    0
+}

@@ -15,6 +15,21 @@ use std::sync::OnceLock;
 
 type BarrierFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type BroadcastFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, c_int) -> c_int;
+type CollectFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, c_int) -> c_int;
+type AlltoallFn =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, usize, isize, isize) -> c_int;
+type ReduceFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, u32, u32, u32) -> c_int;
+
+/// A slot of a component's table, if the table is long enough to have it and it is set.
+macro_rules! slot {
+    ($ops:expr, $field:ident) => {
+        if $ops.has(std::mem::offset_of!(ScollOps, $field) + std::mem::size_of::<Option<fn()>>()) {
+            $ops.$field
+        } else {
+            None
+        }
+    };
+}
 
 /// Teams that can exist at once on a PE (the world and the shared team included).
 pub const MAX_TEAMS: usize = 64;
@@ -71,6 +86,9 @@ pub struct TeamState {
     pub num_contexts: c_int,
     pub barrier: Vec<(BarrierFn, *mut c_void, String)>,
     pub broadcast: Vec<(BroadcastFn, *mut c_void, String)>,
+    pub collect: Vec<(CollectFn, *mut c_void, String)>,
+    pub alltoall: Vec<(AlltoallFn, *mut c_void, String)>,
+    pub reduce: Vec<(ReduceFn, *mut c_void, String)>,
     /// The components that enabled this team: (ops, state).
     enabled: Vec<(&'static ScollOps, *mut c_void)>,
     /// Per-component scratch descriptors, boxed so their addresses (given to the components)
@@ -117,6 +135,9 @@ impl TeamState {
             },
             barrier: Vec::new(),
             broadcast: Vec::new(),
+            collect: Vec::new(),
+            alltoall: Vec::new(),
+            reduce: Vec::new(),
             enabled: Vec::new(),
             _descs: Vec::new(),
         };
@@ -140,6 +161,15 @@ impl TeamState {
             }
             if let Some(f) = ops.broadcast {
                 t.broadcast.push((f, state, name.clone()));
+            }
+            if let Some(f) = slot!(ops, collect) {
+                t.collect.push((f, state, name.clone()));
+            }
+            if let Some(f) = slot!(ops, alltoall) {
+                t.alltoall.push((f, state, name.clone()));
+            }
+            if let Some(f) = slot!(ops, reduce) {
+                t.reduce.push((f, state, name.clone()));
             }
         }
         if t.barrier.is_empty() || t.broadcast.is_empty() {
@@ -192,6 +222,61 @@ impl TeamState {
             "broadcast",
             // SAFETY: as in `barrier`; addresses were checked by the caller.
             self.broadcast.iter().map(|(f, s, n)| (unsafe { f(*s, dest, src, nbytes, root) }, n.clone())),
+        );
+    }
+}
+
+impl TeamState {
+    pub fn collect(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
+        Self::run(
+            routine,
+            "collect",
+            // SAFETY: as in `barrier`; addresses were checked by the caller.
+            self.collect
+                .iter()
+                .map(|(f, s, n)| (unsafe { f(*s, dest, src, nbytes, c_int::from(fixed)) }, n.clone())),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoall(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        es: usize,
+        nelems: usize,
+        dst: isize,
+        sst: isize,
+    ) {
+        Self::run(
+            routine,
+            "alltoall",
+            // SAFETY: as in `barrier`; addresses were checked by the caller.
+            self.alltoall
+                .iter()
+                .map(|(f, s, n)| (unsafe { f(*s, dest, src, es, nelems, dst, sst) }, n.clone())),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nelems: usize,
+        dtype: u32,
+        op: u32,
+        kind: u32,
+    ) {
+        Self::run(
+            routine,
+            "reduction",
+            // SAFETY: as in `barrier`; addresses were checked by the caller.
+            self.reduce
+                .iter()
+                .map(|(f, s, n)| (unsafe { f(*s, dest, src, nelems, dtype, op, kind) }, n.clone())),
         );
     }
 }

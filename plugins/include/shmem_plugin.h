@@ -192,7 +192,26 @@ typedef struct {
     void (*disable)(void *state);
     int (*barrier)(void *state);
     int (*broadcast)(void *state, void *dest, const void *src, size_t nbytes, int root);
+    /* Appended in ABI v1 (absent when struct_size ends before them): */
+    int (*collect)(void *state, void *dest, const void *src, size_t nbytes, int fixed);
+    int (*alltoall)(void *state, void *dest, const void *src, size_t elem_size, size_t nelems,
+                    ptrdiff_t dst, ptrdiff_t sst);
+    int (*reduce)(void *state, void *dest, const void *src, size_t nelems, uint32_t dtype,
+                  uint32_t op, uint32_t kind);
 } shmem_plugin_scoll_ops_t;
+
+/* shmem_plugin_scoll_ops_t.reduce: element types, operations, kinds */
+enum {
+    SHMEM_PLUGIN_DT_I8, SHMEM_PLUGIN_DT_I16, SHMEM_PLUGIN_DT_I32, SHMEM_PLUGIN_DT_I64,
+    SHMEM_PLUGIN_DT_U8, SHMEM_PLUGIN_DT_U16, SHMEM_PLUGIN_DT_U32, SHMEM_PLUGIN_DT_U64,
+    SHMEM_PLUGIN_DT_F32, SHMEM_PLUGIN_DT_F64, SHMEM_PLUGIN_DT_LONGDOUBLE,
+    SHMEM_PLUGIN_DT_COMPLEXF, SHMEM_PLUGIN_DT_COMPLEXD
+};
+enum {
+    SHMEM_PLUGIN_OP_AND, SHMEM_PLUGIN_OP_OR, SHMEM_PLUGIN_OP_XOR, SHMEM_PLUGIN_OP_MAX,
+    SHMEM_PLUGIN_OP_MIN, SHMEM_PLUGIN_OP_SUM, SHMEM_PLUGIN_OP_PROD
+};
+enum { SHMEM_PLUGIN_REDUCE_ALL, SHMEM_PLUGIN_REDUCE_INSCAN, SHMEM_PLUGIN_REDUCE_EXSCAN };
 
 typedef struct {
     uint32_t abi_version;

@@ -463,7 +463,87 @@ pub struct ScollOps {
             root: c_int,
         ) -> c_int,
     >,
+    // Appended in ABI v1 (absent from tables whose struct_size ends before them; see
+    // `ScollOps::has`):
+    /// Concatenate every team PE's `nbytes` from `src` into `dest` on every PE, in team order.
+    /// `fixed` (fcollect): every PE gives the same `nbytes`; otherwise (collect) they differ.
+    pub collect: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nbytes: usize,
+            fixed: c_int,
+        ) -> c_int,
+    >,
+    /// All-to-all exchange: team PE `me` sends elements `src[(j * nelems + k) * sst]`
+    /// (`k < nelems`, elements of `elem_size` bytes) to PE `j`, where they land at
+    /// `dest[(me * nelems + k) * dst]`. Strides are in elements (1: contiguous).
+    pub alltoall: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            elem_size: usize,
+            nelems: usize,
+            dst: isize,
+            sst: isize,
+        ) -> c_int,
+    >,
+    /// Element-wise reduction (`kind` REDUCE_ALL) or prefix scan (REDUCE_INSCAN: over team
+    /// PEs `0..=me`; REDUCE_EXSCAN: over `0..me`, `dest` untouched on PE 0) of `nelems`
+    /// elements of `dtype` (`DT_*`) with `op` (`OP_*`). `dest` may equal `src`.
+    pub reduce: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nelems: usize,
+            dtype: u32,
+            op: u32,
+            kind: u32,
+        ) -> c_int,
+    >,
 }
+
+impl ScollOps {
+    /// Whether the table is long enough to hold the slot that ends at `end` bytes
+    /// (`offset_of!(ScollOps, slot) + size_of::<Option<fn()>>()`).
+    pub fn has(&self, end: usize) -> bool {
+        self.struct_size >= end
+    }
+}
+
+/// Element types of `ScollOps::reduce`.
+pub const DT_I8: u32 = 0;
+pub const DT_I16: u32 = 1;
+pub const DT_I32: u32 = 2;
+pub const DT_I64: u32 = 3;
+pub const DT_U8: u32 = 4;
+pub const DT_U16: u32 = 5;
+pub const DT_U32: u32 = 6;
+pub const DT_U64: u32 = 7;
+pub const DT_F32: u32 = 8;
+pub const DT_F64: u32 = 9;
+/// C `long double` (x87 80-bit extended, 16 bytes in memory on x86-64).
+pub const DT_LONGDOUBLE: u32 = 10;
+/// C `float _Complex` / `double _Complex` (sum and prod only).
+pub const DT_COMPLEXF: u32 = 11;
+pub const DT_COMPLEXD: u32 = 12;
+
+/// Operations of `ScollOps::reduce`.
+pub const OP_AND: u32 = 0;
+pub const OP_OR: u32 = 1;
+pub const OP_XOR: u32 = 2;
+pub const OP_MAX: u32 = 3;
+pub const OP_MIN: u32 = 4;
+pub const OP_SUM: u32 = 5;
+pub const OP_PROD: u32 = 6;
+
+/// Kinds of `ScollOps::reduce`.
+pub const REDUCE_ALL: u32 = 0;
+pub const REDUCE_INSCAN: u32 = 1;
+pub const REDUCE_EXSCAN: u32 = 2;
 
 /// Declare a Rust plugin's descriptor and export it as the one symbol
 /// `shmem_plugin_descriptor_v1`:

@@ -134,6 +134,11 @@ fn teams_split_query_translate_and_destroy() {
 }
 
 #[test]
+fn team_collectives_every_kind_and_reduction() {
+    run_everywhere("collectives", &[]);
+}
+
+#[test]
 fn contexts_and_signals() {
     run_everywhere("ctx_signal", &[]);
 }

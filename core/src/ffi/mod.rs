@@ -19,6 +19,10 @@ pub const THREAD_MULTIPLE: i32 = 3;
 #[derive(Copy, Clone)]
 pub struct LongDouble(pub [u8; 16]);
 
+/// C `float _Complex` and `double _Complex` (real, imaginary), as reductions see them.
+pub type ComplexF = [f32; 2];
+pub type ComplexD = [f64; 2];
+
 /// The panic boundary: a panic inside the library never unwinds into C; it is reported and the
 /// whole job ends. Free on the non-panicking path.
 #[inline(always)]

@@ -1,9 +1,11 @@
 //! The algorithms, written only against the core's one-sided services (atomic add, wait,
 //! put, fence, quiet) so that they work over any spml and any team shape.
 
-use crate::team::{partner, rounds, Team, DATA, READY};
-use rshmem_plugin_api::{CoreServices, CMP_GE, RC_ERROR, RC_OK};
+use crate::reduce as arith;
+use crate::team::{partner, rounds, Team, CHAIN_FLAG, CHAIN_OFF, DATA, READY};
+use rshmem_plugin_api::{CoreServices, CMP_GE, RC_ERROR, RC_OK, REDUCE_ALL, REDUCE_EXSCAN, REDUCE_INSCAN};
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Dissemination barrier: in round k, signal the PE 2^k places ahead and wait for the signal
 /// from the PE 2^k places behind. After ceil(log2 n) rounds every PE has heard, directly or
@@ -79,6 +81,149 @@ pub unsafe fn broadcast(
                 (c.atomic_add_u64)(t.word(DATA), 1, t.pe(i));
             }
             (c.quiet)();
+        }
+    }
+    RC_OK
+}
+
+/// Put `len` bytes to team index `j`, or copy them when that is this PE.
+unsafe fn put_to(c: &CoreServices, t: &Team, j: c_int, dest: *mut u8, src: *const u8, len: usize) {
+    if len == 0 {
+        return;
+    }
+    unsafe {
+        if j == t.me() {
+            std::ptr::copy(src, dest, len);
+        } else {
+            (c.putmem)(dest.cast(), src.cast(), len, t.pe(j));
+        }
+    }
+}
+
+/// fcollect (`fixed`) and collect. An entry barrier makes every `dest` free to write; collect
+/// learns its offset from a chain along the team (each PE passes its successor the running
+/// total); everyone then puts its block to every PE, and a quiet and barrier complete it.
+pub unsafe fn collect(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    fixed: bool,
+) -> c_int {
+    let (n, me) = (t.size(), t.me());
+    unsafe {
+        barrier(c, t);
+        let offset = if fixed {
+            me as usize * nbytes
+        } else {
+            let epoch = t.next_chain();
+            let mut off = 0u64;
+            if me > 0 {
+                (c.wait_until_u64)(t.word(CHAIN_FLAG), CMP_GE, epoch);
+                off = AtomicU64::from_ptr(t.word(CHAIN_OFF)).load(Ordering::Acquire);
+            }
+            if me + 1 < n {
+                let next = off + nbytes as u64;
+                (c.putmem)(t.word(CHAIN_OFF).cast(), (&next as *const u64).cast(), 8, t.pe(me + 1));
+                (c.fence)();
+                (c.atomic_add_u64)(t.word(CHAIN_FLAG), 1, t.pe(me + 1));
+            }
+            off as usize
+        };
+        let d = (dest as *mut u8).wrapping_add(offset);
+        // Start with the next PE so that PEs do not all write to the same one at once.
+        for k in 1..=n {
+            put_to(c, t, (me + k) % n, d, src.cast(), nbytes);
+        }
+        (c.quiet)();
+        barrier(c, t);
+    }
+    RC_OK
+}
+
+/// alltoall(s): the same shape of entry barrier, puts (contiguous, or element by element when
+/// strided), quiet and barrier.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn alltoall(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    es: usize,
+    nelems: usize,
+    dst: isize,
+    sst: isize,
+) -> c_int {
+    let (n, me) = (t.size(), t.me());
+    if dst <= 0 || sst <= 0 {
+        return RC_ERROR;
+    }
+    let (dst, sst) = (dst as usize, sst as usize);
+    unsafe {
+        barrier(c, t);
+        for k in 1..=n {
+            let j = (me + k) % n;
+            let d = (dest as *mut u8).wrapping_add(me as usize * nelems * dst * es);
+            let s = (src as *const u8).wrapping_add(j as usize * nelems * sst * es);
+            if dst == 1 && sst == 1 {
+                put_to(c, t, j, d, s, nelems * es);
+            } else {
+                for e in 0..nelems {
+                    put_to(c, t, j, d.wrapping_add(e * dst * es), s.wrapping_add(e * sst * es), es);
+                }
+            }
+        }
+        (c.quiet)();
+        barrier(c, t);
+    }
+    RC_OK
+}
+
+/// Reductions and scans: after an entry barrier (every source is ready), each PE gets the
+/// sources it needs and combines them in team order, so every PE computes the same bits; a
+/// second barrier (every source has been read) lets it write `dest`, which may be its source.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn reduce(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    nelems: usize,
+    dtype: u32,
+    op: u32,
+    kind: u32,
+) -> c_int {
+    let (n, me) = (t.size(), t.me());
+    let Some(es) = arith::elem_size(dtype) else { return RC_ERROR };
+    let Some(nbytes) = nelems.checked_mul(es) else { return RC_ERROR };
+    let upto = match kind {
+        REDUCE_ALL => n,
+        REDUCE_INSCAN => me + 1,
+        REDUCE_EXSCAN => me,
+        _ => return RC_ERROR,
+    };
+    // Check the operation before anyone waits on us.
+    let (mut acc, mut buf) = (arith::buffer(nbytes), arith::buffer(nbytes));
+    if !arith::combine(dtype, op, &mut acc, &buf, 0) {
+        return RC_ERROR;
+    }
+    unsafe {
+        barrier(c, t);
+        for j in 0..upto {
+            let into = if j == 0 { &mut acc } else { &mut buf };
+            if j == me {
+                std::ptr::copy_nonoverlapping(src as *const u8, into.as_mut_ptr().cast::<u8>(), nbytes);
+            } else if nbytes > 0 {
+                (c.getmem)(into.as_mut_ptr().cast(), src, nbytes, t.pe(j));
+            }
+            if j > 0 {
+                arith::combine(dtype, op, &mut acc, &buf, nelems);
+            }
+        }
+        barrier(c, t);
+        if upto > 0 {
+            std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dest as *mut u8, nbytes);
         }
     }
     RC_OK

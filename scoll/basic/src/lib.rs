@@ -3,6 +3,7 @@
 //! count on; faster components may take slots over.
 
 mod algo;
+mod reduce;
 mod team;
 
 pub use team::{partner, rounds, SCRATCH_BYTES};
@@ -78,6 +79,40 @@ unsafe extern "C" fn broadcast(
     collective(|c| unsafe { algo::broadcast(c, team(state), dest, src, nbytes, root) })
 }
 
+unsafe extern "C" fn collect(
+    state: *mut c_void,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    fixed: c_int,
+) -> c_int {
+    collective(|c| unsafe { algo::collect(c, team(state), dest, src, nbytes, fixed != 0) })
+}
+
+unsafe extern "C" fn alltoall(
+    state: *mut c_void,
+    dest: *mut c_void,
+    src: *const c_void,
+    elem_size: usize,
+    nelems: usize,
+    dst: isize,
+    sst: isize,
+) -> c_int {
+    collective(|c| unsafe { algo::alltoall(c, team(state), dest, src, elem_size, nelems, dst, sst) })
+}
+
+unsafe extern "C" fn reduce(
+    state: *mut c_void,
+    dest: *mut c_void,
+    src: *const c_void,
+    nelems: usize,
+    dtype: u32,
+    op: u32,
+    kind: u32,
+) -> c_int {
+    collective(|c| unsafe { algo::reduce(c, team(state), dest, src, nelems, dtype, op, kind) })
+}
+
 static OPS: ScollOps = ScollOps {
     struct_size: std::mem::size_of::<ScollOps>(),
     scratch_needed: SCRATCH_BYTES,
@@ -85,6 +120,9 @@ static OPS: ScollOps = ScollOps {
     disable,
     barrier: Some(barrier),
     broadcast: Some(broadcast),
+    collect: Some(collect),
+    alltoall: Some(alltoall),
+    reduce: Some(reduce),
 };
 
 unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {
@@ -108,7 +146,7 @@ unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
 rshmem_plugin_api::export_plugin! {
     framework: Framework::Scoll,
     name: "basic",
-    description: "dissemination barrier, flag-synchronised linear broadcast; any team size",
+    description: "dissemination barrier, flag-synchronised linear broadcast, linear collect/alltoall, get-based reductions and scans; any team size",
     params: &[],
     query: query,
     open: open,

@@ -15,7 +15,10 @@ pub const BARRIER_WORDS: usize = 32;
 pub const READY: usize = BARRIER_WORDS;
 /// broadcast: on a non-root, how many "data arrived" signals roots have sent it.
 pub const DATA: usize = BARRIER_WORDS + 1;
-pub const SCRATCH_WORDS: usize = BARRIER_WORDS + 2;
+/// collect's prefix chain: the offset a PE's predecessor computed for it, and its arrival count.
+pub const CHAIN_OFF: usize = BARRIER_WORDS + 2;
+pub const CHAIN_FLAG: usize = BARRIER_WORDS + 3;
+pub const SCRATCH_WORDS: usize = BARRIER_WORDS + 4;
 pub const SCRATCH_BYTES: usize = SCRATCH_WORDS * std::mem::size_of::<u64>();
 
 /// The component's state for one team: a copy of the core's description plus how far this PE
@@ -26,6 +29,7 @@ pub struct Team {
     barriers: AtomicU64,
     ready_seen: AtomicU64,
     data_seen: AtomicU64,
+    chain_seen: AtomicU64,
 }
 
 impl Team {
@@ -51,6 +55,7 @@ impl Team {
             barriers: AtomicU64::new(0),
             ready_seen: AtomicU64::new(0),
             data_seen: AtomicU64::new(0),
+            chain_seen: AtomicU64::new(0),
         })
     }
 
@@ -85,6 +90,10 @@ impl Team {
     }
 
     /// As a non-root: the DATA count meaning this broadcast's data has arrived.
+    pub fn next_chain(&self) -> u64 {
+        self.chain_seen.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     pub fn next_data(&self) -> u64 {
         self.data_seen.fetch_add(1, Ordering::Relaxed) + 1
     }
