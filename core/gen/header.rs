@@ -127,6 +127,9 @@ void rshmem_c11_unsupported_type(void);
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), shmem_ctx_t: shmem_ctx_signal_add, default: (shmem_signal_add))(__VA_ARGS__)
 #define shmem_signal_set(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), shmem_ctx_t: shmem_ctx_signal_set, default: (shmem_signal_set))(__VA_ARGS__)
+/* shmem_sync(team) is shmem_team_sync; the four-argument form is the active-set function. */
+#define shmem_sync(...) \
+    _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), shmem_team_t: shmem_team_sync, default: (shmem_sync))(__VA_ARGS__)
 "#;
 
 fn arg(i: usize) -> String {
@@ -200,6 +203,7 @@ fn cxx_overloads(all: &[Routine], generics: &BTreeMap<&str, (Vec<&Routine>, Vec<
 
 const CXX_SIGNAL_OVERLOADS: &str = "inline void shmem_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe) { shmem_ctx_signal_add(ctx, sig_addr, signal, pe); }
 inline void shmem_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe) { shmem_ctx_signal_set(ctx, sig_addr, signal, pe); }
+inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 ";
 
 pub fn shmem_h(all: &[Routine]) -> String {

@@ -84,6 +84,37 @@ const fn typed_coll(
     }
 }
 
+const TO_ALL_BITWISE: &[Over] = &[Over::Types(&["short", "int", "long", "longlong"])];
+const TO_ALL_MINMAX: &[Over] =
+    &[Over::Types(&["short", "int", "long", "longlong", "float", "double", "longdouble"])];
+const TO_ALL_ARITH: &[Over] = &[Over::Types(&[
+    "short",
+    "int",
+    "long",
+    "longlong",
+    "float",
+    "double",
+    "longdouble",
+    "complexf",
+    "complexd",
+])];
+
+/// A legacy active-set reduction (`shmem_TYPENAME_OP_to_all`).
+const fn to_all(name: &'static str, over: &'static [Over], body: &'static str) -> Family {
+    Family {
+        category: "coll_legacy",
+        name,
+        suffix: "",
+        over,
+        ret: "void",
+        params: "{TYPE} *dest, const {TYPE} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {TYPE} *pWrk, long *pSync",
+        body,
+        ctx: false,
+        generic: None,
+        c_attr: "",
+    }
+}
+
 /// A team reduction or scan over its table of types.
 const fn reduction(
     name: &'static str,
@@ -791,4 +822,23 @@ pub const FAMILIES: &[Family] = &[
     reduction("prod_reduce", REDUCE_ARITH_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nreduce", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_PROD, REDUCE_ALL)", "shmem_prod_reduce"),
     reduction("sum_inscan", REDUCE_ARITH_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nelems", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, {DTYPE}, OP_SUM, REDUCE_INSCAN)", "shmem_sum_inscan"),
     reduction("sum_exscan", REDUCE_ARITH_OVER, "shmem_team_t team, {TYPE} *dest, const {TYPE} *source, size_t nelems", "coll::reduce({NAME}, team, dest.cast(), source.cast(), nelems, {SIZE}, {DTYPE}, OP_SUM, REDUCE_EXSCAN)", "shmem_sum_exscan"),
+    plain("coll_legacy", "shmem_barrier", "void", "int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::barrier({NAME}, PE_start, logPE_stride, PE_size, pSync, true)"),
+    plain("coll_legacy", "shmem_sync", "void", "int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::barrier({NAME}, PE_start, logPE_stride, PE_size, pSync, false)"),
+    plain("coll_legacy", "shmem_broadcast32", "void", "void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::broadcast({NAME}, dest, source, nelems, 4, PE_root, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_collect32", "void", "void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::collect({NAME}, dest, source, nelems, 4, false, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_fcollect32", "void", "void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::collect({NAME}, dest, source, nelems, 4, true, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_alltoall32", "void", "void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::alltoall({NAME}, dest, source, (1, 1), nelems, 4, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_alltoalls32", "void", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::alltoall({NAME}, dest, source, (dst, sst), nelems, 4, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_broadcast64", "void", "void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::broadcast({NAME}, dest, source, nelems, 8, PE_root, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_collect64", "void", "void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::collect({NAME}, dest, source, nelems, 8, false, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_fcollect64", "void", "void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::collect({NAME}, dest, source, nelems, 8, true, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_alltoall64", "void", "void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::alltoall({NAME}, dest, source, (1, 1), nelems, 8, (PE_start, logPE_stride, PE_size), pSync)"),
+    plain("coll_legacy", "shmem_alltoalls64", "void", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", "legacy::alltoall({NAME}, dest, source, (dst, sst), nelems, 8, (PE_start, logPE_stride, PE_size), pSync)"),
+    to_all("and_to_all", TO_ALL_BITWISE, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_AND, (PE_start, logPE_stride, PE_size), pSync)"),
+    to_all("or_to_all", TO_ALL_BITWISE, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_OR, (PE_start, logPE_stride, PE_size), pSync)"),
+    to_all("xor_to_all", TO_ALL_BITWISE, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_XOR, (PE_start, logPE_stride, PE_size), pSync)"),
+    to_all("max_to_all", TO_ALL_MINMAX, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_MAX, (PE_start, logPE_stride, PE_size), pSync)"),
+    to_all("min_to_all", TO_ALL_MINMAX, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_MIN, (PE_start, logPE_stride, PE_size), pSync)"),
+    to_all("sum_to_all", TO_ALL_ARITH, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_SUM, (PE_start, logPE_stride, PE_size), pSync)"),
+    to_all("prod_to_all", TO_ALL_ARITH, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_PROD, (PE_start, logPE_stride, PE_size), pSync)"),
 ];

@@ -14,6 +14,7 @@ pub mod error;
 pub mod ffi;
 pub mod heap;
 pub mod info;
+pub mod legacy;
 pub mod lock;
 pub mod log;
 pub mod p2p;

@@ -9,7 +9,7 @@
 //! one.
 
 use crate::runtime::Runtime;
-use rshmem_plugin_api::{ScollOps, TeamDesc, RC_DECLINED, RC_OK};
+use rshmem_plugin_api::{ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::OnceLock;
 
@@ -113,14 +113,40 @@ impl TeamState {
         routine: &CStr,
         rt: &Runtime,
         slot: usize,
-        (start, stride, size): (c_int, c_int, c_int),
+        triplet: (c_int, c_int, c_int),
         scolls: &[(&'static ScollOps, String)],
     ) -> TeamState {
-        let my_index = index_in(rt.my_pe, start, stride, size).unwrap_or(-1);
-        let needs: Vec<usize> = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).collect();
         let (slot_base, slot_len) = slot_memory(slot);
         let scratch = slot_base.wrapping_add(CORE_WORDS * 8);
-        let total = slot_len - CORE_WORDS * 8;
+        let t = Self::create_in(rt, slot, scratch, slot_len - CORE_WORDS * 8, triplet, scolls, 0);
+        if t.barrier.is_empty() || t.broadcast.is_empty() {
+            crate::error::fatal(routine, "no scoll component provides barrier and broadcast for the team");
+        }
+        t
+    }
+
+    /// A team for one active-set call (the legacy routines), on the user's pSync. Components
+    /// are enabled in rank order while their scratch fits in it.
+    pub fn create_ephemeral(
+        rt: &Runtime,
+        psync: *mut u8,
+        psync_len: usize,
+        triplet: (c_int, c_int, c_int),
+        scolls: &[(&'static ScollOps, String)],
+    ) -> TeamState {
+        Self::create_in(rt, usize::MAX, psync, psync_len, triplet, scolls, TEAM_EPHEMERAL)
+    }
+
+    fn create_in(
+        rt: &Runtime,
+        slot: usize,
+        scratch: *mut u8,
+        total: usize,
+        (start, stride, size): (c_int, c_int, c_int),
+        scolls: &[(&'static ScollOps, String)],
+        flags: u32,
+    ) -> TeamState {
+        let my_index = index_in(rt.my_pe, start, stride, size).unwrap_or(-1);
         let mut t = TeamState {
             slot,
             num_contexts: 0,
@@ -132,6 +158,7 @@ impl TeamState {
                 my_index,
                 scratch: scratch.cast(),
                 scratch_len: total,
+                flags,
             },
             barrier: Vec::new(),
             broadcast: Vec::new(),
@@ -142,7 +169,11 @@ impl TeamState {
             _descs: Vec::new(),
         };
         let mut offset = 0;
-        for ((ops, name), need) in scolls.iter().zip(needs) {
+        for (ops, name) in scolls {
+            let need = round_up(ops.scratch_needed.max(64), 64);
+            if offset + need > total {
+                break;
+            }
             let desc = Box::new(TeamDesc {
                 scratch: scratch.wrapping_add(offset).cast(),
                 scratch_len: need,
@@ -172,15 +203,12 @@ impl TeamState {
                 t.reduce.push((f, state, name.clone()));
             }
         }
-        if t.barrier.is_empty() || t.broadcast.is_empty() {
-            crate::error::fatal(routine, "no scoll component provides barrier and broadcast for the team");
-        }
         t
     }
 
     /// The core's own words of the slot.
     pub fn core_word(&self, i: usize) -> *mut u64 {
-        debug_assert!(i < CORE_WORDS);
+        debug_assert!(i < CORE_WORDS && self.slot < MAX_TEAMS);
         (slot_memory(self.slot).0 as *mut u64).wrapping_add(i)
     }
 

@@ -36,6 +36,11 @@ pub fn init(scolls: &[(&'static ScollOps, String)]) {
     let _ = REGISTRY.set(Registry { scolls: scolls.to_vec(), used: Mutex::new(1) });
 }
 
+/// The stacked scoll components, best first.
+pub fn scolls() -> &'static [(&'static ScollOps, String)] {
+    &registry().scolls
+}
+
 fn registry() -> &'static Registry {
     REGISTRY.get().expect("teams are set up at init")
 }

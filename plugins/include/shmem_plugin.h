@@ -183,7 +183,12 @@ typedef struct {
     int my_index;
     void *scratch;
     size_t scratch_len;
+    uint32_t flags; /* SHMEM_PLUGIN_TEAM_* */
 } shmem_plugin_team_t;
+
+/* shmem_plugin_team_t.flags: one active-set call whose scratch is the user's pSync, to be left
+ * all zeros once every member has returned */
+#define SHMEM_PLUGIN_TEAM_EPHEMERAL 1u
 
 typedef struct {
     size_t struct_size;

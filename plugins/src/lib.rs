@@ -430,7 +430,15 @@ pub struct TeamDesc {
     /// for the exclusive use of the component that enabled the slot.
     pub scratch: *mut c_void,
     pub scratch_len: usize,
+    /// `TEAM_*` flags (appended in ABI v1; components that predate a flag ignore it).
+    pub flags: u32,
 }
+
+/// `TeamDesc::flags`: the team lives for one active-set collective call (OpenSHMEM's legacy
+/// routines with a pSync array) and its scratch is the user's pSync. Each collective must leave
+/// the scratch as it found it (all zeros) once every member has returned, and the state from
+/// `enable` is not reused.
+pub const TEAM_EPHEMERAL: u32 = 1;
 
 impl TeamDesc {
     /// World PE number of team index `i`.

@@ -139,6 +139,11 @@ fn team_collectives_every_kind_and_reduction() {
 }
 
 #[test]
+fn active_set_collectives_restore_psync() {
+    run_everywhere("legacy_coll", &[]);
+}
+
+#[test]
 fn contexts_and_signals() {
     run_everywhere("ctx_signal", &[]);
 }

@@ -173,3 +173,41 @@ fn lock() {
         has(&r, &format!("{pe}: sleeping...done"));
     }
 }
+
+#[test]
+fn barrier_on_the_even_pes() {
+    let r = run("barrier", 4);
+    // Odd PEs are outside the active set and untouched. (Each even PE's own `x = 1000 + me`
+    // races with the 4 its neighbour puts, in the example itself, so either value is right.)
+    has(&r, "1: x = 10101");
+    has(&r, "3: x = 10101");
+    for pe in [0, 2] {
+        let ok = [format!("{pe}: x = 4"), format!("{pe}: x = {}", 1000 + pe)];
+        assert!(r.stdout.lines().any(|l| ok.contains(&l.trim_end().to_string())), "{}", r.stdout);
+    }
+}
+
+#[test]
+fn broadcast64_leaves_the_root_alone() {
+    let r = run("broadcast", 4);
+    has(&r, "0: 0 0 0 0");
+    for pe in 1..4 {
+        has(&r, &format!("{pe}: 0 1 2 3"));
+    }
+}
+
+#[test]
+fn collect32() {
+    let r = run("collect", 4);
+    for pe in 0..4 {
+        has(&r, &format!("{pe}: 0, 1, 2, 3, 4, 5, 6, 7"));
+    }
+}
+
+#[test]
+fn alltoall64_reports_no_error() {
+    for np in [2, 4] {
+        let r = run("alltoall", np);
+        assert!(!r.stdout.contains("ERROR"), "{}", r.stdout);
+    }
+}

@@ -9,34 +9,42 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Dissemination barrier: in round k, signal the PE 2^k places ahead and wait for the signal
 /// from the PE 2^k places behind. After ceil(log2 n) rounds every PE has heard, directly or
-/// not, from every other. Round counters count barriers, so "my round-k counter has reached
-/// this barrier's epoch" means the signal for this barrier arrived (a later one may have too,
-/// which is fine: its sender had finished this barrier).
+/// not, from every other. Round k's word has one sender, so a token there means that sender
+/// reached round k of this barrier: either this barrier's token, or the next one's, whose
+/// sender had finished this barrier. Either way one token is consumed per barrier.
 ///
 /// # Safety
 /// `t`'s scratch must be the team's symmetric scratch and `c` the core's live table.
 pub unsafe fn barrier(c: &CoreServices, t: &Team) -> c_int {
-    let (n, me) = (t.size(), t.me());
-    let epoch = t.next_barrier();
+    let n = t.size();
     for (k, d) in rounds(n).enumerate() {
-        let to = t.pe(partner(me, d, n));
-        // SAFETY: the round-k word is symmetric scratch of this team, on a member PE.
+        let to = t.pe(partner(t.me(), d, n));
         unsafe {
             (c.atomic_add_u64)(t.word(k), 1, to);
-            (c.wait_until_u64)(t.word(k), CMP_GE, epoch);
+            take(c, t, k, 1);
         }
     }
     RC_OK
 }
 
-/// Linear broadcast with a ready/data handshake. The root must not overwrite a non-root's
-/// `dest` while that PE may still be reading it from before the call, so every non-root first
-/// announces itself on the root's READY word; once all have, the root puts the data to each,
-/// fences (the puts land before the signals), and bumps each one's DATA word.
-///
-/// # Safety
-/// `dest` and `src` must be symmetric addresses valid for `nbytes` on every member (the core
-/// checks them); `t` and `c` as for [`barrier`].
+/// Wait until `count` more tokens have arrived on word `k`, and consume them. A token that
+/// arrives early (for the next collective) stays for it. On an ephemeral team the tokens are
+/// removed from the word, through the core's atomics (the path the remote increments take, so
+/// the two never mix on one word), leaving the pSync as it was.
+unsafe fn take(c: &CoreServices, t: &Team, k: usize, count: u64) {
+    unsafe {
+        if t.ephemeral {
+            (c.wait_until_u64)(t.word(k), CMP_GE, count);
+            (c.atomic_add_u64)(t.word(k), count.wrapping_neg(), t.pe(t.me()));
+            // Through a transport, a non-fetching atomic may still be in flight when it
+            // returns; the next wait on this word must see it done.
+            (c.quiet)();
+        } else {
+            (c.wait_until_u64)(t.word(k), CMP_GE, t.tally(k, count));
+        }
+    }
+}
+
 pub unsafe fn broadcast(
     c: &CoreServices,
     t: &Team,
@@ -54,7 +62,7 @@ pub unsafe fn broadcast(
         // SAFETY: READY is symmetric scratch on the root; DATA is this PE's own scratch.
         unsafe {
             (c.atomic_add_u64)(t.word(READY), 1, t.pe(root));
-            (c.wait_until_u64)(t.word(DATA), CMP_GE, t.next_data());
+            take(c, t, DATA, 1);
         }
         return RC_OK;
     }
@@ -62,7 +70,7 @@ pub unsafe fn broadcast(
     // buffers; then DATA words on member PEs.
     unsafe {
         if n > 1 {
-            (c.wait_until_u64)(t.word(READY), CMP_GE, t.next_ready());
+            take(c, t, READY, (n - 1) as u64);
         }
         let others = (0..n).filter(|i| *i != root);
         if nbytes > 0 {
@@ -117,11 +125,14 @@ pub unsafe fn collect(
         let offset = if fixed {
             me as usize * nbytes
         } else {
-            let epoch = t.next_chain();
             let mut off = 0u64;
             if me > 0 {
-                (c.wait_until_u64)(t.word(CHAIN_FLAG), CMP_GE, epoch);
-                off = AtomicU64::from_ptr(t.word(CHAIN_OFF)).load(Ordering::Acquire);
+                take(c, t, CHAIN_FLAG, 1);
+                let w = AtomicU64::from_ptr(t.word(CHAIN_OFF));
+                off = w.load(Ordering::Acquire);
+                // Restore the word: the predecessor writes it again only in a later collect,
+                // after that one's entry barrier, which this PE has not reached yet.
+                w.store(0, Ordering::Relaxed);
             }
             if me + 1 < n {
                 let next = off + nbytes as u64;

@@ -1,11 +1,13 @@
 //! Per-team state and the layout of the team's scratch.
 //!
-//! Every synchronisation word in the scratch only ever grows (it counts events since the team
-//! was created) and each PE remembers how many events it has consumed. Nothing is ever reset,
-//! which removes the classic race where a fast PE's signal for the next collective is wiped by
-//! a slow PE still clearing the flag of the previous one.
+//! Every synchronisation word in the scratch counts tokens that senders add; nothing is ever
+//! cleared by a plain store, so a fast PE's signal for the next collective cannot be wiped by a
+//! slow PE still finishing the previous one. On a team's own scratch the words only grow and
+//! the owner tallies what it has consumed (no extra atomic per wait). On an ephemeral team (a
+//! legacy call on the user's pSync) the owner consumes its tokens atomically instead, so the
+//! pSync is all zeros again once the call has returned everywhere, as the spec promises.
 
-use rshmem_plugin_api::TeamDesc;
+use rshmem_plugin_api::{TeamDesc, TEAM_EPHEMERAL};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,15 +23,13 @@ pub const CHAIN_FLAG: usize = BARRIER_WORDS + 3;
 pub const SCRATCH_WORDS: usize = BARRIER_WORDS + 4;
 pub const SCRATCH_BYTES: usize = SCRATCH_WORDS * std::mem::size_of::<u64>();
 
-/// The component's state for one team: a copy of the core's description plus how far this PE
-/// has counted on each word. Atomics only so that the state is Sync; a team's collectives are
-/// never concurrent.
+/// The component's state for one team: a copy of the core's description.
 pub struct Team {
     pub desc: TeamDesc,
-    barriers: AtomicU64,
-    ready_seen: AtomicU64,
-    data_seen: AtomicU64,
-    chain_seen: AtomicU64,
+    pub ephemeral: bool,
+    /// Tokens consumed per word (non-ephemeral teams). Atomics only so that the state is Sync;
+    /// a team's collectives are never concurrent.
+    seen: [AtomicU64; SCRATCH_WORDS],
 }
 
 impl Team {
@@ -49,13 +49,12 @@ impl Team {
             my_index: d.my_index,
             scratch: d.scratch,
             scratch_len: d.scratch_len,
+            flags: d.flags,
         };
         Some(Team {
             desc,
-            barriers: AtomicU64::new(0),
-            ready_seen: AtomicU64::new(0),
-            data_seen: AtomicU64::new(0),
-            chain_seen: AtomicU64::new(0),
+            ephemeral: d.flags & TEAM_EPHEMERAL != 0,
+            seen: std::array::from_fn(|_| AtomicU64::new(0)),
         })
     }
 
@@ -72,30 +71,19 @@ impl Team {
         self.desc.pe_of(i)
     }
 
+    /// Count `count` more tokens consumed on word `k`; the total the word must reach.
+    pub fn tally(&self, k: usize, count: u64) -> u64 {
+        // Not a read-modify-write: one thread at a time runs a team's collectives, and a locked
+        // instruction here would cost as much as the rest of a 2-PE barrier round.
+        let v = self.seen[k].load(Ordering::Relaxed) + count;
+        self.seen[k].store(v, Ordering::Relaxed);
+        v
+    }
+
     /// Symmetric address of scratch word `i` (the same offset on every member).
     pub fn word(&self, i: usize) -> *mut u64 {
         debug_assert!(i < SCRATCH_WORDS);
         (self.desc.scratch as *mut u64).wrapping_add(i)
-    }
-
-    /// The epoch of the barrier being entered: 1 for the first.
-    pub fn next_barrier(&self) -> u64 {
-        self.barriers.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    /// As a root: the READY count meaning every non-root has announced this broadcast.
-    pub fn next_ready(&self) -> u64 {
-        let n = (self.size() - 1) as u64;
-        self.ready_seen.fetch_add(n, Ordering::Relaxed) + n
-    }
-
-    /// As a non-root: the DATA count meaning this broadcast's data has arrived.
-    pub fn next_chain(&self) -> u64 {
-        self.chain_seen.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    pub fn next_data(&self) -> u64 {
-        self.data_seen.fetch_add(1, Ordering::Relaxed) + 1
     }
 }
 

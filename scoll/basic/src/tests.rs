@@ -44,6 +44,7 @@ fn enable_team(
         my_index,
         scratch: heap.wrapping_add(slot * SCRATCH_SLOT).cast(),
         scratch_len: SCRATCH_SLOT,
+        flags: 0,
     };
     // SAFETY: a valid description; enable copies it.
     unsafe { (ops().enable)(&desc) }
@@ -143,6 +144,7 @@ fn teams_it_cannot_serve_are_declined() {
         my_index: 0,
         scratch: scratch.as_mut_ptr().cast(),
         scratch_len: std::mem::size_of_val(&scratch),
+        flags: 0,
     };
     let ops = ops();
     // SAFETY: enable only reads the description; each accepted state is disabled at once.

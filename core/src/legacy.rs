@@ -1,0 +1,179 @@
+//! The active-set collectives (spec 9.9, deprecated forms): an active set `PE_start`,
+//! `2^logPE_stride`, `PE_size` and the user's pSync array. Each call runs the same scoll
+//! algorithms as team collectives, on an ephemeral team whose scratch is the pSync; the
+//! components leave the pSync all zeros (SHMEM_SYNC_VALUE) once the call has returned on every
+//! PE, which is what lets the user reuse it. pWrk arrays are not needed: reductions keep their
+//! work space locally.
+
+use crate::error::fatal;
+use crate::runtime;
+use crate::team::TeamState;
+use std::ffi::{c_int, c_long, c_void, CStr};
+
+/// SHMEM_*_SYNC_SIZE (every one is 64 longs in shmem.h).
+const PSYNC_BYTES: usize = 64 * std::mem::size_of::<c_long>();
+
+/// Run `f` on the active set's ephemeral team (this PE must be a member).
+fn on_active_set<R>(
+    routine: &CStr,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    psync: *mut c_long,
+    f: impl FnOnce(&TeamState) -> R,
+) -> R {
+    let rt = runtime::get(routine);
+    if !(0..31).contains(&log_stride) || size < 1 || start < 0 {
+        fatal(
+            routine,
+            &format!("invalid active set: PE_start={start}, logPE_stride={log_stride}, PE_size={size}"),
+        );
+    }
+    let stride = 1i64 << log_stride;
+    let last = i64::from(start) + stride * (i64::from(size) - 1);
+    if last >= i64::from(rt.n_pes) {
+        fatal(
+            routine,
+            &format!(
+                "the active set PE_start={start}, logPE_stride={log_stride}, PE_size={size} reaches PE {last}, beyond the {} PEs",
+                rt.n_pes
+            ),
+        );
+    }
+    if psync.is_null() || !rt.segs.contains_range(psync as usize, PSYNC_BYTES) {
+        fatal(routine, "pSync must be a symmetric array of SHMEM_*_SYNC_SIZE longs");
+    }
+    let triplet = (start, stride as c_int, size);
+    if crate::team::index_in(rt.my_pe, start, stride as c_int, size).is_none() {
+        fatal(routine, &format!("PE {} is not in the active set it was called with", rt.my_pe));
+    }
+    let scolls = crate::teams::scolls();
+    let t = TeamState::create_ephemeral(rt, psync.cast(), PSYNC_BYTES, triplet, scolls);
+    f(&t)
+}
+
+/// `shmem_barrier` (`complete`: quiet first) and `shmem_sync`.
+pub fn barrier(
+    routine: &CStr,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    psync: *mut c_long,
+    complete: bool,
+) {
+    if complete {
+        // SAFETY: the default context is always live.
+        unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+    } else {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+    on_active_set(routine, start, log_stride, size, psync, |t| t.barrier(routine));
+}
+
+/// `shmem_broadcast32/64`: as the team broadcast, except that the root's `dest` is left alone.
+///
+/// # Safety
+/// `dest` and `source` must hold `nelems` elements of `size` bytes; `dest` symmetric.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn broadcast(
+    routine: &CStr,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    root: c_int,
+    (start, log_stride, pe_size): (c_int, c_int, c_int),
+    psync: *mut c_long,
+) {
+    let nbytes = nelems.checked_mul(size).unwrap_or_else(|| fatal(routine, "nelems overflows"));
+    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+        if !(0..t.desc.size).contains(&root) {
+            fatal(
+                routine,
+                &format!("PE_root {root} is not an index of the active set (size {})", t.desc.size),
+            );
+        }
+        let keep = (t.desc.my_index == root && nbytes > 0 && !std::ptr::eq(dest, source)).then(|| {
+            // SAFETY: `dest` holds `nbytes` bytes by contract.
+            unsafe { std::slice::from_raw_parts(dest as *const u8, nbytes) }.to_vec()
+        });
+        t.broadcast(routine, dest, source, nbytes, root);
+        if let Some(k) = keep {
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(k.as_ptr(), dest as *mut u8, nbytes) };
+        }
+    });
+}
+
+/// `shmem_collect32/64` and `shmem_fcollect32/64` (`fixed`).
+///
+/// # Safety
+/// As for the team forms.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn collect(
+    routine: &CStr,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    fixed: bool,
+    (start, log_stride, pe_size): (c_int, c_int, c_int),
+    psync: *mut c_long,
+) {
+    let nbytes = nelems.checked_mul(size).unwrap_or_else(|| fatal(routine, "nelems overflows"));
+    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+        t.collect(routine, dest, source, nbytes, fixed)
+    });
+}
+
+/// `shmem_alltoall32/64` (strides 1) and `shmem_alltoalls32/64`.
+///
+/// # Safety
+/// As for the team forms.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn alltoall(
+    routine: &CStr,
+    dest: *mut c_void,
+    source: *const c_void,
+    (dst, sst): (isize, isize),
+    nelems: usize,
+    size: usize,
+    (start, log_stride, pe_size): (c_int, c_int, c_int),
+    psync: *mut c_long,
+) {
+    if dst <= 0 || sst <= 0 {
+        fatal(routine, &format!("the strides must be positive (dst={dst}, sst={sst})"));
+    }
+    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+        t.alltoall(routine, dest, source, size, nelems, dst, sst)
+    });
+}
+
+/// `shmem_TYPENAME_OP_to_all`.
+///
+/// # Safety
+/// `source` (symmetric) and `dest` must hold `nreduce` elements.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn to_all(
+    routine: &CStr,
+    dest: *mut c_void,
+    source: *const c_void,
+    nreduce: c_int,
+    size: usize,
+    dtype: u32,
+    op: u32,
+    (start, log_stride, pe_size): (c_int, c_int, c_int),
+    psync: *mut c_long,
+) {
+    if nreduce < 0 {
+        fatal(routine, &format!("nreduce {nreduce} is negative"));
+    }
+    let n = nreduce as usize;
+    let rt = runtime::get(routine);
+    if n > 0 && !rt.segs.contains_range(source as usize, n * size) {
+        fatal(routine, "source is not symmetric memory");
+    }
+    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+        t.reduce(routine, dest, source, n, dtype, op, rshmem_plugin_api::REDUCE_ALL)
+    });
+}
