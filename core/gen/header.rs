@@ -112,6 +112,35 @@ extern struct rshmem_team rshmem_team_shared;
 #define SHMEM_TEAM_SHARED (&rshmem_team_shared)
 #define SHMEM_TEAM_INVALID ((shmem_team_t)0)
 
+/* Memory spaces (the memory-spaces proposals). The predefined handles are variables the
+ * library sets at shmem_init: a space that is not available is SHMEM_SPACE_INVALID. */
+typedef void *shmem_space_t;
+typedef uint64_t shmem_space_cap_t;
+typedef enum { SHMEM_DEVICE_CPU = 0, SHMEM_DEVICE_GPU = 1 } shmem_device_type_t;
+typedef struct {
+    shmem_device_type_t device_type;
+    size_t size;
+    int flags;
+} shmem_space_config_t;
+extern shmem_space_t rshmem_space_default;
+extern shmem_space_t rshmem_space_cpu;
+extern shmem_space_t rshmem_space_gpu;
+extern shmem_team_t rshmem_team_cpu;
+extern shmem_team_t rshmem_team_gpu;
+#define SHMEM_SPACE_DEFAULT rshmem_space_default
+#define SHMEM_SPACE_CPU rshmem_space_cpu
+#define SHMEM_SPACE_GPU rshmem_space_gpu
+#define SHMEM_SPACE_INVALID ((shmem_space_t)0)
+#define SHMEM_TEAM_CPU rshmem_team_cpu
+#define SHMEM_TEAM_GPU rshmem_team_gpu
+#define SHMEM_SPACE_FLAG_DEFAULT 0x0000
+#define SHMEM_SPACE_CAP_RMA UINT64_C(0x0001)
+#define SHMEM_SPACE_CAP_COLLECTIVES UINT64_C(0x0002)
+#define SHMEM_SPACE_CAP_ATOMICS UINT64_C(0x0004)
+#define SHMEM_SPACE_CAP_DIRECT_ACCESS UINT64_C(0x0008)
+#define SHMEM_SPACE_CAP_WORLD_ACCESS UINT64_C(0x0010)
+#define SHMEM_SPACE_CAP_IDENT_ADDR UINT64_C(0x0020)
+
 "#;
 
 const C11_HELPERS: &str = r#"/* C11 type-generic interfaces. The first argument may be a context, so selection looks at it

@@ -841,4 +841,16 @@ pub const FAMILIES: &[Family] = &[
     to_all("min_to_all", TO_ALL_MINMAX, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_MIN, (PE_start, logPE_stride, PE_size), pSync)"),
     to_all("sum_to_all", TO_ALL_ARITH, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_SUM, (PE_start, logPE_stride, PE_size), pSync)"),
     to_all("prod_to_all", TO_ALL_ARITH, "legacy::to_all({NAME}, dest.cast(), source.cast(), nreduce, {SIZE}, {DTYPE}, OP_PROD, (PE_start, logPE_stride, PE_size), pSync)"),
+    // --- memory spaces and hints (shared/seeds) ---
+    plain("memory", "shmem_malloc_with_hints", "void *", "size_t size, long hints", "spaces::malloc_with_hints({NAME}, size, hints)"),
+    plain("spaces", "shmem_space_create", "int", "const shmem_space_config_t *config, shmem_space_t *space, shmem_team_t *team", "spaces::create({NAME}, config.cast(), space, team)"),
+    plain("spaces", "shmem_space_destroy", "int", "shmem_space_t space", "spaces::destroy({NAME}, space)"),
+    plain("spaces", "shmem_space_malloc", "void *", "shmem_space_t space, size_t size", "spaces::malloc({NAME}, space, size)"),
+    plain("spaces", "shmem_space_calloc", "void *", "shmem_space_t space, size_t count, size_t size", "spaces::calloc({NAME}, space, count, size)"),
+    plain("spaces", "shmem_space_free", "void", "shmem_space_t space, void *ptr", "spaces::free({NAME}, space, ptr)"),
+    plain("spaces", "shmem_space_get_team", "int", "shmem_space_t space, shmem_team_t *team", "spaces::get_team({NAME}, space, team)"),
+    plain("spaces", "shmem_space_get_device_type", "int", "shmem_space_t space, shmem_device_type_t *type", "spaces::get_device_type({NAME}, space, r#type)"),
+    plain("spaces", "shmem_space_get_caps", "int", "shmem_space_t space, shmem_space_cap_t *caps", "spaces::get_caps({NAME}, space, caps)"),
+    plain("spaces", "shmem_space_is_available", "int", "shmem_space_t space", "spaces::is_available({NAME}, space)"),
+    plain("spaces", "shmem_team_is_valid", "int", "shmem_team_t team", "spaces::team_is_valid({NAME}, team)"),
 ];

@@ -199,6 +199,10 @@ pub fn rust_of_c(c: &str) -> String {
         "shmem_team_t" => "Team",
         "shmem_ctx_session_config_t" => "c_void",
         "shmem_team_config_t" => "c_void",
+        "shmem_space_config_t" => "c_void",
+        "shmem_space_t" => "*mut c_void",
+        "shmem_space_cap_t" => "u64",
+        "shmem_device_type_t" => "c_int",
         other => panic!("generator: no Rust type for C type `{other}`"),
     }
     .to_string()

@@ -1801,6 +1801,17 @@ void pshmem_double_prod_to_all(double *dest, const double *source, int nreduce, 
 void pshmem_longdouble_prod_to_all(long double *dest, const long double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync);
 void pshmem_complexf_prod_to_all(float _Complex *dest, const float _Complex *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float _Complex *pWrk, long *pSync);
 void pshmem_complexd_prod_to_all(double _Complex *dest, const double _Complex *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double _Complex *pWrk, long *pSync);
+void *pshmem_malloc_with_hints(size_t size, long hints);
+int pshmem_space_create(const shmem_space_config_t *config, shmem_space_t *space, shmem_team_t *team);
+int pshmem_space_destroy(shmem_space_t space);
+void *pshmem_space_malloc(shmem_space_t space, size_t size);
+void *pshmem_space_calloc(shmem_space_t space, size_t count, size_t size);
+void pshmem_space_free(shmem_space_t space, void *ptr);
+int pshmem_space_get_team(shmem_space_t space, shmem_team_t *team);
+int pshmem_space_get_device_type(shmem_space_t space, shmem_device_type_t *type);
+int pshmem_space_get_caps(shmem_space_t space, shmem_space_cap_t *caps);
+int pshmem_space_is_available(shmem_space_t space);
+int pshmem_team_is_valid(shmem_team_t team);
 #ifdef __cplusplus
 }
 #endif

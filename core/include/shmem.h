@@ -100,6 +100,35 @@ extern struct rshmem_team rshmem_team_shared;
 #define SHMEM_TEAM_SHARED (&rshmem_team_shared)
 #define SHMEM_TEAM_INVALID ((shmem_team_t)0)
 
+/* Memory spaces (the memory-spaces proposals). The predefined handles are variables the
+ * library sets at shmem_init: a space that is not available is SHMEM_SPACE_INVALID. */
+typedef void *shmem_space_t;
+typedef uint64_t shmem_space_cap_t;
+typedef enum { SHMEM_DEVICE_CPU = 0, SHMEM_DEVICE_GPU = 1 } shmem_device_type_t;
+typedef struct {
+    shmem_device_type_t device_type;
+    size_t size;
+    int flags;
+} shmem_space_config_t;
+extern shmem_space_t rshmem_space_default;
+extern shmem_space_t rshmem_space_cpu;
+extern shmem_space_t rshmem_space_gpu;
+extern shmem_team_t rshmem_team_cpu;
+extern shmem_team_t rshmem_team_gpu;
+#define SHMEM_SPACE_DEFAULT rshmem_space_default
+#define SHMEM_SPACE_CPU rshmem_space_cpu
+#define SHMEM_SPACE_GPU rshmem_space_gpu
+#define SHMEM_SPACE_INVALID ((shmem_space_t)0)
+#define SHMEM_TEAM_CPU rshmem_team_cpu
+#define SHMEM_TEAM_GPU rshmem_team_gpu
+#define SHMEM_SPACE_FLAG_DEFAULT 0x0000
+#define SHMEM_SPACE_CAP_RMA UINT64_C(0x0001)
+#define SHMEM_SPACE_CAP_COLLECTIVES UINT64_C(0x0002)
+#define SHMEM_SPACE_CAP_ATOMICS UINT64_C(0x0004)
+#define SHMEM_SPACE_CAP_DIRECT_ACCESS UINT64_C(0x0008)
+#define SHMEM_SPACE_CAP_WORLD_ACCESS UINT64_C(0x0010)
+#define SHMEM_SPACE_CAP_IDENT_ADDR UINT64_C(0x0020)
+
 /* amo */
 float shmem_float_atomic_fetch(const float *source, int pe);
 double shmem_double_atomic_fetch(const double *source, int pe);
@@ -1019,6 +1048,7 @@ void *shmem_calloc(size_t count, size_t size);
 void *shmem_realloc(void *ptr, size_t size);
 void *shmem_align(size_t alignment, size_t size);
 void shmem_free(void *ptr);
+void *shmem_malloc_with_hints(size_t size, long hints);
 
 /* ordering */
 void shmem_quiet(void);
@@ -1915,6 +1945,18 @@ void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
 void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);
 uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
+
+/* spaces */
+int shmem_space_create(const shmem_space_config_t *config, shmem_space_t *space, shmem_team_t *team);
+int shmem_space_destroy(shmem_space_t space);
+void *shmem_space_malloc(shmem_space_t space, size_t size);
+void *shmem_space_calloc(shmem_space_t space, size_t count, size_t size);
+void shmem_space_free(shmem_space_t space, void *ptr);
+int shmem_space_get_team(shmem_space_t space, shmem_team_t *team);
+int shmem_space_get_device_type(shmem_space_t space, shmem_device_type_t *type);
+int shmem_space_get_caps(shmem_space_t space, shmem_space_cap_t *caps);
+int shmem_space_is_available(shmem_space_t space);
+int shmem_team_is_valid(shmem_team_t team);
 
 /* teams */
 int shmem_team_my_pe(shmem_team_t team);

@@ -44,6 +44,36 @@ pub const SETTINGS: &[Setting] = &[
     setting("SHMEM_MCA_memheap", Kind::Str, "", "memheap components to consider (same syntax as SHMEM_MCA_spml)"),
     setting("SHMEM_MCA_scoll", Kind::Str, "", "scoll components to stack, best first (same syntax as SHMEM_MCA_spml)"),
     setting(
+        "SHMEM_CPU_SYMMETRIC_SIZE",
+        Kind::Size,
+        "",
+        "Bytes of the CPU space's symmetric heap per PE; as the default space it takes precedence over SHMEM_SYMMETRIC_SIZE",
+    ),
+    setting(
+        "SHMEM_GPU_SYMMETRIC_SIZE",
+        Kind::Size,
+        "",
+        "Bytes of the GPU space's symmetric heap per PE (no GPU space is available yet: see SHMEM_ENABLE_GPU_SPACE)",
+    ),
+    setting(
+        "SHMEM_DEFAULT_SPACE",
+        Kind::Str,
+        "CPU",
+        "The space SHMEM_SPACE_DEFAULT (shmem_malloc) uses: CPU (GPU is not available yet, so asking for it fails init)",
+    ),
+    setting(
+        "SHMEM_ENABLE_CPU_SPACE",
+        Kind::Str,
+        "",
+        "Enable SHMEM_SPACE_CPU; as the default space it is always enabled",
+    ),
+    setting(
+        "SHMEM_ENABLE_GPU_SPACE",
+        Kind::Str,
+        "",
+        "Enable SHMEM_SPACE_GPU; rshmem has no GPU heap yet, so the handle stays SHMEM_SPACE_INVALID (with a warning when this is set)",
+    ),
+    setting(
         "SHMEM_LOCAL_MAP",
         Kind::Bool,
         "1",
@@ -156,7 +186,8 @@ mod tests {
         for s in SETTINGS {
             match s.kind {
                 Kind::Bool => assert!(parse_bool(s.default).is_some(), "{}", s.name),
-                Kind::Size => assert!(parse_size(s.default).is_some(), "{}", s.name),
+                // An empty default means "unset" (a size that only applies when given).
+                Kind::Size => assert!(s.default.is_empty() || parse_size(s.default).is_some(), "{}", s.name),
                 Kind::Int => assert!(s.default.parse::<i64>().is_ok(), "{}", s.name),
                 Kind::Str => {}
             }

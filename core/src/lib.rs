@@ -24,6 +24,7 @@ pub mod runtime;
 pub mod segments;
 pub mod setup;
 pub mod signal;
+pub mod spaces;
 mod static_data;
 pub mod team;
 pub mod teams;

@@ -29,14 +29,14 @@ fn overflow(routine: &CStr) -> ! {
 
 /// Where symmetric `addr` lives on `pe`: (segment, offset, peer record).
 #[inline(always)]
-pub(crate) fn target<'a>(
-    rt: &'a Runtime,
+pub(crate) fn target(
+    rt: &Runtime,
     routine: &CStr,
     what: &str,
     addr: usize,
     len: usize,
     pe: c_int,
-) -> (u32, usize, &'a PeerSeg) {
+) -> (u32, usize, PeerSeg) {
     if pe as u32 >= rt.n_pes as u32 {
         bad_pe(routine, pe, rt.n_pes);
     }

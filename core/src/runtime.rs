@@ -39,6 +39,8 @@ pub struct Runtime {
     /// cores, so a waiting PE hands its core to the PE it waits for at once.
     pub spin_limit: u32,
     pub selected: Vec<(Framework, Vec<String>)>,
+    /// SHMEM_LOCAL_MAP: map the segments of PEs on this node.
+    pub local_map: bool,
     heap_seg: Mutex<SegmentDesc>,
     data_seg: Mutex<Option<DataSegment>>,
     spml_regs: Vec<*mut c_void>,
@@ -119,7 +121,7 @@ fn open<T>(sel: &Selection, core: *const CoreServices, routine: &CStr) -> (&'sta
     fail(routine, &format!("no {} component could be opened ({})", sel.framework.name(), errors.join("; ")))
 }
 
-fn encode_segment(base: u64, len: u64, blob: &[u8], rkey: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_segment(base: u64, len: u64, blob: &[u8], rkey: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(24 + blob.len() + rkey.len());
     v.extend_from_slice(&base.to_le_bytes());
     v.extend_from_slice(&len.to_le_bytes());
@@ -129,7 +131,7 @@ fn encode_segment(base: u64, len: u64, blob: &[u8], rkey: &[u8]) -> Vec<u8> {
     v
 }
 
-fn decode_segment(v: &[u8]) -> Option<(u64, u64, &[u8], &[u8])> {
+pub(crate) fn decode_segment(v: &[u8]) -> Option<(u64, u64, &[u8], &[u8])> {
     let base = u64::from_le_bytes(v.get(0..8)?.try_into().ok()?);
     let len = u64::from_le_bytes(v.get(8..16)?.try_into().ok()?);
     let bl = u32::from_le_bytes(v.get(16..20)?.try_into().ok()?) as usize;
@@ -155,7 +157,14 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let (my_pe, n_pes) = (boot.rank(), boot.size());
     crate::log::set_pe(my_pe);
     let cfg = |r: Result<bool, String>| r.unwrap_or_else(|e| fail(routine, &e));
-    let heap_size = crate::config::get_size("SHMEM_SYMMETRIC_SIZE").unwrap_or_else(|e| fail(routine, &e));
+    // The default space is the CPU space, whose own size variable takes precedence.
+    let heap_size = if crate::config::raw("SHMEM_CPU_SYMMETRIC_SIZE").is_empty() {
+        crate::config::get_size("SHMEM_SYMMETRIC_SIZE")
+    } else {
+        crate::config::get_size("SHMEM_CPU_SYMMETRIC_SIZE")
+    }
+    .unwrap_or_else(|e| fail(routine, &e));
+    crate::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
     let debug = cfg(crate::config::get_bool("SHMEM_DEBUG"));
     let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
     let core = services::table(my_pe, n_pes, boot.local_rank(), boot.local_size(), boot.job_id());
@@ -211,7 +220,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     }
     let data = static_data::remap(boot.job_id(), my_pe)
         .unwrap_or_else(|e| fail(routine, &format!("cannot make global data symmetric: {e}")));
-    let mut segs = SegmentTable::new(n_pes as usize);
+    let segs = SegmentTable::new(n_pes as usize);
     let heap_id = segs.add_local(heap_seg.base as usize, heap_seg.size);
     debug_assert_eq!(heap_id, SEG_HEAP);
     let mut spml_regs = Vec::new();
@@ -250,7 +259,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         debug_assert_eq!(id, SEG_DATA);
         publish(SEG_DATA, d.base, d.len, std::ptr::null_mut(), d.name.as_bytes());
     }
-    let nseg = segs.count as u32;
+    let nseg = segs.count() as u32;
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
 
     // Wire up every peer.
@@ -266,12 +275,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             });
             let (base, len, blob, rkey) = decode_segment(&v)
                 .unwrap_or_else(|| fail(routine, &format!("PE {pe}: malformed segment record")));
-            if len as usize != segs.local[seg as usize].len {
+            if len as usize != segs.local(seg).len {
                 fail(
                     routine,
                     &format!(
                         "symmetric segment {seg} is {} bytes on PE {pe} but {} bytes here: every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE",
-                        len, segs.local[seg as usize].len
+                        len,
+                        segs.local(seg).len
                     ),
                 );
             }
@@ -280,7 +290,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
                 fail(routine, &format!("spml {spml_name} could not unpack PE {pe}'s key for segment {seg}"));
             }
             let mapped: *mut u8 = if pe == my_pe {
-                segs.local[seg as usize].base as *mut u8
+                segs.local(seg).base as *mut u8
             } else if local_map && boot.is_local(pe) {
                 map_peer(sshmem, spml, pe, seg, base, len as usize, blob)
             } else {
@@ -326,6 +336,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             (Framework::Memheap, vec![memheap_name]),
             (Framework::Scoll, scolls.iter().map(|(_, n)| n.clone()).collect()),
         ],
+        local_map,
         heap_seg: Mutex::new(heap_seg),
         data_seg: Mutex::new(data),
         spml_regs,
@@ -339,6 +350,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     crate::teams::init(&scolls);
     let world = TeamState::create(routine, rt, 0, (0, 1, n_pes), &scolls);
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
+    crate::spaces::init(rt);
     // One node: the shared team is the world.
     crate::ffi::handles::rshmem_team_shared
         .state
@@ -379,7 +391,7 @@ fn available_cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-fn map_peer(
+pub(crate) fn map_peer(
     sshmem: &SshmemOps,
     spml: &SpmlOps,
     pe: i32,

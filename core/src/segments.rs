@@ -1,8 +1,16 @@
 //! The symmetric segment table: which local ranges are symmetric, and for every peer where its
 //! copy of each segment lives (its base address for the spml, and a local mapping when the peer
-//! is on this node). Lookups scan at most `MAX_SEGMENTS` ranges, heap first: O(1) in practice.
+//! is on this node). Lookups scan the live segments, heap first: O(1) in practice.
+//!
+//! Segments are added after init too (memory spaces), while other threads look addresses up,
+//! so entries are atomics: a new segment's entries are written first and published by the
+//! count (Release); a removed one has its length set to 0 and may be reused later.
 
-pub const MAX_SEGMENTS: usize = 4;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// As many as spml ucx holds keys for.
+pub const MAX_SEGMENTS: usize = 16;
 pub const SEG_HEAP: u32 = 0;
 pub const SEG_DATA: u32 = 1;
 
@@ -26,46 +34,109 @@ impl Default for PeerSeg {
     }
 }
 
-pub struct SegmentTable {
-    pub local: [LocalSeg; MAX_SEGMENTS],
-    pub count: usize,
-    n_pes: usize,
-    /// `peers[pe * MAX_SEGMENTS + seg]`.
-    peers: Vec<PeerSeg>,
+#[derive(Default)]
+struct LocalCell {
+    base: AtomicUsize,
+    len: AtomicUsize,
 }
 
-// SAFETY: the raw pointers are addresses of shared mappings valid for the job; the table is
-// read-only after initialisation.
-unsafe impl Send for SegmentTable {}
-unsafe impl Sync for SegmentTable {}
+#[derive(Default)]
+struct PeerCell {
+    remote_base: AtomicU64,
+    mapped: AtomicPtr<u8>,
+}
+
+pub struct SegmentTable {
+    local: [LocalCell; MAX_SEGMENTS],
+    count: AtomicUsize,
+    n_pes: usize,
+    /// `peers[pe * MAX_SEGMENTS + seg]`.
+    peers: Box<[PeerCell]>,
+    /// Serialises adding and removing segments.
+    writer: Mutex<()>,
+}
 
 impl SegmentTable {
     pub fn new(n_pes: usize) -> SegmentTable {
         SegmentTable {
-            local: [LocalSeg::default(); MAX_SEGMENTS],
-            count: 0,
+            local: Default::default(),
+            count: AtomicUsize::new(0),
             n_pes,
-            peers: vec![PeerSeg::default(); n_pes * MAX_SEGMENTS],
+            peers: (0..n_pes * MAX_SEGMENTS).map(|_| PeerCell::default()).collect(),
+            writer: Mutex::new(()),
         }
     }
 
-    pub fn add_local(&mut self, base: usize, len: usize) -> u32 {
-        assert!(self.count < MAX_SEGMENTS, "too many symmetric segments");
-        self.local[self.count] = LocalSeg { base, len };
-        self.count += 1;
-        (self.count - 1) as u32
+    /// Reserve a segment id for `[base, base + len)` (reusing a removed one), not yet visible
+    /// to lookups: fill in the peers, then [`SegmentTable::publish`] it. None when full.
+    pub fn reserve(&self) -> Option<u32> {
+        let _g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let n = self.count.load(Ordering::Acquire);
+        // Ids 0 and 1 (heap, global data) are never reused.
+        let free = (2..n).find(|&i| {
+            self.local[i].len.load(Ordering::Acquire) == 0 && self.local[i].base.load(Ordering::Acquire) == 0
+        });
+        match free {
+            Some(i) => {
+                self.local[i].base.store(usize::MAX, Ordering::Release); // taken, still empty
+                Some(i as u32)
+            }
+            None if n < MAX_SEGMENTS => {
+                self.local[n].base.store(usize::MAX, Ordering::Release);
+                self.count.store(n + 1, Ordering::Release);
+                Some(n as u32)
+            }
+            None => None,
+        }
     }
 
-    pub fn set_peer(&mut self, pe: usize, seg: u32, p: PeerSeg) {
-        self.peers[pe * MAX_SEGMENTS + seg as usize] = p;
+    /// Make segment `seg` visible to lookups as `[base, base + len)`.
+    pub fn publish(&self, seg: u32, base: usize, len: usize) {
+        let c = &self.local[seg as usize];
+        c.base.store(base, Ordering::Release);
+        c.len.store(len, Ordering::Release);
+    }
+
+    /// Reserve and publish at once (init: nobody looks up concurrently).
+    pub fn add_local(&self, base: usize, len: usize) -> u32 {
+        let id = self.reserve().expect("too many symmetric segments");
+        self.publish(id, base, len);
+        id
+    }
+
+    /// Withdraw segment `seg` from lookups and free its id.
+    pub fn remove(&self, seg: u32) {
+        let _g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let c = &self.local[seg as usize];
+        c.len.store(0, Ordering::Release);
+        c.base.store(0, Ordering::Release);
+        for pe in 0..self.n_pes {
+            self.set_peer(pe, seg, PeerSeg::default());
+        }
+    }
+
+    pub fn local(&self, seg: u32) -> LocalSeg {
+        let c = &self.local[seg as usize];
+        LocalSeg { base: c.base.load(Ordering::Acquire), len: c.len.load(Ordering::Acquire) }
+    }
+
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    pub fn set_peer(&self, pe: usize, seg: u32, p: PeerSeg) {
+        let c = &self.peers[pe * MAX_SEGMENTS + seg as usize];
+        c.remote_base.store(p.remote_base, Ordering::Release);
+        c.mapped.store(p.mapped, Ordering::Release);
     }
 
     /// The segment holding `addr` and the offset in it.
     #[inline(always)]
     pub fn lookup(&self, addr: usize) -> Option<(u32, usize)> {
-        for (i, s) in self.local[..self.count].iter().enumerate() {
-            let off = addr.wrapping_sub(s.base);
-            if off < s.len {
+        let n = self.count.load(Ordering::Acquire);
+        for (i, s) in self.local[..n].iter().enumerate() {
+            let off = addr.wrapping_sub(s.base.load(Ordering::Relaxed));
+            if off < s.len.load(Ordering::Relaxed) {
                 return Some((i as u32, off));
             }
         }
@@ -75,14 +146,18 @@ impl SegmentTable {
     /// Whether `[addr, addr+len)` lies inside one segment.
     pub fn contains_range(&self, addr: usize, len: usize) -> bool {
         match self.lookup(addr) {
-            Some((seg, off)) => len <= self.local[seg as usize].len - off,
+            Some((seg, off)) => len <= self.local(seg).len - off,
             None => false,
         }
     }
 
     #[inline(always)]
-    pub fn peer(&self, pe: usize, seg: u32) -> &PeerSeg {
-        &self.peers[pe * MAX_SEGMENTS + seg as usize]
+    pub fn peer(&self, pe: usize, seg: u32) -> PeerSeg {
+        let c = &self.peers[pe * MAX_SEGMENTS + seg as usize];
+        PeerSeg {
+            remote_base: c.remote_base.load(Ordering::Relaxed),
+            mapped: c.mapped.load(Ordering::Relaxed),
+        }
     }
 
     pub fn n_pes(&self) -> usize {
@@ -96,7 +171,7 @@ mod tests {
 
     #[test]
     fn lookup_finds_segment_and_offset() {
-        let mut t = SegmentTable::new(2);
+        let t = SegmentTable::new(2);
         t.add_local(0x1000, 0x100);
         t.add_local(0x8000, 0x10);
         assert_eq!(t.lookup(0x1000), Some((0, 0)));
@@ -110,10 +185,26 @@ mod tests {
 
     #[test]
     fn peers_are_per_pe_and_segment() {
-        let mut t = SegmentTable::new(3);
+        let t = SegmentTable::new(3);
         t.add_local(0x1000, 0x100);
         t.set_peer(2, 0, PeerSeg { remote_base: 77, mapped: std::ptr::null_mut() });
         assert_eq!(t.peer(2, 0).remote_base, 77);
         assert_eq!(t.peer(1, 0).remote_base, 0);
+    }
+
+    #[test]
+    fn segments_come_and_go_and_ids_are_reused() {
+        let t = SegmentTable::new(1);
+        t.add_local(0x1000, 0x100);
+        t.add_local(0x2000, 0x100);
+        let s = t.reserve().unwrap();
+        assert_eq!(t.lookup(0x9000), None, "reserved but not published");
+        t.publish(s, 0x9000, 0x10);
+        assert_eq!(t.lookup(0x9004), Some((s, 4)));
+        t.remove(s);
+        assert_eq!(t.lookup(0x9004), None);
+        assert_eq!(t.reserve(), Some(s), "a removed id is reused");
+        while t.reserve().is_some() {}
+        assert_eq!(t.count(), MAX_SEGMENTS);
     }
 }

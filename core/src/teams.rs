@@ -26,6 +26,8 @@ const TEAM_NUM_CONTEXTS: c_long = 1;
 
 struct Registry {
     scolls: Vec<(&'static ScollOps, String)>,
+    /// Handles of the teams splits made that are not destroyed yet.
+    live: Mutex<Vec<usize>>,
     /// Slots this PE's live teams use (bit 0: the world).
     used: Mutex<u64>,
 }
@@ -33,12 +35,24 @@ struct Registry {
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
 pub fn init(scolls: &[(&'static ScollOps, String)]) {
-    let _ = REGISTRY.set(Registry { scolls: scolls.to_vec(), used: Mutex::new(1) });
+    let _ =
+        REGISTRY.set(Registry { scolls: scolls.to_vec(), live: Mutex::new(Vec::new()), used: Mutex::new(1) });
 }
 
 /// The stacked scoll components, best first.
 pub fn scolls() -> &'static [(&'static ScollOps, String)] {
     &registry().scolls
+}
+
+/// Whether `team` is a valid handle: a predefined team, or a split's team not destroyed yet.
+pub fn is_live(team: Team) -> bool {
+    if team.is_null() {
+        return false;
+    }
+    if std::ptr::eq(team, &rshmem_team_world) || std::ptr::eq(team, &rshmem_team_shared) {
+        return true;
+    }
+    registry().live.lock().unwrap_or_else(|e| e.into_inner()).contains(&(team as usize))
 }
 
 fn registry() -> &'static Registry {
@@ -170,7 +184,9 @@ fn split(
         state: AtomicPtr::new(Box::into_raw(Box::new(t)) as *mut c_void),
         _reserved: [0; 7],
     });
-    Box::into_raw(obj)
+    let handle = Box::into_raw(obj);
+    registry().live.lock().unwrap_or_else(|e| e.into_inner()).push(handle as usize);
+    handle
 }
 
 trait SetBit {
@@ -321,6 +337,7 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
         drop(Box::from_raw(obj.state.load(Ordering::Acquire) as *mut TeamState));
     }
     *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << slot);
+    registry().live.lock().unwrap_or_else(|e| e.into_inner()).retain(|&h| h != team as usize);
 }
 
 /// `shmem_team_create_ctx`.

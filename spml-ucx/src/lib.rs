@@ -569,7 +569,7 @@ unsafe extern "C" fn progress() {
             return;
         }
         let u = state();
-        u.progress();
+        u.progress_all();
         if let Some((pe, st)) = u.overdue_failure() {
             fatal(&ucx::peer_lost_message(pe, st));
         }

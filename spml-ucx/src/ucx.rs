@@ -5,7 +5,7 @@
 //! these types, and the unit tests drive them directly in one process.
 
 mod channel;
-pub use channel::{Channel, Sharing};
+pub use channel::{Channel, Sharing, WorkerList};
 
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
@@ -248,6 +248,11 @@ pub struct Ucx {
     context_released: AtomicBool,
     progress: Mutex<Option<ProgressThread>>,
     peers: Mutex<Peers>,
+    /// Workers of the created channels, which the waits of the default channel and
+    /// [`Ucx::progress_all`] drive too (not the progress thread: a second thread driving a
+    /// worker its context's thread is busy with made operations on it 10-40 times slower,
+    /// measured over TCP).
+    channel_workers: channel::WorkerList,
 }
 
 /// Kept for channels created after `connect` (contexts are created at any time).
@@ -256,8 +261,10 @@ struct Peers {
     addrs: Vec<Vec<u8>>,
     /// `(pe, seg, packed key)` of every key announced so far, latest last.
     keys: Vec<(usize, usize, Vec<u8>)>,
-    /// Live created channels, closed by `finalize` if still open.
+    /// Every created channel (in use or pooled), closed by `finalize`.
     extra: Vec<Arc<Channel>>,
+    /// Channels of destroyed contexts, flushed and ready for the next context.
+    pool: Vec<Arc<Channel>>,
 }
 
 // SAFETY: the default worker is created in UCS_THREAD_MODE_MULTI and the context with
@@ -280,6 +287,7 @@ impl Ucx {
     pub fn new(n_pes: usize, opts: &Options) -> Result<Ucx, String> {
         let context = create_context(features(opts), n_pes)?;
         let health = Arc::new(Health::new());
+        let channel_workers = Arc::new(Mutex::new(Vec::new()));
         let chan = match Channel::new(context, n_pes, Sharing::Multi, health.clone()) {
             Ok(c) => c,
             Err(e) => {
@@ -301,7 +309,6 @@ impl Ucx {
         };
         Ok(Ucx {
             context,
-            chan,
             address,
             n_pes,
             wakeup: opts.progress_thread,
@@ -313,6 +320,8 @@ impl Ucx {
             context_released: AtomicBool::new(false),
             progress: Mutex::new(None),
             peers: Mutex::new(Peers::default()),
+            chan: chan.with_companions(channel_workers.clone()),
+            channel_workers,
         })
     }
 
@@ -346,12 +355,16 @@ impl Ucx {
         self.chan.connect(addrs)
     }
 
-    /// A new channel with endpoints to every PE's default worker and every key announced so
-    /// far; later keys reach it too. Release it with [`Ucx::destroy_channel`].
+    /// A channel with endpoints to every PE's default worker and every key announced so far
+    /// (later keys reach it too): a pooled one when one serves `sharing`, else a new one.
+    /// Release it with [`Ucx::destroy_channel`].
     pub fn create_channel(&self, sharing: Sharing) -> Result<Arc<Channel>, String> {
         let mut peers = self.peers();
         if !self.connected.load(Ordering::Acquire) || self.closed.load(Ordering::Acquire) {
             return Err("the spml is not connected".into());
+        }
+        if let Some(i) = peers.pool.iter().position(|c| c.serves(sharing)) {
+            return Ok(peers.pool.swap_remove(i));
         }
         let ch = Arc::new(Channel::new(self.context, self.n_pes, sharing, self.health.clone())?);
         let setup = ch.connect(&peers.addrs).and_then(|()| {
@@ -362,19 +375,25 @@ impl Ucx {
             return Err(e);
         }
         peers.extra.push(ch.clone());
+        self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).push((ch.worker() as usize, -1));
         Ok(ch)
     }
 
-    /// Complete a created channel's operations and release it (its peers are told, which
-    /// needs them to progress: their progress threads do). Bounded by [`FINALIZE_TIMEOUT`].
+    /// Complete a created channel's operations and keep it for the next context. Channels
+    /// are not closed during the job: a worker costs milliseconds to create and to close, and
+    /// closing endpoints while peers keep using theirs was seen to leave a later flush of the
+    /// default worker waiting forever (UCX 1.13, TCP, 4 PEs on 2 cores). `finalize` closes
+    /// them all.
     pub fn destroy_channel(&self, ch: Arc<Channel>) -> Result<(), String> {
-        self.peers().extra.retain(|p| !Arc::ptr_eq(p, &ch));
-        ch.close(Instant::now() + FINALIZE_TIMEOUT, false)
+        ch.flush().map_err(|e| format!("completing a destroyed context's operations: {e}"))?;
+        self.peers().pool.push(ch);
+        Ok(())
     }
 
-    /// How many created channels are live.
-    pub fn channels(&self) -> usize {
-        self.peers().extra.len()
+    /// How many channels exist, and how many of them are pooled.
+    pub fn channels(&self) -> (usize, usize) {
+        let p = self.peers();
+        (p.extra.len(), p.pool.len())
     }
 
     /// Register `[base, base + len)` for remote access; with `allocate`, UCX allocates the memory
@@ -458,6 +477,19 @@ impl Ucx {
                 false
             }
         }
+    }
+
+    /// Drive every worker once (the default one and the created channels'): a peer's flush of
+    /// its default worker may wait for one of our channels to answer (wire-up, acknowledgements),
+    /// so channels need progress even while their contexts are idle.
+    pub fn progress_all(&self) -> bool {
+        let mut busy = self.chan.progress();
+        let chans = self.channel_workers.lock().unwrap_or_else(|e| e.into_inner());
+        for &(w, _) in chans.iter() {
+            // SAFETY: live multi-thread-mode workers (removed from the list before closing).
+            busy |= unsafe { sys::ucp_worker_progress(w as sys::ucp_worker_h) } != 0;
+        }
+        busy
     }
 
     /// The first peer whose endpoint failed, with UCX's status, if any.
@@ -545,7 +577,9 @@ impl Ucx {
         }
         self.stop_progress_thread();
         let deadline = Instant::now() + FINALIZE_TIMEOUT;
+        self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let extra = std::mem::take(&mut self.peers().extra);
+        self.peers().pool.clear();
         let mut errors = Vec::new();
         for ch in extra {
             // Contexts cannot be used after shmem_finalize; `close` is idempotent should one be

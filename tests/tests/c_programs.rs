@@ -144,6 +144,11 @@ fn active_set_collectives_restore_psync() {
 }
 
 #[test]
+fn memory_spaces_and_malloc_with_hints() {
+    run_everywhere("spaces", &[]);
+}
+
+#[test]
 fn contexts_and_signals() {
     run_everywhere("ctx_signal", &[]);
 }

@@ -11,9 +11,10 @@
 use super::{check, status, EpArg, Health, OpError, MAX_SEGMENTS};
 use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
 use rshmem_ucx_sys as sys;
+use std::ffi::c_int;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which threads may use a channel; maps to the worker's UCX thread mode.
@@ -23,21 +24,26 @@ pub enum Sharing {
     Multi,
     /// One thread at a time, the application serialising (`SHMEM_CTX_SERIALIZED`).
     Serialized,
-    /// Only the thread that created it (`SHMEM_CTX_PRIVATE`): UCX need not lock at all.
+    /// Only the thread that created it (`SHMEM_CTX_PRIVATE`). Served by a serialized worker,
+    /// not a single-thread one: channels are pooled, and a later context may be another
+    /// thread's.
     Private,
 }
 
 impl Sharing {
+    /// Every channel's worker is multi-threaded whatever its context promises: the progress
+    /// thread and other PEs' waits drive it too (peers' flushes can depend on its answers), so
+    /// it is never used by one thread only.
     fn thread_mode(self) -> sys::ucs_thread_mode_t {
-        match self {
-            Sharing::Multi => sys::UCS_THREAD_MODE_MULTI,
-            Sharing::Serialized => sys::UCS_THREAD_MODE_SERIALIZED,
-            Sharing::Private => sys::UCS_THREAD_MODE_SINGLE,
-        }
+        sys::UCS_THREAD_MODE_MULTI
     }
 }
 
+/// Workers (as addresses) of the created channels, with their event fds (unused: -1).
+pub type WorkerList = Arc<Mutex<Vec<(usize, c_int)>>>;
+
 pub struct Channel {
+    sharing: Sharing,
     worker: sys::ucp_worker_h,
     eps: Box<[AtomicPtr<sys::ucp_ep>]>,
     /// `rkeys[pe * MAX_SEGMENTS + seg]`, unpacked for `eps[pe]`.
@@ -45,6 +51,10 @@ pub struct Channel {
     ep_args: Box<[EpArg]>,
     /// Endpoint failures of every channel of a `Ucx` go to the same record.
     _health: Arc<Health>,
+    /// Other workers this channel's waits drive now and then (the default channel drives the
+    /// created ones: a peer's flush may wait for one of them to answer while its own context
+    /// is idle, and two PEs flushing at once must not wait for each other forever).
+    companions: Option<WorkerList>,
     closed: AtomicBool,
 }
 
@@ -72,7 +82,7 @@ impl Channel {
         let mut worker: sys::ucp_worker_h = std::ptr::null_mut();
         // SAFETY: a live context (caller), valid parameters and out-pointer.
         check("ucp_worker_create", unsafe { sys::ucp_worker_create(context, &wparams, &mut worker) })?;
-        if sharing == Sharing::Multi {
+        {
             let mut attr = sys::ucp_worker_attr_t {
                 field_mask: sys::UCP_WORKER_ATTR_FIELD_THREAD_MODE as u64,
                 ..Default::default()
@@ -88,13 +98,38 @@ impl Channel {
         }
         let hp = Arc::as_ptr(&health);
         Ok(Channel {
+            sharing,
             worker,
             eps: (0..n_pes).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             rkeys: (0..n_pes * MAX_SEGMENTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             ep_args: (0..n_pes).map(|pe| EpArg { pe, health: hp }).collect(),
             _health: health,
+            companions: None,
             closed: AtomicBool::new(false),
         })
+    }
+
+    pub(super) fn with_companions(mut self, c: WorkerList) -> Channel {
+        self.companions = Some(c);
+        self
+    }
+
+    /// Drive the companion workers once.
+    #[cold]
+    fn progress_companions(&self) {
+        if let Some(c) = &self.companions {
+            for &(w, _) in c.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                // SAFETY: live multi-thread-mode workers (removed from the list before closing).
+                unsafe { sys::ucp_worker_progress(w as sys::ucp_worker_h) };
+            }
+        }
+    }
+
+    /// Whether a context asking for `want` may use this channel (all workers are
+    /// multi-threaded, so any channel serves any context).
+    pub fn serves(&self, want: Sharing) -> bool {
+        let _ = (self.sharing, want);
+        true
     }
 
     pub fn worker(&self) -> sys::ucp_worker_h {
@@ -206,7 +241,12 @@ impl Channel {
         if !sys::ptr_is_request(r) {
             return sys::ptr_status(r);
         }
+        let mut spins = 0u32;
         loop {
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                self.progress_companions();
+            }
             // SAFETY: a live request of our worker (freed only below).
             let st = unsafe { sys::ucp_request_check_status(r) };
             if st != sys::UCS_INPROGRESS {

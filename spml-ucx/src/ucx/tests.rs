@@ -299,7 +299,7 @@ fn created_channels_have_their_own_worker_and_every_key() {
     u.add_rkey(0, 0, &packed).unwrap(); // announced before the channels exist
     let private = u.create_channel(Sharing::Private).expect("a private channel");
     let shared = u.create_channel(Sharing::Multi).expect("a shared channel");
-    assert_eq!(u.channels(), 2);
+    assert_eq!(u.channels(), (2, 0));
     assert_ne!(private.worker(), u.worker(), "a worker of its own");
     assert_ne!(private.worker(), shared.worker());
     u.add_rkey(0, 3, &packed).unwrap(); // announced after: reaches the channels too
@@ -322,14 +322,19 @@ fn created_channels_have_their_own_worker_and_every_key() {
             ch.flush().unwrap();
             ch.fence().unwrap();
         }
-        // a graceful close needs the peer (here: the default worker) to answer
-        u.destroy_channel(private).expect("closes cleanly");
+        let w = private.worker();
+        u.destroy_channel(private).expect("completes and pools it");
+        assert_eq!(u.channels(), (2, 1));
+        let again = u.create_channel(Sharing::Serialized).expect("from the pool");
+        assert_eq!(again.worker(), w, "a private channel serves a serialized context");
+        assert!(u.create_channel(Sharing::Multi).unwrap().worker() != w);
+        u.destroy_channel(again).unwrap();
         stop.store(true, Ordering::Release);
     });
     assert_eq!((read(&words, 0), read(&words, 1)), (10, 11));
     assert_eq!((read(&words, 6), read(&words, 7)), (2, 4));
-    assert_eq!(u.channels(), 1);
-    // `shared` is left open: finalize closes it
+    assert_eq!(u.channels(), (3, 1));
+    // `shared` is left open: finalize closes it, and the pooled ones
     // SAFETY: our registration; nothing uses it any more.
     unsafe { u.mem_unmap(memh) };
     u.finalize().unwrap();
