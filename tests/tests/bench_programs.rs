@@ -7,7 +7,9 @@ use rshmem_tests::*;
 #[test]
 fn benchmark_sources_build_and_the_hot_path_program_runs() {
     let dir = source_dir().join("bench");
-    for name in ["put_get_latency", "put_get_bandwidth", "collectives", "atomics", "signal", "hotpath"] {
+    for name in
+        ["put_get_latency", "put_get_bandwidth", "collectives", "atomics", "signal", "hotpath", "ctx_amo"]
+    {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
     let prog = build_c(&dir.join("hotpath.c"), &[]);
