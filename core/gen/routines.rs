@@ -61,7 +61,8 @@ const fn plain(
 const ALL_RMA: &[Over] = &[Over::RmaTypes, Over::Sized, Over::Mem];
 const REDUCE_BITWISE_OVER: &[Over] = &[Over::Types(super::types::REDUCE_BITWISE)];
 const REDUCE_MINMAX_OVER: &[Over] = &[Over::Types(super::types::REDUCE_MINMAX)];
-const REDUCE_ARITH_OVER: &[Over] = &[Over::Types(super::types::REDUCE_ARITH)];
+const REDUCE_ARITH_OVER: &[Over] = &[Over::Types(super::types::REDUCE_MINMAX), Over::Types(COMPLEX)];
+const COMPLEX: &[&str] = &["complexf", "complexd"];
 
 /// A team collective over the standard RMA types (`shmem_TYPENAME_<name>`).
 const fn typed_coll(
@@ -87,17 +88,7 @@ const fn typed_coll(
 const TO_ALL_BITWISE: &[Over] = &[Over::Types(&["short", "int", "long", "longlong"])];
 const TO_ALL_MINMAX: &[Over] =
     &[Over::Types(&["short", "int", "long", "longlong", "float", "double", "longdouble"])];
-const TO_ALL_ARITH: &[Over] = &[Over::Types(&[
-    "short",
-    "int",
-    "long",
-    "longlong",
-    "float",
-    "double",
-    "longdouble",
-    "complexf",
-    "complexd",
-])];
+const TO_ALL_ARITH: &[Over] = &[TO_ALL_MINMAX[0], Over::Types(COMPLEX)];
 
 /// A legacy active-set reduction (`shmem_TYPENAME_OP_to_all`).
 const fn to_all(name: &'static str, over: &'static [Over], body: &'static str) -> Family {

@@ -57,7 +57,7 @@ pub fn by_name(name: &str) -> Option<&'static Ty> {
 }
 
 /// Team reduction types (1.6 Table "Reduction Types, Names and Supporting Operations"):
-/// bitwise operations, min/max, and sum/prod (which add the complex types).
+/// bitwise operations, and min/max; sum and prod take these and the complex types.
 pub const REDUCE_BITWISE: &[&str] = &[
     "uchar",
     "ushort",
@@ -99,34 +99,6 @@ pub const REDUCE_MINMAX: &[&str] = &[
     "float",
     "double",
     "longdouble",
-];
-pub const REDUCE_ARITH: &[&str] = &[
-    "char",
-    "schar",
-    "short",
-    "int",
-    "long",
-    "longlong",
-    "ptrdiff",
-    "uchar",
-    "ushort",
-    "uint",
-    "ulong",
-    "ulonglong",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "size",
-    "float",
-    "double",
-    "longdouble",
-    "complexf",
-    "complexd",
 ];
 
 /// The plugin ABI's element type (`DT_*`) of a TYPENAME (LP64; `char` is signed on x86-64).

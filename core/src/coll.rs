@@ -43,32 +43,27 @@ pub unsafe fn broadcast(
     size: usize,
     root: c_int,
 ) -> c_int {
-    let rt = runtime::get(routine);
     let Some(t) = team_state(routine, team) else { return -1 };
     if root < 0 || root >= t.desc.size {
         fatal(routine, &format!("PE_root {root} is not in the team (size {})", t.desc.size));
     }
-    let Some(nbytes) = nelems.checked_mul(size) else {
-        fatal(routine, "nelems times the element size overflows size_t")
-    };
-    for (what, addr) in [("dest", dest as usize), ("source", source as usize)] {
-        if nbytes > 0 && !rt.segs.contains_range(addr, nbytes) {
-            fatal(routine, &format!("{what} {addr:#x}+{nbytes} is not symmetric memory"));
-        }
-    }
+    let nbytes = total(routine, nelems, size);
+    check_range(routine, "dest", dest as usize, nbytes);
+    check_range(routine, "source", source as usize, nbytes);
     t.broadcast(routine, dest.cast(), source.cast(), nbytes, root);
     0
 }
 
-/// The team, or None for SHMEM_TEAM_INVALID; and that `addr..addr+len` is symmetric.
-fn check_range(routine: &CStr, what: &str, addr: usize, len: usize) {
+/// End the job unless `addr..addr+len` is symmetric memory.
+pub(crate) fn check_range(routine: &CStr, what: &str, addr: usize, len: usize) {
     let rt = runtime::get(routine);
     if len > 0 && !rt.segs.contains_range(addr, len) {
         fatal(routine, &format!("{what} {addr:#x}+{len} is not symmetric memory"));
     }
 }
 
-fn total(routine: &CStr, nelems: usize, size: usize) -> usize {
+/// `nelems * size`, or end the job on overflow.
+pub(crate) fn total(routine: &CStr, nelems: usize, size: usize) -> usize {
     nelems
         .checked_mul(size)
         .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"))

@@ -85,7 +85,7 @@ pub unsafe fn broadcast(
     (start, log_stride, pe_size): (c_int, c_int, c_int),
     psync: *mut c_long,
 ) {
-    let nbytes = nelems.checked_mul(size).unwrap_or_else(|| fatal(routine, "nelems overflows"));
+    let nbytes = crate::coll::total(routine, nelems, size);
     on_active_set(routine, start, log_stride, pe_size, psync, |t| {
         if !(0..t.desc.size).contains(&root) {
             fatal(
@@ -120,7 +120,7 @@ pub unsafe fn collect(
     (start, log_stride, pe_size): (c_int, c_int, c_int),
     psync: *mut c_long,
 ) {
-    let nbytes = nelems.checked_mul(size).unwrap_or_else(|| fatal(routine, "nelems overflows"));
+    let nbytes = crate::coll::total(routine, nelems, size);
     on_active_set(routine, start, log_stride, pe_size, psync, |t| {
         t.collect(routine, dest, source, nbytes, fixed)
     });
@@ -169,10 +169,7 @@ pub unsafe fn to_all(
         fatal(routine, &format!("nreduce {nreduce} is negative"));
     }
     let n = nreduce as usize;
-    let rt = runtime::get(routine);
-    if n > 0 && !rt.segs.contains_range(source as usize, n * size) {
-        fatal(routine, "source is not symmetric memory");
-    }
+    crate::coll::check_range(routine, "source", source as usize, crate::coll::total(routine, n, size));
     on_active_set(routine, start, log_stride, pe_size, psync, |t| {
         t.reduce(routine, dest, source, n, dtype, op, rshmem_plugin_api::REDUCE_ALL)
     });

@@ -234,8 +234,7 @@ pub unsafe fn create(
             &mut team,
         )
     };
-    let (seg, ident) = (owned.seg, owned_ident(rt, owned.seg));
-    let _ = seg;
+    let ident = owned_ident(rt, owned.seg);
     let caps = CAP_RMA
         | CAP_COLLECTIVES
         | CAP_ATOMICS

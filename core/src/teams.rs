@@ -174,7 +174,7 @@ fn split(
         let (base, len) = crate::team::slot_memory(slot);
         // SAFETY: the slot is ours and unused; members use it only after the barrier below.
         unsafe { std::ptr::write_bytes(base, 0, len) };
-        registry().used.lock().unwrap_or_else(|e| e.into_inner()).set_bit(slot);
+        *registry().used.lock().unwrap_or_else(|e| e.into_inner()) |= 1u64 << slot;
     }
     parent.barrier(routine);
     let Some(triplet) = mine else { return std::ptr::null() };
@@ -187,15 +187,6 @@ fn split(
     let handle = Box::into_raw(obj);
     registry().live.lock().unwrap_or_else(|e| e.into_inner()).push(handle as usize);
     handle
-}
-
-trait SetBit {
-    fn set_bit(&mut self, bit: usize);
-}
-impl SetBit for u64 {
-    fn set_bit(&mut self, bit: usize) {
-        *self |= 1u64 << bit;
-    }
 }
 
 fn config_of<'a>(routine: &CStr, config: *const TeamConfig, mask: c_long) -> Option<&'a TeamConfig> {

@@ -12,13 +12,13 @@ pub mod ucx;
 
 use rshmem_plugin_api::{
     cstr, CoreServices, Framework, ParamDecl, ParamKind, QueryResult, SpmlCtx, SpmlOps, TransportHandle,
-    LOG_DEBUG, LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, SPML_CTX_PRIVATE, SPML_CTX_SERIALIZED, TRANSPORT_UCX,
+    LOG_DEBUG, LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_long, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Arc;
-use ucx::{Channel, OpError, Options, Sharing, Ucx};
+use ucx::{Channel, OpError, Options, Ucx};
 
 /// The key under which each PE publishes its worker address.
 const ADDR_KEY: &str = "spml.ucx.addr";
@@ -529,14 +529,9 @@ unsafe extern "C" fn ctx_create(options: c_long, out: *mut SpmlCtx) -> c_int {
         if out.is_null() {
             return RC_ERROR;
         }
-        let sharing = if options & SPML_CTX_PRIVATE != 0 {
-            Sharing::Private
-        } else if options & SPML_CTX_SERIALIZED != 0 {
-            Sharing::Serialized
-        } else {
-            Sharing::Multi
-        };
-        match state().create_channel(sharing) {
+        // Every channel is multi-threaded (see `Channel`), so the options change nothing here.
+        let _ = options;
+        match state().create_channel() {
             Ok(ch) => {
                 // SAFETY: checked non-null.
                 unsafe { *out = Arc::into_raw(ch) as SpmlCtx };

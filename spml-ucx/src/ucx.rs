@@ -5,7 +5,7 @@
 //! these types, and the unit tests drive them directly in one process.
 
 mod channel;
-pub use channel::{Channel, Sharing, WorkerList};
+pub use channel::{Channel, WorkerList};
 
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
@@ -288,7 +288,7 @@ impl Ucx {
         let context = create_context(features(opts), n_pes)?;
         let health = Arc::new(Health::new());
         let channel_workers = Arc::new(Mutex::new(Vec::new()));
-        let chan = match Channel::new(context, n_pes, Sharing::Multi, health.clone()) {
+        let chan = match Channel::new(context, n_pes, health.clone()) {
             Ok(c) => c,
             Err(e) => {
                 // SAFETY: the context has nothing else attached.
@@ -356,26 +356,26 @@ impl Ucx {
     }
 
     /// A channel with endpoints to every PE's default worker and every key announced so far
-    /// (later keys reach it too): a pooled one when one serves `sharing`, else a new one.
+    /// (later keys reach it too): a pooled one if any, else a new one.
     /// Release it with [`Ucx::destroy_channel`].
-    pub fn create_channel(&self, sharing: Sharing) -> Result<Arc<Channel>, String> {
+    pub fn create_channel(&self) -> Result<Arc<Channel>, String> {
         let mut peers = self.peers();
         if !self.connected.load(Ordering::Acquire) || self.closed.load(Ordering::Acquire) {
             return Err("the spml is not connected".into());
         }
-        if let Some(i) = peers.pool.iter().position(|c| c.serves(sharing)) {
-            return Ok(peers.pool.swap_remove(i));
+        if let Some(ch) = peers.pool.pop() {
+            return Ok(ch);
         }
-        let ch = Arc::new(Channel::new(self.context, self.n_pes, sharing, self.health.clone())?);
+        let ch = Arc::new(Channel::new(self.context, self.n_pes, self.health.clone())?);
         let setup = ch.connect(&peers.addrs).and_then(|()| {
             peers.keys.iter().try_for_each(|(pe, seg, packed)| ch.add_rkey(*pe, *seg, packed))
         });
         if let Err(e) = setup {
-            let _ = ch.close(Instant::now() + FINALIZE_TIMEOUT, true);
+            let _ = ch.close(Instant::now() + FINALIZE_TIMEOUT);
             return Err(e);
         }
         peers.extra.push(ch.clone());
-        self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).push((ch.worker() as usize, -1));
+        self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).push(ch.worker() as usize);
         Ok(ch)
     }
 
@@ -485,7 +485,7 @@ impl Ucx {
     pub fn progress_all(&self) -> bool {
         let mut busy = self.chan.progress();
         let chans = self.channel_workers.lock().unwrap_or_else(|e| e.into_inner());
-        for &(w, _) in chans.iter() {
+        for &w in chans.iter() {
             // SAFETY: live multi-thread-mode workers (removed from the list before closing).
             busy |= unsafe { sys::ucp_worker_progress(w as sys::ucp_worker_h) } != 0;
         }
@@ -584,11 +584,11 @@ impl Ucx {
         for ch in extra {
             // Contexts cannot be used after shmem_finalize; `close` is idempotent should one be
             // destroyed later anyway.
-            if let Err(e) = ch.close(deadline, true) {
+            if let Err(e) = ch.close(deadline) {
                 errors.push(e);
             }
         }
-        if let Err(e) = self.chan.close(deadline, true) {
+        if let Err(e) = self.chan.close(deadline) {
             errors.push(e);
         }
         if !errors.is_empty() {

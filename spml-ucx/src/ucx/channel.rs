@@ -11,39 +11,18 @@
 use super::{check, status, EpArg, Health, OpError, MAX_SEGMENTS};
 use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
 use rshmem_ucx_sys as sys;
-use std::ffi::c_int;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Which threads may use a channel; maps to the worker's UCX thread mode.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Sharing {
-    /// Any thread at any time, and the progress thread too (`UCS_THREAD_MODE_MULTI`).
-    Multi,
-    /// One thread at a time, the application serialising (`SHMEM_CTX_SERIALIZED`).
-    Serialized,
-    /// Only the thread that created it (`SHMEM_CTX_PRIVATE`). Served by a serialized worker,
-    /// not a single-thread one: channels are pooled, and a later context may be another
-    /// thread's.
-    Private,
-}
+/// Workers (as addresses) of the created channels.
+pub type WorkerList = Arc<Mutex<Vec<usize>>>;
 
-impl Sharing {
-    /// Every channel's worker is multi-threaded whatever its context promises: the progress
-    /// thread and other PEs' waits drive it too (peers' flushes can depend on its answers), so
-    /// it is never used by one thread only.
-    fn thread_mode(self) -> sys::ucs_thread_mode_t {
-        sys::UCS_THREAD_MODE_MULTI
-    }
-}
-
-/// Workers (as addresses) of the created channels, with their event fds (unused: -1).
-pub type WorkerList = Arc<Mutex<Vec<(usize, c_int)>>>;
-
+/// Every channel's worker is multi-threaded, whatever its context promises (PRIVATE,
+/// SERIALIZED): other threads drive it too (a peer's flush can depend on its answers), and a
+/// pooled channel may serve another thread's context later.
 pub struct Channel {
-    sharing: Sharing,
     worker: sys::ucp_worker_h,
     eps: Box<[AtomicPtr<sys::ucp_ep>]>,
     /// `rkeys[pe * MAX_SEGMENTS + seg]`, unpacked for `eps[pe]`.
@@ -71,12 +50,11 @@ impl Channel {
     pub(super) fn new(
         context: sys::ucp_context_h,
         n_pes: usize,
-        sharing: Sharing,
         health: Arc<Health>,
     ) -> Result<Channel, String> {
         let wparams = sys::ucp_worker_params_t {
             field_mask: sys::UCP_WORKER_PARAM_FIELD_THREAD_MODE as u64,
-            thread_mode: sharing.thread_mode(),
+            thread_mode: sys::UCS_THREAD_MODE_MULTI,
             ..Default::default()
         };
         let mut worker: sys::ucp_worker_h = std::ptr::null_mut();
@@ -98,7 +76,6 @@ impl Channel {
         }
         let hp = Arc::as_ptr(&health);
         Ok(Channel {
-            sharing,
             worker,
             eps: (0..n_pes).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             rkeys: (0..n_pes * MAX_SEGMENTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
@@ -118,18 +95,11 @@ impl Channel {
     #[cold]
     fn progress_companions(&self) {
         if let Some(c) = &self.companions {
-            for &(w, _) in c.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            for &w in c.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 // SAFETY: live multi-thread-mode workers (removed from the list before closing).
                 unsafe { sys::ucp_worker_progress(w as sys::ucp_worker_h) };
             }
         }
-    }
-
-    /// Whether a context asking for `want` may use this channel (all workers are
-    /// multi-threaded, so any channel serves any context).
-    pub fn serves(&self, want: Sharing) -> bool {
-        let _ = (self.sharing, want);
-        true
     }
 
     pub fn worker(&self) -> sys::ucp_worker_h {
@@ -457,13 +427,12 @@ impl Channel {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Complete what is outstanding, destroy the keys, close the endpoints and destroy the
-    /// worker, waiting no later than `deadline`. `force` closes the endpoints without talking
-    /// to the peers (at finalize, when they may be gone); otherwise the peers are told, so that
-    /// a context destroyed mid-job leaves nothing dangling on their side. When something did not
+    /// Complete what is outstanding, destroy the keys, force-close the endpoints (without
+    /// talking to the peers, which may be gone: channels close only at finalize or when their
+    /// creation failed) and destroy the worker, waiting no later than `deadline`. When something did not
     /// complete in time the worker is left to the process exit (destroying it under live
     /// requests would be unsafe) and the error says how much. Idempotent.
-    pub(super) fn close(&self, deadline: Instant, force: bool) -> Result<(), String> {
+    pub(super) fn close(&self, deadline: Instant) -> Result<(), String> {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -484,7 +453,7 @@ impl Channel {
         }
         let close = sys::ucp_request_param_t {
             op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
-            flags: if force { sys::UCP_EP_CLOSE_FLAG_FORCE } else { 0 },
+            flags: sys::UCP_EP_CLOSE_FLAG_FORCE,
             ..Default::default()
         };
         for e in self.eps.iter() {

@@ -297,8 +297,8 @@ fn created_channels_have_their_own_worker_and_every_key() {
     // SAFETY: a live registration of this context.
     let packed = unsafe { u.rkey_pack(memh) }.unwrap();
     u.add_rkey(0, 0, &packed).unwrap(); // announced before the channels exist
-    let private = u.create_channel(Sharing::Private).expect("a private channel");
-    let shared = u.create_channel(Sharing::Multi).expect("a shared channel");
+    let private = u.create_channel().expect("a private channel");
+    let shared = u.create_channel().expect("a shared channel");
     assert_eq!(u.channels(), (2, 0));
     assert_ne!(private.worker(), u.worker(), "a worker of its own");
     assert_ne!(private.worker(), shared.worker());
@@ -325,9 +325,9 @@ fn created_channels_have_their_own_worker_and_every_key() {
         let w = private.worker();
         u.destroy_channel(private).expect("completes and pools it");
         assert_eq!(u.channels(), (2, 1));
-        let again = u.create_channel(Sharing::Serialized).expect("from the pool");
-        assert_eq!(again.worker(), w, "a private channel serves a serialized context");
-        assert!(u.create_channel(Sharing::Multi).unwrap().worker() != w);
+        let again = u.create_channel().expect("from the pool");
+        assert_eq!(again.worker(), w, "the pooled channel serves the next context");
+        assert!(u.create_channel().unwrap().worker() != w);
         u.destroy_channel(again).unwrap();
         stop.store(true, Ordering::Release);
     });
@@ -339,12 +339,12 @@ fn created_channels_have_their_own_worker_and_every_key() {
     unsafe { u.mem_unmap(memh) };
     u.finalize().unwrap();
     assert!(shared.is_closed());
-    assert!(u.create_channel(Sharing::Multi).is_err(), "no channels after finalize");
+    assert!(u.create_channel().is_err(), "no channels after finalize");
     drop(shared);
 }
 
 #[test]
 fn channels_need_a_connected_spml() {
     let u = Ucx::new(1, &Options { progress_thread: false }).unwrap();
-    assert!(u.create_channel(Sharing::Serialized).is_err());
+    assert!(u.create_channel().is_err());
 }
