@@ -350,11 +350,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     crate::teams::init(&scolls);
     let world = TeamState::create(routine, rt, 0, (0, 1, n_pes), &scolls);
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
+    let shared = crate::teams::init_shared(routine, rt, rshmem_team_world.state.load(Ordering::Acquire));
+    crate::ffi::handles::rshmem_team_shared.state.store(shared, Ordering::Release);
     crate::spaces::init(rt);
-    // One node: the shared team is the world.
-    crate::ffi::handles::rshmem_team_shared
-        .state
-        .store(rshmem_team_world.state.load(Ordering::Acquire), Ordering::Release);
 
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));

@@ -39,6 +39,52 @@ pub fn init(scolls: &[(&'static ScollOps, String)]) {
         REGISTRY.set(Registry { scolls: scolls.to_vec(), live: Mutex::new(Vec::new()), used: Mutex::new(1) });
 }
 
+/// The world PEs of `local` (a membership vector) as a team triplet (start, stride, size),
+/// when they form an arithmetic progression that includes `me`; otherwise `(me, 1, 1)`, which
+/// is still a team whose PEs share memory, and `false`.
+pub fn shared_triplet(local: &[bool], me: c_int) -> ((c_int, c_int, c_int), bool) {
+    let pes: Vec<c_int> = (0..local.len() as c_int).filter(|&p| local[p as usize]).collect();
+    let stride = if pes.len() > 1 { pes[1] - pes[0] } else { 1 };
+    let regular = pes.contains(&me) && pes.windows(2).all(|w| w[1] - w[0] == stride);
+    if regular {
+        ((pes[0], stride, pes.len() as c_int), true)
+    } else {
+        ((me, 1, 1), false)
+    }
+}
+
+/// `SHMEM_TEAM_SHARED` at init (collective over the world): the PEs whose heap this PE maps,
+/// i.e. those `shmem_ptr` reaches. That is the world itself when every PE is mapped, else a
+/// team in slot 1: the teams of different hosts are disjoint, so they can all use that slot,
+/// which no split can take afterwards. Mapping is decided the same way on every PE (host
+/// identity from the launcher, `SHMEM_LOCAL_MAP`, the sshmem component), so the PEs of a
+/// host agree on their team.
+pub fn init_shared(
+    routine: &CStr,
+    rt: &runtime::Runtime,
+    world: *mut std::ffi::c_void,
+) -> *mut std::ffi::c_void {
+    let local: Vec<bool> = (0..rt.n_pes)
+        .map(|pe| pe == rt.my_pe || !rt.segs.peer(pe as usize, crate::segments::SEG_HEAP).mapped.is_null())
+        .collect();
+    if local.iter().all(|&l| l) {
+        return world;
+    }
+    let (triplet, regular) = shared_triplet(&local, rt.my_pe);
+    if !regular {
+        crate::log::log(
+            crate::log::WARN,
+            "init",
+            "this host's PEs are not evenly spaced in the world team: SHMEM_TEAM_SHARED holds this PE alone",
+        );
+    }
+    *registry().used.lock().unwrap_or_else(|e| e.into_inner()) |= 1 << 1;
+    // The slot was zeroed with the whole pool at init, and nobody uses the team before
+    // init's closing fence.
+    let t = TeamState::create(routine, rt, 1, triplet, &registry().scolls);
+    Box::into_raw(Box::new(t)) as *mut std::ffi::c_void
+}
+
 /// The stacked scoll components, best first.
 pub fn scolls() -> &'static [(&'static ScollOps, String)] {
     &registry().scolls
@@ -352,4 +398,21 @@ pub unsafe fn create_ctx(routine: &CStr, team: Team, options: c_long, ctx: *mut 
         unsafe { (**ctx).team.store(team as *mut TeamObj, Ordering::Release) };
     }
     rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_triplet;
+
+    #[test]
+    fn shared_team_of_a_host() {
+        // 2 hosts x 2 PEs placed by slot, and by node (round robin).
+        assert_eq!(shared_triplet(&[true, true, false, false], 1), ((0, 1, 2), true));
+        assert_eq!(shared_triplet(&[false, false, true, true], 2), ((2, 1, 2), true));
+        assert_eq!(shared_triplet(&[false, true, false, true], 3), ((1, 2, 2), true));
+        // One PE on its host.
+        assert_eq!(shared_triplet(&[false, false, true, false], 2), ((2, 1, 1), true));
+        // Irregular placement: this PE alone.
+        assert_eq!(shared_triplet(&[true, true, false, true], 3), ((3, 1, 1), false));
+    }
 }

@@ -127,8 +127,6 @@ impl Run {
 /// Run `prog` on `np` PEs through oshrun with extra environment. oshrun enforces `timeout`
 /// itself (killing the job); the harness kills oshrun too if it overruns by 30 s.
 pub fn oshrun(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
-    let _g = job_lock();
-    let start = Instant::now();
     let mut cmd = Command::new(target_dir().join("oshrun"));
     cmd.arg("-np")
         .arg(np.to_string())
@@ -136,11 +134,107 @@ pub fn oshrun(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -
         .arg(timeout.as_secs().to_string())
         .arg("--")
         .arg(prog);
+    run_launcher(cmd, env, timeout)
+}
+
+/// The launchers a job can be started with: our own, and the PMIx launchers sites have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launcher {
+    Oshrun,
+    /// Open MPI's `mpirun` on this machine.
+    Mpirun,
+    /// Slurm's `srun --mpi=pmix` (a running Slurm: `scripts/slurm.sh up`).
+    Srun,
+    /// `mpirun` across `hosts` emulated hosts (network namespaces, `scripts/hosts.sh`), the
+    /// PEs filling each host's `np / hosts` (rounded up) slots in turn.
+    Hosts(usize),
+}
+
+impl Launcher {
+    /// From `RSHMEM_TEST_LAUNCHER` (`oshrun`, `mpirun`, `srun`, `hosts2`, `hosts4`, ...):
+    /// the launcher the C programs and spec examples run under. Default oshrun.
+    pub fn from_env() -> Launcher {
+        let v = std::env::var("RSHMEM_TEST_LAUNCHER").unwrap_or_default();
+        match v.as_str() {
+            "" | "oshrun" => Launcher::Oshrun,
+            "mpirun" => Launcher::Mpirun,
+            "srun" => Launcher::Srun,
+            h if h.starts_with("hosts") => Launcher::Hosts(
+                h["hosts".len()..]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("RSHMEM_TEST_LAUNCHER={v}: hostsN with N a number")),
+            ),
+            _ => panic!("RSHMEM_TEST_LAUNCHER={v}: expected oshrun, mpirun, srun or hostsN"),
+        }
+    }
+}
+
+/// Open MPI refuses to run as root unless told; CI runs as root.
+const MPIRUN_ROOT_ENV: [(&str, &str); 2] =
+    [("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")];
+
+/// Run `prog` on `np` PEs under `launcher`, with extra environment for every PE.
+pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
+    let forward = |cmd: &mut Command| {
+        for (k, _) in env {
+            cmd.arg("-x").arg(k);
+        }
+    };
+    match launcher {
+        Launcher::Oshrun => oshrun(np, prog, env, timeout),
+        Launcher::Mpirun => {
+            let mut cmd = Command::new("mpirun");
+            cmd.envs(MPIRUN_ROOT_ENV)
+                .args(["--oversubscribe", "--bind-to", "none", "--timeout"])
+                .arg(timeout.as_secs().to_string())
+                .arg("-np")
+                .arg(np.to_string());
+            forward(&mut cmd);
+            cmd.arg(prog);
+            run_launcher(cmd, env, timeout)
+        }
+        Launcher::Srun => {
+            let mut cmd = Command::new("srun");
+            cmd.args(["--mpi=pmix", "--kill-on-bad-exit=1", "--overcommit", "-n"])
+                .arg(np.to_string())
+                .arg(format!("--time={}", timeout.as_secs().div_ceil(60).max(1)))
+                .arg(prog);
+            run_launcher(cmd, env, timeout)
+        }
+        Launcher::Hosts(hosts) => {
+            let mut cmd = Command::new("bash");
+            cmd.arg(source_dir().join("../scripts/hosts.sh"))
+                .args([
+                    "run",
+                    &hosts.to_string(),
+                    &np.div_ceil(hosts).to_string(),
+                    "--",
+                    "-np",
+                    &np.to_string(),
+                ])
+                .arg("--timeout")
+                .arg(timeout.as_secs().to_string());
+            forward(&mut cmd);
+            cmd.arg(prog);
+            run_launcher(cmd, env, timeout)
+        }
+    }
+}
+
+/// Run `prog` under the launcher `RSHMEM_TEST_LAUNCHER` names (oshrun by default).
+pub fn job(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
+    launch(Launcher::from_env(), np, prog, env, timeout)
+}
+
+/// Start a launcher command with the PEs' extra environment, bounded by `timeout` + 30 s.
+fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Run {
+    let _g = job_lock();
+    let start = Instant::now();
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start oshrun");
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
     let hard = timeout + Duration::from_secs(30);
     loop {
         if let Some(_st) = child.try_wait().expect("wait") {

@@ -1,5 +1,6 @@
 //! Tier 3: the example programs of the OpenSHMEM 1.3 specification for the routines rshmem
-//! implements (tests/spec-examples), built with oshcc and run under oshrun, output checked.
+//! implements (tests/spec-examples), built with oshcc and run under the launcher the harness
+//! chooses (`RSHMEM_TEST_LAUNCHER`, oshrun by default), output checked.
 
 use rshmem_tests::*;
 use std::path::PathBuf;
@@ -15,8 +16,8 @@ fn example(name: &str) -> PathBuf {
 /// without shmem_finalize rely on the implicit, synchronising finalize at exit), then with the
 /// default on-node mapping, whose output the tests check.
 fn run(name: &str, np: usize) -> Run {
-    oshrun(np, &example(name), &[("SHMEM_LOCAL_MAP", "0")], DEFAULT_TIMEOUT).assert_ok(name);
-    let r = oshrun(np, &example(name), &[], DEFAULT_TIMEOUT);
+    job(np, &example(name), &[("SHMEM_LOCAL_MAP", "0")], DEFAULT_TIMEOUT).assert_ok(name);
+    let r = job(np, &example(name), &[], DEFAULT_TIMEOUT);
     r.assert_ok(name);
     r
 }

@@ -1,9 +1,10 @@
 //! Bootstrap: the small runtime contract the core needs from whatever started the PEs
 //! (rank, size, node-local layout, a key-value exchange, barrier, abort). Implementations:
-//! `oshrun`'s key-value server and singleton (a program started without a launcher).
-//! PMIx will be a third implementation behind the same trait.
+//! `oshrun`'s key-value server, a PMIx server (Open MPI's `mpirun`, Slurm's
+//! `srun --mpi=pmix`), and singleton (a program started without a launcher).
 
 pub mod oshrun;
+pub mod pmix;
 pub mod singleton;
 pub mod wire;
 
@@ -28,10 +29,93 @@ pub trait Bootstrap: Send + Sync {
     fn finalize(&self);
 }
 
-/// The bootstrap for this process: `oshrun` when its environment is present, else singleton.
+/// How this process was started, from its environment.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Origin {
+    Oshrun,
+    /// A PMIx server's client; the string names the launcher for messages.
+    Pmix(String),
+    /// A launcher that started several processes but gives them no PMIx server: running
+    /// them as singletons would be N silent one-PE jobs, so init refuses with this message.
+    Unsupported(String),
+    Singleton,
+}
+
+/// Launchers that start several processes without PMIx: (variable giving the process count,
+/// what to say). Only a count above one is refused: one process is a fine singleton.
+const NON_PMIX: &[(&str, &str)] = &[
+    ("SLURM_STEP_NUM_TASKS", "Slurm's srun without PMIx: run it as `srun --mpi=pmix ...`"),
+    ("PMI_SIZE", "a PMI-1/PMI-2 launcher (MPICH's Hydra, or srun --mpi=pmi2): use oshrun, Open MPI's mpirun or `srun --mpi=pmix`"),
+    ("OMPI_COMM_WORLD_SIZE", "Open MPI's launcher without a PMIx server: use its mpirun (PMIx) or oshrun"),
+    ("MPI_LOCALNRANKS", "a Hydra-style launcher without PMIx: use oshrun, Open MPI's mpirun or `srun --mpi=pmix`"),
+];
+
+/// Classify the environment `var` reads (the process's own, or a test's).
+pub fn origin(var: impl Fn(&str) -> Option<String>) -> Origin {
+    if var(wire::ENV_SOCKET).is_some() {
+        return Origin::Oshrun;
+    }
+    if var("PMIX_NAMESPACE").is_some() || var("PMIX_RANK").is_some() {
+        let launcher = if var("SLURM_STEP_ID").is_some() {
+            "Slurm's srun (--mpi=pmix)"
+        } else if var("OMPI_COMM_WORLD_SIZE").is_some() {
+            "Open MPI's mpirun"
+        } else {
+            "a PMIx launcher"
+        };
+        return Origin::Pmix(launcher.to_string());
+    }
+    for (name, what) in NON_PMIX {
+        if let Some(v) = var(name) {
+            if v.trim().parse::<u64>().is_ok_and(|n| n > 1) {
+                return Origin::Unsupported(format!(
+                    "this process was started by {what} ({name}={v}); without a PMIx server or oshrun it would run as one of {v} separate single-PE jobs"
+                ));
+            }
+        }
+    }
+    Origin::Singleton
+}
+
+/// The bootstrap for this process: `oshrun` when its environment is present, PMIx when a
+/// PMIx server started it, singleton when no launcher did.
 pub fn detect() -> io::Result<Box<dyn Bootstrap>> {
-    match std::env::var_os(wire::ENV_SOCKET) {
-        Some(_) => Ok(Box::new(oshrun::OshrunBoot::connect()?)),
-        None => Ok(Box::new(singleton::Singleton::new())),
+    match origin(|k| std::env::var(k).ok()) {
+        Origin::Oshrun => Ok(Box::new(oshrun::OshrunBoot::connect()?)),
+        Origin::Pmix(launcher) => Ok(Box::new(pmix::PmixBoot::init(&launcher)?)),
+        Origin::Unsupported(msg) => Err(io::Error::new(io::ErrorKind::Unsupported, msg)),
+        Origin::Singleton => Ok(Box::new(singleton::Singleton::new())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn origins() {
+        assert_eq!(origin(env(&[])), Origin::Singleton);
+        assert_eq!(origin(env(&[(wire::ENV_SOCKET, "/x"), ("PMIX_RANK", "0")])), Origin::Oshrun);
+        assert!(matches!(
+            origin(env(&[("PMIX_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "4")])),
+            Origin::Pmix(l) if l.contains("mpirun")
+        ));
+        assert!(matches!(
+            origin(env(&[("PMIX_NAMESPACE", "slurm.pmix.1.0"), ("SLURM_STEP_ID", "0")])),
+            Origin::Pmix(l) if l.contains("srun")
+        ));
+        assert!(matches!(
+            origin(env(&[("SLURM_STEP_NUM_TASKS", "4")])),
+            Origin::Unsupported(m) if m.contains("--mpi=pmix") && m.contains("SLURM_STEP_NUM_TASKS=4")
+        ));
+        assert!(
+            matches!(origin(env(&[("PMI_SIZE", "2")])), Origin::Unsupported(m) if m.contains("PMI_SIZE=2"))
+        );
+        // One task of a foreign launcher is an ordinary singleton.
+        assert_eq!(origin(env(&[("SLURM_STEP_NUM_TASKS", "1")])), Origin::Singleton);
     }
 }

@@ -1,0 +1,86 @@
+//! How a job is started: oshrun, Open MPI's mpirun (PMIx), and the refusal of launchers that
+//! give no PMIx server. The whole C suite also runs under mpirun, srun and emulated hosts
+//! (scripts/test.sh sets `RSHMEM_TEST_LAUNCHER`); these tests check what is particular to each.
+
+use rshmem_tests::*;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+
+fn hello_lines(r: &Run, np: usize) {
+    r.assert_ok("hello");
+    for pe in 0..np {
+        let line = format!("Hello from PE {pe} of {np} (rshmem, OpenSHMEM 1.6)");
+        assert!(r.stdout.lines().any(|l| l == line), "missing `{line}` in:\n{}\n{}", r.stdout, r.stderr);
+    }
+}
+
+#[test]
+fn mpirun_starts_one_job_of_n_pes() {
+    for np in [1, 2, 4] {
+        hello_lines(&launch(Launcher::Mpirun, np, &c_test("hello"), &[], T), np);
+    }
+}
+
+#[test]
+fn a_launcher_without_pmix_is_refused_not_run_as_singletons() {
+    // What srun without --mpi=pmix hands each task (no PMIX_* variables).
+    let o = std::process::Command::new(c_test("hello"))
+        .env("SLURM_STEP_NUM_TASKS", "4")
+        .env("SLURM_PROCID", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("srun --mpi=pmix") && err.contains("SLURM_STEP_NUM_TASKS=4"), "{err}");
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn a_pmix_server_that_is_not_there_fails_init_naming_the_launcher() {
+    let o = std::process::Command::new(c_test("hello"))
+        .env("PMIX_NAMESPACE", "nobody-serves-this")
+        .env("PMIX_RANK", "0")
+        .env("PMIX_SERVER_URI41", "pmix-server.1;tcp4://127.0.0.1:9")
+        .env("PMIX_SERVER_URI4", "pmix-server.1;tcp4://127.0.0.1:9")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("PMIx server does not answer"), "{err}");
+}
+
+#[test]
+fn a_killed_pe_under_mpirun_ends_the_job_naming_its_rank() {
+    let r = launch(Launcher::Mpirun, 4, &c_test("die"), &[], T);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("process rank 2") && r.stderr.contains("signal 9"), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
+}
+
+#[test]
+fn global_exit_under_mpirun_ends_every_pe_with_its_status() {
+    let r = launch(Launcher::Mpirun, 4, &c_test("global_exit"), &[], T);
+    assert_eq!(r.code(), Some(7), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
+}
+
+/// `hosts: PE i shared=S mapped=M` for every PE.
+fn placement(r: &Run, np: usize, shared: usize) {
+    r.assert_all_pes_ok("hosts", np);
+    for pe in 0..np {
+        let line = format!("hosts: PE {pe} shared={shared} mapped={shared}");
+        assert!(r.stdout.lines().any(|l| l == line), "missing `{line}` in:\n{}\n{}", r.stdout, r.stderr);
+    }
+}
+
+#[test]
+fn one_host_shares_everything_under_each_launcher() {
+    for l in [Launcher::Oshrun, Launcher::Mpirun] {
+        for np in [2, 4] {
+            placement(&launch(l, np, &c_test("hosts"), &[], T), np, np);
+        }
+    }
+    // Forcing the network path unmaps every peer, so each PE shares memory with itself alone.
+    placement(&launch(Launcher::Mpirun, 4, &c_test("hosts"), &[("SHMEM_LOCAL_MAP", "0")], T), 4, 1);
+}
