@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit tests, header check and multi-PE tests.
+# The whole test suite: formatting, lints, unit tests, header check and multi-PE tests, the
+# latter under oshrun, then the C programs and spec examples again under Open MPI's mpirun, under
+# Slurm's srun --mpi=pmix, and across 2 and 4 hosts emulated with network namespaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -10,9 +12,25 @@ cargo clippy --workspace --all-targets -- -D warnings
 if [ -x ../shared/tools/api-coverage ]; then
     ../shared/tools/api-coverage target/debug/libshmem.so | tail -n 22
 fi
+
+# The launchers the multi-PE tests use besides oshrun: a single-node Slurm and 4 emulated hosts.
+trap 'bash scripts/hosts.sh down; bash scripts/slurm.sh down' EXIT
+bash scripts/slurm.sh up
+eval "$(bash scripts/slurm.sh env)"
+bash scripts/hosts.sh up 4
+
 log=$(mktemp)
-cargo test --workspace -- --test-threads=2 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+status=0
+suite() {
+    echo "== $*"
+    "$@" 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+}
+suite cargo test --workspace -- --test-threads=2
+for launcher in mpirun srun hosts2 hosts4; do
+    suite env RSHMEM_TEST_LAUNCHER=$launcher \
+        cargo test -p rshmem-tests --test c_programs --test spec_examples -- --test-threads=2
+done
 # One closing line over every test binary (cargo prints one per binary, the last often a
 # doc-test run with nothing in it).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }

@@ -84,3 +84,53 @@ fn one_host_shares_everything_under_each_launcher() {
     // Forcing the network path unmaps every peer, so each PE shares memory with itself alone.
     placement(&launch(Launcher::Mpirun, 4, &c_test("hosts"), &[("SHMEM_LOCAL_MAP", "0")], T), 4, 1);
 }
+
+/// Slurm tests need a running Slurm (`bash scripts/slurm.sh up`, which scripts/test.sh does).
+fn need_slurm() {
+    assert!(
+        std::env::var_os("SLURM_CONF").is_some() || std::path::Path::new("/etc/slurm/slurm.conf").exists(),
+        "no Slurm: run `bash scripts/slurm.sh up` and `eval \"$(bash scripts/slurm.sh env)\"` first"
+    );
+}
+
+#[test]
+fn srun_with_pmix_starts_one_job_and_ends_it_when_a_pe_dies() {
+    need_slurm();
+    for np in [2, 4] {
+        hello_lines(&launch(Launcher::Srun, np, &c_test("hello"), &[], T), np);
+        placement(&launch(Launcher::Srun, np, &c_test("hosts"), &[], T), np, np);
+    }
+    let r = launch(Launcher::Srun, 4, &c_test("die"), &[], T);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("task 2: Killed"), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
+    let r = launch(Launcher::Srun, 4, &c_test("global_exit"), &[], T);
+    assert_eq!(r.code(), Some(7), "{}", r.stderr);
+}
+
+#[test]
+fn srun_without_pmix_is_refused_by_every_task() {
+    need_slurm();
+    let o = std::process::Command::new("srun")
+        .args(["--quiet", "-n", "2"])
+        .arg(c_test("hello"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("run it as `srun --mpi=pmix ...`").count(), 2, "{err}");
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn pes_on_other_hosts_are_reached_through_the_network() {
+    // 2 hosts x 2 PEs: each PE maps its host's other PE and reaches the other two through UCX;
+    // 4 hosts x 1 PE: no peer is mapped. Atomics from both kinds of peer stay exact (hosts.c).
+    placement(&launch(Launcher::Hosts(2), 4, &c_test("hosts"), &[], T), 4, 2);
+    placement(&launch(Launcher::Hosts(4), 4, &c_test("hosts"), &[], T), 4, 1);
+    // A PE killed on one host ends the job on every host, and mpirun names it.
+    let r = launch(Launcher::Hosts(2), 4, &c_test("die"), &[], T);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("process rank 2") && r.stderr.contains("signal 9"), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
+}
