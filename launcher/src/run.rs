@@ -193,13 +193,28 @@ pub fn run(o: &Options) -> i32 {
                 eprintln!("oshrun: cannot start {}: {e}", o.program);
                 job.kill_all();
                 let _ = std::fs::remove_dir_all(&dir);
+                remove_job_shm(&job_id);
                 return 127;
             }
         }
     }
     let status = watch(o, &server, &mut job);
     let _ = std::fs::remove_dir_all(&dir);
+    remove_job_shm(&job_id);
     status
+}
+
+/// Every PE has ended (`watch` reaps them all): remove the shared-memory names of this job
+/// that a PE stopped during `shmem_init` had no time to unlink (PEs unlink theirs at the end
+/// of init, so a job that started normally has none left).
+fn remove_job_shm(job_id: &str) {
+    let prefix = format!("rshmem-{job_id}-");
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
+    for e in dir.flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
