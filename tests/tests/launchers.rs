@@ -22,14 +22,15 @@ fn mpirun_starts_one_job_of_n_pes() {
     }
 }
 
+/// Start `hello` directly (no launcher) with an environment a launcher would have set.
+fn hello_alone(env: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new(c_test("hello")).envs(env.iter().copied()).output().unwrap()
+}
+
 #[test]
 fn a_launcher_without_pmix_is_refused_not_run_as_singletons() {
     // What srun without --mpi=pmix hands each task (no PMIX_* variables).
-    let o = std::process::Command::new(c_test("hello"))
-        .env("SLURM_STEP_NUM_TASKS", "4")
-        .env("SLURM_PROCID", "1")
-        .output()
-        .unwrap();
+    let o = hello_alone(&[("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_PROCID", "1")]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("srun --mpi=pmix") && err.contains("SLURM_STEP_NUM_TASKS=4"), "{err}");
@@ -38,13 +39,12 @@ fn a_launcher_without_pmix_is_refused_not_run_as_singletons() {
 
 #[test]
 fn a_pmix_server_that_is_not_there_fails_init_naming_the_launcher() {
-    let o = std::process::Command::new(c_test("hello"))
-        .env("PMIX_NAMESPACE", "nobody-serves-this")
-        .env("PMIX_RANK", "0")
-        .env("PMIX_SERVER_URI41", "pmix-server.1;tcp4://127.0.0.1:9")
-        .env("PMIX_SERVER_URI4", "pmix-server.1;tcp4://127.0.0.1:9")
-        .output()
-        .unwrap();
+    let o = hello_alone(&[
+        ("PMIX_NAMESPACE", "nobody-serves-this"),
+        ("PMIX_RANK", "0"),
+        ("PMIX_SERVER_URI41", "pmix-server.1;tcp4://127.0.0.1:9"),
+        ("PMIX_SERVER_URI4", "pmix-server.1;tcp4://127.0.0.1:9"),
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("PMIx server does not answer"), "{err}");
