@@ -74,6 +74,12 @@ pub const SETTINGS: &[Setting] = &[
         "Enable SHMEM_SPACE_GPU; rshmem has no GPU heap yet, so the handle stays SHMEM_SPACE_INVALID (with a warning when this is set)",
     ),
     setting(
+        "SHMEM_EXIT_WAIT_MS",
+        Kind::Int,
+        "750",
+        "A PE that exits without calling shmem_finalize finalizes implicitly, waiting this long (ms) for the others to finalize before it ends the job; 0 waits forever",
+    ),
+    setting(
         "SHMEM_LOCAL_MAP",
         Kind::Bool,
         "1",
@@ -159,9 +165,87 @@ pub fn component_param(framework: &str, component: &str, param: &str) -> Option<
     Some(ptr)
 }
 
+/// Edit distance between two names (case-insensitive), for "did you mean".
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) =
+        (a.to_ascii_uppercase().chars().collect(), b.to_ascii_uppercase().chars().collect());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// `SHMEM_*` names in `vars` that are no setting of ours, each with the nearest declared name
+/// when one is close enough to be a likely misspelling. Component parameters
+/// (`SHMEM_MCA_<framework>_...`) belong to the components and are not judged here.
+pub fn unknown_settings<'a>(vars: impl Iterator<Item = &'a str>) -> Vec<(String, Option<&'static str>)> {
+    const FRAMEWORKS: [&str; 4] = ["spml", "sshmem", "memheap", "scoll"];
+    let mut out = Vec::new();
+    for v in vars {
+        if !v.starts_with("SHMEM_") || SETTINGS.iter().any(|s| s.name == v) {
+            continue;
+        }
+        if FRAMEWORKS.iter().any(|f| v.starts_with(&format!("SHMEM_MCA_{f}_"))) {
+            continue;
+        }
+        let near = SETTINGS
+            .iter()
+            .map(|s| (distance(v, s.name), s.name))
+            .filter(|(d, _)| *d <= 3)
+            .min()
+            .map(|(_, n)| n);
+        out.push((v.to_string(), near));
+    }
+    out
+}
+
+/// Warn about misspelt or foreign `SHMEM_*` variables (once per job: the caller is PE 0).
+pub fn warn_unknown() {
+    let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
+    for (name, near) in unknown_settings(names.iter().map(String::as_str)) {
+        let hint = match near {
+            Some(n) => format!("; did you mean {n}?"),
+            None => " (shmem_info lists the settings)".to_string(),
+        };
+        crate::log::log(
+            crate::log::WARN,
+            "settings",
+            &format!("{name} is not an rshmem setting and is ignored{hint}"),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_variables_are_named_with_the_nearest_setting() {
+        let got = unknown_settings(
+            [
+                "SHMEM_SYMETRIC_SIZE",
+                "SHMEM_DEBUG",
+                "SHMEM_MCA_spml_ucx_progress_thread",
+                "SHMEM_FOO_BAR_BAZ_QUUX",
+                "PATH",
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("SHMEM_SYMETRIC_SIZE".to_string(), Some("SHMEM_SYMMETRIC_SIZE")),
+                ("SHMEM_FOO_BAR_BAZ_QUUX".to_string(), None)
+            ]
+        );
+        assert_eq!(distance("abc", "abd"), 1);
+        assert_eq!(distance("", "ab"), 2);
+    }
 
     #[test]
     fn sizes_parse_with_suffixes() {

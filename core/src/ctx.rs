@@ -46,9 +46,19 @@ pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
         team: AtomicPtr::new(std::ptr::null_mut()),
         _reserved: [0; 4],
     });
+    let p = Box::into_raw(obj);
+    live().push(p as usize);
     // SAFETY: checked non-null.
-    unsafe { *out = Box::into_raw(obj) };
+    unsafe { *out = p };
     0
+}
+
+/// The contexts created and not destroyed yet: destroying one twice (or something that was
+/// never a context) is reported instead of freeing memory again. Create and destroy are rare;
+/// operations on a context do not consult this.
+fn live() -> std::sync::MutexGuard<'static, Vec<usize>> {
+    static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Make `c`'s own spml context (cold path of the first spml operation on a created context);
@@ -89,7 +99,16 @@ pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
         fatal(routine, "SHMEM_CTX_DEFAULT cannot be destroyed");
     }
     let rt = runtime::get(routine);
-    // SAFETY: a live context by contract; nothing uses it after this call.
+    {
+        let mut l = live();
+        match l.iter().position(|&p| p == ctx as usize) {
+            Some(i) => {
+                l.swap_remove(i);
+            }
+            None => fatal(routine, &format!("ctx {ctx:p} is not a live context: destroyed already, or never created by shmem_ctx_create / shmem_team_create_ctx")),
+        }
+    }
+    // SAFETY: a live context (just checked); nothing uses it after this call.
     let obj = unsafe {
         crate::rma::quiet(routine, ctx);
         Box::from_raw(ctx as *mut CtxObj)

@@ -49,6 +49,19 @@ pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
         runtime::get(routine);
         return std::ptr::null_mut();
     }
+    let rt = runtime::get(routine);
+    if alignment > rt.heap_align {
+        crate::log::log(
+            crate::log::WARN,
+            &routine.to_string_lossy(),
+            &format!(
+                "alignment {alignment} is larger than the {} the symmetric heap's base has on every PE; returning NULL",
+                rt.heap_align
+            ),
+        );
+        // Collective: every PE reaches the same verdict (heap_align is the same everywhere).
+        return std::ptr::null_mut();
+    }
     alloc_sync(routine, size, alignment, false)
 }
 

@@ -79,8 +79,24 @@ pub unsafe fn test<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_
     ok as c_int
 }
 
+thread_local! {
+    /// Where this thread's next `test_any` / `wait_until_any` starts looking: just after the
+    /// index it returned last, so that repeated calls return every index that holds in turn
+    /// (the spec's fairness rule) rather than always the lowest.
+    static ANY_CURSOR: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The "any" answer of a scan: the first holding index at or after the cursor (wrapping
+/// around), and the cursor moved past it.
+fn take_any(first_from: Option<usize>, first: Option<usize>) -> Option<usize> {
+    let idx = first_from.or(first)?;
+    ANY_CURSOR.with(|c| c.set(idx + 1));
+    Some(idx)
+}
+
 /// One pass over the array: the number of active elements, and of those that hold; when
-/// `found` is given, the indices that hold are written there.
+/// `found` is given, the indices that hold are written there. The third value is the first
+/// index that holds, the fourth the first at or after this thread's "any" cursor.
 ///
 /// # Safety
 /// `ivars` (and `status`, a `Values::Each` array and `found`) must hold `n` elements.
@@ -91,8 +107,9 @@ unsafe fn scan<T: Copy + PartialOrd>(
     cmp: c_int,
     values: &Values<T>,
     mut found: Option<*mut usize>,
-) -> (usize, usize, Option<usize>) {
-    let (mut active_n, mut holding, mut first) = (0, 0, None);
+) -> (usize, usize, Option<usize>, Option<usize>) {
+    let (mut active_n, mut holding, mut first, mut first_from) = (0, 0, None, None);
+    let from = ANY_CURSOR.with(|c| c.get());
     for i in 0..n {
         // SAFETY: all arrays hold `n` elements by contract.
         unsafe {
@@ -102,6 +119,9 @@ unsafe fn scan<T: Copy + PartialOrd>(
             active_n += 1;
             if holds(ivars.add(i), cmp, values.at(i)) {
                 first.get_or_insert(i);
+                if i >= from {
+                    first_from.get_or_insert(i);
+                }
                 if let Some(out) = found.as_mut() {
                     *out.add(holding) = i;
                 }
@@ -109,7 +129,7 @@ unsafe fn scan<T: Copy + PartialOrd>(
             }
         }
     }
-    (active_n, holding, first)
+    (active_n, holding, first, first_from)
 }
 
 /// `wait_until_all(_vector)`.
@@ -129,7 +149,7 @@ pub unsafe fn wait_all<T: Copy + PartialOrd>(
     let mut i = 0;
     loop {
         // SAFETY: forwarded.
-        let (active_n, holding, _) = unsafe { scan(ivars, n, status, cmp, &values, None) };
+        let (active_n, holding, _, _) = unsafe { scan(ivars, n, status, cmp, &values, None) };
         if holding == active_n {
             break;
         }
@@ -156,14 +176,15 @@ pub unsafe fn wait_any<T: Copy + PartialOrd>(
     let mut i = 0;
     loop {
         // SAFETY: forwarded.
-        match unsafe { scan(ivars, n, status, cmp, &values, None) } {
-            (0, _, _) => return usize::MAX,
-            (_, _, Some(idx)) => {
-                fence(Ordering::Acquire);
-                return idx;
-            }
-            _ => backoff(&mut i, rt),
+        let (active_n, _, first, first_from) = unsafe { scan(ivars, n, status, cmp, &values, None) };
+        if active_n == 0 {
+            return usize::MAX;
         }
+        if let Some(idx) = take_any(first_from, first) {
+            fence(Ordering::Acquire);
+            return idx;
+        }
+        backoff(&mut i, rt);
     }
 }
 
@@ -188,8 +209,8 @@ pub unsafe fn wait_some<T: Copy + PartialOrd>(
     loop {
         // SAFETY: forwarded.
         match unsafe { scan(ivars, n, status, cmp, &values, Some(indices)) } {
-            (0, _, _) => return 0,
-            (_, k, _) if k > 0 => {
+            (0, _, _, _) => return 0,
+            (_, k, _, _) if k > 0 => {
                 fence(Ordering::Acquire);
                 return k;
             }
@@ -213,7 +234,7 @@ pub unsafe fn test_all<T: Copy + PartialOrd>(
     check(routine, cmp);
     runtime::get(routine);
     // SAFETY: forwarded.
-    let (active_n, holding, _) = unsafe { scan(ivars, n, status, cmp, &values, None) };
+    let (active_n, holding, _, _) = unsafe { scan(ivars, n, status, cmp, &values, None) };
     fence(Ordering::Acquire);
     (holding == active_n) as c_int
 }
@@ -233,9 +254,9 @@ pub unsafe fn test_any<T: Copy + PartialOrd>(
     check(routine, cmp);
     runtime::get(routine);
     // SAFETY: forwarded.
-    let (_, _, first) = unsafe { scan(ivars, n, status, cmp, &values, None) };
+    let (_, _, first, first_from) = unsafe { scan(ivars, n, status, cmp, &values, None) };
     fence(Ordering::Acquire);
-    first.unwrap_or(usize::MAX)
+    take_any(first_from, first).unwrap_or(usize::MAX)
 }
 
 /// `test_some(_vector)`: the indices that hold go to `indices`; returns their number.
@@ -255,7 +276,7 @@ pub unsafe fn test_some<T: Copy + PartialOrd>(
     check(routine, cmp);
     runtime::get(routine);
     // SAFETY: forwarded.
-    let (_, k, _) = unsafe { scan(ivars, n, status, cmp, &values, Some(indices)) };
+    let (_, k, _, _) = unsafe { scan(ivars, n, status, cmp, &values, Some(indices)) };
     fence(Ordering::Acquire);
     k
 }
@@ -274,15 +295,28 @@ mod tests {
         let r = unsafe {
             scan(v.as_ptr(), 4, status.as_ptr(), CMP_GE, &Values::One(3), Some(found.as_mut_ptr()))
         };
-        assert_eq!(r, (3, 2, Some(1)));
+        assert_eq!(r, (3, 2, Some(1), Some(1)));
         assert_eq!(&found[..2], &[1, 3]);
         let each = [1i64, 0, 0, 8];
         // SAFETY: as above.
         let r = unsafe { scan(v.as_ptr(), 4, std::ptr::null(), CMP_EQ, &Values::Each(each.as_ptr()), None) };
-        assert_eq!(r, (4, 1, Some(0)));
+        assert_eq!(r, (4, 1, Some(0), Some(0)));
         // SAFETY: as above.
         let r = unsafe { scan(v.as_ptr(), 4, [1, 1, 1, 1].as_ptr(), CMP_LT, &Values::One(0), None) };
-        assert_eq!(r, (0, 0, None));
+        assert_eq!(r, (0, 0, None, None));
+    }
+
+    #[test]
+    fn repeated_any_answers_visit_every_index_that_holds() {
+        let v = [9i64, 0, 9, 9];
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            // SAFETY: a local array of the given length.
+            let (_, _, first, from) =
+                unsafe { scan(v.as_ptr(), 4, std::ptr::null(), CMP_EQ, &Values::One(9), None) };
+            seen.push(take_any(from, first).unwrap());
+        }
+        assert_eq!(seen, [0, 2, 3, 0, 2, 3]);
     }
 
     #[test]

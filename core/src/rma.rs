@@ -23,6 +23,21 @@ fn not_symmetric(routine: &CStr, what: &str, addr: usize) -> ! {
 
 #[cold]
 #[inline(never)]
+fn past_end(routine: &CStr, what: &str, addr: usize, len: usize, room: usize) -> ! {
+    fatal(
+        routine,
+        &format!("{what} range {addr:#x}+{len} runs past the end of its symmetric segment ({room} bytes left from there)"),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn null_buffer(routine: &CStr, what: &str, len: usize) -> ! {
+    fatal(routine, &format!("{what} is NULL but {len} bytes are to be transferred"))
+}
+
+#[cold]
+#[inline(never)]
 fn overflow(routine: &CStr) -> ! {
     fatal(routine, "nelems times the element size overflows size_t")
 }
@@ -40,9 +55,11 @@ pub(crate) fn target(
     if pe as u32 >= rt.n_pes as u32 {
         bad_pe(routine, pe, rt.n_pes);
     }
-    let Some((seg, off)) = rt.segs.lookup(addr) else { not_symmetric(routine, what, addr) };
-    if rt.debug && !rt.segs.contains_range(addr, len) {
-        fatal(routine, &format!("{what} range {addr:#x}+{len} runs past the end of its symmetric segment"));
+    let Some((seg, off, room)) = rt.segs.locate(addr) else { not_symmetric(routine, what, addr) };
+    // Always on: one comparison against the segment already found, and without it a long
+    // transfer reads or writes past the peer's memory (or crashes the target PE).
+    if len > room {
+        past_end(routine, what, addr, len, room);
     }
     (seg, off, rt.segs.peer(pe as usize, seg))
 }
@@ -92,6 +109,9 @@ pub unsafe fn put_any<const NBI: bool>(
     if ctx.is_null() || len == 0 {
         return;
     }
+    if src.is_null() {
+        null_buffer(routine, "source", len);
+    }
     let rt = runtime::get(routine);
     let (seg, off, p) = target(rt, routine, "dest", dest as usize, len, pe);
     if !p.mapped.is_null() {
@@ -123,6 +143,9 @@ pub unsafe fn get_any<const NBI: bool>(
     let len = bytes(routine, nelems, size);
     if ctx.is_null() || len == 0 {
         return;
+    }
+    if dest.is_null() {
+        null_buffer(routine, "dest", len);
     }
     let rt = runtime::get(routine);
     let (seg, off, p) = target(rt, routine, "source", src as usize, len, pe);

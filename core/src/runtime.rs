@@ -41,6 +41,9 @@ pub struct Runtime {
     pub selected: Vec<(Framework, Vec<String>)>,
     /// SHMEM_LOCAL_MAP: map the segments of PEs on this node.
     pub local_map: bool,
+    /// The largest power of two dividing the heap's base on every PE: allocations aligned to
+    /// at most this (as offsets, which is how the memheap aligns) are aligned addresses on all.
+    pub heap_align: usize,
     heap_seg: Mutex<SegmentDesc>,
     data_seg: Mutex<Option<DataSegment>>,
     spml_regs: Vec<*mut c_void>,
@@ -164,10 +167,16 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         crate::config::get_size("SHMEM_CPU_SYMMETRIC_SIZE")
     }
     .unwrap_or_else(|e| fail(routine, &e));
+    check_heap_fits(heap_size, boot.local_size(), boot.local_rank() == 0)
+        .unwrap_or_else(|e| fail(routine, &e));
     crate::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
     let debug = cfg(crate::config::get_bool("SHMEM_DEBUG"));
     let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
-    let core = services::table(my_pe, n_pes, boot.local_rank(), boot.local_size(), boot.job_id());
+    // Shared-memory names carry the job id (so a launcher can find a dead job's leftovers) and
+    // a random tag of this PE (so nobody can create them first and make the job fail, or
+    // hand it memory they control: names are also created exclusively).
+    let name_tag = format!("{}-{}", boot.job_id(), crate::bootstrap::secret::random_hex(6));
+    let core = services::table(my_pe, n_pes, boot.local_rank(), boot.local_size(), &name_tag);
 
     // Components.
     let found = Box::leak(Box::new(plugin::discover()));
@@ -218,7 +227,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if heap.is_null() {
         fail(routine, &format!("memheap {memheap_name} could not manage the symmetric heap"));
     }
-    let data = static_data::remap(boot.job_id(), my_pe)
+    let data = static_data::remap(&name_tag, my_pe)
         .unwrap_or_else(|e| fail(routine, &format!("cannot make global data symmetric: {e}")));
     let segs = SegmentTable::new(n_pes as usize);
     let heap_id = segs.add_local(heap_seg.base as usize, heap_seg.size);
@@ -268,6 +277,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         fail(routine, &format!("spml {spml_name} could not connect the PEs"));
     }
     let mut needs_progress = false;
+    let mut heap_align = usize::MAX;
     for pe in 0..n_pes {
         for seg in 0..nseg {
             let v = boot.get(pe, &format!("seg.{seg}")).ok().flatten().unwrap_or_else(|| {
@@ -275,6 +285,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             });
             let (base, len, blob, rkey) = decode_segment(&v)
                 .unwrap_or_else(|| fail(routine, &format!("PE {pe}: malformed segment record")));
+            if seg == SEG_HEAP && base != 0 {
+                heap_align = heap_align.min(1usize << base.trailing_zeros().min(62));
+            }
             if len as usize != segs.local(seg).len {
                 fail(
                     routine,
@@ -337,6 +350,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             (Framework::Scoll, scolls.iter().map(|(_, n)| n.clone()).collect()),
         ],
         local_map,
+        heap_align,
         heap_seg: Mutex::new(heap_seg),
         data_seg: Mutex::new(data),
         spml_regs,
@@ -364,6 +378,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
     if my_pe == 0 {
+        crate::config::warn_unknown();
         if crate::config::get_bool("SHMEM_VERSION").unwrap_or(false) {
             eprintln!("rshmem {} (OpenSHMEM 1.6)", env!("CARGO_PKG_VERSION"));
         }
@@ -382,6 +397,49 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         }
     }
     rt.thread_level
+}
+
+/// A heap larger than the machine's memory can never be backed: pages are only allocated when
+/// touched, so it would be accepted and the job killed later, far from the cause. Say so now.
+/// Heaps that fit one by one but not all together only get a warning (most programs touch a
+/// fraction of their heap).
+fn check_heap_fits(heap: usize, local_pes: i32, report: bool) -> Result<(), String> {
+    let Some((ram, swap)) = machine_memory() else { return Ok(()) };
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    if heap as u64 > ram + swap {
+        return Err(format!(
+            "a symmetric heap of {heap} bytes ({:.1} GiB, SHMEM_SYMMETRIC_SIZE) cannot be backed: this machine has {:.1} GiB of memory and {:.1} GiB of swap",
+            gib(heap as u64),
+            gib(ram),
+            gib(swap)
+        ));
+    }
+    let all = heap as u64 * local_pes.max(1) as u64;
+    if all > ram + swap && report {
+        crate::log::log(
+            crate::log::WARN,
+            "init",
+            &format!(
+                "{local_pes} PEs on this host with {:.1} GiB of symmetric heap each need {:.1} GiB if filled; the machine has {:.1} GiB of memory and swap",
+                gib(heap as u64),
+                gib(all),
+                gib(ram + swap)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// (RAM, swap) in bytes.
+fn machine_memory() -> Option<(u64, u64)> {
+    // SAFETY: a zeroed sysinfo is a valid out-parameter.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: `si` is writable.
+    if unsafe { libc::sysinfo(&mut si) } != 0 {
+        return None;
+    }
+    let unit = si.mem_unit.max(1) as u64;
+    Some((si.totalram as u64 * unit, si.totalswap as u64 * unit))
 }
 
 /// Cores this process may run on.
@@ -435,18 +493,22 @@ pub fn mark_exiting() {
     EXITING.store(true, Ordering::Release);
 }
 
-/// The implicit `shmem_finalize` at the end of a program that did not call it (spec: "an
-/// implicit shmem_finalize at the end of main"). On a normal exit (status 0) it is the real,
-/// collective finalize, so no PE leaves while others may still reach its memory. On an error
-/// exit it only completes this PE's communication: it must not block waiting for the others, and
-/// the launcher, not told of a finalize, stops the job.
+/// The implicit `shmem_finalize` of a program that exits without calling it, as OSHMEM and
+/// Sandia OpenSHMEM do (and the spec's own example programs rely on). On a normal exit
+/// (status 0) it is the real, collective finalize, so no PE leaves while others may still reach
+/// its memory; but the others must get there soon: a PE that left `main` while the rest still
+/// compute, or wait for it, would otherwise hang the job. After `SHMEM_EXIT_WAIT_MS` the PE
+/// ends the job, naming itself. On an error exit it only completes this PE's communication:
+/// it must not block, and the launcher, not told of a finalize, stops the job.
 extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
     if STATE.load(Ordering::Acquire) != RUNNING {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
         if status == 0 && !EXITING.load(Ordering::Acquire) {
-            finalize(c"shmem_finalize (implicit, at exit)");
+            let ms = crate::config::raw("SHMEM_EXIT_WAIT_MS").trim().parse::<u64>().unwrap_or(750);
+            let limit = (ms > 0).then(|| std::time::Duration::from_millis(ms));
+            finalize_within(c"shmem_finalize (implicit, at exit)", limit);
         } else {
             // SAFETY: the default context is always live.
             unsafe { crate::rma::quiet(c"exit", crate::ctx::default()) };
@@ -454,21 +516,57 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
     });
 }
 
+/// The bootstrap's fence, given up after `limit`: then the job is ended from here.
+fn fence_within(routine: &CStr, boot: &'static dyn Bootstrap, limit: Option<std::time::Duration>) {
+    let Some(limit) = limit else {
+        return boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(boot.fence());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(r) => r.unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}"))),
+        Err(_) => {
+            crate::log::line(&format!(
+                "{} {}: this PE returned from main (or called exit) without calling shmem_finalize, and the other PEs did not finalize within {} ms (SHMEM_EXIT_WAIT_MS): they still run or wait for this PE, so the job is ended",
+                crate::log::prefix(),
+                routine.to_string_lossy(),
+                limit.as_millis()
+            ));
+            // Inside an exit handler: exit() again is undefined, and the bootstrap connection
+            // is held by the fence. The launcher sees status 1 from this PE and stops the job.
+            // SAFETY: _exit ends the process at once; nothing here needs unwinding.
+            unsafe { libc::_exit(1) }
+        }
+    }
+}
+
 /// `shmem_finalize`: complete communication, synchronise, release the components.
 pub fn finalize(routine: &CStr) {
+    finalize_within(routine, None)
+}
+
+/// Finalize, the synchronisation bounded by `limit` when given (the implicit finalize at exit).
+/// Finalize synchronises through the bootstrap, not with a team barrier: a PE finalizing must
+/// never complete another PE's `shmem_barrier_all` (it would then leave while that PE still
+/// counts on it).
+fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if STATE.load(Ordering::Acquire) != RUNNING {
         return;
     }
     let rt = get(routine);
-    crate::coll::barrier_all(routine);
+    // SAFETY: the default context is always live.
+    unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+    fence_within(routine, rt.boot, limit);
     STATE.store(FINALIZED, Ordering::Release);
     RT.store(std::ptr::null_mut(), Ordering::Release);
     for reg in &rt.spml_regs {
         // SAFETY: plugin ABI call on registrations made at init.
         unsafe { (rt.spml.mem_deregister)(*reg) };
     }
-    // SAFETY: plugin ABI call; every PE passed the barrier above.
+    // SAFETY: plugin ABI call; every PE passed the fence above.
     unsafe { (rt.spml.finalize)() };
     rt.boot.finalize();
     // The heap stays mapped: peers that have not finished exiting may still read through

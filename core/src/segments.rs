@@ -143,6 +143,20 @@ impl SegmentTable {
         None
     }
 
+    /// The segment holding `addr`, the offset in it, and the bytes from there to its end.
+    #[inline(always)]
+    pub fn locate(&self, addr: usize) -> Option<(u32, usize, usize)> {
+        let n = self.count.load(Ordering::Acquire);
+        for (i, s) in self.local[..n].iter().enumerate() {
+            let off = addr.wrapping_sub(s.base.load(Ordering::Relaxed));
+            let len = s.len.load(Ordering::Relaxed);
+            if off < len {
+                return Some((i as u32, off, len - off));
+            }
+        }
+        None
+    }
+
     /// Whether `[addr, addr+len)` lies inside one segment.
     pub fn contains_range(&self, addr: usize, len: usize) -> bool {
         match self.lookup(addr) {
@@ -181,6 +195,8 @@ mod tests {
         assert_eq!(t.lookup(0x0fff), None);
         assert!(t.contains_range(0x10f0, 0x10));
         assert!(!t.contains_range(0x10f0, 0x11));
+        assert_eq!(t.locate(0x10f0), Some((0, 0xf0, 0x10)));
+        assert_eq!(t.locate(0x1100), None);
     }
 
     #[test]

@@ -210,11 +210,14 @@ fn split(
     parent: &TeamState,
     mine: Option<(c_int, c_int, c_int)>,
     config: Option<&TeamConfig>,
-) -> Team {
+) -> Result<Team, String> {
     let rt = runtime::get(routine);
     let union = agree(routine, parent);
+    // Every PE of the parent sees the same union, so all give up together.
     let Some(slot) = (0..MAX_TEAMS).find(|s| union & (1u64 << s) == 0) else {
-        fatal(routine, &format!("no room for another team: {MAX_TEAMS} teams exist already"))
+        return Err(format!(
+            "no room for another team: {MAX_TEAMS} teams exist already (destroy teams that are no longer needed)"
+        ));
     };
     if mine.is_some() {
         let (base, len) = crate::team::slot_memory(slot);
@@ -223,7 +226,7 @@ fn split(
         *registry().used.lock().unwrap_or_else(|e| e.into_inner()) |= 1u64 << slot;
     }
     parent.barrier(routine);
-    let Some(triplet) = mine else { return std::ptr::null() };
+    let Some(triplet) = mine else { return Ok(std::ptr::null()) };
     let mut t = TeamState::create(routine, rt, slot, triplet, &registry().scolls);
     t.num_contexts = config.map_or(0, |c| c.num_contexts);
     let obj = Box::new(TeamObj {
@@ -232,7 +235,20 @@ fn split(
     });
     let handle = Box::into_raw(obj);
     registry().live.lock().unwrap_or_else(|e| e.into_inner()).push(handle as usize);
-    handle
+    Ok(handle)
+}
+
+/// A split that cannot be made: the spec's answer is SHMEM_TEAM_INVALID and a nonzero return
+/// on every PE of the parent; the reason is logged once (by the parent's first PE).
+fn refuse_split(routine: &CStr, parent: &TeamState, why: &str) -> c_int {
+    if parent.desc.my_index == 0 {
+        crate::log::log(
+            crate::log::WARN,
+            &routine.to_string_lossy(),
+            &format!("{why}; the new team is SHMEM_TEAM_INVALID"),
+        );
+    }
+    -1
 }
 
 fn config_of<'a>(routine: &CStr, config: *const TeamConfig, mask: c_long) -> Option<&'a TeamConfig> {
@@ -279,22 +295,26 @@ pub unsafe fn split_strided(
         && (0..n).contains(&start)
         && (0..i64::from(n)).contains(&last)
         && (stride != 0 || size == 1);
+    // SAFETY: checked non-null; overwritten below on success.
+    unsafe { *new_team = std::ptr::null() };
     if !valid {
-        fatal(
-            routine,
-            &format!(
-                "the triplet start={start}, stride={stride}, size={size} does not select PEs of the parent team (size {n})"
-            ),
+        let why = format!(
+            "the triplet start={start}, stride={stride}, size={size} does not select PEs of the parent team (size {n})"
         );
+        return refuse_split(routine, p, &why);
     }
     let cfg = config_of(routine, config, mask);
     let world = (p.pe_of(start), p.desc.stride * stride, size);
     let me = p.desc.my_index;
     let member = crate::team::index_in(me, start, stride, size).is_some();
-    let t = split(routine, p, member.then_some(world), cfg);
-    // SAFETY: checked non-null.
-    unsafe { *new_team = t };
-    0
+    match split(routine, p, member.then_some(world), cfg) {
+        Ok(t) => {
+            // SAFETY: checked non-null.
+            unsafe { *new_team = t };
+            0
+        }
+        Err(why) => refuse_split(routine, p, &why),
+    }
 }
 
 /// `shmem_team_split_2d`: the parent as a grid `xrange` wide, split into rows (x teams) and
@@ -326,8 +346,13 @@ pub unsafe fn split_2d(
         }
         return -1;
     };
+    // SAFETY: checked non-null; overwritten below on success.
+    unsafe {
+        *xteam = std::ptr::null();
+        *yteam = std::ptr::null();
+    }
     if xrange <= 0 {
-        fatal(routine, &format!("xrange {xrange} must be positive"));
+        return refuse_split(routine, p, &format!("xrange {xrange} must be positive"));
     }
     let n = p.desc.size;
     let xrange = xrange.min(n);
@@ -340,8 +365,19 @@ pub unsafe fn split_2d(
     let (pstart, pstride) = (p.desc.start, p.desc.stride);
     let row = (pstart + y * xrange * pstride, pstride, row_len);
     let col = (pstart + x * pstride, pstride * xrange, col_len);
-    let xt = split(routine, p, Some(row), config_of(routine, xconfig, xmask));
-    let yt = split(routine, p, Some(col), config_of(routine, yconfig, ymask));
+    let xt = match split(routine, p, Some(row), config_of(routine, xconfig, xmask)) {
+        Ok(t) => t,
+        Err(why) => return refuse_split(routine, p, &why),
+    };
+    let yt = match split(routine, p, Some(col), config_of(routine, yconfig, ymask)) {
+        Ok(t) => t,
+        Err(why) => {
+            // Every PE got a row team: destroying them is collective per row, and all do it.
+            // SAFETY: a live team just made by this routine.
+            unsafe { destroy(routine, xt) };
+            return refuse_split(routine, p, &why);
+        }
+    };
     // SAFETY: checked non-null.
     unsafe {
         *xteam = xt;

@@ -4,9 +4,14 @@
 //! once, with a message naming it, and its status becomes oshrun's.
 
 use crate::kvserver::Server;
-use shmem::bootstrap::wire;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, Stdio};
+use shmem::bootstrap::{secret, wire};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 pub struct Options {
@@ -108,50 +113,205 @@ fn allowed_cores() -> Vec<usize> {
     }
 }
 
+/// The private directory that holds the bootstrap socket: made by `mkdtemp` (so it is new,
+/// never one someone else prepared), mode 0700, and checked to be ours before use.
+fn private_dir() -> Result<PathBuf, String> {
+    let template = std::env::temp_dir().join("rshmem-XXXXXX");
+    let mut t = template.as_os_str().as_bytes().to_vec();
+    t.push(0);
+    // SAFETY: `t` is a writable NUL-terminated template ending in XXXXXX.
+    let p = unsafe { libc::mkdtemp(t.as_mut_ptr().cast()) };
+    if p.is_null() {
+        return Err(format!(
+            "cannot create a directory like {}: {}",
+            template.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    t.pop();
+    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&t));
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        let _ = std::fs::remove_dir(&dir);
+        return Err(format!("{} is not a private directory of uid {me}", dir.display()));
+    }
+    Ok(dir)
+}
+
+/// Signals that end the job (TERM, INT, HUP): the handler only records the signal; the watch
+/// loop stops the PEs and cleans up.
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNALLED.store(sig, Ordering::Relaxed);
+}
+
+fn catch_signals() {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: the handler is async-signal-safe (one atomic store).
+        unsafe { libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+    }
+}
+
+/// What must go when the job is over: the socket directory and the job's `/dev/shm` names.
+struct Leftovers {
+    dir: PathBuf,
+    job_id: String,
+}
+
+impl Leftovers {
+    /// Every PE has ended: remove the directory and the shared-memory names of this job that
+    /// a PE stopped during `shmem_init` had no time to unlink (PEs unlink theirs at the end of
+    /// init, so a job that started normally has none left).
+    fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let prefix = format!("rshmem-{}-", self.job_id);
+        let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// The hidden first argument that makes `oshrun` the clean-up keeper of another `oshrun`.
+pub const KEEPER_ARG: &str = "--rshmem-cleanup-keeper";
+
+/// A process of its own session that outlives an `oshrun` killed by SIGKILL (which runs no
+/// handler): it learns the PEs' pids on its stdin and, when the pipe closes because `oshrun`
+/// is gone, waits for those PEs to die (they get SIGKILL with their parent) and removes what
+/// they left. After a normal end there is nothing left and it exits at once.
+fn start_keeper(left: &Leftovers) -> Option<std::process::ChildStdin> {
+    let exe = std::env::current_exe().ok()?;
+    let mut cmd = Command::new(exe);
+    cmd.arg(KEEPER_ARG)
+        .arg(&left.dir)
+        .arg(&left.job_id)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe; a new session keeps terminal signals (Ctrl-C) away.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn().ok()?.stdin.take()
+}
+
+/// Whether `pid` still runs (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
+/// The keeper's body (`oshrun --rshmem-cleanup-keeper DIR JOB`).
+pub fn keeper(args: &[String]) -> i32 {
+    let (Some(dir), Some(job_id)) = (args.first(), args.get(1)) else { return 2 };
+    let mut input = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input);
+    let pids: Vec<u32> = input.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Leftovers { dir: PathBuf::from(dir), job_id: job_id.clone() }.remove();
+    0
+}
+
+/// One PE process, watched with `waitpid` so that stops are seen as well as exits.
+struct Pe {
+    pid: u32,
+    /// Still to be reaped.
+    live: bool,
+    /// Since when it has been stopped by a signal (and which), if it is.
+    stopped: Option<(Instant, i32)>,
+}
+
 struct Job {
-    children: Vec<Option<Child>>,
-    pids: Vec<u32>,
+    pes: Vec<Pe>,
 }
 
 impl Job {
     fn kill_all(&mut self) {
-        for c in self.children.iter_mut().flatten() {
-            let _ = c.kill();
+        for pe in self.pes.iter().filter(|p| p.live) {
+            // SAFETY: the pid is our unreaped child, so it cannot have been reused.
+            unsafe { libc::kill(pe.pid as libc::pid_t, libc::SIGKILL) };
         }
-        for c in self.children.iter_mut().flatten() {
-            let _ = c.wait();
+        for pe in self.pes.iter_mut().filter(|p| p.live) {
+            let mut st = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(pe.pid as libc::pid_t, &mut st, 0) };
+            pe.live = false;
         }
     }
 }
 
+/// What `waitpid` reported for a PE.
+enum Event {
+    Exited(i32),
+    Killed(i32),
+    Stopped(i32),
+    Continued,
+}
+
+fn poll(pid: u32) -> Option<Event> {
+    let mut st = 0;
+    // SAFETY: waiting for our own child without blocking.
+    let r = unsafe {
+        libc::waitpid(pid as libc::pid_t, &mut st, libc::WNOHANG | libc::WUNTRACED | libc::WCONTINUED)
+    };
+    if r != pid as libc::pid_t {
+        return None;
+    }
+    Some(if libc::WIFEXITED(st) {
+        Event::Exited(libc::WEXITSTATUS(st))
+    } else if libc::WIFSIGNALED(st) {
+        Event::Killed(libc::WTERMSIG(st))
+    } else if libc::WIFSTOPPED(st) {
+        Event::Stopped(libc::WSTOPSIG(st))
+    } else {
+        Event::Continued
+    })
+}
+
 /// Run the job; returns oshrun's exit status.
 pub fn run(o: &Options) -> i32 {
-    let dir = std::env::temp_dir().join(format!(
-        "rshmem-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos()
-    ));
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("oshrun: cannot create {}: {e}", dir.display());
-        return 1;
-    }
-    let sock = dir.join("boot.sock");
-    let server = match Server::start(&sock, o.np) {
-        Ok(s) => s,
+    catch_signals();
+    let dir = match private_dir() {
+        Ok(d) => d,
         Err(e) => {
-            eprintln!("oshrun: cannot listen on {}: {e}", sock.display());
+            eprintln!("oshrun: {e}");
             return 1;
         }
     };
-    let job_id = format!(
-        "{:x}{:x}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-    );
-    let mut job = Job { children: Vec::new(), pids: Vec::new() };
+    let key = match secret::random_bytes(32) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("oshrun: no random numbers for the job's secret: {e}");
+            let _ = std::fs::remove_dir(&dir);
+            return 1;
+        }
+    };
+    // Random, so that nobody can prepare the job's shared-memory names in advance.
+    let left = Leftovers { dir: dir.clone(), job_id: format!("o{}", secret::random_hex(8)) };
+    let sock = dir.join("boot.sock");
+    let server = match Server::start(&sock, o.np, key.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("oshrun: cannot listen on {}: {e}", sock.display());
+            left.remove();
+            return 1;
+        }
+    };
+    let mut keeper = start_keeper(&left);
+    let mut job = Job { pes: Vec::new() };
     // `--bind-to core` pins PEs to cores when they fit. Unpinned, the scheduler may start two PEs
     // on one core and waits then cost context switches until it spreads them (measured: a
     // 6.5 µs ping-pong for the first 20000 rounds, 0.5 µs once spread). Pinned, that never
@@ -159,23 +319,29 @@ pub fn run(o: &Options) -> i32 {
     // against a bimodal 0.11-0.87 µs unpinned), so pinning is not the default yet.
     let cores = allowed_cores();
     let pin = o.bind == Bind::Auto && !cores.is_empty() && o.np <= cores.len();
+    let key_hex = secret::hex(&key);
     for rank in 0..o.np {
         let mut cmd = Command::new(&o.program);
         cmd.args(&o.args)
             .env(wire::ENV_SOCKET, &sock)
             .env(wire::ENV_RANK, rank.to_string())
             .env(wire::ENV_SIZE, o.np.to_string())
-            .env(wire::ENV_JOB, &job_id)
+            .env(wire::ENV_JOB, &left.job_id)
+            .env(wire::ENV_SECRET, &key_hex)
             .envs(o.env.iter().map(|(k, v)| (k, v)));
         if rank != 0 {
             cmd.stdin(Stdio::null());
         }
-        // SAFETY: prctl and sched_setaffinity are async-signal-safe system calls. The first
-        // makes the PE die with oshrun, so a killed launcher never leaves PEs behind.
+        // SAFETY: prctl, signal and sched_setaffinity are async-signal-safe system calls. The
+        // first makes the PE die with oshrun, so a killed launcher never leaves PEs behind;
+        // the PE gets the default handlers oshrun replaced.
         let core = if pin { cores.get(rank).copied() } else { None };
         unsafe {
             cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
                 if let Some(c) = core {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();
                     libc::CPU_SET(c, &mut set);
@@ -186,96 +352,176 @@ pub fn run(o: &Options) -> i32 {
         }
         match cmd.spawn() {
             Ok(c) => {
-                job.pids.push(c.id());
-                job.children.push(Some(c));
+                // The pid is managed with waitpid from here on; dropping `Child` neither kills
+                // nor reaps it.
+                server.set_pid(rank, c.id());
+                if let Some(k) = keeper.as_mut() {
+                    let _ = writeln!(k, "{}", c.id());
+                }
+                job.pes.push(Pe { pid: c.id(), live: true, stopped: None });
             }
             Err(e) => {
                 eprintln!("oshrun: cannot start {}: {e}", o.program);
                 job.kill_all();
-                let _ = std::fs::remove_dir_all(&dir);
-                remove_job_shm(&job_id);
+                left.remove();
                 return 127;
             }
         }
     }
     let status = watch(o, &server, &mut job);
-    let _ = std::fs::remove_dir_all(&dir);
-    remove_job_shm(&job_id);
+    left.remove();
+    drop(keeper);
     status
 }
 
-/// Every PE has ended (`watch` reaps them all): remove the shared-memory names of this job
-/// that a PE stopped during `shmem_init` had no time to unlink (PEs unlink theirs at the end
-/// of init, so a job that started normally has none left).
-fn remove_job_shm(job_id: &str) {
-    let prefix = format!("rshmem-{job_id}-");
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
-    for e in dir.flatten() {
-        if e.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+/// How long a PE may stay stopped (SIGSTOP, SIGTSTP...) before the job is ended: the others
+/// cannot progress without it, and waiting for `--timeout` would only hide the cause.
+const STOPPED_GRACE: Duration = Duration::from_secs(1);
+
+fn abort_report(server: &Server) -> Option<(u32, i32, String)> {
+    server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone()
 }
 
 fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
     let start = Instant::now();
     let mut running = o.np;
     let mut deferred: Option<(usize, i32)> = None;
+    // A PE that ended with status 0 without ever calling shmem_init.
+    let mut left_before_init: Option<usize> = None;
+    let mut last_turn = Instant::now();
+    let stop_job = |job: &mut Job, msg: String, code: i32| {
+        eprintln!("{msg}");
+        job.kill_all();
+        code
+    };
     loop {
-        let abort = server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone();
-        if let Some((rank, code, msg)) = abort {
+        let sig = SIGNALLED.load(Ordering::Relaxed);
+        if sig != 0 {
+            let live = job.pes.iter().filter(|p| p.live).count();
+            return stop_job(
+                job,
+                format!("oshrun: got {}; stopping {live} running PE(s)", signal_name(sig)),
+                128 + sig,
+            );
+        }
+        if let Some((rank, code, msg)) = abort_report(server) {
             if !msg.contains("shmem_global_exit") {
                 eprintln!("oshrun: PE {rank} aborted the job: {msg}");
             }
             job.kill_all();
             return code;
         }
+        // When oshrun itself was stopped (Ctrl-Z stops the whole process group), its PEs were
+        // too: their stop times restart from now.
+        let now = Instant::now();
+        if now.duration_since(last_turn) > Duration::from_millis(500) {
+            for pe in job.pes.iter_mut() {
+                if let Some((_, s)) = pe.stopped {
+                    pe.stopped = Some((now, s));
+                }
+            }
+        }
+        last_turn = now;
         for rank in 0..o.np {
-            let Some(child) = job.children[rank].as_mut() else { continue };
-            let Ok(Some(st)) = child.try_wait() else { continue };
-            job.children[rank] = None;
+            if !job.pes[rank].live {
+                continue;
+            }
+            let pid = job.pes[rank].pid;
+            let (how, code) = match poll(pid) {
+                None => continue,
+                Some(Event::Stopped(s)) => {
+                    job.pes[rank].stopped = Some((Instant::now(), s));
+                    continue;
+                }
+                Some(Event::Continued) => {
+                    job.pes[rank].stopped = None;
+                    continue;
+                }
+                Some(Event::Exited(c)) => (format!("exited with status {c}"), c),
+                Some(Event::Killed(s)) => (format!("was killed by {}", signal_name(s)), 128 + s),
+            };
+            job.pes[rank].live = false;
             running -= 1;
-            if st.success() {
+            // Its last messages (a finalize, an abort) may still be on their way: they have all
+            // been handled once its connection is seen closed, which its exit guarantees.
+            let deadline = Instant::now() + Duration::from_secs(1);
+            let (connected, finalized) = loop {
+                let g = server.shared.lock().unwrap_or_else(|e| e.into_inner());
+                if !g.connected[rank] || g.closed[rank] || Instant::now() > deadline {
+                    break (g.connected[rank], g.finalized[rank]);
+                }
+                drop(g);
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            if code == 0 && (finalized || !connected) {
+                // A normal end, or a process that never used the library (checked below).
+                if !connected && left_before_init.is_none() {
+                    left_before_init = Some(rank);
+                }
                 continue;
             }
             // An abort message may still be in flight from this PE: it explains the exit.
             std::thread::sleep(Duration::from_millis(20));
-            if let Some((r, code, msg)) =
-                server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone()
-            {
+            if let Some((r, c, msg)) = abort_report(server) {
                 if !msg.contains("shmem_global_exit") {
                     eprintln!("oshrun: PE {r} aborted the job: {msg}");
                 }
                 job.kill_all();
-                return code;
+                return c;
             }
             // A PE that finalized explicitly passed the finalize barrier with everyone: nobody
             // waits for it any more, so its status is reported at the end without killing
             // the others.
-            let finalized = server.shared.lock().unwrap_or_else(|e| e.into_inner()).finalized[rank];
             if finalized {
-                if let (None, Some(c)) = (deferred, st.code()) {
-                    deferred = Some((rank, c));
+                if deferred.is_none() {
+                    deferred = Some((rank, code));
                 }
                 continue;
             }
-            let pid = job.pids[rank];
-            let (how, code) = match (st.signal(), st.code()) {
-                (Some(sig), _) => (format!("was killed by {}", signal_name(sig)), 128 + sig),
-                (None, Some(c)) => (format!("exited with status {c}"), c),
-                _ => ("ended abnormally".to_string(), 1),
+            let (how, code) = if code == 0 {
+                // The PE left while the others may still need it: a hang in the making.
+                ("exited with status 0 without calling shmem_finalize".to_string(), 1)
+            } else {
+                (how, code)
             };
             let others = running;
-            eprintln!(
-                "oshrun: PE {rank} (pid {pid}) {how}; {}",
-                if others > 0 {
-                    format!("stopping the other {others} PE(s)")
-                } else {
-                    "job over".to_string()
-                }
-            );
-            job.kill_all();
-            return code;
+            let rest = if others > 0 {
+                format!("stopping the other {others} PE(s)")
+            } else {
+                "job over".to_string()
+            };
+            return stop_job(job, format!("oshrun: PE {rank} (pid {pid}) {how}; {rest}"), code);
+        }
+        // A PE that ended before shmem_init while the others initialized leaves them waiting
+        // for it at their first collective.
+        if let Some(r) = left_before_init {
+            let g = server.shared.lock().unwrap_or_else(|e| e.into_inner());
+            let waiting = g.connected.iter().enumerate().any(|(i, c)| *c && !g.finalized[i]);
+            drop(g);
+            if waiting && running > 0 {
+                let pid = job.pes[r].pid;
+                return stop_job(
+                    job,
+                    format!("oshrun: PE {r} (pid {pid}) exited with status 0 without calling shmem_init, which the other PEs called; stopping the other {running} PE(s)"),
+                    1,
+                );
+            }
+        }
+        if let Some((rank, (since, s))) =
+            job.pes.iter().enumerate().find_map(|(i, p)| p.stopped.filter(|_| p.live).map(|x| (i, x)))
+        {
+            if since.elapsed() > STOPPED_GRACE {
+                let pid = job.pes[rank].pid;
+                return stop_job(
+                    job,
+                    format!(
+                        "oshrun: PE {rank} (pid {pid}) was stopped by {} and did not continue within {} s; the other PEs cannot progress without it: stopping all {running} PE(s)",
+                        signal_name(s),
+                        STOPPED_GRACE.as_secs()
+                    ),
+                    128 + s,
+                );
+            }
         }
         if running == 0 {
             return match deferred {
@@ -288,12 +534,14 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
         }
         if let Some(t) = o.timeout {
             if start.elapsed() > t {
-                eprintln!(
-                    "oshrun: the job exceeded --timeout {:.0} s; stopping all {running} running PE(s)",
-                    t.as_secs_f64()
+                return stop_job(
+                    job,
+                    format!(
+                        "oshrun: the job exceeded --timeout {:.0} s; stopping all {running} running PE(s)",
+                        t.as_secs_f64()
+                    ),
+                    124,
                 );
-                job.kill_all();
-                return 124;
             }
         }
         std::thread::sleep(Duration::from_millis(5));

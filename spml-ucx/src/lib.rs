@@ -150,7 +150,12 @@ fn bool_param(core: *const CoreServices, name: &str, default: bool) -> bool {
 }
 
 fn options(core: *const CoreServices) -> Options {
-    Options { progress_thread: bool_param(core, "progress_thread", true) }
+    // SAFETY: callers pass the core's table, valid for the job.
+    let c = unsafe { &*core };
+    Options {
+        progress_thread: bool_param(core, "progress_thread", true),
+        loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
+    }
 }
 
 unsafe extern "C" fn query(core_ptr: *const CoreServices, result: *mut QueryResult) {
@@ -161,7 +166,7 @@ unsafe extern "C" fn query(core_ptr: *const CoreServices, result: *mut QueryResu
         // SAFETY: the core passes a valid result pointer.
         let r = unsafe { &mut *result };
         let opts = if core_ptr.is_null() { Options::default() } else { options(core_ptr) };
-        match ucx::probe(ucx::features(&opts)) {
+        match ucx::probe(ucx::features(&opts), &opts) {
             Ok(()) => {
                 r.available = 1;
                 r.priority = 50;

@@ -38,11 +38,24 @@ const IDLE_POLL_MS: c_int = 10;
 pub struct Options {
     /// Run a thread that progresses the worker (target-side progress while the PE computes).
     pub progress_thread: bool,
+    /// Every PE is on this host: network transports listen on the loopback device only, so
+    /// nothing of the job is reachable from other machines (UCX_NET_DEVICES, when set, wins).
+    pub loopback_only: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { progress_thread: true }
+        Options { progress_thread: true, loopback_only: false }
+    }
+}
+
+/// The network devices a job may use, as `UCX_NET_DEVICES` would name them: the user's
+/// choice, else loopback only for a job on one host, else UCX's default (every device).
+pub fn net_devices(opts: &Options, user: Option<&str>) -> Option<String> {
+    match user {
+        Some(u) => Some(u.to_string()),
+        None if opts.loopback_only => Some("lo".to_string()),
+        None => None,
     }
 }
 
@@ -99,12 +112,25 @@ fn status(s: sys::ucs_status_t) -> Result<(), OpError> {
 
 /// Create a context with `features` (multi-thread capable, so sshmem may map memory while the
 /// progress thread drives the worker).
-fn create_context(features: u64, estimated_eps: usize) -> Result<sys::ucp_context_h, String> {
+fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result<sys::ucp_context_h, String> {
     let mut config: *mut sys::ucp_config_t = std::ptr::null_mut();
     // SAFETY: NULL prefix and file name select the defaults; `config` is a valid out-pointer.
     check("ucp_config_read", unsafe {
         sys::ucp_config_read(std::ptr::null(), std::ptr::null(), &mut config)
     })?;
+    // UCX reads UCX_NET_DEVICES itself; only the loopback restriction is ours to apply.
+    if std::env::var_os("UCX_NET_DEVICES").is_none() {
+        if let Some(devs) = net_devices(opts, None) {
+            let (name, value) = (c"NET_DEVICES", std::ffi::CString::new(devs).expect("no NUL"));
+            // SAFETY: a live configuration and two NUL-terminated strings.
+            let st = unsafe { sys::ucp_config_modify(config, name.as_ptr(), value.as_ptr()) };
+            if st != sys::UCS_OK {
+                // SAFETY: the configuration read above, released once.
+                unsafe { sys::ucp_config_release(config) };
+                return Err(format!("ucp_config_modify NET_DEVICES: {}", sys::status_string(st)));
+            }
+        }
+    }
     let params = sys::ucp_params_t {
         field_mask: (sys::UCP_PARAM_FIELD_FEATURES
             | sys::UCP_PARAM_FIELD_MT_WORKERS_SHARED
@@ -124,8 +150,8 @@ fn create_context(features: u64, estimated_eps: usize) -> Result<sys::ucp_contex
 }
 
 /// Can UCX run here with these features? Creates a context and cleans it up again.
-pub fn probe(features: u64) -> Result<(), String> {
-    let context = create_context(features, 1)?;
+pub fn probe(features: u64, opts: &Options) -> Result<(), String> {
+    let context = create_context(features, 1, opts)?;
     // SAFETY: the probe context has no workers or registrations.
     unsafe { sys::ucp_cleanup(context) };
     Ok(())
@@ -285,7 +311,7 @@ impl Ucx {
     /// Read UCX's configuration and create a context and a multi-thread-mode worker for a job of
     /// `n_pes` PEs.
     pub fn new(n_pes: usize, opts: &Options) -> Result<Ucx, String> {
-        let context = create_context(features(opts), n_pes)?;
+        let context = create_context(features(opts), n_pes, opts)?;
         let health = Arc::new(Health::new());
         let channel_workers = Arc::new(Mutex::new(Vec::new()));
         let chan = match Channel::new(context, n_pes, health.clone()) {

@@ -79,7 +79,7 @@ pub fn c_test(name: &str) -> PathBuf {
 
 /// One multi-PE job at a time: the machine has two cores and jobs of four PEs already
 /// oversubscribe it.
-fn job_lock() -> MutexGuard<'static, ()> {
+pub fn job_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -227,9 +227,43 @@ pub fn job(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> R
     launch(Launcher::from_env(), np, prog, env, timeout)
 }
 
+/// rshmem's objects in the places a job may leave them: `/dev/shm` names and `/tmp`
+/// directories (oshrun's bootstrap socket).
+pub fn leftovers() -> std::collections::BTreeSet<String> {
+    let mut found = std::collections::BTreeSet::new();
+    for dir in ["/dev/shm", "/tmp"] {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("rshmem-") && !name.ends_with(".lock") {
+                found.insert(format!("{dir}/{name}"));
+            }
+        }
+    }
+    found
+}
+
+/// Panic if a job left anything in `/dev/shm` or `/tmp` that was not there `before` it. A
+/// killed oshrun's clean-up keeper may need a moment, so this waits up to 5 s.
+pub fn assert_nothing_left(before: &std::collections::BTreeSet<String>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let new: Vec<String> = leftovers().difference(before).cloned().collect();
+        if new.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("{what} left behind: {new:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Start a launcher command with the PEs' extra environment, bounded by `timeout` + 30 s.
+/// Every job is followed by the leak check: nothing of ours may remain in `/dev/shm` or `/tmp`.
 fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Run {
     let _g = job_lock();
+    let before = leftovers();
     let start = Instant::now();
     for (k, v) in env {
         cmd.env(k, v);
@@ -248,6 +282,10 @@ fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Ru
         std::thread::sleep(Duration::from_millis(10));
     }
     let Output { status, stdout, stderr } = child.wait_with_output().expect("collect output");
+    assert_nothing_left(
+        &before,
+        &format!("{:?} {:?}", cmd.get_program(), cmd.get_args().collect::<Vec<_>>()),
+    );
     Run {
         status,
         stdout: String::from_utf8_lossy(&stdout).into_owned(),

@@ -5,6 +5,7 @@
 
 pub mod oshrun;
 pub mod pmix;
+pub mod secret;
 pub mod singleton;
 pub mod wire;
 

@@ -10,7 +10,8 @@ pub struct OshrunBoot {
     rank: i32,
     size: i32,
     job: String,
-    conn: Mutex<UnixStream>,
+    /// Closed (None) once the PE has finalized, so no descriptor outlives the library.
+    conn: Mutex<Option<UnixStream>>,
 }
 
 fn env_int(name: &str) -> io::Result<i32> {
@@ -25,16 +26,34 @@ impl OshrunBoot {
         let rank = env_int(wire::ENV_RANK)?;
         let size = env_int(wire::ENV_SIZE)?;
         let job = std::env::var(wire::ENV_JOB).unwrap_or_else(|_| format!("j{}", std::process::id()));
+        let secret =
+            std::env::var(wire::ENV_SECRET).ok().and_then(|s| super::secret::unhex(&s)).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is missing or malformed", wire::ENV_SECRET),
+                )
+            })?;
         let mut conn = UnixStream::connect(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot reach oshrun at {path}: {e}")))?;
-        wire::write_msg(&mut conn, &Msg::Hello { rank: rank as u32, pid: std::process::id() })?;
-        Ok(OshrunBoot { rank, size, job, conn: Mutex::new(conn) })
+        wire::write_msg(&mut conn, &Msg::Hello { rank: rank as u32, pid: std::process::id(), secret })?;
+        Ok(OshrunBoot { rank, size, job, conn: Mutex::new(Some(conn)) })
+    }
+
+    fn send(&self, msg: &Msg, reply: bool) -> io::Result<Option<Msg>> {
+        let mut g = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let c = g.as_mut().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotConnected, "bootstrap closed by shmem_finalize")
+        })?;
+        wire::write_msg(c, msg)?;
+        if reply {
+            wire::read_msg(c).map(Some)
+        } else {
+            Ok(None)
+        }
     }
 
     fn request(&self, msg: &Msg) -> io::Result<Msg> {
-        let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        wire::write_msg(&mut *c, msg)?;
-        wire::read_msg(&mut *c)
+        Ok(self.send(msg, true)?.expect("a reply was asked for"))
     }
 }
 
@@ -59,8 +78,7 @@ impl Bootstrap for OshrunBoot {
         &self.job
     }
     fn put(&self, key: &str, value: &[u8]) -> io::Result<()> {
-        let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        wire::write_msg(&mut *c, &Msg::Put { key: key.to_string(), value: value.to_vec() })
+        self.send(&Msg::Put { key: key.to_string(), value: value.to_vec() }, false).map(|_| ())
     }
     fn fence(&self) -> io::Result<()> {
         match self.request(&Msg::Fence)? {
@@ -75,14 +93,18 @@ impl Bootstrap for OshrunBoot {
         }
     }
     fn abort(&self, code: i32, msg: &str) -> ! {
-        if let Ok(mut c) = self.conn.try_lock() {
-            let _ = wire::write_msg(&mut *c, &Msg::Abort { code, msg: msg.to_string() });
+        if let Ok(mut g) = self.conn.try_lock() {
+            if let Some(c) = g.as_mut() {
+                let _ = wire::write_msg(c, &Msg::Abort { code, msg: msg.to_string() });
+            }
         }
         // oshrun now kills every PE; leave at once in case it is gone.
         std::process::exit(code)
     }
     fn finalize(&self) {
-        let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = wire::write_msg(&mut *c, &Msg::Finalize);
+        let mut g = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut c) = g.take() {
+            let _ = wire::write_msg(&mut c, &Msg::Finalize);
+        }
     }
 }

@@ -9,13 +9,17 @@ pub const ENV_SOCKET: &str = "RSHMEM_BOOT_SOCKET";
 pub const ENV_RANK: &str = "RSHMEM_RANK";
 pub const ENV_SIZE: &str = "RSHMEM_SIZE";
 pub const ENV_JOB: &str = "RSHMEM_JOB_ID";
+/// The job's secret (hex): a PE presents it in `Hello`, and `oshrun` acts on nothing else.
+pub const ENV_SECRET: &str = "RSHMEM_BOOT_SECRET";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Msg {
-    /// First message of a PE.
+    /// First message of a PE, with the job's secret; `oshrun` drops a connection whose first
+    /// message is anything else or whose secret is wrong.
     Hello {
         rank: u32,
         pid: u32,
+        secret: Vec<u8>,
     },
     /// Publish `value` under `key` for the sending PE.
     Put {
@@ -40,6 +44,22 @@ pub enum Msg {
     Finalize,
 }
 
+impl Msg {
+    /// The message's kind, for logs (never its contents).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Msg::Hello { .. } => "Hello",
+            Msg::Put { .. } => "Put",
+            Msg::Fence => "Fence",
+            Msg::FenceDone => "FenceDone",
+            Msg::Get { .. } => "Get",
+            Msg::Value(_) => "Value",
+            Msg::Abort { .. } => "Abort",
+            Msg::Finalize => "Finalize",
+        }
+    }
+}
+
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_le_bytes());
     out.extend_from_slice(b);
@@ -48,10 +68,11 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 pub fn encode(msg: &Msg) -> Vec<u8> {
     let mut body = Vec::new();
     match msg {
-        Msg::Hello { rank, pid } => {
+        Msg::Hello { rank, pid, secret } => {
             body.push(1);
             body.extend_from_slice(&rank.to_le_bytes());
             body.extend_from_slice(&pid.to_le_bytes());
+            put_bytes(&mut body, secret);
         }
         Msg::Put { key, value } => {
             body.push(2);
@@ -114,7 +135,7 @@ pub fn decode(body: &[u8]) -> io::Result<Msg> {
     let mut c = Cursor(body);
     let tag = c.take(1)?[0];
     Ok(match tag {
-        1 => Msg::Hello { rank: c.u32()?, pid: c.u32()? },
+        1 => Msg::Hello { rank: c.u32()?, pid: c.u32()?, secret: c.bytes()? },
         2 => Msg::Put { key: c.string()?, value: c.bytes()? },
         3 => Msg::Fence,
         4 => Msg::FenceDone,
@@ -155,7 +176,7 @@ mod tests {
     #[test]
     fn every_message_round_trips() {
         let msgs = [
-            Msg::Hello { rank: 3, pid: 1234 },
+            Msg::Hello { rank: 3, pid: 1234, secret: vec![7; 32] },
             Msg::Put { key: "k".into(), value: vec![0, 1, 255] },
             Msg::Fence,
             Msg::FenceDone,

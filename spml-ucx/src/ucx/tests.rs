@@ -20,13 +20,14 @@ fn read(v: &[u64], i: usize) -> u64 {
 
 #[test]
 fn probe_accepts_the_features_open_uses() {
-    probe(features(&Options::default())).expect("UCX is usable here");
-    probe(features(&Options { progress_thread: false })).expect("UCX is usable here");
+    probe(features(&Options::default()), &Options::default()).expect("UCX is usable here");
+    probe(features(&Options { progress_thread: false, loopback_only: true }), &Options::default())
+        .expect("UCX is usable here");
 }
 
 #[test]
 fn put_get_atomic_and_flush_through_a_self_endpoint() {
-    let u = connected(Options { progress_thread: false });
+    let u = connected(Options { progress_thread: false, loopback_only: true });
     assert_eq!(u.n_pes(), 1);
     let mut target = vec![0u64; 64];
     let (memh, base) = u.mem_map(target.as_mut_ptr().cast(), 64 * 8, false).expect("register a buffer");
@@ -90,7 +91,7 @@ fn put_get_atomic_and_flush_through_a_self_endpoint() {
 
 #[test]
 fn every_atomic_operation_in_both_widths() {
-    let u = connected(Options { progress_thread: false });
+    let u = connected(Options { progress_thread: false, loopback_only: true });
     let mut words = vec![0u64; 4];
     let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 32, false).unwrap();
     // SAFETY: a live registration of this context.
@@ -132,7 +133,7 @@ fn every_atomic_operation_in_both_widths() {
 
 #[test]
 fn missing_endpoints_and_keys_are_errors_not_crashes() {
-    let u = Ucx::new(2, &Options { progress_thread: false }).unwrap();
+    let u = Ucx::new(2, &Options { progress_thread: false, loopback_only: true }).unwrap();
     let mut buf = [0u8; 8];
     // SAFETY: the call fails before touching the buffer.
     let r = unsafe { u.get(1, 0, 0, buf.as_mut_ptr().cast(), 8, true) };
@@ -153,7 +154,7 @@ fn missing_endpoints_and_keys_are_errors_not_crashes() {
 
 #[test]
 fn allocated_memory_can_be_mapped_through_its_key() {
-    let u = connected(Options { progress_thread: false });
+    let u = connected(Options { progress_thread: false, loopback_only: true });
     let (memh, base) = u.mem_map(std::ptr::null_mut(), 1 << 20, true).expect("UCX allocates 1 MiB");
     assert!(!base.is_null());
     // SAFETY: a live registration of this context.
@@ -214,7 +215,7 @@ fn progress_thread_runs_sleeps_and_stops() {
 
 #[test]
 fn without_wakeup_there_is_no_progress_thread() {
-    let u = Ucx::new(1, &Options { progress_thread: false }).unwrap();
+    let u = Ucx::new(1, &Options { progress_thread: false, loopback_only: true }).unwrap();
     assert!(u.start_progress_thread(None).is_err());
 }
 
@@ -240,8 +241,8 @@ fn peer_failures_wait_out_the_grace_and_are_ignored_when_finalizing() {
 #[test]
 fn two_workers_exchange_data_and_one_leaves_without_hanging() {
     // Two workers in one process stand in for two PEs; the second goes away.
-    let a = Ucx::new(2, &Options { progress_thread: false }).unwrap();
-    let b = Ucx::new(2, &Options { progress_thread: false }).unwrap();
+    let a = Ucx::new(2, &Options { progress_thread: false, loopback_only: true }).unwrap();
+    let b = Ucx::new(2, &Options { progress_thread: false, loopback_only: true }).unwrap();
     let addrs = vec![a.address().to_vec(), b.address().to_vec()];
     a.connect(&addrs).unwrap();
     b.connect(&addrs).unwrap();
@@ -291,7 +292,7 @@ fn two_workers_exchange_data_and_one_leaves_without_hanging() {
 
 #[test]
 fn created_channels_have_their_own_worker_and_every_key() {
-    let u = connected(Options { progress_thread: false });
+    let u = connected(Options { progress_thread: false, loopback_only: true });
     let mut words = vec![0u64; 8];
     let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 64, false).unwrap();
     // SAFETY: a live registration of this context.
@@ -345,6 +346,14 @@ fn created_channels_have_their_own_worker_and_every_key() {
 
 #[test]
 fn channels_need_a_connected_spml() {
-    let u = Ucx::new(1, &Options { progress_thread: false }).unwrap();
+    let u = Ucx::new(1, &Options { progress_thread: false, loopback_only: true }).unwrap();
     assert!(u.create_channel().is_err());
+}
+
+#[test]
+fn a_job_on_one_host_uses_the_loopback_device_unless_the_user_chose() {
+    let one_host = Options { progress_thread: false, loopback_only: true };
+    assert_eq!(net_devices(&one_host, None).as_deref(), Some("lo"));
+    assert_eq!(net_devices(&one_host, Some("eth0")).as_deref(), Some("eth0"));
+    assert_eq!(net_devices(&Options::default(), None), None);
 }

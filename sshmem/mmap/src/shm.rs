@@ -5,7 +5,9 @@ use std::ffi::{c_int, c_void, CStr};
 
 /// Segment bases are aligned to this, so an allocation aligned (as an offset) to anything up to
 /// it is also aligned as an address on every PE, whatever address each PE got.
-pub const BASE_ALIGN: usize = 2 << 20;
+/// 1 GiB: `shmem_align` callers ask for up to huge-page sizes; reserving the slack costs
+/// address space only (it is given back at once).
+pub const BASE_ALIGN: usize = 1 << 30;
 
 fn errno_text() -> String {
     std::io::Error::last_os_error().to_string()

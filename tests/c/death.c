@@ -1,0 +1,35 @@
+/* One way for PE 1 to end, chosen by DEATH (the others wait for it in a barrier, then sleep):
+ * kill9, segv, abort, exit3, return (leave main without shmem_finalize), global_exit5, stop
+ * (SIGSTOP), exit0_early (exit(0) while PE 0 still needs PE 1). The harness checks that oshrun
+ * ends the job promptly, naming PE 1 and the right status. */
+#include <shmem.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static long flag;
+
+int main(void) {
+    const char *how = getenv("DEATH");
+    shmem_init();
+    shmem_barrier_all();
+    if (how && shmem_my_pe() == 1) {
+        if (!strcmp(how, "kill9")) kill(getpid(), SIGKILL);
+        if (!strcmp(how, "segv")) raise(SIGSEGV);
+        if (!strcmp(how, "abort")) abort();
+        if (!strcmp(how, "exit3")) exit(3);
+        if (!strcmp(how, "return")) return 0;
+        if (!strcmp(how, "global_exit5")) shmem_global_exit(5);
+        if (!strcmp(how, "stop")) raise(SIGSTOP);
+    }
+    /* PE 0 waits for a flag PE 1 never sets once it has left; the others wait in a barrier
+     * that PE 1 never reaches. */
+    if (shmem_my_pe() == 0 && how && !strcmp(how, "return"))
+        shmem_long_wait_until(&flag, SHMEM_CMP_EQ, 1);
+    shmem_barrier_all();
+    sleep(30);
+    shmem_finalize();
+    return 0;
+}
