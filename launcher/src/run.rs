@@ -444,10 +444,14 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
             running -= 1;
             // Its last messages (a finalize, an abort) may still be on their way: they have all
             // been handled once its connection is seen closed, which its exit guarantees.
-            let deadline = Instant::now() + Duration::from_secs(1);
+            // (A loaded machine can delay that thread: the bound is generous.)
+            let deadline = Instant::now() + Duration::from_secs(5);
             let (connected, finalized) = loop {
                 let g = server.shared.lock().unwrap_or_else(|e| e.into_inner());
                 if !g.connected[rank] || g.closed[rank] || Instant::now() > deadline {
+                    if !g.closed[rank] && g.connected[rank] {
+                        eprintln!("oshrun: PE {rank}'s bootstrap connection is still open after it exited");
+                    }
                     break (g.connected[rank], g.finalized[rank]);
                 }
                 drop(g);
