@@ -1,6 +1,6 @@
 //! Emits `shmem.h` and `shmemx.h` from the routine list.
 
-use super::{c_param, Routine};
+use super::{c_param, types, Routine};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -161,6 +161,25 @@ void rshmem_c11_unsupported_type(void);
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), shmem_team_t: shmem_team_sync, default: (shmem_sync))(__VA_ARGS__)
 "#;
 
+/// The generic tables select a typedef's routine by the fundamental type it is on LP64 Linux
+/// (`Ty::alias_of`): a compile-time check that this platform agrees, rather than a silent wrong
+/// selection.
+fn c11_type_check() -> String {
+    let mut conds = Vec::new();
+    for t in types::RMA {
+        if let Some(of) = t.alias_of {
+            let of = types::by_name(of).expect("alias of a known TYPENAME");
+            conds.push(format!("_Generic(({} *)0, {} *: 1, default: 0)", t.c, of.c));
+        }
+    }
+    let msg =
+        "shmem.h: the C11 generic interfaces assume LP64 Linux (int64_t is long, int8_t is signed char)";
+    format!(
+        "/* Typedefs are selected through the fundamental type they are on LP64 Linux. */\n_Static_assert({}, \\\n    \"{msg}\");\n",
+        conds.join(" && \\\n    ")
+    )
+}
+
 fn arg(i: usize) -> String {
     format!("RSHMEM_C11_ARG{i}(__VA_ARGS__{})", ", 0".repeat(i + 1))
 }
@@ -235,6 +254,27 @@ inline void shmem_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signa
 inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 ";
 
+/// The typed routines each generic interface selects among: (plain forms, ctx forms), in table
+/// order. The spec's type sets name typedefs beside fundamental types (`int32_t` and `int`,
+/// `size_t` and `unsigned long`) that are the same C type, which `_Generic` and C++ overloading
+/// accept only once. So each set keeps one routine per fundamental C type: the one of the
+/// fundamental TYPENAME when the set has it (`int` over `int32`), else the typedef's (the
+/// bitwise AMOs have `int32` and `int64` without `int` and `long`).
+fn generic_sets(all: &[Routine]) -> BTreeMap<&'static str, (Vec<&Routine>, Vec<&Routine>)> {
+    let mut sets: BTreeMap<&str, (Vec<&Routine>, Vec<&Routine>)> = BTreeMap::new();
+    for r in all {
+        let (Some(g), Some(ty)) = (r.generic, r.ty) else { continue };
+        let e = sets.entry(g).or_default();
+        let list = if r.has_ctx { &mut e.1 } else { &mut e.0 };
+        match list.iter().position(|o| o.ty.unwrap().underlying() == ty.underlying()) {
+            None => list.push(r),
+            Some(i) if list[i].ty.unwrap().alias_of.is_some() && ty.alias_of.is_none() => list[i] = r,
+            Some(_) => {}
+        }
+    }
+    sets
+}
+
 pub fn shmem_h(all: &[Routine]) -> String {
     let mut s = String::from(PREAMBLE);
     s.push_str("/* Library constants */\n");
@@ -259,17 +299,8 @@ pub fn shmem_h(all: &[Routine]) -> String {
         s.push('\n');
     }
     s.push_str(C11_HELPERS);
-    let mut generics: BTreeMap<&str, (Vec<&Routine>, Vec<&Routine>)> = BTreeMap::new();
-    for r in all.iter().filter(|r| r.ty.is_some_and(|t| t.generic)) {
-        if let Some(g) = r.generic {
-            let e = generics.entry(g).or_default();
-            if r.has_ctx {
-                e.1.push(r)
-            } else {
-                e.0.push(r)
-            }
-        }
-    }
+    s.push_str(&c11_type_check());
+    let generics = generic_sets(all);
     for (name, (plain, ctx)) in &generics {
         s.push_str(&generic_macro(name, plain, ctx));
     }

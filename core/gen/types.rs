@@ -8,48 +8,62 @@ pub struct Ty {
     pub c: &'static str,
     /// The Rust type used in the generated entry points.
     pub rust: &'static str,
-    /// Whether `_Generic` selects on it: exact-width aliases (int64_t is long on LP64) and
-    /// size_t/ptrdiff_t coincide with fundamental types, so only fundamental types appear.
-    pub generic: bool,
+    /// For a typedef (`int64_t`, `size_t`...), the TYPENAME of the fundamental C type it is on
+    /// LP64 Linux (`long`, `ulong`...); `None` for a fundamental type. `_Generic` rejects two
+    /// associations of compatible types and C++ two overloads of the same signature, so a
+    /// generic interface lists each fundamental type once (see `Ty::underlying`).
+    pub alias_of: Option<&'static str>,
 }
 
-const fn ty(name: &'static str, c: &'static str, rust: &'static str, generic: bool) -> Ty {
-    Ty { name, c, rust, generic }
+impl Ty {
+    /// The TYPENAME of the fundamental C type this type is (itself unless it is a typedef).
+    pub fn underlying(&self) -> &'static str {
+        self.alias_of.unwrap_or(self.name)
+    }
+}
+
+const fn ty(name: &'static str, c: &'static str, rust: &'static str) -> Ty {
+    Ty { name, c, rust, alias_of: None }
+}
+
+/// A typedef of the fundamental type `of` (a TYPENAME) on LP64 Linux.
+const fn alias(name: &'static str, c: &'static str, rust: &'static str, of: &'static str) -> Ty {
+    Ty { name, c, rust, alias_of: Some(of) }
 }
 
 /// Standard RMA types (1.6 Table "Standard RMA Types and Names").
 pub const RMA: &[Ty] = &[
-    ty("float", "float", "f32", true),
-    ty("double", "double", "f64", true),
-    ty("longdouble", "long double", "LongDouble", true),
-    ty("char", "char", "c_char", true),
-    ty("schar", "signed char", "i8", true),
-    ty("short", "short", "i16", true),
-    ty("int", "int", "c_int", true),
-    ty("long", "long", "c_long", true),
-    ty("longlong", "long long", "c_longlong", true),
-    ty("uchar", "unsigned char", "u8", true),
-    ty("ushort", "unsigned short", "u16", true),
-    ty("uint", "unsigned int", "c_uint", true),
-    ty("ulong", "unsigned long", "c_ulong", true),
-    ty("ulonglong", "unsigned long long", "c_ulonglong", true),
-    ty("int8", "int8_t", "i8", false),
-    ty("int16", "int16_t", "i16", false),
-    ty("int32", "int32_t", "i32", false),
-    ty("int64", "int64_t", "i64", false),
-    ty("uint8", "uint8_t", "u8", false),
-    ty("uint16", "uint16_t", "u16", false),
-    ty("uint32", "uint32_t", "u32", false),
-    ty("uint64", "uint64_t", "u64", false),
-    ty("size", "size_t", "usize", false),
-    ty("ptrdiff", "ptrdiff_t", "isize", false),
+    ty("float", "float", "f32"),
+    ty("double", "double", "f64"),
+    ty("longdouble", "long double", "LongDouble"),
+    ty("char", "char", "c_char"),
+    ty("schar", "signed char", "i8"),
+    ty("short", "short", "i16"),
+    ty("int", "int", "c_int"),
+    ty("long", "long", "c_long"),
+    ty("longlong", "long long", "c_longlong"),
+    ty("uchar", "unsigned char", "u8"),
+    ty("ushort", "unsigned short", "u16"),
+    ty("uint", "unsigned int", "c_uint"),
+    ty("ulong", "unsigned long", "c_ulong"),
+    ty("ulonglong", "unsigned long long", "c_ulonglong"),
+    // LP64 glibc: int8_t is signed char (not char), int64_t is long (not
+    // long long), size_t is unsigned long; the header checks these at compile time.
+    alias("int8", "int8_t", "i8", "schar"),
+    alias("int16", "int16_t", "i16", "short"),
+    alias("int32", "int32_t", "i32", "int"),
+    alias("int64", "int64_t", "i64", "long"),
+    alias("uint8", "uint8_t", "u8", "uchar"),
+    alias("uint16", "uint16_t", "u16", "ushort"),
+    alias("uint32", "uint32_t", "u32", "uint"),
+    alias("uint64", "uint64_t", "u64", "ulong"),
+    alias("size", "size_t", "usize", "ulong"),
+    alias("ptrdiff", "ptrdiff_t", "isize", "long"),
 ];
 
 /// Types that only reductions take (sum and prod): C99 complex numbers.
-pub const COMPLEX: &[Ty] = &[
-    ty("complexf", "float _Complex", "ComplexF", true),
-    ty("complexd", "double _Complex", "ComplexD", true),
-];
+pub const COMPLEX: &[Ty] =
+    &[ty("complexf", "float _Complex", "ComplexF"), ty("complexd", "double _Complex", "ComplexD")];
 
 /// Any TYPENAME row.
 pub fn by_name(name: &str) -> Option<&'static Ty> {

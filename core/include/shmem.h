@@ -1985,6 +1985,18 @@ void rshmem_c11_unsupported_type(void);
 /* shmem_sync(team) is shmem_team_sync; the four-argument form is the active-set function. */
 #define shmem_sync(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), shmem_team_t: shmem_team_sync, default: (shmem_sync))(__VA_ARGS__)
+/* Typedefs are selected through the fundamental type they are on LP64 Linux. */
+_Static_assert(_Generic((int8_t *)0, signed char *: 1, default: 0) && \
+    _Generic((int16_t *)0, short *: 1, default: 0) && \
+    _Generic((int32_t *)0, int *: 1, default: 0) && \
+    _Generic((int64_t *)0, long *: 1, default: 0) && \
+    _Generic((uint8_t *)0, unsigned char *: 1, default: 0) && \
+    _Generic((uint16_t *)0, unsigned short *: 1, default: 0) && \
+    _Generic((uint32_t *)0, unsigned int *: 1, default: 0) && \
+    _Generic((uint64_t *)0, unsigned long *: 1, default: 0) && \
+    _Generic((size_t *)0, unsigned long *: 1, default: 0) && \
+    _Generic((ptrdiff_t *)0, long *: 1, default: 0), \
+    "shmem.h: the C11 generic interfaces assume LP64 Linux (int64_t is long, int8_t is signed char)");
 #define shmem_add(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     int *: shmem_int_add, \
@@ -2028,7 +2040,11 @@ void rshmem_c11_unsupported_type(void);
     unsigned short *: shmem_ushort_and_reduce, \
     unsigned int *: shmem_uint_and_reduce, \
     unsigned long *: shmem_ulong_and_reduce, \
-    unsigned long long *: shmem_ulonglong_and_reduce)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_and_reduce, \
+    int8_t *: shmem_int8_and_reduce, \
+    int16_t *: shmem_int16_and_reduce, \
+    int32_t *: shmem_int32_and_reduce, \
+    int64_t *: shmem_int64_and_reduce)(__VA_ARGS__)
 #define shmem_atomic_add(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -2051,10 +2067,14 @@ void rshmem_c11_unsupported_type(void);
         unsigned int *: shmem_ctx_uint_atomic_and, \
         unsigned long *: shmem_ctx_ulong_atomic_and, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_and, \
+        int32_t *: shmem_ctx_int32_atomic_and, \
+        int64_t *: shmem_ctx_int64_atomic_and, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_and, \
     unsigned long *: shmem_ulong_atomic_and, \
-    unsigned long long *: shmem_ulonglong_atomic_and)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_and, \
+    int32_t *: shmem_int32_atomic_and, \
+    int64_t *: shmem_int64_atomic_and)(__VA_ARGS__)
 #define shmem_atomic_compare_swap(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -2161,20 +2181,28 @@ void rshmem_c11_unsupported_type(void);
         unsigned int *: shmem_ctx_uint_atomic_fetch_and, \
         unsigned long *: shmem_ctx_ulong_atomic_fetch_and, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and, \
+        int32_t *: shmem_ctx_int32_atomic_fetch_and, \
+        int64_t *: shmem_ctx_int64_atomic_fetch_and, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_fetch_and, \
     unsigned long *: shmem_ulong_atomic_fetch_and, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_and)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and, \
+    int32_t *: shmem_int32_atomic_fetch_and, \
+    int64_t *: shmem_int64_atomic_fetch_and)(__VA_ARGS__)
 #define shmem_atomic_fetch_and_nbi(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
         unsigned int *: shmem_ctx_uint_atomic_fetch_and_nbi, \
         unsigned long *: shmem_ctx_ulong_atomic_fetch_and_nbi, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and_nbi, \
+        int32_t *: shmem_ctx_int32_atomic_fetch_and_nbi, \
+        int64_t *: shmem_ctx_int64_atomic_fetch_and_nbi, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_fetch_and_nbi, \
     unsigned long *: shmem_ulong_atomic_fetch_and_nbi, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_and_nbi)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and_nbi, \
+    int32_t *: shmem_int32_atomic_fetch_and_nbi, \
+    int64_t *: shmem_int64_atomic_fetch_and_nbi)(__VA_ARGS__)
 #define shmem_atomic_fetch_inc(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -2233,40 +2261,56 @@ void rshmem_c11_unsupported_type(void);
         unsigned int *: shmem_ctx_uint_atomic_fetch_or, \
         unsigned long *: shmem_ctx_ulong_atomic_fetch_or, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or, \
+        int32_t *: shmem_ctx_int32_atomic_fetch_or, \
+        int64_t *: shmem_ctx_int64_atomic_fetch_or, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_fetch_or, \
     unsigned long *: shmem_ulong_atomic_fetch_or, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_or)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or, \
+    int32_t *: shmem_int32_atomic_fetch_or, \
+    int64_t *: shmem_int64_atomic_fetch_or)(__VA_ARGS__)
 #define shmem_atomic_fetch_or_nbi(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
         unsigned int *: shmem_ctx_uint_atomic_fetch_or_nbi, \
         unsigned long *: shmem_ctx_ulong_atomic_fetch_or_nbi, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or_nbi, \
+        int32_t *: shmem_ctx_int32_atomic_fetch_or_nbi, \
+        int64_t *: shmem_ctx_int64_atomic_fetch_or_nbi, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_fetch_or_nbi, \
     unsigned long *: shmem_ulong_atomic_fetch_or_nbi, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_or_nbi)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or_nbi, \
+    int32_t *: shmem_int32_atomic_fetch_or_nbi, \
+    int64_t *: shmem_int64_atomic_fetch_or_nbi)(__VA_ARGS__)
 #define shmem_atomic_fetch_xor(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
         unsigned int *: shmem_ctx_uint_atomic_fetch_xor, \
         unsigned long *: shmem_ctx_ulong_atomic_fetch_xor, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor, \
+        int32_t *: shmem_ctx_int32_atomic_fetch_xor, \
+        int64_t *: shmem_ctx_int64_atomic_fetch_xor, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_fetch_xor, \
     unsigned long *: shmem_ulong_atomic_fetch_xor, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_xor)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor, \
+    int32_t *: shmem_int32_atomic_fetch_xor, \
+    int64_t *: shmem_int64_atomic_fetch_xor)(__VA_ARGS__)
 #define shmem_atomic_fetch_xor_nbi(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
         unsigned int *: shmem_ctx_uint_atomic_fetch_xor_nbi, \
         unsigned long *: shmem_ctx_ulong_atomic_fetch_xor_nbi, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor_nbi, \
+        int32_t *: shmem_ctx_int32_atomic_fetch_xor_nbi, \
+        int64_t *: shmem_ctx_int64_atomic_fetch_xor_nbi, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_fetch_xor_nbi, \
     unsigned long *: shmem_ulong_atomic_fetch_xor_nbi, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_xor_nbi)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor_nbi, \
+    int32_t *: shmem_int32_atomic_fetch_xor_nbi, \
+    int64_t *: shmem_int64_atomic_fetch_xor_nbi)(__VA_ARGS__)
 #define shmem_atomic_inc(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -2289,10 +2333,14 @@ void rshmem_c11_unsupported_type(void);
         unsigned int *: shmem_ctx_uint_atomic_or, \
         unsigned long *: shmem_ctx_ulong_atomic_or, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_or, \
+        int32_t *: shmem_ctx_int32_atomic_or, \
+        int64_t *: shmem_ctx_int64_atomic_or, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_or, \
     unsigned long *: shmem_ulong_atomic_or, \
-    unsigned long long *: shmem_ulonglong_atomic_or)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_or, \
+    int32_t *: shmem_int32_atomic_or, \
+    int64_t *: shmem_int64_atomic_or)(__VA_ARGS__)
 #define shmem_atomic_set(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -2359,10 +2407,14 @@ void rshmem_c11_unsupported_type(void);
         unsigned int *: shmem_ctx_uint_atomic_xor, \
         unsigned long *: shmem_ctx_ulong_atomic_xor, \
         unsigned long long *: shmem_ctx_ulonglong_atomic_xor, \
+        int32_t *: shmem_ctx_int32_atomic_xor, \
+        int64_t *: shmem_ctx_int64_atomic_xor, \
         default: rshmem_c11_unsupported_type), \
     unsigned int *: shmem_uint_atomic_xor, \
     unsigned long *: shmem_ulong_atomic_xor, \
-    unsigned long long *: shmem_ulonglong_atomic_xor)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_atomic_xor, \
+    int32_t *: shmem_int32_atomic_xor, \
+    int64_t *: shmem_int64_atomic_xor)(__VA_ARGS__)
 #define shmem_broadcast(...) \
     _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
     float *: shmem_float_broadcast, \
@@ -2733,7 +2785,11 @@ void rshmem_c11_unsupported_type(void);
     unsigned short *: shmem_ushort_or_reduce, \
     unsigned int *: shmem_uint_or_reduce, \
     unsigned long *: shmem_ulong_or_reduce, \
-    unsigned long long *: shmem_ulonglong_or_reduce)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_or_reduce, \
+    int8_t *: shmem_int8_or_reduce, \
+    int16_t *: shmem_int16_or_reduce, \
+    int32_t *: shmem_int32_or_reduce, \
+    int64_t *: shmem_int64_or_reduce)(__VA_ARGS__)
 #define shmem_p(...) \
     _Generic(RSHMEM_C11_ARG0(__VA_ARGS__, 0), \
     shmem_ctx_t: _Generic(RSHMEM_C11_ARG1(__VA_ARGS__, 0, 0), \
@@ -3102,7 +3158,11 @@ void rshmem_c11_unsupported_type(void);
     unsigned short *: shmem_ushort_xor_reduce, \
     unsigned int *: shmem_uint_xor_reduce, \
     unsigned long *: shmem_ulong_xor_reduce, \
-    unsigned long long *: shmem_ulonglong_xor_reduce)(__VA_ARGS__)
+    unsigned long long *: shmem_ulonglong_xor_reduce, \
+    int8_t *: shmem_int8_xor_reduce, \
+    int16_t *: shmem_int16_xor_reduce, \
+    int32_t *: shmem_int32_xor_reduce, \
+    int64_t *: shmem_int64_xor_reduce)(__VA_ARGS__)
 #endif /* C11 */
 
 #ifdef __cplusplus
@@ -3150,6 +3210,10 @@ inline int shmem_and_reduce(shmem_team_t team, unsigned short *dest, const unsig
 inline int shmem_and_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_and_reduce(team, dest, source, nreduce); }
 inline int shmem_and_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_and_reduce(team, dest, source, nreduce); }
 inline int shmem_and_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_and_reduce(team, dest, source, nreduce); }
+inline int shmem_and_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_and_reduce(team, dest, source, nreduce); }
 inline void shmem_atomic_add(int *dest, int value, int pe) { shmem_int_atomic_add(dest, value, pe); }
 inline void shmem_atomic_add(long *dest, long value, int pe) { shmem_long_atomic_add(dest, value, pe); }
 inline void shmem_atomic_add(long long *dest, long long value, int pe) { shmem_longlong_atomic_add(dest, value, pe); }
@@ -3165,9 +3229,13 @@ inline void shmem_atomic_add(shmem_ctx_t ctx, unsigned long long *dest, unsigned
 inline void shmem_atomic_and(unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_and(dest, value, pe); }
 inline void shmem_atomic_and(unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_and(dest, value, pe); }
 inline void shmem_atomic_and(unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_and(dest, value, pe); }
+inline void shmem_atomic_and(int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_and(dest, value, pe); }
+inline void shmem_atomic_and(int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_and(dest, value, pe); }
 inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_and(ctx, dest, value, pe); }
 inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_and(ctx, dest, value, pe); }
 inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_and(ctx, dest, value, pe); }
+inline void shmem_atomic_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_and(ctx, dest, value, pe); }
+inline void shmem_atomic_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_and(ctx, dest, value, pe); }
 inline int shmem_atomic_compare_swap(int *dest, int cond, int value, int pe) { return shmem_int_atomic_compare_swap(dest, cond, value, pe); }
 inline long shmem_atomic_compare_swap(long *dest, long cond, long value, int pe) { return shmem_long_atomic_compare_swap(dest, cond, value, pe); }
 inline long long shmem_atomic_compare_swap(long long *dest, long long cond, long long value, int pe) { return shmem_longlong_atomic_compare_swap(dest, cond, value, pe); }
@@ -3235,15 +3303,23 @@ inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long long *fetc
 inline unsigned int shmem_atomic_fetch_and(unsigned int *dest, unsigned int value, int pe) { return shmem_uint_atomic_fetch_and(dest, value, pe); }
 inline unsigned long shmem_atomic_fetch_and(unsigned long *dest, unsigned long value, int pe) { return shmem_ulong_atomic_fetch_and(dest, value, pe); }
 inline unsigned long long shmem_atomic_fetch_and(unsigned long long *dest, unsigned long long value, int pe) { return shmem_ulonglong_atomic_fetch_and(dest, value, pe); }
+inline int32_t shmem_atomic_fetch_and(int32_t *dest, int32_t value, int pe) { return shmem_int32_atomic_fetch_and(dest, value, pe); }
+inline int64_t shmem_atomic_fetch_and(int64_t *dest, int64_t value, int pe) { return shmem_int64_atomic_fetch_and(dest, value, pe); }
 inline unsigned int shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { return shmem_ctx_uint_atomic_fetch_and(ctx, dest, value, pe); }
 inline unsigned long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { return shmem_ctx_ulong_atomic_fetch_and(ctx, dest, value, pe); }
 inline unsigned long long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_and(ctx, dest, value, pe); }
+inline int32_t shmem_atomic_fetch_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { return shmem_ctx_int32_atomic_fetch_and(ctx, dest, value, pe); }
+inline int64_t shmem_atomic_fetch_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { return shmem_ctx_int64_atomic_fetch_and(ctx, dest, value, pe); }
 inline void shmem_atomic_fetch_and_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_and_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_and_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_and_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_and_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 inline int shmem_atomic_fetch_inc(int *dest, int pe) { return shmem_int_atomic_fetch_inc(dest, pe); }
 inline long shmem_atomic_fetch_inc(long *dest, int pe) { return shmem_long_atomic_fetch_inc(dest, pe); }
 inline long long shmem_atomic_fetch_inc(long long *dest, int pe) { return shmem_longlong_atomic_fetch_inc(dest, pe); }
@@ -3287,27 +3363,43 @@ inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long long *fetch, c
 inline unsigned int shmem_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe) { return shmem_uint_atomic_fetch_or(dest, value, pe); }
 inline unsigned long shmem_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe) { return shmem_ulong_atomic_fetch_or(dest, value, pe); }
 inline unsigned long long shmem_atomic_fetch_or(unsigned long long *dest, unsigned long long value, int pe) { return shmem_ulonglong_atomic_fetch_or(dest, value, pe); }
+inline int32_t shmem_atomic_fetch_or(int32_t *dest, int32_t value, int pe) { return shmem_int32_atomic_fetch_or(dest, value, pe); }
+inline int64_t shmem_atomic_fetch_or(int64_t *dest, int64_t value, int pe) { return shmem_int64_atomic_fetch_or(dest, value, pe); }
 inline unsigned int shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { return shmem_ctx_uint_atomic_fetch_or(ctx, dest, value, pe); }
 inline unsigned long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { return shmem_ctx_ulong_atomic_fetch_or(ctx, dest, value, pe); }
 inline unsigned long long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_or(ctx, dest, value, pe); }
+inline int32_t shmem_atomic_fetch_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { return shmem_ctx_int32_atomic_fetch_or(ctx, dest, value, pe); }
+inline int64_t shmem_atomic_fetch_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { return shmem_ctx_int64_atomic_fetch_or(ctx, dest, value, pe); }
 inline void shmem_atomic_fetch_or_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_or_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_or_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_or_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_or_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 inline unsigned int shmem_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe) { return shmem_uint_atomic_fetch_xor(dest, value, pe); }
 inline unsigned long shmem_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe) { return shmem_ulong_atomic_fetch_xor(dest, value, pe); }
 inline unsigned long long shmem_atomic_fetch_xor(unsigned long long *dest, unsigned long long value, int pe) { return shmem_ulonglong_atomic_fetch_xor(dest, value, pe); }
+inline int32_t shmem_atomic_fetch_xor(int32_t *dest, int32_t value, int pe) { return shmem_int32_atomic_fetch_xor(dest, value, pe); }
+inline int64_t shmem_atomic_fetch_xor(int64_t *dest, int64_t value, int pe) { return shmem_int64_atomic_fetch_xor(dest, value, pe); }
 inline unsigned int shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { return shmem_ctx_uint_atomic_fetch_xor(ctx, dest, value, pe); }
 inline unsigned long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { return shmem_ctx_ulong_atomic_fetch_xor(ctx, dest, value, pe); }
 inline unsigned long long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_xor(ctx, dest, value, pe); }
+inline int32_t shmem_atomic_fetch_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { return shmem_ctx_int32_atomic_fetch_xor(ctx, dest, value, pe); }
+inline int64_t shmem_atomic_fetch_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { return shmem_ctx_int64_atomic_fetch_xor(ctx, dest, value, pe); }
 inline void shmem_atomic_fetch_xor_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_xor_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_xor_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_xor_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_xor_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 inline void shmem_atomic_inc(int *dest, int pe) { shmem_int_atomic_inc(dest, pe); }
 inline void shmem_atomic_inc(long *dest, int pe) { shmem_long_atomic_inc(dest, pe); }
 inline void shmem_atomic_inc(long long *dest, int pe) { shmem_longlong_atomic_inc(dest, pe); }
@@ -3323,9 +3415,13 @@ inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned long long *dest, int pe) 
 inline void shmem_atomic_or(unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_or(dest, value, pe); }
 inline void shmem_atomic_or(unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_or(dest, value, pe); }
 inline void shmem_atomic_or(unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_or(dest, value, pe); }
+inline void shmem_atomic_or(int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_or(dest, value, pe); }
+inline void shmem_atomic_or(int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_or(dest, value, pe); }
 inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_or(ctx, dest, value, pe); }
 inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_or(ctx, dest, value, pe); }
 inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_or(ctx, dest, value, pe); }
+inline void shmem_atomic_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_or(ctx, dest, value, pe); }
+inline void shmem_atomic_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_or(ctx, dest, value, pe); }
 inline void shmem_atomic_set(float *dest, float value, int pe) { shmem_float_atomic_set(dest, value, pe); }
 inline void shmem_atomic_set(double *dest, double value, int pe) { shmem_double_atomic_set(dest, value, pe); }
 inline void shmem_atomic_set(int *dest, int value, int pe) { shmem_int_atomic_set(dest, value, pe); }
@@ -3377,9 +3473,13 @@ inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long long *fetch, un
 inline void shmem_atomic_xor(unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_xor(dest, value, pe); }
 inline void shmem_atomic_xor(unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_xor(dest, value, pe); }
 inline void shmem_atomic_xor(unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_xor(dest, value, pe); }
+inline void shmem_atomic_xor(int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_xor(dest, value, pe); }
+inline void shmem_atomic_xor(int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_xor(dest, value, pe); }
 inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_xor(ctx, dest, value, pe); }
 inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_xor(ctx, dest, value, pe); }
 inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_xor(ctx, dest, value, pe); }
+inline void shmem_atomic_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_xor(ctx, dest, value, pe); }
+inline void shmem_atomic_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_xor(ctx, dest, value, pe); }
 inline int shmem_broadcast(shmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root) { return shmem_float_broadcast(team, dest, source, nelems, PE_root); }
 inline int shmem_broadcast(shmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root) { return shmem_double_broadcast(team, dest, source, nelems, PE_root); }
 inline int shmem_broadcast(shmem_team_t team, long double *dest, const long double *source, size_t nelems, int PE_root) { return shmem_longdouble_broadcast(team, dest, source, nelems, PE_root); }
@@ -3668,6 +3768,10 @@ inline int shmem_or_reduce(shmem_team_t team, unsigned short *dest, const unsign
 inline int shmem_or_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_or_reduce(team, dest, source, nreduce); }
 inline int shmem_or_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_or_reduce(team, dest, source, nreduce); }
 inline int shmem_or_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_or_reduce(team, dest, source, nreduce); }
+inline int shmem_or_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_or_reduce(team, dest, source, nreduce); }
 inline void shmem_p(float *dest, float value, int pe) { shmem_float_p(dest, value, pe); }
 inline void shmem_p(double *dest, double value, int pe) { shmem_double_p(dest, value, pe); }
 inline void shmem_p(long double *dest, long double value, int pe) { shmem_longdouble_p(dest, value, pe); }
@@ -3974,5 +4078,9 @@ inline int shmem_xor_reduce(shmem_team_t team, unsigned short *dest, const unsig
 inline int shmem_xor_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_xor_reduce(team, dest, source, nreduce); }
 inline int shmem_xor_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_xor_reduce(team, dest, source, nreduce); }
 inline int shmem_xor_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_xor_reduce(team, dest, source, nreduce); }
+inline int shmem_xor_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_xor_reduce(team, dest, source, nreduce); }
 #endif /*__cplusplus */
 #endif /* RSHMEM_SHMEM_H */

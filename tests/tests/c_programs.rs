@@ -142,6 +142,18 @@ fn cxx_programs_get_overloads_for_the_generic_interfaces() {
     run_everywhere("cxx_generics", &[]);
 }
 
+/// Every C11 generic macro with every type of its spec type set, typedefs (int8_t ... int64_t,
+/// uint*_t, size_t, ptrdiff_t) included, checking exact results; and the same calls in C++.
+#[test]
+fn generics_take_every_type_of_their_type_sets() {
+    run_everywhere("generics_types", &[]);
+}
+
+#[test]
+fn cxx_overloads_take_every_type_of_the_generic_type_sets() {
+    run_everywhere("generics_types_cxx", &[]);
+}
+
 #[test]
 fn teams_split_query_translate_and_destroy() {
     run_everywhere("teams", &[]);
