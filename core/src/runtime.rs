@@ -516,18 +516,30 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
     });
 }
 
-/// The bootstrap's fence, given up after `limit`: then the job is ended from here.
-fn fence_within(routine: &CStr, boot: &'static dyn Bootstrap, limit: Option<std::time::Duration>) {
-    let Some(limit) = limit else {
-        return boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
-    };
+/// The bootstrap's fence for finalize, given up after `limit` (then the job is ended from
+/// here). While it waits, this PE keeps driving the spml: a peer still completing its last
+/// operations may need this PE's progress (a team barrier did that before the fence replaced
+/// it; without it, two PEs across hosts deadlocked at finalize).
+fn fence_within(routine: &CStr, rt: &'static Runtime, limit: Option<std::time::Duration>) {
+    let boot = rt.boot;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(boot.fence());
     });
-    match rx.recv_timeout(limit) {
-        Ok(r) => r.unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}"))),
-        Err(_) => {
+    let start = std::time::Instant::now();
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_micros(200)) {
+            Ok(r) => return r.unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}"))),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                fail(routine, "bootstrap fence: its thread ended")
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if rt.needs_progress {
+            // SAFETY: plugin ABI call; the spml is live until finalize tears it down below.
+            unsafe { (rt.spml.progress)() };
+        }
+        if let Some(limit) = limit.filter(|l| start.elapsed() > *l) {
             crate::log::line(&format!(
                 "{} {}: this PE returned from main (or called exit) without calling shmem_finalize, and the other PEs did not finalize within {} ms (SHMEM_EXIT_WAIT_MS): they still run or wait for this PE, so the job is ended",
                 crate::log::prefix(),
@@ -559,7 +571,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     let rt = get(routine);
     // SAFETY: the default context is always live.
     unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
-    fence_within(routine, rt.boot, limit);
+    fence_within(routine, rt, limit);
     STATE.store(FINALIZED, Ordering::Release);
     RT.store(std::ptr::null_mut(), Ordering::Release);
     for reg in &rt.spml_regs {

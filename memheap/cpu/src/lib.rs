@@ -5,8 +5,9 @@
 //! use the same allocator.
 //!
 //! Alignment is applied to offsets, which keeps every PE's answer identical whatever address
-//! its segment got; sshmem components align segment bases (mmap: 2 MiB), so offsets aligned to
-//! anything up to that are aligned addresses too.
+//! its segment got; sshmem components align segment bases (mmap: 1 GiB), so offsets aligned to
+//! anything up to that are aligned addresses too. The core refuses larger alignments (it knows
+//! the smallest base alignment over all PEs).
 
 mod alloc;
 
