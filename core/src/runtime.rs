@@ -375,6 +375,11 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {
         d.unlink();
     }
+    // Nobody returns from init before every PE has dropped its names: otherwise a PE that
+    // ends the job right after init (shmem_global_exit, a crash) could have a peer killed
+    // between that fence and its unlink, and under a launcher that does not know our names
+    // (mpirun, srun) they would stay in /dev/shm.
+    boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
     if my_pe == 0 {
