@@ -378,8 +378,15 @@ pub fn run(o: &Options) -> i32 {
 /// cannot progress without it, and waiting for `--timeout` would only hide the cause.
 const STOPPED_GRACE: Duration = Duration::from_secs(1);
 
-fn abort_report(server: &Server) -> Option<(u32, i32, String)> {
-    server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone()
+/// If a PE asked to end the job (a global exit or a fatal error), end it with its code,
+/// saying why unless it was a global exit (the program's own choice).
+fn ended_by_abort(server: &Server, job: &mut Job) -> Option<i32> {
+    let (rank, code, msg) = server.shared.lock().unwrap_or_else(|e| e.into_inner()).abort.clone()?;
+    if !msg.contains("shmem_global_exit") {
+        eprintln!("oshrun: PE {rank} aborted the job: {msg}");
+    }
+    job.kill_all();
+    Some(code)
 }
 
 fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
@@ -404,11 +411,7 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
                 128 + sig,
             );
         }
-        if let Some((rank, code, msg)) = abort_report(server) {
-            if !msg.contains("shmem_global_exit") {
-                eprintln!("oshrun: PE {rank} aborted the job: {msg}");
-            }
-            job.kill_all();
+        if let Some(code) = ended_by_abort(server, job) {
             return code;
         }
         // When oshrun itself was stopped (Ctrl-Z stops the whole process group), its PEs were
@@ -464,16 +467,12 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
                 }
                 continue;
             }
-            // An abort message may still be in flight from this PE: it explains the exit.
-            std::thread::sleep(Duration::from_millis(20));
-            if let Some((r, c, msg)) = abort_report(server) {
-                if !msg.contains("shmem_global_exit") {
-                    eprintln!("oshrun: PE {r} aborted the job: {msg}");
-                }
-                job.kill_all();
-                return c;
+            // An abort this PE sent before exiting (handled by now: its connection is closed)
+            // explains the exit.
+            if let Some(code) = ended_by_abort(server, job) {
+                return code;
             }
-            // A PE that finalized explicitly passed the finalize barrier with everyone: nobody
+            // A PE that finalized explicitly passed the finalize fence with everyone: nobody
             // waits for it any more, so its status is reported at the end without killing
             // the others.
             if finalized {
