@@ -28,7 +28,10 @@ pub fn compare<T: PartialOrd>(a: T, cmp: c_int, b: T) -> Option<bool> {
 #[inline]
 pub fn backoff(iteration: &mut u32, rt: &runtime::Runtime) {
     *iteration = iteration.wrapping_add(1);
-    if rt.needs_progress && iteration.is_multiple_of(16) {
+    // Every round: the peer's request may be waiting for this PE's answer (over TCP, a get or
+    // an atomic needs the target to progress), and once the wait yields, rounds are a
+    // microsecond apart; progressing every 16th round added about 5 us to an 8-byte get.
+    if rt.needs_progress {
         // SAFETY: plugin ABI call with no arguments.
         unsafe { (rt.spml.progress)() };
     }

@@ -3,6 +3,13 @@
  * and checks its memory holds exactly that. */
 #include "check.h"
 #include <stdint.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
 
 #define SLOTS 64
 static long counter[64]; /* counter[src]: increments from src */
@@ -19,6 +26,7 @@ int main(void) {
     long ops = e ? atol(e) : 100000;
     long last_seen[64] = {0};
     shmem_barrier_all();
+    double t0 = now_s();
     for (long i = 0; i < ops; i++) {
         int t = target(me, i, n);
         switch (i % 4) {
@@ -34,6 +42,8 @@ int main(void) {
         }
     }
     shmem_barrier_all();
+    if (me == 0 && getenv("SOAK_RATE")) /* for benchmarks: the rate including the barrier */
+        printf("RESULT soak_rate %d %.6g ops/s/PE\n", n, ops / (now_s() - t0));
     long want_sum = 0;
     for (int src = 0; src < n; src++) {
         long incs = 0, want_slot[SLOTS];

@@ -12,7 +12,7 @@ use super::{check, status, EpArg, Health, OpError, MAX_SEGMENTS};
 use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,10 @@ pub struct Channel {
     /// created ones: a peer's flush may wait for one of them to answer while its own context
     /// is idle, and two PEs flushing at once must not wait for each other forever).
     companions: Option<WorkerList>,
+    /// Changes whenever an application thread drives this worker or issues an operation on it;
+    /// the progress thread leaves the worker alone while it keeps changing (see
+    /// `super::progress_loop`).
+    activity: Arc<AtomicU64>,
     closed: AtomicBool,
 }
 
@@ -82,6 +86,7 @@ impl Channel {
             ep_args: (0..n_pes).map(|pe| EpArg { pe, health: hp }).collect(),
             _health: health,
             companions: None,
+            activity: Arc::new(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
         })
     }
@@ -106,6 +111,19 @@ impl Channel {
         self.worker
     }
 
+    /// The activity counter the progress thread watches.
+    pub(super) fn activity(&self) -> Arc<AtomicU64> {
+        self.activity.clone()
+    }
+
+    /// Note that an application thread is using the worker. A plain load and store, not an
+    /// atomic add: the counter only has to change, and racing writers still change it.
+    #[inline(always)]
+    fn touch(&self) {
+        let a = &self.activity;
+        a.store(a.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
     /// This worker's address, which peers need to create their endpoints to it.
     pub(super) fn address(&self) -> Result<Vec<u8>, String> {
         let mut addr: *mut sys::ucp_address_t = std::ptr::null_mut();
@@ -122,7 +140,13 @@ impl Channel {
     }
 
     /// Create the endpoint to every PE (`addrs[pe]` is the worker address of its default
-    /// channel), with peer failure detection.
+    /// channel), with peer failure detection, the endpoint to this process's own worker
+    /// included. Asking for detection keeps UCX off its `self` and shared-memory transports,
+    /// which cannot detect failures, and that is wanted: in UCX 1.13.1 their fetching AND, OR
+    /// and XOR are wrong (fetch-and and fetch-or leave the word unchanged, fetch-xor zeroes
+    /// it; `every_atomic_operation_in_both_widths` fails when the endpoint to self uses
+    /// `self`). A PE's operations on itself then cost a TCP loopback round trip when mapping
+    /// is off; with mapping on they never reach the spml.
     pub(super) fn connect(&self, addrs: &[Vec<u8>]) -> Result<(), String> {
         if addrs.len() != self.eps.len() {
             return Err(format!("{} worker addresses for {} PEs", addrs.len(), self.eps.len()));
@@ -206,16 +230,23 @@ impl Channel {
     }
 
     /// Wait for what a `*_nbx` call returned: progress until the request completes, then free it.
+    /// A round that found nothing to do yields the core: with more PEs than cores, the peer that
+    /// has to answer may be waiting for this very core. 4 PEs on 2 cores did about 250 blocking
+    /// AMOs per second and PE while every waiter spun, 30000 when yielding after 32 idle rounds
+    /// and 34000 when yielding at once; alone on a core, a yield returns at once and an 8-byte
+    /// get takes as long either way (tests/bench/netpath.c, 2026-11-23).
     #[inline(always)]
     fn wait(&self, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
         if !sys::ptr_is_request(r) {
             return sys::ptr_status(r);
         }
+        self.touch();
         let mut spins = 0u32;
         loop {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
                 self.progress_companions();
+                self.touch();
             }
             // SAFETY: a live request of our worker (freed only below).
             let st = unsafe { sys::ucp_request_check_status(r) };
@@ -225,7 +256,10 @@ impl Channel {
                 return st;
             }
             // SAFETY: our own worker, used under its sharing contract.
-            unsafe { sys::ucp_worker_progress(self.worker) };
+            let busy = unsafe { sys::ucp_worker_progress(self.worker) } != 0;
+            if !busy {
+                std::thread::yield_now();
+            }
         }
     }
 
@@ -282,6 +316,7 @@ impl Channel {
         blocking: bool,
     ) -> Result<(), OpError> {
         let (ep, rkey) = self.target(pe, seg)?;
+        self.touch();
         let param = sys::ucp_request_param_t::default();
         // SAFETY: live endpoint and key; `src` readable for `len` (caller).
         let r = unsafe { sys::ucp_put_nbx(ep, src, len, raddr, rkey, &param) };
@@ -304,6 +339,7 @@ impl Channel {
         blocking: bool,
     ) -> Result<(), OpError> {
         let (ep, rkey) = self.target(pe, seg)?;
+        self.touch();
         let param = sys::ucp_request_param_t::default();
         // SAFETY: live endpoint and key; `dst` writable for `len` (caller).
         let r = unsafe { sys::ucp_get_nbx(ep, dst, len, raddr, rkey, &param) };
@@ -419,6 +455,7 @@ impl Channel {
     /// Drive communication once; true when something happened.
     #[inline(always)]
     pub fn progress(&self) -> bool {
+        self.touch();
         // SAFETY: our own worker.
         unsafe { sys::ucp_worker_progress(self.worker) != 0 }
     }
