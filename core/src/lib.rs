@@ -18,6 +18,7 @@ pub mod legacy;
 pub mod lock;
 pub mod log;
 pub mod p2p;
+pub mod placement;
 pub mod plugin;
 pub mod rma;
 pub mod runtime;

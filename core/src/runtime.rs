@@ -222,6 +222,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             ),
         );
     }
+    // SAFETY: the segment sshmem just created and mapped.
+    unsafe { crate::placement::place("the symmetric heap", heap_seg.base.cast(), heap_seg.size) };
     // SAFETY: plugin ABI call over the segment just created.
     let heap = unsafe { (memheap.create)(heap_seg.base, heap_seg.size) };
     if heap.is_null() {

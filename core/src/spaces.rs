@@ -263,6 +263,8 @@ fn make_segment(routine: &CStr, rt: &Runtime, size: usize) -> Result<Owned, Stri
     if unsafe { (rt.sshmem.create)(size, std::ptr::null_mut(), &mut desc) } != 0 {
         return Err(format!("the sshmem component could not create a {size}-byte segment for the space"));
     }
+    // SAFETY: the segment sshmem just created and mapped.
+    unsafe { crate::placement::place("a space's segment", desc.base.cast(), desc.size) };
     // SAFETY: plugin ABI call over the segment just created.
     let heap = unsafe { (rt.memheap.create)(desc.base, desc.size) };
     if heap.is_null() {

@@ -4,6 +4,7 @@
 //! once, with a message naming it, and its status becomes oshrun's.
 
 use crate::kvserver::Server;
+use rshmem_topology::{BindTo, Host};
 use shmem::bootstrap::{secret, wire};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -16,28 +17,21 @@ use std::time::{Duration, Instant};
 
 pub struct Options {
     pub np: usize,
-    /// Pin PE i to the i-th allowed core (when there are at least as many cores as PEs).
-    pub bind: Bind,
+    /// What each PE is bound to (`--bind-to`), from the host's topology (hwloc).
+    pub bind: BindTo,
     pub timeout: Option<Duration>,
     pub env: Vec<(String, String)>,
     pub program: String,
     pub args: Vec<String>,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Bind {
-    /// One core per PE when the PEs fit on the allowed cores, else no binding (`--bind-to core`).
-    Auto,
-    None,
-}
-
 pub const USAGE: &str =
-    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core|none] [-x NAME[=VALUE]]... [--] program [args...]";
+    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core|numa|none] [-x NAME[=VALUE]]... [--] program [args...]";
 
 pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut np = None;
     let mut timeout = None;
-    let mut bind = Bind::None;
+    let mut bind = BindTo::None;
     let mut env = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -63,11 +57,8 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                 ));
             }
             "--bind-to" => {
-                bind = match value("core or none")?.as_str() {
-                    "core" => Bind::Auto,
-                    "none" => Bind::None,
-                    v => return Err(format!("--bind-to {v}: use core or none")),
-                };
+                let v = value("core, numa or none")?;
+                bind = BindTo::parse(&v).ok_or_else(|| format!("--bind-to {v}: use core, numa or none"))?;
             }
             "-x" => {
                 let v = value("NAME or NAME=VALUE")?;
@@ -101,15 +92,20 @@ fn signal_name(sig: i32) -> String {
     format!("signal {sig} ({name})")
 }
 
-/// The cores this process may run on.
-fn allowed_cores() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
+/// The CPUs each PE is bound to, from the host's topology; `None` when not binding. A binding
+/// that cannot be done (more PEs than cores, no readable topology) is reported and the PEs run
+/// unbound, as they would without `--bind-to`.
+fn bindings(to: BindTo, np: usize) -> Option<Vec<Vec<usize>>> {
+    if to == BindTo::None {
+        return None;
+    }
+    let what = if to == BindTo::Core { "core" } else { "numa" };
+    match Host::load().and_then(|h| h.binding(to, np)) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("oshrun: --bind-to {what}: {e}; the PEs run unbound");
+            None
         }
-        (0..libc::CPU_SETSIZE as usize).filter(|c| libc::CPU_ISSET(*c, &set)).collect()
     }
 }
 
@@ -312,13 +308,12 @@ pub fn run(o: &Options) -> i32 {
     };
     let mut keeper = start_keeper(&left);
     let mut job = Job { pes: Vec::new() };
-    // `--bind-to core` pins PEs to cores when they fit. Unpinned, the scheduler may start two PEs
-    // on one core and waits then cost context switches until it spreads them (measured: a
-    // 6.5 µs ping-pong for the first 20000 rounds, 0.5 µs once spread). Pinned, that never
-    // happens, but on the test VM a 2-PE barrier was steadier and slower (0.54 µs median
-    // against a bimodal 0.11-0.87 µs unpinned), so pinning is not the default yet.
-    let cores = allowed_cores();
-    let pin = o.bind == Bind::Auto && !cores.is_empty() && o.np <= cores.len();
+    // `--bind-to core|numa` binds from the topology hwloc reports. Unbound, the scheduler may
+    // start two PEs on one core and waits then cost context switches until it spreads them
+    // (measured: a 6.5 µs ping-pong for the first 20000 rounds, 0.5 µs once spread). Bound,
+    // that never happens, but on the test VM a 2-PE barrier was steadier and slower (0.54 µs
+    // median against a bimodal 0.11-0.87 µs unbound), so binding is not the default yet.
+    let binding = bindings(o.bind, o.np);
     let key_hex = secret::hex(&key);
     for rank in 0..o.np {
         let mut cmd = Command::new(&o.program);
@@ -332,20 +327,29 @@ pub fn run(o: &Options) -> i32 {
         if rank != 0 {
             cmd.stdin(Stdio::null());
         }
+        // The CPU set is built here: between fork and exec only system calls are safe.
+        let cpus: Option<libc::cpu_set_t> = binding.as_ref().map(|b| {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set, and CPU_SET writes inside it for
+            // numbers below CPU_SETSIZE.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                for &c in b[rank].iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+                    libc::CPU_SET(c, &mut set);
+                }
+                set
+            }
+        });
         // SAFETY: prctl, signal and sched_setaffinity are async-signal-safe system calls. The
         // first makes the PE die with oshrun, so a killed launcher never leaves PEs behind;
         // the PE gets the default handlers oshrun replaced.
-        let core = if pin { cores.get(rank).copied() } else { None };
         unsafe {
             cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
                     libc::signal(sig, libc::SIG_DFL);
                 }
-                if let Some(c) = core {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(c, &mut set);
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                if let Some(set) = &cpus {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
                 }
                 Ok(())
             });
@@ -569,12 +573,13 @@ mod tests {
     }
 
     #[test]
-    fn binding_is_automatic_unless_disabled() {
-        assert_eq!(parse(&s(&["-np", "2", "p"])).unwrap().bind, Bind::None);
-        assert_eq!(parse(&s(&["--bind-to", "core", "-np", "2", "p"])).unwrap().bind, Bind::Auto);
-        assert_eq!(parse(&s(&["--bind-to", "none", "-np", "2", "p"])).unwrap().bind, Bind::None);
+    fn bind_to_takes_core_numa_or_none_and_defaults_to_none() {
+        assert_eq!(parse(&s(&["-np", "2", "p"])).unwrap().bind, BindTo::None);
+        assert_eq!(parse(&s(&["--bind-to", "core", "-np", "2", "p"])).unwrap().bind, BindTo::Core);
+        assert_eq!(parse(&s(&["--bind-to", "numa", "-np", "2", "p"])).unwrap().bind, BindTo::Numa);
+        assert_eq!(parse(&s(&["--bind-to", "none", "-np", "2", "p"])).unwrap().bind, BindTo::None);
+        assert!(parse(&s(&["--bind-to", "socket", "-np", "2", "p"])).is_err());
         assert!(parse(&s(&["--bind-to", "socket", "p"])).is_err());
-        assert!(!allowed_cores().is_empty());
     }
 
     #[test]

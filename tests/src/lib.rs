@@ -127,11 +127,17 @@ impl Run {
 /// Run `prog` on `np` PEs through oshrun with extra environment. oshrun enforces `timeout`
 /// itself (killing the job); the harness kills oshrun too if it overruns by 30 s.
 pub fn oshrun(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
+    oshrun_with(np, &[], prog, env, timeout)
+}
+
+/// [`oshrun`] with extra oshrun options (`--bind-to core`, ...).
+pub fn oshrun_with(np: usize, opts: &[&str], prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
     let mut cmd = Command::new(target_dir().join("oshrun"));
     cmd.arg("-np")
         .arg(np.to_string())
         .arg("--timeout")
         .arg(timeout.as_secs().to_string())
+        .args(opts)
         .arg("--")
         .arg(prog);
     run_launcher(cmd, env, timeout)
