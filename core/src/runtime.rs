@@ -52,6 +52,7 @@ pub struct Runtime {
 // SAFETY: the raw pointers are plugin handles and mappings valid for the job; mutation after
 // init goes through the Mutex fields.
 unsafe impl Send for Runtime {}
+// SAFETY: as for Send.
 unsafe impl Sync for Runtime {}
 
 static RT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());

@@ -69,6 +69,7 @@ pub struct Space {
 // SAFETY: the raw pointers are plugin handles and mappings valid until `destroy`, which the
 // spec makes collective and exclusive of other uses; the heap is used under `lock`.
 unsafe impl Send for Space {}
+// SAFETY: as for Send.
 unsafe impl Sync for Space {}
 
 /// Exported handles: `SHMEM_SPACE_DEFAULT`, `SHMEM_SPACE_CPU`, `SHMEM_SPACE_GPU`,

@@ -100,6 +100,7 @@ pub struct TeamState {
 // SAFETY: component states are owned by the components and used under the OpenSHMEM rule that
 // a team's collectives are not called concurrently from several threads.
 unsafe impl Send for TeamState {}
+// SAFETY: as for Send.
 unsafe impl Sync for TeamState {}
 
 fn round_up(v: usize, a: usize) -> usize {
@@ -259,10 +260,10 @@ impl TeamState {
         Self::run(
             routine,
             "collect",
-            // SAFETY: as in `barrier`; addresses were checked by the caller.
-            self.collect
-                .iter()
-                .map(|(f, s, n)| (unsafe { f(*s, dest, src, nbytes, c_int::from(fixed)) }, n.clone())),
+            self.collect.iter().map(|(f, s, n)| {
+                // SAFETY: as in `barrier`; addresses were checked by the caller.
+                (unsafe { f(*s, dest, src, nbytes, c_int::from(fixed)) }, n.clone())
+            }),
         );
     }
 
@@ -280,10 +281,10 @@ impl TeamState {
         Self::run(
             routine,
             "alltoall",
-            // SAFETY: as in `barrier`; addresses were checked by the caller.
-            self.alltoall
-                .iter()
-                .map(|(f, s, n)| (unsafe { f(*s, dest, src, es, nelems, dst, sst) }, n.clone())),
+            self.alltoall.iter().map(|(f, s, n)| {
+                // SAFETY: as in `barrier`; addresses were checked by the caller.
+                (unsafe { f(*s, dest, src, es, nelems, dst, sst) }, n.clone())
+            }),
         );
     }
 
@@ -301,10 +302,10 @@ impl TeamState {
         Self::run(
             routine,
             "reduction",
-            // SAFETY: as in `barrier`; addresses were checked by the caller.
-            self.reduce
-                .iter()
-                .map(|(f, s, n)| (unsafe { f(*s, dest, src, nelems, dtype, op, kind) }, n.clone())),
+            self.reduce.iter().map(|(f, s, n)| {
+                // SAFETY: as in `barrier`; addresses were checked by the caller.
+                (unsafe { f(*s, dest, src, nelems, dtype, op, kind) }, n.clone())
+            }),
         );
     }
 }

@@ -87,6 +87,7 @@ fn signal_name(sig: i32) -> String {
     let name = if p.is_null() {
         String::new()
     } else {
+        // SAFETY: non-NULL, so a NUL-terminated string from strsignal.
         unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
     };
     format!("signal {sig} ({name})")

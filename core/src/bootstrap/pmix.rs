@@ -27,6 +27,7 @@ pub struct PmixBoot {
 // SAFETY: `pmix_proc_t` is plain data (a name and a rank); the PMIx client library is
 // thread-safe and the calls that use it are serialised by `lock` where ordering matters.
 unsafe impl Send for PmixBoot {}
+// SAFETY: as for Send.
 unsafe impl Sync for PmixBoot {}
 
 fn err(what: &str, rc: sys::pmix_status_t) -> io::Error {

@@ -9,24 +9,28 @@ use crate::{ctx, rma};
 use std::ffi::c_int;
 
 unsafe extern "C" fn p_impl(dest: *mut LongDouble, pe: c_int, value: *const LongDouble) {
+    // SAFETY: the C caller passes valid pointers (the spec's contract for these routines).
     boundary(c"shmem_longdouble_p", || unsafe {
         rma::p(c"shmem_longdouble_p", ctx::default(), dest, *value, pe)
     })
 }
 
 unsafe extern "C" fn ctx_p_impl(ctx: Ctx, dest: *mut LongDouble, pe: c_int, value: *const LongDouble) {
+    // SAFETY: the C caller passes valid pointers (the spec's contract for these routines).
     boundary(c"shmem_ctx_longdouble_p", || unsafe {
         rma::p(c"shmem_ctx_longdouble_p", ctx, dest, *value, pe)
     })
 }
 
 unsafe extern "C" fn g_impl(source: *const LongDouble, pe: c_int, out: *mut LongDouble) {
+    // SAFETY: the C caller passes valid pointers (the spec's contract for these routines).
     boundary(c"shmem_longdouble_g", || unsafe {
         *out = rma::g(c"shmem_longdouble_g", ctx::default(), source, pe)
     })
 }
 
 unsafe extern "C" fn ctx_g_impl(ctx: Ctx, source: *const LongDouble, pe: c_int, out: *mut LongDouble) {
+    // SAFETY: the C caller passes valid pointers (the spec's contract for these routines).
     boundary(c"shmem_ctx_longdouble_g", || unsafe {
         *out = rma::g(c"shmem_ctx_longdouble_g", ctx, source, pe)
     })

@@ -51,6 +51,7 @@ pub struct Discovery {
 /// Directory holding the object this code is linked into (libshmem.so, or an executable
 /// that links the core statically).
 fn own_dir() -> Option<PathBuf> {
+    // SAFETY: Dl_info is plain data, for which all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     let addr = own_dir as *const libc::c_void;
     // SAFETY: dladdr only reads loader tables; `info` is a valid out-pointer.

@@ -10,6 +10,7 @@ struct Table(CoreServices, #[allow(dead_code)] CString);
 // SAFETY: the table is immutable after creation and holds only function pointers and a
 // pointer into its own CString.
 unsafe impl Sync for Table {}
+// SAFETY: as for Sync.
 unsafe impl Send for Table {}
 
 static TABLE: OnceLock<Table> = OnceLock::new();

@@ -19,6 +19,7 @@ pub unsafe fn barrier(c: &CoreServices, t: &Team) -> c_int {
     let n = t.size();
     for (k, d) in rounds(n).enumerate() {
         let to = t.pe(partner(t.me(), d, n));
+        // SAFETY: the team's scratch words are symmetric and live for the call (caller).
         unsafe {
             (c.atomic_add_u64)(t.word(k), 1, to);
             take(c, t, k, 1);
@@ -32,6 +33,7 @@ pub unsafe fn barrier(c: &CoreServices, t: &Team) -> c_int {
 /// removed from the word, through the core's atomics (the path the remote increments take, so
 /// the two never mix on one word), leaving the pSync as it was.
 unsafe fn take(c: &CoreServices, t: &Team, k: usize, count: u64) {
+    // SAFETY: word `k` of the team's scratch is a live, aligned, symmetric word (caller).
     unsafe {
         if t.ephemeral {
             (c.wait_until_u64)(t.word(k), CMP_GE, count);
@@ -99,6 +101,8 @@ unsafe fn put_to(c: &CoreServices, t: &Team, j: c_int, dest: *mut u8, src: *cons
     if len == 0 {
         return;
     }
+    // SAFETY: `src` is readable and `dest` (a symmetric address) writable for `len` bytes on
+    // every PE (caller); a local copy may overlap, hence `copy`.
     unsafe {
         if j == t.me() {
             std::ptr::copy(src, dest, len);
@@ -120,6 +124,8 @@ pub unsafe fn collect(
     fixed: bool,
 ) -> c_int {
     let (n, me) = (t.size(), t.me());
+    // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
+    // live for the call (caller).
     unsafe {
         barrier(c, t);
         let offset = if fixed {
@@ -171,6 +177,8 @@ pub unsafe fn alltoall(
         return RC_ERROR;
     }
     let (dst, sst) = (dst as usize, sst as usize);
+    // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
+    // live for the call (caller).
     unsafe {
         barrier(c, t);
         for k in 1..=n {
@@ -219,6 +227,8 @@ pub unsafe fn reduce(
     if !arith::combine(dtype, op, &mut acc, &buf, 0) {
         return RC_ERROR;
     }
+    // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
+    // live for the call (caller).
     unsafe {
         barrier(c, t);
         for j in 0..upto {

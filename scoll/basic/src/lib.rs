@@ -65,6 +65,7 @@ unsafe extern "C" fn disable(state: *mut c_void) {
 
 unsafe extern "C" fn barrier(state: *mut c_void) -> c_int {
     // SAFETY: the team's own state and the core's table.
+    // SAFETY: the core passes buffers valid for the sizes it checked, and this team's state.
     collective(|c| unsafe { algo::barrier(c, team(state)) })
 }
 
@@ -76,6 +77,7 @@ unsafe extern "C" fn broadcast(
     root: c_int,
 ) -> c_int {
     // SAFETY: the core checked that dest and src are symmetric and large enough.
+    // SAFETY: the core passes buffers valid for the sizes it checked, and this team's state.
     collective(|c| unsafe { algo::broadcast(c, team(state), dest, src, nbytes, root) })
 }
 
@@ -86,6 +88,7 @@ unsafe extern "C" fn collect(
     nbytes: usize,
     fixed: c_int,
 ) -> c_int {
+    // SAFETY: the core passes buffers valid for the sizes it checked, and this team's state.
     collective(|c| unsafe { algo::collect(c, team(state), dest, src, nbytes, fixed != 0) })
 }
 
@@ -98,6 +101,7 @@ unsafe extern "C" fn alltoall(
     dst: isize,
     sst: isize,
 ) -> c_int {
+    // SAFETY: the core passes buffers valid for the sizes it checked, and this team's state.
     collective(|c| unsafe { algo::alltoall(c, team(state), dest, src, elem_size, nelems, dst, sst) })
 }
 
@@ -110,6 +114,7 @@ unsafe extern "C" fn reduce(
     op: u32,
     kind: u32,
 ) -> c_int {
+    // SAFETY: the core passes buffers valid for the sizes it checked, and this team's state.
     collective(|c| unsafe { algo::reduce(c, team(state), dest, src, nelems, dtype, op, kind) })
 }
 
