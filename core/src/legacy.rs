@@ -1,8 +1,9 @@
 //! The active-set collectives (spec 9.9, deprecated forms): an active set `PE_start`,
-//! `2^logPE_stride`, `PE_size` and the user's pSync array. Each call runs the same scoll
-//! algorithms as team collectives, on an ephemeral team whose scratch is the pSync; the
-//! components leave the pSync all zeros (SHMEM_SYNC_VALUE) once the call has returned on every
-//! PE, which is what lets the user reuse it. pWrk arrays are not needed: reductions keep their
+//! `2^logPE_stride`, `PE_size` and the user's pSync array. An active set that is the world
+//! or the shared team runs on that team. Any other runs the same scoll algorithms on an
+//! ephemeral team whose scratch is the pSync; the components leave the pSync all zeros
+//! (SHMEM_SYNC_VALUE) once the call has returned on every PE, which is what lets the user
+//! reuse it. pWrk arrays are not needed: reductions keep their
 //! work space locally.
 
 use crate::error::fatal;
@@ -47,9 +48,27 @@ fn on_active_set<R>(
     if crate::team::index_in(rt.my_pe, start, stride as c_int, size).is_none() {
         fatal(routine, &format!("PE {} is not in the active set it was called with", rt.my_pe));
     }
+    if let Some(t) = standing_team(routine, triplet) {
+        return f(t);
+    }
     let scolls = crate::teams::scolls();
     let t = TeamState::create_ephemeral(rt, psync.cast(), PSYNC_BYTES, triplet, scolls);
     f(&t)
+}
+
+/// The world team, or the shared team, when the active set is exactly its PEs. Their members
+/// call their collectives in the same order as the active-set ones (an active set's PEs call
+/// its collectives in one order, and that order is the program order of each member), so the
+/// call runs there, at team speed, with no team built and the pSync untouched.
+fn standing_team(routine: &CStr, (start, stride, size): (c_int, c_int, c_int)) -> Option<&'static TeamState> {
+    let same = |t: &TeamState| {
+        t.desc.start == start && t.desc.size == size && (size == 1 || t.desc.stride == stride)
+    };
+    let world = crate::coll::world(routine);
+    if same(world) {
+        return Some(world);
+    }
+    crate::teams::state(routine, &crate::ffi::handles::rshmem_team_shared).filter(|t| same(t))
 }
 
 /// `shmem_barrier` (`complete`: quiet first) and `shmem_sync`.
@@ -93,15 +112,7 @@ pub unsafe fn broadcast(
                 &format!("PE_root {root} is not an index of the active set (size {})", t.desc.size),
             );
         }
-        let keep = (t.desc.my_index == root && nbytes > 0 && !std::ptr::eq(dest, source)).then(|| {
-            // SAFETY: `dest` holds `nbytes` bytes by contract.
-            unsafe { std::slice::from_raw_parts(dest as *const u8, nbytes) }.to_vec()
-        });
-        t.broadcast(routine, dest, source, nbytes, root);
-        if let Some(k) = keep {
-            // SAFETY: as above.
-            unsafe { std::ptr::copy_nonoverlapping(k.as_ptr(), dest as *mut u8, nbytes) };
-        }
+        t.broadcast_keep_root(routine, dest, source, nbytes, root);
     });
 }
 

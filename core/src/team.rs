@@ -86,6 +86,8 @@ pub struct TeamState {
     pub num_contexts: c_int,
     pub barrier: Vec<(BarrierFn, *mut c_void, String)>,
     pub broadcast: Vec<(BroadcastFn, *mut c_void, String)>,
+    /// Each broadcast provider's form that leaves the root's `dest` alone, if it has one.
+    broadcast_keep_root: Vec<Option<BroadcastFn>>,
     pub collect: Vec<(CollectFn, *mut c_void, String)>,
     pub alltoall: Vec<(AlltoallFn, *mut c_void, String)>,
     pub reduce: Vec<(ReduceFn, *mut c_void, String)>,
@@ -127,7 +129,7 @@ impl TeamState {
     }
 
     /// A team for one active-set call (the legacy routines), on the user's pSync. Components
-    /// are enabled in rank order while their scratch fits in it.
+    /// are enabled in rank order, those whose scratch does not fit skipped.
     pub fn create_ephemeral(
         rt: &Runtime,
         psync: *mut u8,
@@ -163,6 +165,7 @@ impl TeamState {
             },
             barrier: Vec::new(),
             broadcast: Vec::new(),
+            broadcast_keep_root: Vec::new(),
             collect: Vec::new(),
             alltoall: Vec::new(),
             reduce: Vec::new(),
@@ -173,7 +176,9 @@ impl TeamState {
         for (ops, name) in scolls {
             let need = round_up(ops.scratch_needed.max(64), 64);
             if offset + need > total {
-                break;
+                // Too big for this scratch (a pSync): the next components may still fit. The
+                // order is the same on every PE, so all place the rest alike.
+                continue;
             }
             let desc = Box::new(TeamDesc {
                 scratch: scratch.wrapping_add(offset).cast(),
@@ -193,6 +198,7 @@ impl TeamState {
             }
             if let Some(f) = ops.broadcast {
                 t.broadcast.push((f, state, name.clone()));
+                t.broadcast_keep_root.push(slot!(ops, broadcast_keep_root));
             }
             if let Some(f) = slot!(ops, collect) {
                 t.collect.push((f, state, name.clone()));
@@ -222,7 +228,7 @@ impl TeamState {
         index_in(world_pe, self.desc.start, self.desc.stride, self.desc.size)
     }
 
-    fn run(routine: &CStr, op: &str, rcs: impl Iterator<Item = (c_int, String)>) {
+    fn run<'a>(routine: &CStr, op: &str, rcs: impl Iterator<Item = (c_int, &'a str)>) {
         for (rc, name) in rcs {
             match rc {
                 RC_OK => return,
@@ -235,7 +241,7 @@ impl TeamState {
 
     pub fn barrier(&self, routine: &CStr) {
         // SAFETY: plugin ABI calls with the state each component returned from `enable`.
-        Self::run(routine, "barrier", self.barrier.iter().map(|(f, s, n)| (unsafe { f(*s) }, n.clone())));
+        Self::run(routine, "barrier", self.barrier.iter().map(|(f, s, n)| (unsafe { f(*s) }, n.as_str())));
     }
 
     pub fn broadcast(
@@ -250,19 +256,53 @@ impl TeamState {
             routine,
             "broadcast",
             // SAFETY: as in `barrier`; addresses were checked by the caller.
-            self.broadcast.iter().map(|(f, s, n)| (unsafe { f(*s, dest, src, nbytes, root) }, n.clone())),
+            self.broadcast.iter().map(|(f, s, n)| (unsafe { f(*s, dest, src, nbytes, root) }, n.as_str())),
         );
     }
 }
 
 impl TeamState {
+    /// The active-set broadcast: as `broadcast`, but the root's `dest` is left as it is. A
+    /// component without that form gets the team form, with the root's `dest` saved and put
+    /// back around it.
+    pub fn broadcast_keep_root(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        root: c_int,
+    ) {
+        let keeping = self.desc.my_index == root && nbytes > 0 && !std::ptr::eq(dest, src);
+        let rcs = self.broadcast.iter().zip(&self.broadcast_keep_root).map(|((f, s, n), keep)| {
+            let rc = match keep {
+                // SAFETY: as in `barrier`; addresses were checked by the caller.
+                Some(k) => unsafe { k(*s, dest, src, nbytes, root) },
+                None if keeping => {
+                    // SAFETY: `dest` holds `nbytes` bytes (caller).
+                    let saved = unsafe { std::slice::from_raw_parts(dest as *const u8, nbytes) }.to_vec();
+                    // SAFETY: as in `barrier`; then `dest` is written back from its copy.
+                    unsafe {
+                        let rc = f(*s, dest, src, nbytes, root);
+                        std::ptr::copy_nonoverlapping(saved.as_ptr(), dest as *mut u8, nbytes);
+                        rc
+                    }
+                }
+                // SAFETY: as in `barrier`.
+                None => unsafe { f(*s, dest, src, nbytes, root) },
+            };
+            (rc, n.as_str())
+        });
+        Self::run(routine, "broadcast", rcs);
+    }
+
     pub fn collect(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
         Self::run(
             routine,
             "collect",
             self.collect.iter().map(|(f, s, n)| {
                 // SAFETY: as in `barrier`; addresses were checked by the caller.
-                (unsafe { f(*s, dest, src, nbytes, c_int::from(fixed)) }, n.clone())
+                (unsafe { f(*s, dest, src, nbytes, c_int::from(fixed)) }, n.as_str())
             }),
         );
     }
@@ -283,7 +323,7 @@ impl TeamState {
             "alltoall",
             self.alltoall.iter().map(|(f, s, n)| {
                 // SAFETY: as in `barrier`; addresses were checked by the caller.
-                (unsafe { f(*s, dest, src, es, nelems, dst, sst) }, n.clone())
+                (unsafe { f(*s, dest, src, es, nelems, dst, sst) }, n.as_str())
             }),
         );
     }
@@ -304,7 +344,7 @@ impl TeamState {
             "reduction",
             self.reduce.iter().map(|(f, s, n)| {
                 // SAFETY: as in `barrier`; addresses were checked by the caller.
-                (unsafe { f(*s, dest, src, nelems, dtype, op, kind) }, n.clone())
+                (unsafe { f(*s, dest, src, nelems, dtype, op, kind) }, n.as_str())
             }),
         );
     }

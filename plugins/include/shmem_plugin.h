@@ -203,6 +203,9 @@ typedef struct {
                     ptrdiff_t dst, ptrdiff_t sst);
     int (*reduce)(void *state, void *dest, const void *src, size_t nelems, uint32_t dtype,
                   uint32_t op, uint32_t kind);
+    /* as broadcast, but the root's dest is left as it is (the active-set form); without it
+     * the core saves and restores the root's dest around broadcast */
+    int (*broadcast_keep_root)(void *state, void *dest, const void *src, size_t nbytes, int root);
 } shmem_plugin_scoll_ops_t;
 
 /* shmem_plugin_scoll_ops_t.reduce: element types, operations, kinds */

@@ -17,6 +17,10 @@
 
 use std::ffi::{c_char, c_int, c_long, c_void};
 
+/// Helpers for scoll components (not part of the C ABI): the element-wise arithmetic of
+/// reductions, so that every Rust component computes the same bits.
+pub mod arith;
+
 /// Bumped on any incompatible change to the structures below.
 pub const ABI_VERSION: u32 = 1;
 /// The one symbol a plugin exports: `const PluginDescriptor *shmem_plugin_descriptor_v1(void)`.
@@ -512,6 +516,18 @@ pub struct ScollOps {
             kind: u32,
         ) -> c_int,
     >,
+    /// As `broadcast`, except that the root's `dest` is left as it is (the active-set form,
+    /// OpenSHMEM 1.4's `shmem_broadcast32/64`). Appended later in ABI v1; without it the core
+    /// saves and restores the root's `dest` around `broadcast`.
+    pub broadcast_keep_root: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nbytes: usize,
+            root: c_int,
+        ) -> c_int,
+    >,
 }
 
 impl ScollOps {
@@ -635,4 +651,37 @@ pub unsafe fn log(core: *const CoreServices, level: c_int, component: &str, msg:
     let m = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
     // SAFETY: as above.
     unsafe { ((*core).log)(level, c.as_ptr(), m.as_ptr()) }
+}
+
+/// The panic boundary of Rust components: a panic must never unwind into the core (through a
+/// C ABI that is undefined behaviour, and the core may be C).
+pub mod boundary {
+    use crate::CoreServices;
+    use std::ffi::{c_int, CStr};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// Run a slot whose failure the core can handle (a probe, `enable`, `disable`): a panic
+    /// becomes `fallback`, which must mean "declined" or "failed" to the core.
+    pub fn guard<R>(fallback: R, body: impl FnOnce() -> R) -> R {
+        catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+    }
+
+    /// Run a slot that other PEs depend on (a collective, a transfer): after a panic in the
+    /// middle, peers would wait for signals that never come, so the job ends with `what` in
+    /// the message instead of returning. Without the core's table it returns `RC_ERROR`.
+    pub fn or_abort(
+        core: Option<&CoreServices>,
+        what: &CStr,
+        body: impl FnOnce(&CoreServices) -> c_int,
+    ) -> c_int {
+        let Some(c) = core else { return crate::RC_ERROR };
+        match catch_unwind(AssertUnwindSafe(|| body(c))) {
+            Ok(rc) => rc,
+            Err(_) => {
+                // SAFETY: the core's abort with a NUL-terminated message; it does not return.
+                unsafe { (c.abort)(1, what.as_ptr()) };
+                crate::RC_ERROR
+            }
+        }
+    }
 }

@@ -1,7 +1,12 @@
 /* Team collectives: fcollect, collect (different sizes per PE), alltoall, alltoalls, every
  * reduction operation (integers, floating point, long double, complex), inclusive and exclusive
  * scans, in place and not, on the world and on a strided sub-team, through the C11 generics and
- * the typed names. */
+ * the typed names.
+ *
+ * A collective may write any member's dest as soon as that member's peers call it (the spec
+ * makes "dest ready on all PEs" a precondition), so before reusing dst for the next
+ * collective, the team synchronises after its local preparation: its members may still be
+ * checking the last result, and a fast member's data may arrive as soon as the sync ends. */
 #include "check.h"
 #include <complex.h>
 #include <string.h>
@@ -33,6 +38,7 @@ static void on_team(shmem_team_t team) {
     memset(dst, 0xff, sizeof dst);
     int mine = me % 3;
     for (int i = 0; i < mine; i++) src[i] = me * 10 + i;
+    shmem_team_sync(team);
     CHECK(shmem_long_collect(team, dst, src, (size_t)mine) == 0);
     int at = 0;
     for (int p = 0; p < n; p++)
@@ -40,6 +46,7 @@ static void on_team(shmem_team_t team) {
     CHECK(dst[at] == -1); /* nothing written past the end */
 
     /* alltoall: block j of my source goes to PE j */
+    shmem_team_sync(team);
     for (int j = 0; j < n; j++)
         for (int i = 0; i < 2; i++) src[j * 2 + i] = me * 1000 + j * 10 + i;
     CHECK(shmem_alltoall(team, dst, src, 2) == 0);
@@ -49,6 +56,7 @@ static void on_team(shmem_team_t team) {
     /* alltoalls: source stride 2, dest stride 3 */
     memset(dst, 0, sizeof dst);
     for (int j = 0; j < n * 2; j++) src[j * 2] = me * 1000 + j;
+    shmem_team_sync(team);
     CHECK(shmem_long_alltoalls(team, dst, src, 3, 2, 2) == 0);
     for (int p = 0; p < n; p++)
         for (int i = 0; i < 2; i++) {

@@ -1,9 +1,10 @@
 //! The algorithms, written only against the core's one-sided services (atomic add, wait,
 //! put, fence, quiet) so that they work over any spml and any team shape.
 
-use crate::reduce as arith;
 use crate::team::{partner, rounds, Team, CHAIN_FLAG, CHAIN_OFF, DATA, READY};
-use rshmem_plugin_api::{CoreServices, CMP_GE, RC_ERROR, RC_OK, REDUCE_ALL, REDUCE_EXSCAN, REDUCE_INSCAN};
+use rshmem_plugin_api::{
+    arith, CoreServices, CMP_GE, RC_ERROR, RC_OK, REDUCE_ALL, REDUCE_EXSCAN, REDUCE_INSCAN,
+};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -47,6 +48,8 @@ unsafe fn take(c: &CoreServices, t: &Team, k: usize, count: u64) {
     }
 }
 
+/// Broadcast: non-roots announce themselves to the root, which puts to each and then signals
+/// it. With `keep_root`, the root's own `dest` is not written.
 pub unsafe fn broadcast(
     c: &CoreServices,
     t: &Team,
@@ -54,12 +57,13 @@ pub unsafe fn broadcast(
     src: *const c_void,
     nbytes: usize,
     root: c_int,
+    keep_root: bool,
 ) -> c_int {
     let (n, me) = (t.size(), t.me());
     if !(0..n).contains(&root) {
         return RC_ERROR;
     }
-    let copy_local = nbytes > 0 && !std::ptr::eq(dest, src);
+    let copy_local = nbytes > 0 && !std::ptr::eq(dest, src) && !keep_root;
     if me != root {
         // SAFETY: READY is symmetric scratch on the root; DATA is this PE's own scratch.
         unsafe {

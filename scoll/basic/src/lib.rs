@@ -3,14 +3,13 @@
 //! count on; faster components may take slots over.
 
 mod algo;
-mod reduce;
 mod team;
 
 pub use team::{partner, rounds, SCRATCH_BYTES};
 
-use rshmem_plugin_api::{CoreServices, Framework, QueryResult, ScollOps, TeamDesc, RC_ERROR};
+use rshmem_plugin_api::boundary::{self, guard};
+use rshmem_plugin_api::{CoreServices, Framework, QueryResult, ScollOps, TeamDesc};
 use std::ffi::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use team::Team;
 
@@ -22,23 +21,9 @@ fn core() -> Option<&'static CoreServices> {
     unsafe { CORE.load(Ordering::Acquire).as_ref() }
 }
 
-/// Run an extern "C" body; a panic must not unwind into the core, so it becomes `fallback`.
-fn guard<R>(fallback: R, body: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
-}
-
-/// Run a collective. A panic in the middle leaves the other PEs waiting for signals that will
-/// never come, so it ends the job instead of returning.
+/// A collective: a panic ends the job (see `boundary::or_abort`).
 fn collective(body: impl FnOnce(&CoreServices) -> c_int) -> c_int {
-    let Some(c) = core() else { return RC_ERROR };
-    match catch_unwind(AssertUnwindSafe(|| body(c))) {
-        Ok(rc) => rc,
-        Err(_) => {
-            // SAFETY: the core's abort with a static NUL-terminated message; it does not return.
-            unsafe { (c.abort)(1, rshmem_plugin_api::cstr!("scoll basic: internal error (panic)")) };
-            RC_ERROR
-        }
-    }
+    boundary::or_abort(core(), c"scoll basic: internal error (panic)", body)
 }
 
 fn team<'a>(state: *mut c_void) -> &'a Team {
@@ -78,7 +63,18 @@ unsafe extern "C" fn broadcast(
 ) -> c_int {
     // SAFETY: the core checked that dest and src are symmetric and large enough.
     // SAFETY: the core passes buffers valid for the sizes it checked, and this team's state.
-    collective(|c| unsafe { algo::broadcast(c, team(state), dest, src, nbytes, root) })
+    collective(|c| unsafe { algo::broadcast(c, team(state), dest, src, nbytes, root, false) })
+}
+
+unsafe extern "C" fn broadcast_keep_root(
+    state: *mut c_void,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    root: c_int,
+) -> c_int {
+    // SAFETY: the core passes buffers valid for the sizes it checked, and this team's state.
+    collective(|c| unsafe { algo::broadcast(c, team(state), dest, src, nbytes, root, true) })
 }
 
 unsafe extern "C" fn collect(
@@ -128,6 +124,7 @@ static OPS: ScollOps = ScollOps {
     collect: Some(collect),
     alltoall: Some(alltoall),
     reduce: Some(reduce),
+    broadcast_keep_root: Some(broadcast_keep_root),
 };
 
 unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {

@@ -1,0 +1,99 @@
+/* Collective latency by message size, in the OSU style: only the collective call is timed, and a
+ * shmem_barrier_all separates iterations (so the next call never overlaps the previous one).
+ * The active-set (pSync) forms of OpenSHMEM 1.4 are used, because Open MPI 4.1's OSHMEM
+ * implements 1.4; rshmem runs them on the same algorithms as its team forms.
+ *
+ * Each figure is the median over 5 blocks of the average call time in a block, on PE 0.
+ * COLL_MAX (bytes, default 1 MiB) bounds the sizes; COLL_ONLY=name runs one benchmark. */
+#include "bench.h"
+
+#define BLOCKS 5
+static long psync[2][SHMEM_REDUCE_SYNC_SIZE];
+static long bsync[SHMEM_BARRIER_SYNC_SIZE];
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v) {
+    qsort(v, BLOCKS, sizeof *v, cmp_double);
+    return v[BLOCKS / 2];
+}
+
+static int wanted(const char *name) {
+    const char *only = getenv("COLL_ONLY");
+    return !only || !*only || strcmp(only, name) == 0;
+}
+
+enum op { BARRIER, BCAST, REDUCE, FCOLLECT, ALLTOALL };
+
+/* One call of `op` on `bytes` bytes per PE; `k` alternates the pSync arrays. */
+static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int k) {
+    int n = shmem_n_pes();
+    switch (op) {
+    case BARRIER:
+        shmem_barrier(0, 0, n, bsync);
+        break;
+    case BCAST:
+        shmem_broadcast32(dst, src, bytes / 4, 0, 0, 0, n, psync[k]);
+        break;
+    case REDUCE:
+        shmem_float_sum_to_all(dst, src, (int)(bytes / 4), 0, 0, n, wrk, psync[k]);
+        break;
+    case FCOLLECT:
+        shmem_fcollect32(dst, src, bytes / 4, 0, 0, n, psync[k]);
+        break;
+    case ALLTOALL:
+        shmem_alltoall32(dst, src, bytes / 4, 0, 0, n, psync[k]);
+        break;
+    }
+}
+
+static void run(const char *name, enum op op, size_t bytes, void *dst, void *src, float *wrk) {
+    long iters = op == BARRIER ? 2000 : iters_for(bytes, 1000);
+    double block[BLOCKS];
+    for (int b = 0; b < BLOCKS; b++) {
+        double total = 0;
+        for (long i = 0; i < iters + 10; i++) {
+            double t0 = now_us();
+            call(op, dst, src, wrk, bytes, (int)(i & 1));
+            double t = now_us() - t0;
+            if (i >= 10) total += t;
+            if (op != BARRIER) shmem_barrier_all();
+        }
+        block[b] = total / iters;
+    }
+    result(name, bytes, median(block), "us");
+}
+
+int main(void) {
+    shmem_init();
+    int n = shmem_n_pes();
+    size_t max = getenv("COLL_MAX") ? strtoul(getenv("COLL_MAX"), NULL, 10) : (size_t)1 << 20;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[k][i] = SHMEM_SYNC_VALUE;
+    for (int i = 0; i < SHMEM_BARRIER_SYNC_SIZE; i++) bsync[i] = SHMEM_SYNC_VALUE;
+    /* alltoall and fcollect need n blocks of the largest size */
+    char *src = shmem_malloc(max * n), *dst = shmem_malloc(max * n);
+    size_t wrk_elems = max / 4 / 2 + 1 > SHMEM_REDUCE_MIN_WRKDATA_SIZE ? max / 4 / 2 + 1 : SHMEM_REDUCE_MIN_WRKDATA_SIZE;
+    float *wrk = shmem_malloc(wrk_elems * sizeof(float));
+    if (!src || !dst || !wrk) {
+        fprintf(stderr, "coll_sizes: out of symmetric memory\n");
+        shmem_global_exit(1);
+    }
+    for (size_t i = 0; i < max * n; i++) src[i] = (char)(i + shmem_my_pe());
+    for (size_t i = 0; i < max / 4; i++) ((float *)src)[i] = (float)(i % 7);
+    shmem_barrier_all();
+    if (wanted("barrier")) run("coll_barrier", BARRIER, 0, dst, src, wrk);
+    for (size_t s = 4; s <= max; s *= 4)
+        if (wanted("broadcast")) run("coll_broadcast", BCAST, s, dst, src, wrk);
+    for (size_t s = 4; s <= max; s *= 4)
+        if (wanted("reduce")) run("coll_float_sum", REDUCE, s, dst, src, wrk);
+    for (size_t s = 4; s <= max; s *= 4)
+        if (wanted("fcollect")) run("coll_fcollect", FCOLLECT, s, dst, src, wrk);
+    for (size_t s = 4; s <= max / 4; s *= 4)
+        if (wanted("alltoall")) run("coll_alltoall", ALLTOALL, s, dst, src, wrk);
+    shmem_finalize();
+    return 0;
+}
