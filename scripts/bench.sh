@@ -3,7 +3,7 @@
 # libopenmpi-dev). Builds tests/bench/*.c against both libraries, runs both with 2 PEs and 4 PEs
 # (oversubscribed on 2 cores), alternating the libraries, REPS times (default 3), and writes
 # results/bench.csv, results/bench.md and results/latency.png (medians and rshmem/OSHMEM ratios).
-# Usage: bash scripts/bench.sh [REPS]
+# Usage: bash scripts/bench.sh [REPS]; BENCH_PROGS="coll_sizes" runs only the named programs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-3}
@@ -16,7 +16,7 @@ if [ ! -x /usr/bin/oshcc ] || [ ! -x /usr/bin/oshrun ]; then
     peer=0
     echo "bench: Open MPI's OSHMEM is not installed (apt-get install openmpi-bin libopenmpi-dev): running rshmem alone"
 fi
-progs="put_get_latency put_get_bandwidth collectives atomics signal"
+progs=${BENCH_PROGS:-"put_get_latency put_get_bandwidth collectives coll_sizes atomics signal"}
 for p in $progs; do
     target/release/oshcc -O2 -o "$out/bin/rshmem_$p" "tests/bench/$p.c"
     if [ $peer = 1 ]; then /usr/bin/oshcc -O2 -o "$out/bin/oshmem_$p" "tests/bench/$p.c"; fi

@@ -361,8 +361,21 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     RT.store(rt, Ordering::Release);
     STATE.store(RUNNING, Ordering::Release);
 
+    // Whether this PE maps every same-host peer's segments, for the others to read after the fence
+    // (a transport may map some peers and not others, and components must decide alike).
+    let maps_host = (0..n_pes).all(|pe| !boot.is_local(pe) || !segs_peer_unmapped(rt, pe));
+    boot.put(MAPS_HOST_KEY, &[u8::from(maps_host)])
+        .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
+
+    // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
+    boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    let host_mapped = (0..n_pes).filter(|&pe| boot.is_local(pe)).all(|pe| {
+        pe == my_pe && maps_host
+            || pe != my_pe && matches!(boot.get(pe, MAPS_HOST_KEY), Ok(Some(v)) if v == [1])
+    });
+    crate::team::set_host_mapped(host_mapped);
     // The team scratch pool is the first heap allocation, so it is symmetric; the world team
-    // holds slot 0.
+    // holds slot 0. No PE uses a team before the closing fence below.
     crate::team::init_pool(routine, rt, &scolls);
     crate::teams::init(&scolls);
     let world = TeamState::create(routine, rt, 0, (0, 1, n_pes), &scolls);
@@ -370,9 +383,6 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let shared = crate::teams::init_shared(routine, rt, rshmem_team_world.state.load(Ordering::Acquire));
     crate::ffi::handles::rshmem_team_shared.state.store(shared, Ordering::Release);
     crate::spaces::init(rt);
-
-    // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
-    boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     // SAFETY: plugin ABI call on our own segment.
     unsafe { (sshmem.unlink)(&mut *rt.heap_seg.lock().unwrap()) };
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {
@@ -487,6 +497,14 @@ pub(crate) fn map_peer(
     }
     // SAFETY: plugin ABI call; NULL when the transport cannot map it.
     unsafe { (spml.remote_ptr)(pe, seg, base) as *mut u8 }
+}
+
+/// Bootstrap key: 1 when the PE maps every same-host peer's segments.
+const MAPS_HOST_KEY: &str = "rshmem.maps_host";
+
+/// Whether some segment of `pe` (the heap, global data) is not mapped here.
+fn segs_peer_unmapped(rt: &Runtime, pe: i32) -> bool {
+    pe != rt.my_pe && (0..rt.segs.count() as u32).any(|seg| rt.segs.peer(pe as usize, seg).mapped.is_null())
 }
 
 extern "C" {

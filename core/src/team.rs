@@ -9,7 +9,7 @@
 //! one.
 
 use crate::runtime::Runtime;
-use rshmem_plugin_api::{ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL};
+use rshmem_plugin_api::{ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL, TEAM_MAPPED};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::OnceLock;
 
@@ -42,6 +42,24 @@ struct Pool {
 }
 
 static POOL: OnceLock<Pool> = OnceLock::new();
+
+/// Whether every PE of this host maps every other's heap (agreed at init through the
+/// bootstrap, so the same on all of them).
+static HOST_MAPPED: OnceLock<bool> = OnceLock::new();
+
+pub fn set_host_mapped(v: bool) {
+    let _ = HOST_MAPPED.set(v);
+}
+
+/// `TEAM_MAPPED` for a team of these members: all on this host, which maps itself fully.
+fn mapped_flag(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u32 {
+    let all_here = (0..size).all(|i| rt.boot.is_local(start + i * stride));
+    if all_here && HOST_MAPPED.get().copied().unwrap_or(false) {
+        TEAM_MAPPED
+    } else {
+        0
+    }
+}
 
 /// Reserve the slots (collective: part of init, so the heap stays symmetric).
 pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, String)]) {
@@ -150,6 +168,8 @@ impl TeamState {
         flags: u32,
     ) -> TeamState {
         let my_index = index_in(rt.my_pe, start, stride, size).unwrap_or(-1);
+        let flags =
+            if flags & TEAM_EPHEMERAL == 0 { flags | mapped_flag(rt, (start, stride, size)) } else { flags };
         let mut t = TeamState {
             slot,
             num_contexts: 0,

@@ -189,6 +189,9 @@ typedef struct {
 /* shmem_plugin_team_t.flags: one active-set call whose scratch is the user's pSync, to be left
  * all zeros once every member has returned */
 #define SHMEM_PLUGIN_TEAM_EPHEMERAL 1u
+/* shmem_plugin_team_t.flags: every member maps every member's symmetric memory (the ptr service
+ * reaches it), known alike on all members; load/store components must require it */
+#define SHMEM_PLUGIN_TEAM_MAPPED 2u
 
 typedef struct {
     size_t struct_size;

@@ -444,6 +444,12 @@ pub struct TeamDesc {
 /// `enable` is not reused.
 pub const TEAM_EPHEMERAL: u32 = 1;
 
+/// `TeamDesc::flags`: every member maps every member's symmetric memory for load/store
+/// (`CoreServices::ptr` reaches it), and every member sees this flag alike. A component that
+/// works by load/store must require it rather than probe `ptr` itself: a transport may map
+/// some peers and not others, and members that chose differently would wait on each other.
+pub const TEAM_MAPPED: u32 = 2;
+
 impl TeamDesc {
     /// World PE number of team index `i`.
     pub fn pe_of(&self, i: c_int) -> c_int {

@@ -7,11 +7,27 @@ use rshmem_tests::*;
 #[test]
 fn benchmark_sources_build_and_the_hot_path_program_runs() {
     let dir = source_dir().join("bench");
-    for name in
-        ["put_get_latency", "put_get_bandwidth", "collectives", "atomics", "signal", "hotpath", "ctx_amo"]
-    {
+    for name in [
+        "put_get_latency",
+        "put_get_bandwidth",
+        "collectives",
+        "coll_sizes",
+        "atomics",
+        "signal",
+        "hotpath",
+        "ctx_amo",
+        "netpath",
+    ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
     let prog = build_c(&dir.join("hotpath.c"), &[]);
     oshrun(2, &prog, &[], DEFAULT_TIMEOUT).assert_ok("hotpath");
+    // The collective benchmark at small sizes, so that a collective path that hangs or fails
+    // in the benchmark's shape (active-set calls on the world, alternating pSync) shows here.
+    let coll = build_c(&dir.join("coll_sizes.c"), &[]);
+    for np in [2, 3] {
+        let r = oshrun(np, &coll, &[("COLL_MAX", "4096")], DEFAULT_TIMEOUT);
+        r.assert_ok("coll_sizes");
+        assert!(r.stdout.contains("RESULT coll_alltoall 1024 "), "{}", r.stdout);
+    }
 }

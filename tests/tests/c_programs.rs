@@ -165,6 +165,32 @@ fn team_collectives_every_kind_and_reduction() {
 }
 
 #[test]
+fn collectives_at_every_size_back_to_back() {
+    run_everywhere("coll_shapes", &[]);
+}
+
+/// The same conformance programs once per scoll stack (shared memory first, and the portable
+/// component alone), on every team size from 1 to 8 PEs (oversubscribed), under oshrun.
+#[test]
+fn collectives_per_component_on_1_to_8_pes() {
+    if Launcher::from_env() != Launcher::Oshrun {
+        return;
+    }
+    let progs: Vec<_> = ["collectives", "coll_shapes", "legacy_coll", "barrier", "broadcast"]
+        .iter()
+        .map(|p| (*p, c_test(p)))
+        .collect();
+    for scoll in ["shm,basic", "basic"] {
+        for np in [1, 2, 3, 4, 5, 7, 8] {
+            for (name, prog) in &progs {
+                eprintln!("{name} on {np} PEs with SHMEM_MCA_scoll={scoll}");
+                job(np, prog, &[("SHMEM_MCA_scoll", scoll)], DEFAULT_TIMEOUT).assert_all_pes_ok(name, np);
+            }
+        }
+    }
+}
+
+#[test]
 fn active_set_collectives_restore_psync() {
     run_everywhere("legacy_coll", &[]);
 }

@@ -84,7 +84,7 @@ fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
     assert!(!r.status.success());
     assert!(
         r.stderr.contains(
-            "there is no scoll component named 'future'; the scoll components that exist are: basic"
+            "there is no scoll component named 'future'; the scoll components that exist are: basic, shm"
         ),
         "{}",
         r.stderr
@@ -105,7 +105,7 @@ fn shmem_info_lists_components_and_settings() {
         "not selected by SHMEM_MCA_sshmem",
         "=> selected: mmap",
         "memheap components",
-        "=> selected: basic",
+        "=> selected: shm, basic",
         "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"512M\"  [default]",
     ] {
         assert!(out.contains(want), "missing `{want}` in:\n{out}");

@@ -11,7 +11,7 @@
 //! Data moves by plain loads and stores through the peers' mappings, followed by a release
 //! store of the signal word; readers acquire the word before reading the data.
 
-use rshmem_plugin_api::{CoreServices, TeamDesc, CMP_GE, TEAM_EPHEMERAL};
+use rshmem_plugin_api::{CoreServices, TeamDesc, CMP_GE, TEAM_EPHEMERAL, TEAM_MAPPED};
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -49,16 +49,15 @@ pub struct Team {
 }
 
 impl Team {
-    /// The state for `d`, or None when the component cannot serve the team: an active-set
-    /// team (its scratch is the user's pSync, which must be left zeroed), too large, too
-    /// little scratch, or a member whose memory this PE does not map. Every member reaches the
-    /// same answer: the mapping of peers is decided alike on all PEs of a host, and a team
-    /// with a member on another host has, on every member, some member it cannot map.
+    /// The state for `d`, or None when the component cannot serve the team: not every member
+    /// maps every member's memory (`TEAM_MAPPED`, which the core computes alike on all
+    /// members), an active-set team (its scratch is the user's pSync, which must be left
+    /// zeroed), too large, or too little scratch. Every member reaches the same answer.
     pub fn new(c: &CoreServices, d: &TeamDesc) -> Option<Team> {
         let n = usize::try_from(d.size).ok()?;
         let aligned = (d.scratch as usize).is_multiple_of(64);
-        if d.flags & TEAM_EPHEMERAL != 0 || n == 0 || n > MAX_PES || !aligned || d.scratch_len < SCRATCH_BYTES
-        {
+        let mapped = d.flags & TEAM_MAPPED != 0 && d.flags & TEAM_EPHEMERAL == 0;
+        if !mapped || n == 0 || n > MAX_PES || !aligned || d.scratch_len < SCRATCH_BYTES {
             return None;
         }
         if !(0..d.size).contains(&d.my_index) || d.scratch.is_null() {
