@@ -18,7 +18,7 @@ use std::sync::atomic::{fence, Ordering};
 
 /// Barrier: every member signals every other up to this team size; a dissemination barrier
 /// (log2 n rounds) above it.
-pub const FLAT_MAX: c_int = 4;
+pub const FLAT_MAX: c_int = 8;
 /// Broadcast: up to this many bytes in all (n - 1 copies), the root writes every member's
 /// `dest` and returns at once; above it, members copy from the root in parallel.
 pub const PUSH_MAX: usize = 64 * 1024;
