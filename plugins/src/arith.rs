@@ -42,6 +42,32 @@ pub fn supports(dtype: u32, op: u32) -> bool {
     }
 }
 
+/// What a reduction or scan call (`ScollOps::reduce`) needs before anyone waits on this PE.
+pub struct Shape {
+    /// Bytes per element, and in all.
+    pub es: usize,
+    pub nbytes: usize,
+    /// How many members' sources, in team order from index 0, this PE combines: all of them
+    /// (`REDUCE_ALL`), up to itself (`REDUCE_INSCAN`) or up to before itself
+    /// (`REDUCE_EXSCAN`, 0 on the first member, whose `dest` stays untouched).
+    pub upto: c_int,
+}
+
+/// The shape of a call on `nelems` elements for member `me` of `n`, or None for an unknown
+/// type or kind, an operation the type does not support, or a size that overflows. Every
+/// member must reject a bad call alike, before it signals anyone.
+pub fn shape(dtype: u32, op: u32, kind: u32, nelems: usize, n: c_int, me: c_int) -> Option<Shape> {
+    let es = elem_size(dtype)?;
+    let nbytes = nelems.checked_mul(es)?;
+    let upto = match kind {
+        crate::REDUCE_ALL => n,
+        crate::REDUCE_INSCAN => me + 1,
+        crate::REDUCE_EXSCAN => me,
+        _ => return None,
+    };
+    supports(dtype, op).then_some(Shape { es, nbytes, upto })
+}
+
 /// `acc[i] = f(acc[i], x[i])` for `n` elements of `T`, through slices when both pointers are
 /// aligned for `T` (the vectorised path), element by element otherwise.
 ///
@@ -211,6 +237,18 @@ mod tests {
         assert!(combine(DT_LONGDOUBLE, OP_MAX, &mut ld, &[one], 1));
         assert!(!combine(DT_LONGDOUBLE, OP_XOR, &mut ld, &[one], 1));
         assert!(!combine(99, OP_SUM, &mut ld, &[one], 1));
+    }
+
+    #[test]
+    fn call_shapes_and_rejections() {
+        let s = shape(DT_F64, OP_SUM, crate::REDUCE_ALL, 3, 4, 1).unwrap();
+        assert_eq!((s.es, s.nbytes, s.upto), (8, 24, 4));
+        assert_eq!(shape(DT_I32, OP_XOR, crate::REDUCE_INSCAN, 1, 4, 2).unwrap().upto, 3);
+        assert_eq!(shape(DT_I32, OP_SUM, crate::REDUCE_EXSCAN, 1, 4, 0).unwrap().upto, 0);
+        assert!(shape(DT_F32, OP_AND, crate::REDUCE_ALL, 1, 2, 0).is_none(), "no bitwise floats");
+        assert!(shape(99, OP_SUM, crate::REDUCE_ALL, 1, 2, 0).is_none());
+        assert!(shape(DT_I8, OP_SUM, 7, 1, 2, 0).is_none(), "unknown kind");
+        assert!(shape(DT_I64, OP_SUM, crate::REDUCE_ALL, usize::MAX, 2, 0).is_none(), "overflow");
     }
 
     #[test]

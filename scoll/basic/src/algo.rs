@@ -2,9 +2,7 @@
 //! put, fence, quiet) so that they work over any spml and any team shape.
 
 use crate::team::{partner, rounds, Team, CHAIN_FLAG, CHAIN_OFF, DATA, READY};
-use rshmem_plugin_api::{
-    arith, CoreServices, CMP_GE, RC_ERROR, RC_OK, REDUCE_ALL, REDUCE_EXSCAN, REDUCE_INSCAN,
-};
+use rshmem_plugin_api::{arith, CoreServices, CMP_GE, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -217,20 +215,12 @@ pub unsafe fn reduce(
     op: u32,
     kind: u32,
 ) -> c_int {
-    let (n, me) = (t.size(), t.me());
-    let Some(es) = arith::elem_size(dtype) else { return RC_ERROR };
-    let Some(nbytes) = nelems.checked_mul(es) else { return RC_ERROR };
-    let upto = match kind {
-        REDUCE_ALL => n,
-        REDUCE_INSCAN => me + 1,
-        REDUCE_EXSCAN => me,
-        _ => return RC_ERROR,
-    };
-    // Check the operation before anyone waits on us.
-    let (mut acc, mut buf) = (arith::buffer(nbytes), arith::buffer(nbytes));
-    if !arith::combine(dtype, op, &mut acc, &buf, 0) {
+    let me = t.me();
+    // Check the call before anyone waits on us.
+    let Some(arith::Shape { nbytes, upto, .. }) = arith::shape(dtype, op, kind, nelems, t.size(), me) else {
         return RC_ERROR;
-    }
+    };
+    let (mut acc, mut buf) = (arith::buffer(nbytes), arith::buffer(nbytes));
     // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
     // live for the call (caller).
     unsafe {

@@ -9,9 +9,7 @@
 //! checked before the first signal.
 
 use crate::team::{Team, ACK, BLOCK_BYTES, MID, SIG, STAGE_BYTES};
-use rshmem_plugin_api::{
-    arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL, REDUCE_EXSCAN, REDUCE_INSCAN,
-};
+use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 use std::ptr::{copy, copy_nonoverlapping};
 use std::sync::atomic::{fence, Ordering};
@@ -225,16 +223,8 @@ pub unsafe fn reduce(
     op: u32,
     kind: u32,
 ) -> c_int {
-    let Some(es) = arith::elem_size(dtype) else { return RC_ERROR };
-    let Some(nbytes) = nelems.checked_mul(es) else { return RC_ERROR };
-    if !arith::supports(dtype, op) {
+    let Some(arith::Shape { es, nbytes, upto }) = arith::shape(dtype, op, kind, nelems, t.n, t.me) else {
         return RC_ERROR;
-    }
-    let upto = match kind {
-        REDUCE_ALL => t.n,
-        REDUCE_INSCAN => t.me + 1,
-        REDUCE_EXSCAN => t.me,
-        _ => return RC_ERROR,
     };
     let small = nbytes <= STAGE_BYTES;
     let chunked = !small && kind == REDUCE_ALL;
@@ -245,11 +235,11 @@ pub unsafe fn reduce(
     // SAFETY: the buffers hold `nelems` elements (caller) and are reachable where read.
     unsafe {
         if small {
-            staged(c, t, e, dest as *mut u8, src as *const u8, nelems, nbytes, (dtype, op), upto);
+            staged(c, t, e, dest as *mut u8, src as *const u8, nelems, es, (dtype, op), upto);
         } else if chunked {
             scatter_gather(c, t, e, dest as *mut u8, src as *const u8, nelems, es, (dtype, op));
         } else {
-            in_place(c, t, e, dest as *mut u8, src as *const u8, nelems, nbytes, (dtype, op), upto);
+            in_place(c, t, e, dest as *mut u8, src as *const u8, nelems, es, (dtype, op), upto);
         }
     }
     RC_OK
@@ -278,10 +268,11 @@ unsafe fn staged(
     dest: *mut u8,
     src: *const u8,
     nelems: usize,
-    nbytes: usize,
+    es: usize,
     f: (u32, u32),
     upto: c_int,
 ) {
+    let nbytes = nelems * es;
     let p = (e % 2) as usize;
     let last = t.restage(p, e);
     if last > 0 {
@@ -291,7 +282,6 @@ unsafe fn staged(
             t.wait(c, ACK, j, last);
         }
     }
-    let es = nbytes.checked_div(nelems).unwrap_or(1);
     let acc = t.buffer(nbytes).as_mut_ptr() as *mut u8;
     // SAFETY: the staging buffers hold STAGE_BYTES >= nbytes; `acc` holds nbytes.
     unsafe {
@@ -376,11 +366,11 @@ unsafe fn in_place(
     dest: *mut u8,
     src: *const u8,
     nelems: usize,
-    nbytes: usize,
+    es: usize,
     f: (u32, u32),
     upto: c_int,
 ) {
-    let es = nbytes / nelems.max(1);
+    let nbytes = nelems * es;
     let acc = t.buffer(nbytes).as_mut_ptr() as *mut u8;
     t.signal_all(SIG, e);
     for j in 0..upto {
