@@ -120,14 +120,14 @@ pub fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
-/// `512M`, `1g`, `4096`, `2KiB`.
+/// A size as the spec writes it: a non-negative integer or decimal number with an optional
+/// binary suffix (`4096`, `512M`, `1g`, `2KiB`, `1.5G`, `.5m`, `3.1M`). A decimal becomes the
+/// integer ceiling of number × scale, as the spec requires ("at least as large as").
 pub fn parse_size(v: &str) -> Option<usize> {
     let v = v.trim();
-    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(digits);
-    let n: usize = num.parse().ok()?;
-    let unit = unit.trim().to_ascii_uppercase();
-    let shift = match unit.trim_end_matches("IB").trim_end_matches('B') {
+    let end = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let (num, unit) = v.split_at(end);
+    let shift = match unit.trim().to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
         "" => 0,
         "K" => 10,
         "M" => 20,
@@ -135,7 +135,20 @@ pub fn parse_size(v: &str) -> Option<usize> {
         "T" => 40,
         _ => return None,
     };
-    n.checked_mul(1usize << shift)
+    if !num.contains('.') {
+        return num.parse::<usize>().ok()?.checked_mul(1usize << shift);
+    }
+    // One point, digits on at least one side ("1.", ".5" and "1.5", not "." or "1.2.3").
+    let (int, frac) = num.split_once('.')?;
+    if frac.contains('.') || (int.is_empty() && frac.is_empty()) {
+        return None;
+    }
+    // Exact arithmetic: the number is int + frac / 10^digits; scale it, then round up.
+    let den = 10u128.checked_pow(frac.len() as u32)?;
+    let int: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let frac: u128 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let scaled = int.checked_mul(den)?.checked_add(frac)?.checked_mul(1u128 << shift)?;
+    usize::try_from(scaled.div_ceil(den)).ok()
 }
 
 pub fn get_bool(name: &str) -> Result<bool, String> {
@@ -145,7 +158,7 @@ pub fn get_bool(name: &str) -> Result<bool, String> {
 
 pub fn get_size(name: &str) -> Result<usize, String> {
     let v = raw(name);
-    parse_size(&v).ok_or_else(|| format!("{name}={v} is not a size (examples: 4096, 64K, 512M, 2G)"))
+    parse_size(&v).ok_or_else(|| format!("{name}={v} is not a size (examples: 4096, 64K, 512M, 1.5G)"))
 }
 
 /// `SHMEM_MCA_<framework>_<component>_<param>` as a C string owned for the job's lifetime
@@ -256,6 +269,20 @@ mod tests {
         assert_eq!(parse_size("1T"), Some(1 << 40));
         assert_eq!(parse_size("12Q"), None);
         assert_eq!(parse_size("M"), None);
+    }
+
+    #[test]
+    fn decimal_sizes_round_up() {
+        assert_eq!(parse_size("1.5G"), Some(3 << 29));
+        assert_eq!(parse_size(".5m"), Some(1 << 19));
+        // 3.1 MiB is 3250585.6 bytes: the ceiling.
+        assert_eq!(parse_size("3.1M"), Some(3_250_586));
+        assert_eq!(parse_size("2."), Some(2));
+        assert_eq!(parse_size("0.1"), Some(1));
+        assert_eq!(parse_size("1.25k"), Some(1280));
+        for bad in [".", "1.2.3", "1.5Q", "-1", "1e3", "", "0x10"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -168,8 +168,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         crate::config::get_size("SHMEM_CPU_SYMMETRIC_SIZE")
     }
     .unwrap_or_else(|e| fail(routine, &e));
-    check_heap_fits(heap_size, boot.local_size(), boot.local_rank() == 0)
-        .unwrap_or_else(|e| fail(routine, &e));
+    check_heap_fits(
+        heap_size,
+        "a symmetric heap (SHMEM_SYMMETRIC_SIZE)",
+        boot.local_size(),
+        boot.local_rank() == 0,
+    )
+    .unwrap_or_else(|e| fail(routine, &e));
     crate::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
     let debug = cfg(crate::config::get_bool("SHMEM_DEBUG"));
     let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
@@ -272,7 +277,19 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         publish(SEG_DATA, d.base, d.len, std::ptr::null_mut(), d.name.as_bytes());
     }
     let nseg = segs.count() as u32;
+    boot.put(crate::spaces::env::KEY, crate::spaces::env::fingerprint().as_bytes())
+        .unwrap_or_else(|e| fail(routine, &format!("bootstrap: {e}")));
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    // The space variables first: a heap size that differs is named as the variable it is.
+    let space_env: Vec<String> = (0..n_pes)
+        .map(|pe| {
+            let v = boot.get(pe, crate::spaces::env::KEY).ok().flatten().unwrap_or_else(|| {
+                fail(routine, &format!("PE {pe} did not publish its memory-space settings"))
+            });
+            String::from_utf8_lossy(&v).into_owned()
+        })
+        .collect();
+    crate::spaces::env::compare(&space_env).unwrap_or_else(|e| fail(routine, &e));
 
     // Wire up every peer.
     // SAFETY: plugin ABI call; every PE's address was published before the fence.
@@ -421,12 +438,12 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
 /// touched, so it would be accepted and the job killed later, far from the cause. Say so now.
 /// Heaps that fit one by one but not all together only get a warning (most programs touch a
 /// fraction of their heap).
-fn check_heap_fits(heap: usize, local_pes: i32, report: bool) -> Result<(), String> {
+pub(crate) fn check_heap_fits(heap: usize, what: &str, local_pes: i32, report: bool) -> Result<(), String> {
     let Some((ram, swap)) = machine_memory() else { return Ok(()) };
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     if heap as u64 > ram + swap {
         return Err(format!(
-            "a symmetric heap of {heap} bytes ({:.1} GiB, SHMEM_SYMMETRIC_SIZE) cannot be backed: this machine has {:.1} GiB of memory and {:.1} GiB of swap",
+            "{what} of {heap} bytes ({:.1} GiB) per PE cannot be backed: this machine has {:.1} GiB of memory and {:.1} GiB of swap",
             gib(heap as u64),
             gib(ram),
             gib(swap)
@@ -438,7 +455,7 @@ fn check_heap_fits(heap: usize, local_pes: i32, report: bool) -> Result<(), Stri
             crate::log::WARN,
             "init",
             &format!(
-                "{local_pes} PEs on this host with {:.1} GiB of symmetric heap each need {:.1} GiB if filled; the machine has {:.1} GiB of memory and swap",
+                "{local_pes} PEs on this host with {:.1} GiB each for {what} need {:.1} GiB if filled; the machine has {:.1} GiB of memory and swap",
                 gib(heap as u64),
                 gib(all),
                 gib(ram + swap)

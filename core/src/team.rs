@@ -11,6 +11,7 @@
 use crate::runtime::Runtime;
 use rshmem_plugin_api::{ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL, TEAM_MAPPED};
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
 
 type BarrierFn = unsafe extern "C" fn(*mut c_void) -> c_int;
@@ -102,6 +103,9 @@ pub struct TeamState {
     pub slot: usize,
     /// `shmem_team_config_t.num_contexts` as given at creation.
     pub num_contexts: c_int,
+    /// The memory space whose associated team this team is or descends from (0: none), so
+    /// that `shmem_space_destroy` can refuse while any such team exists.
+    pub space: AtomicU64,
     pub barrier: Vec<(BarrierFn, *mut c_void, String)>,
     pub broadcast: Vec<(BroadcastFn, *mut c_void, String)>,
     /// Each broadcast provider's form that leaves the root's `dest` alone, if it has one.
@@ -173,6 +177,7 @@ impl TeamState {
         let mut t = TeamState {
             slot,
             num_contexts: 0,
+            space: AtomicU64::new(0),
             desc: TeamDesc {
                 id: slot as c_int,
                 start,

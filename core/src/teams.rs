@@ -101,6 +101,19 @@ pub fn is_live(team: Team) -> bool {
     registry().live.lock().unwrap_or_else(|e| e.into_inner()).contains(&(team as usize))
 }
 
+/// How many live teams on this PE are, or descend from, the associated team of space `tag`.
+pub fn live_in_space(tag: u64) -> usize {
+    let live = registry().live.lock().unwrap_or_else(|e| e.into_inner());
+    live.iter()
+        .filter(|&&h| {
+            // SAFETY: handles in `live` point at TeamObj values not destroyed yet.
+            let p = unsafe { &*(h as *const TeamObj) }.state.load(Ordering::Acquire);
+            // SAFETY: a live team's state lives until it is destroyed, which takes `live`'s lock.
+            !p.is_null() && unsafe { &*(p as *const TeamState) }.space.load(Ordering::Acquire) == tag
+        })
+        .count()
+}
+
 fn registry() -> &'static Registry {
     REGISTRY.get().expect("teams are set up at init")
 }
@@ -229,6 +242,8 @@ fn split(
     let Some(triplet) = mine else { return Ok(std::ptr::null()) };
     let mut t = TeamState::create(routine, rt, slot, triplet, &registry().scolls);
     t.num_contexts = config.map_or(0, |c| c.num_contexts);
+    // A team split from a space's team (or from one of its descendants) keeps the space alive.
+    *t.space.get_mut() = parent.space.load(Ordering::Acquire);
     let obj = Box::new(TeamObj {
         state: AtomicPtr::new(Box::into_raw(Box::new(t)) as *mut c_void),
         _reserved: [0; 7],
@@ -404,13 +419,14 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
     unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
     t.barrier(routine);
     let slot = t.slot;
+    // Out of the live list first, so that nobody walking it (live_in_space) meets a freed state.
+    registry().live.lock().unwrap_or_else(|e| e.into_inner()).retain(|&h| h != team as usize);
     // SAFETY: a team handle from `split`, destroyed once (by contract).
     unsafe {
         let obj = Box::from_raw(team as *mut TeamObj);
         drop(Box::from_raw(obj.state.load(Ordering::Acquire) as *mut TeamState));
     }
     *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << slot);
-    registry().live.lock().unwrap_or_else(|e| e.into_inner()).retain(|&h| h != team as usize);
 }
 
 /// `shmem_team_create_ctx`.

@@ -201,6 +201,11 @@ fn memory_spaces_and_malloc_with_hints() {
 }
 
 #[test]
+fn space_rules_at_their_edges_give_one_answer_on_every_pe() {
+    run_everywhere("space_edges", &[]);
+}
+
+#[test]
 fn contexts_and_signals() {
     run_everywhere("ctx_signal", &[]);
 }

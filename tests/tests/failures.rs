@@ -88,11 +88,36 @@ fn a_job_whose_init_fails_leaves_no_shared_memory_behind() {
     let r = oshrun(3, &c_test("init_mismatch"), &[], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);
     assert!(
-        r.stderr.contains("every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE"),
+        r.stderr.contains(
+            "SHMEM_SYMMETRIC_SIZE must have the same value on every PE (memory-spaces rule), but PE 0 has 4194304, PE 1 has 8388608"
+        ),
         "{}",
         r.stderr
     );
     assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
     let left: Vec<_> = shm_names().difference(&before).cloned().collect();
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+}
+
+#[test]
+fn space_variables_that_differ_across_pes_fail_init_naming_variable_and_pe() {
+    for (var, a, b, said) in [
+        ("SHMEM_ENABLE_GPU_SPACE", "", "1", "but PE 0 has it unset, PE 1 has set"),
+        ("SHMEM_CPU_SYMMETRIC_SIZE", "2M", "3M", "but PE 0 has 2097152, PE 1 has 3145728"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "1.5G", "1G", "but PE 0 has 1610612736, PE 1 has 1073741824"),
+    ] {
+        let env = [("MISMATCH_VAR", var), ("MISMATCH_A", a), ("MISMATCH_B", b)];
+        let r = oshrun(3, &c_test("init_mismatch"), &env, T);
+        assert_eq!(r.code(), Some(1), "{var}: {}", r.stderr);
+        let want = format!("{var} must have the same value on every PE (memory-spaces rule), {said}");
+        assert!(r.stderr.contains(&want), "{var}: wanted `{want}` in:\n{}", r.stderr);
+        assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
+    }
+    // The same value spelt two ways is the same value (the default space unset means CPU).
+    for (var, a, b) in [("SHMEM_CPU_SYMMETRIC_SIZE", "4M", "4194304"), ("SHMEM_DEFAULT_SPACE", "", "cpu")] {
+        let env = [("MISMATCH_VAR", var), ("MISMATCH_A", a), ("MISMATCH_B", b)];
+        let r = oshrun(3, &c_test("init_mismatch"), &env, T);
+        r.assert_ok(var);
+        assert_eq!(r.stdout.matches("not reached: PE").count(), 3, "{}", r.stdout);
+    }
 }

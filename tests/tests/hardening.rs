@@ -150,6 +150,28 @@ fn a_misspelt_setting_is_named_with_its_likely_meaning() {
 }
 
 #[test]
+fn a_destroyed_or_foreign_space_handle_is_reported_on_use() {
+    for (how, needle) in [
+        ("malloc_after_destroy", "shmem_space_malloc: space 0x"),
+        ("destroy_twice", "shmem_space_destroy: space 0x"),
+        ("free_after_destroy", "shmem_space_free: space 0x"),
+    ] {
+        let r = oshrun(2, &c_test("space_misuse"), &[("SPACE_MISUSE", how)], T);
+        assert_eq!(r.code(), Some(1), "{how}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(needle)
+                && r.stderr.contains("was destroyed by shmem_space_destroy and cannot be used"),
+            "{how}: {}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("not reached"), "{how}: {}", r.stdout);
+    }
+    let r = oshrun(2, &c_test("space_misuse"), &[("SPACE_MISUSE", "not_a_handle")], T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("is not a memory space handle"), "{}", r.stderr);
+}
+
+#[test]
 fn a_heap_larger_than_the_machine_fails_init_saying_so() {
     let r = oshrun(2, &c_test("hello"), &[("SHMEM_SYMMETRIC_SIZE", "900T")], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);

@@ -15,14 +15,15 @@
 //! on its node, and the segment table publishes it, so RMA, atomics and collectives find it by
 //! address like any symmetric memory.
 
+pub mod env;
+mod segment;
+
 use crate::error::fatal;
 use crate::ffi::handles::{rshmem_team_world, Team, TeamObj};
 use crate::runtime::{self, Runtime};
-use crate::segments::PeerSeg;
-use rshmem_plugin_api::SegmentDesc;
 use std::ffi::{c_int, c_long, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// `shmem_device_type_t` values.
 pub const DEVICE_CPU: c_int = 0;
@@ -47,30 +48,24 @@ pub struct SpaceConfig {
     pub flags: c_int,
 }
 
-/// A created space's own resources (the default space has none: it is the init heap).
-struct Owned {
-    seg: u32,
-    desc: Mutex<SegmentDesc>,
-    heap: *mut c_void,
-    lock: Mutex<()>,
-    spml_reg: *mut c_void,
-    /// Peers' mappings of the segment on this node, to detach at destroy.
-    mapped: Vec<*mut u8>,
-}
-
 pub struct Space {
     device: c_int,
     caps: u64,
     /// The space-associated team.
     team: Team,
-    owned: Option<Owned>,
+    /// Teams whose `space` tag is this are the space's team and its descendants (0: default).
+    id: u64,
+    /// False once destroyed: the handle stays recognisable, so later use is a clear error.
+    alive: AtomicBool,
+    /// A created space's segment and heap (None for the default space, whose heap is the
+    /// init heap); the lock also serialises the heap.
+    owned: Mutex<Option<segment::Owned>>,
 }
 
-// SAFETY: the raw pointers are plugin handles and mappings valid until `destroy`, which the
-// spec makes collective and exclusive of other uses; the heap is used under `lock`.
-unsafe impl Send for Space {}
-// SAFETY: as for Send.
-unsafe impl Sync for Space {}
+/// Handles of every space `shmem_space_create` made, destroyed or not. Space values are never
+/// freed (a few dozen bytes each), so a stale handle is recognised rather than dereferenced.
+static CREATED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Exported handles: `SHMEM_SPACE_DEFAULT`, `SHMEM_SPACE_CPU`, `SHMEM_SPACE_GPU`,
 /// `SHMEM_TEAM_CPU`, `SHMEM_TEAM_GPU` are these variables (set at init).
@@ -105,11 +100,18 @@ pub fn init(rt: &Runtime) {
             | CAP_WORLD_ACCESS
             | if all_mapped { CAP_DIRECT_ACCESS } else { 0 },
         team: &rshmem_team_world,
-        owned: None,
+        id: 0,
+        alive: AtomicBool::new(true),
+        owned: Mutex::new(None),
     })) as *mut Space as *mut c_void;
     rshmem_space_default.store(default, Ordering::Release);
     rshmem_space_cpu.store(default, Ordering::Release);
     rshmem_team_cpu.store(&rshmem_team_world as *const TeamObj as *mut TeamObj, Ordering::Release);
+    // Two symmetric words for the agreements of create and destroy (same order on every PE).
+    let words = crate::heap::alloc_internal(rt, 16, 16).unwrap_or_else(|| {
+        crate::error::fatal(c"shmem_init", "no room in the symmetric heap for the space agreement words")
+    });
+    let _ = AGREE.set(words as usize);
     if !crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() && rt.my_pe == 0 {
         crate::log::log(
             crate::log::WARN,
@@ -119,17 +121,51 @@ pub fn init(rt: &Runtime) {
     }
 }
 
-/// The space behind a handle, or None for SHMEM_SPACE_INVALID. Handles come from C, where a
-/// space handle is valid by the caller's contract.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
-fn space<'a>(space: *mut c_void) -> Option<&'a Space> {
-    // SAFETY: non-null space handles point at live Space values (leaked until destroy).
-    (!space.is_null()).then(|| unsafe { &*(space as *const Space) })
+/// The symmetric words `agree_any` reduces over.
+static AGREE: OnceLock<usize> = OnceLock::new();
+
+/// Collective over the world: whether any PE passed `mine = true`. Every PE gets the same
+/// answer, which is what lets a routine that fails on one PE return nonzero on all.
+fn agree_any(routine: &CStr, mine: bool) -> bool {
+    let w = *AGREE.get().expect("set at init") as *mut u64;
+    // SAFETY: two symmetric u64 words set aside at init; the reduction below is the only user
+    // and world collectives are not called concurrently (a spec rule).
+    unsafe { w.write_volatile(u64::from(mine)) };
+    crate::coll::world(routine).reduce(
+        routine,
+        w.wrapping_add(1).cast(),
+        w.cast(),
+        1,
+        rshmem_plugin_api::DT_U64,
+        rshmem_plugin_api::OP_MAX,
+        rshmem_plugin_api::REDUCE_ALL,
+    );
+    // SAFETY: as above; the reduction has written it.
+    unsafe { w.wrapping_add(1).read_volatile() != 0 }
+}
+
+/// The space behind a handle: None for SHMEM_SPACE_INVALID; a clear error, ending the job, for
+/// a destroyed space or a pointer that is no space handle. Handles come from C.
+fn space(routine: &CStr, handle: *mut c_void) -> Option<&'static Space> {
+    if handle.is_null() {
+        return None;
+    }
+    let known = handle == rshmem_space_default.load(Ordering::Acquire)
+        || CREATED.lock().unwrap_or_else(|e| e.into_inner()).contains(&(handle as usize));
+    if !known {
+        fatal(routine, &format!("space {handle:p} is not a memory space handle"));
+    }
+    // SAFETY: known handles point at Space values that are never freed.
+    let sp = unsafe { &*(handle as *const Space) };
+    if !sp.alive.load(Ordering::Acquire) {
+        fatal(routine, &format!("space {handle:p} was destroyed by shmem_space_destroy and cannot be used"));
+    }
+    Some(sp)
 }
 
 pub fn is_available(routine: &CStr, s: *mut c_void) -> c_int {
     runtime::get(routine);
-    c_int::from(space(s).is_none())
+    c_int::from(space(routine, s).is_none())
 }
 
 pub fn team_is_valid(routine: &CStr, team: Team) -> c_int {
@@ -141,7 +177,7 @@ pub fn team_is_valid(routine: &CStr, team: Team) -> c_int {
 /// `team` must be writable.
 pub unsafe fn get_team(routine: &CStr, s: *mut c_void, team: *mut Team) -> c_int {
     runtime::get(routine);
-    let Some(sp) = space(s) else { return -1 };
+    let Some(sp) = space(routine, s) else { return -1 };
     if team.is_null() {
         fatal(routine, "team is NULL");
     }
@@ -154,7 +190,7 @@ pub unsafe fn get_team(routine: &CStr, s: *mut c_void, team: *mut Team) -> c_int
 /// `ty` must be writable.
 pub unsafe fn get_device_type(routine: &CStr, s: *mut c_void, ty: *mut c_int) -> c_int {
     runtime::get(routine);
-    let Some(sp) = space(s) else { return -1 };
+    let Some(sp) = space(routine, s) else { return -1 };
     if ty.is_null() {
         fatal(routine, "type is NULL");
     }
@@ -167,7 +203,7 @@ pub unsafe fn get_device_type(routine: &CStr, s: *mut c_void, ty: *mut c_int) ->
 /// `caps` must be writable.
 pub unsafe fn get_caps(routine: &CStr, s: *mut c_void, caps: *mut u64) -> c_int {
     runtime::get(routine);
-    let Some(sp) = space(s) else { return -1 };
+    let Some(sp) = space(routine, s) else { return -1 };
     if caps.is_null() {
         fatal(routine, "caps is NULL");
     }
@@ -176,10 +212,9 @@ pub unsafe fn get_caps(routine: &CStr, s: *mut c_void, caps: *mut u64) -> c_int 
     0
 }
 
-/// Bytes of each PE's record in the exchange, and what fits in it.
-const RECORD: usize = 2048;
-
-/// `shmem_space_create`: collective on the world team.
+/// `shmem_space_create`: collective on the world team. Whatever fails on one PE (a size the
+/// machine cannot back, no segment slot left, a component refusing) makes it return nonzero on
+/// every PE, with the reason logged where it happened.
 ///
 /// # Safety
 /// `config` must be readable, `space_out` and `team_out` writable.
@@ -195,35 +230,46 @@ pub unsafe fn create(
     }
     // SAFETY: checked non-null; readable by contract.
     let cfg = unsafe { &*config };
-    let invalid = || {
-        // SAFETY: checked non-null above.
-        unsafe {
-            *space_out = std::ptr::null_mut();
-            *team_out = std::ptr::null();
-        }
-        1
-    };
+    // SAFETY: checked non-null above; the invalid handles until success.
+    unsafe {
+        *space_out = std::ptr::null_mut();
+        *team_out = std::ptr::null();
+    }
     // The same answer on every PE (the same config everywhere, the same library): no PE can
     // be left in a collective the others skipped.
     if cfg.device_type != DEVICE_CPU || cfg.size == 0 || cfg.flags != 0 {
-        if cfg.device_type == DEVICE_GPU {
+        if cfg.device_type == DEVICE_GPU && rt.my_pe == 0 {
             crate::log::log(
                 crate::log::INFO,
                 "spaces",
                 "no GPU symmetric heap: GPU spaces cannot be created",
             );
         }
-        return invalid();
+        return 1;
     }
-    let size = cfg.size.div_ceil(1 << 16) << 16;
-    let owned = match make_segment(routine, rt, size) {
+    let made = segment::prepare(rt, cfg.size);
+    if agree_any(routine, made.is_err()) {
+        match made {
+            Ok(p) => segment::discard(rt, p),
+            Err(why) => crate::log::log(
+                crate::log::WARN,
+                &routine.to_string_lossy(),
+                &format!("{why}; the space is not created (nonzero on every PE)"),
+            ),
+        }
+        return 1;
+    }
+    let owned = match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
         Ok(o) => o,
         Err(e) => fatal(routine, &e),
     };
+    // Load/store access only when every PE maps every peer's copy.
+    let direct = !agree_any(routine, !owned.all_mapped);
+    let ident = owned.ident;
     // The space-associated team: every PE reaches CPU memory, so it has the world's members.
     let mut team: Team = std::ptr::null();
     // SAFETY: the world handle is live; `team` is writable.
-    unsafe {
+    let rc = unsafe {
         crate::teams::split_strided(
             routine,
             &rshmem_team_world,
@@ -235,151 +281,70 @@ pub unsafe fn create(
             &mut team,
         )
     };
-    let ident = owned_ident(rt, owned.seg);
+    if rc != 0 {
+        // No team slot left: the same on every PE (the slot agreement is collective).
+        segment::release(routine, rt, owned);
+        return 1;
+    }
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    if let Some(t) = crate::teams::state(routine, team) {
+        t.space.store(id, Ordering::Release);
+    }
     let caps = CAP_RMA
         | CAP_COLLECTIVES
         | CAP_ATOMICS
         | CAP_WORLD_ACCESS
-        | if rt.needs_progress { 0 } else { CAP_DIRECT_ACCESS }
+        | if direct { CAP_DIRECT_ACCESS } else { 0 }
         | if ident { CAP_IDENT_ADDR } else { 0 };
-    let sp = Box::new(Space { device: DEVICE_CPU, caps, team, owned: Some(owned) });
+    let sp = Box::leak(Box::new(Space {
+        device: DEVICE_CPU,
+        caps,
+        team,
+        id,
+        alive: AtomicBool::new(true),
+        owned: Mutex::new(Some(owned)),
+    })) as *mut Space as *mut c_void;
+    CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(sp as usize);
     // SAFETY: checked non-null above.
     unsafe {
-        *space_out = Box::into_raw(sp) as *mut c_void;
+        *space_out = sp;
         *team_out = team;
     }
     0
 }
 
-/// Whether every PE's copy of segment `seg` starts at the same address.
-fn owned_ident(rt: &Runtime, seg: u32) -> bool {
-    let mine = rt.segs.local(seg).base as u64;
-    (0..rt.n_pes as usize).all(|pe| rt.segs.peer(pe, seg).remote_base == mine)
-}
-
-/// Create, register, exchange and map a new symmetric segment of `size` bytes with a heap.
-fn make_segment(routine: &CStr, rt: &Runtime, size: usize) -> Result<Owned, String> {
-    let mut desc = SegmentDesc::default();
-    // SAFETY: plugin ABI call with a valid out-pointer.
-    if unsafe { (rt.sshmem.create)(size, std::ptr::null_mut(), &mut desc) } != 0 {
-        return Err(format!("the sshmem component could not create a {size}-byte segment for the space"));
-    }
-    // SAFETY: the segment sshmem just created and mapped.
-    unsafe { crate::placement::place("a space's segment", desc.base.cast(), desc.size) };
-    // SAFETY: plugin ABI call over the segment just created.
-    let heap = unsafe { (rt.memheap.create)(desc.base, desc.size) };
-    if heap.is_null() {
-        return Err("the memheap component could not manage the space's segment".into());
-    }
-    let seg = rt.segs.reserve().ok_or("no room for another symmetric segment (16 at most)")?;
-    let mut rkey = vec![0u8; RECORD];
-    let (mut rkey_len, mut reg) = (0usize, std::ptr::null_mut());
-    // SAFETY: plugin ABI call; buffers valid for their capacities.
-    let rc = unsafe {
-        (rt.spml.mem_register)(
-            desc.base,
-            desc.size,
-            desc.transport_memh,
-            rkey.as_mut_ptr(),
-            rkey.len(),
-            &mut rkey_len,
-            &mut reg,
-        )
-    };
-    if rc != 0 {
-        return Err("the spml could not register the space's segment".into());
-    }
-    let mut rec = (seg as u64).to_le_bytes().to_vec();
-    rec.extend(crate::runtime::encode_segment(
-        desc.base as u64,
-        desc.size as u64,
-        &desc.blob[..desc.blob_len],
-        &rkey[..rkey_len],
-    ));
-    if rec.len() + 4 > RECORD {
-        return Err(format!("the space's segment record needs {} bytes, more than {RECORD}", rec.len()));
-    }
-    let n = rt.n_pes as usize;
-    let all = crate::heap::alloc_internal(rt, n * RECORD, 64).ok_or("no room in the symmetric heap")?;
-    let mut mine = vec![0u8; RECORD];
-    mine[..4].copy_from_slice(&(rec.len() as u32).to_le_bytes());
-    mine[4..4 + rec.len()].copy_from_slice(&rec);
-    let world = crate::coll::world(routine);
-    world.collect(routine, all.cast(), mine.as_ptr().cast(), RECORD, true);
-    let mut mapped = Vec::new();
-    for pe in 0..n {
-        // SAFETY: the fcollect filled `n` records of RECORD bytes.
-        let r = unsafe { std::slice::from_raw_parts(all.add(pe * RECORD), RECORD) };
-        let len = u32::from_le_bytes(r[..4].try_into().expect("4 bytes")) as usize;
-        let body = r.get(4..4 + len).ok_or_else(|| format!("PE {pe}: malformed space record"))?;
-        let their_seg = u64::from_le_bytes(body[..8].try_into().expect("8 bytes")) as u32;
-        let (base, slen, blob, key) = crate::runtime::decode_segment(&body[8..])
-            .ok_or_else(|| format!("PE {pe}: malformed space record"))?;
-        if their_seg != seg || slen as usize != desc.size {
-            return Err(format!(
-                "PE {pe} made segment {their_seg} of {slen} bytes for this space, this PE segment {seg} of {} bytes: spaces must be created and destroyed in the same order with the same sizes on every PE",
-                desc.size
-            ));
-        }
-        // SAFETY: plugin ABI call with the peer's packed key.
-        if unsafe { (rt.spml.add_segment)(pe as c_int, seg, base, slen as usize, key.as_ptr(), key.len()) }
-            != 0
-        {
-            return Err(format!("the spml could not unpack PE {pe}'s key for the space"));
-        }
-        let at: *mut u8 = if pe == rt.my_pe as usize {
-            desc.base as *mut u8
-        } else if rt.local_map && rt.boot.is_local(pe as c_int) {
-            let p = crate::runtime::map_peer(rt.sshmem, rt.spml, pe as c_int, seg, base, slen as usize, blob);
-            if !p.is_null() {
-                mapped.push(p);
-            }
-            p
-        } else {
-            std::ptr::null_mut()
-        };
-        rt.segs.set_peer(pe, seg, PeerSeg { remote_base: base, mapped: at });
-    }
-    rt.segs.publish(seg, desc.base as usize, desc.size);
-    // Everyone has mapped everyone's segment: the names can go.
-    world.barrier(routine);
-    // SAFETY: plugin ABI calls on our own segment and on the exchange buffer.
-    unsafe {
-        (rt.sshmem.unlink)(&mut desc);
-        (rt.memheap.free)(rt.heap, all.cast());
-    }
-    Ok(Owned { seg, desc: Mutex::new(desc), heap, lock: Mutex::new(()), spml_reg: reg, mapped })
-}
-
-/// `shmem_space_destroy`: collective on the space's team, which must have been destroyed.
+/// `shmem_space_destroy`: collective on the space's team. Refuses (nonzero, the space intact)
+/// while the space's team or any team split from it exists on any PE.
 ///
 /// # Safety
-/// `s` must be SHMEM_SPACE_INVALID or a live space handle.
+/// `s` must be SHMEM_SPACE_INVALID or a space handle.
 pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
     let rt = runtime::get(routine);
-    let Some(sp) = space(s) else { return 0 };
-    let Some(owned) = &sp.owned else {
+    let Some(sp) = space(routine, s) else { return 0 };
+    if sp.id == 0 {
         fatal(routine, "the predefined spaces cannot be destroyed");
-    };
-    if crate::teams::is_live(sp.team) {
+    }
+    // Teams exist per member: one PE may hold a sub-team the others do not, so agree.
+    let here = crate::teams::live_in_space(sp.id);
+    if agree_any(routine, here > 0) {
+        if here > 0 {
+            crate::log::log(
+                crate::log::INFO,
+                &routine.to_string_lossy(),
+                &format!("{here} team(s) made from the space's team still exist here: destroy them first; the space is kept"),
+            );
+        }
         return 1;
     }
     // Nobody may still use the memory (the space's team was the world).
+    // SAFETY: the default context is always live.
+    unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
     crate::coll::barrier_all(routine);
-    rt.segs.remove(owned.seg);
-    let mut desc = owned.desc.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: plugin ABI calls releasing what `make_segment` made, now unused everywhere.
-    unsafe {
-        (rt.spml.mem_deregister)(owned.spml_reg);
-        for &p in &owned.mapped {
-            (rt.sshmem.detach)(p.cast(), desc.size);
-        }
-        (rt.memheap.destroy)(owned.heap);
-        (rt.sshmem.destroy)(&mut *desc);
+    let owned = sp.owned.lock().unwrap_or_else(|e| e.into_inner()).take();
+    sp.alive.store(false, Ordering::Release);
+    if let Some(o) = owned {
+        segment::release(routine, rt, o);
     }
-    drop(desc);
-    // SAFETY: a handle `create` made, destroyed once (by contract); nothing refers to it now.
-    drop(unsafe { Box::from_raw(s as *mut Space) });
     0
 }
 
@@ -389,13 +354,9 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
     if size == 0 {
         return std::ptr::null_mut();
     }
-    let p = match &sp.owned {
+    let p = match &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
         None => crate::heap::alloc_internal(rt, size, 16).unwrap_or(std::ptr::null_mut()),
-        Some(o) => {
-            let _g = o.lock.lock().unwrap_or_else(|e| e.into_inner());
-            // SAFETY: plugin ABI call on the space's heap.
-            (unsafe { (rt.memheap.alloc)(o.heap, size, 16) }) as *mut u8
-        }
+        Some(o) => o.alloc(rt, size, 16),
     };
     if zero && !p.is_null() {
         // SAFETY: a fresh allocation of `size` bytes.
@@ -406,26 +367,19 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
 }
 
 pub fn malloc(routine: &CStr, s: *mut c_void, size: usize) -> *mut c_void {
-    match space(s) {
+    runtime::get(routine);
+    match space(routine, s) {
         Some(sp) => alloc(routine, sp, size, false),
-        None => {
-            runtime::get(routine);
-            std::ptr::null_mut()
-        }
+        None => std::ptr::null_mut(),
     }
 }
 
 pub fn calloc(routine: &CStr, s: *mut c_void, count: usize, size: usize) -> *mut c_void {
-    let Some(sp) = space(s) else {
-        runtime::get(routine);
-        return std::ptr::null_mut();
-    };
+    runtime::get(routine);
+    let Some(sp) = space(routine, s) else { return std::ptr::null_mut() };
     match count.checked_mul(size) {
         Some(n) => alloc(routine, sp, n, true),
-        None => {
-            runtime::get(routine);
-            std::ptr::null_mut()
-        }
+        None => std::ptr::null_mut(),
     }
 }
 
@@ -433,23 +387,24 @@ pub fn calloc(routine: &CStr, s: *mut c_void, count: usize, size: usize) -> *mut
 /// `ptr` must be NULL or a block this space's allocation routines returned.
 pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
     let rt = runtime::get(routine);
-    let Some(sp) = space(s) else { return };
+    let Some(sp) = space(routine, s) else { return };
     if ptr.is_null() {
         return;
     }
-    let Some(o) = &sp.owned else {
+    if sp.id == 0 {
         // SAFETY: forwarded (the default space is the heap of shmem_malloc).
         return unsafe { crate::heap::free(routine, ptr) };
-    };
-    let inside = rt.segs.lookup(ptr as usize).is_some_and(|(seg, _)| seg == o.seg);
-    // SAFETY: plugin ABI call; only looks the pointer up.
-    if !inside || unsafe { (rt.memheap.usable_size)(o.heap, ptr) } == 0 {
+    }
+    let guard = sp.owned.lock().unwrap_or_else(|e| e.into_inner());
+    let o = guard.as_ref().expect("a live created space owns its segment");
+    if !o.owns(rt, ptr) {
         fatal(routine, &format!("ptr {ptr:p} was not allocated from this space (or was already freed)"));
     }
+    drop(guard);
     crate::coll::barrier_all(routine);
-    let _g = o.lock.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: plugin ABI call on a live allocation of this space.
-    unsafe { (rt.memheap.free)(o.heap, ptr) };
+    if let Some(o) = &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
+        o.free(rt, ptr);
+    }
 }
 
 /// `shmem_malloc_with_hints`: the hints describe remote atomics and signals; every access path

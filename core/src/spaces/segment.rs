@@ -1,0 +1,219 @@
+//! A created space's symmetric segment, made like the heap at init: the sshmem component
+//! creates it, the memheap component manages it, the spml registers it, every PE learns every
+//! other PE's record (base, length, attach blob, packed key) through an fcollect on the world
+//! team and maps the ones on its host, and the segment table publishes it, so RMA, atomics and
+//! collectives find it by address like any symmetric memory.
+//!
+//! Creation is split so that it can fail cleanly on every PE: [`prepare`] does everything that
+//! can fail for reasons of this PE alone (memory, segment slots, components) and touches no
+//! peer; the caller agrees on the outcome; then [`connect`] exchanges and maps, or [`discard`]
+//! undoes a preparation the job gave up.
+
+use crate::runtime::Runtime;
+use crate::segments::PeerSeg;
+use rshmem_plugin_api::SegmentDesc;
+use std::ffi::{c_int, c_void, CStr};
+
+/// Bytes of each PE's record in the exchange, and what fits in it.
+const RECORD: usize = 2048;
+/// Segments are made in whole multiples of this.
+const GRANULE: usize = 1 << 16;
+
+/// This PE's half of a segment, before any peer knows of it.
+pub struct Prepared {
+    seg: u32,
+    desc: SegmentDesc,
+    heap: *mut c_void,
+    spml_reg: *mut c_void,
+    rkey: Vec<u8>,
+}
+
+/// A connected segment with its heap.
+pub struct Owned {
+    seg: u32,
+    desc: SegmentDesc,
+    heap: *mut c_void,
+    spml_reg: *mut c_void,
+    /// Peers' mappings of the segment on this host, to detach at destroy.
+    mapped: Vec<*mut u8>,
+    /// Whether this PE maps every peer's copy (load/store access to all of them).
+    pub all_mapped: bool,
+    /// Whether every PE's copy starts at the same address.
+    pub ident: bool,
+}
+
+// SAFETY: the raw pointers are plugin handles and mappings owned by this value; the space
+// keeps it behind a mutex and the spec makes destroy exclusive of other uses.
+unsafe impl Send for Owned {}
+
+/// Make this PE's segment of at least `size` bytes, its heap, a segment id and its
+/// registration. Nothing is visible to peers or lookups yet.
+pub fn prepare(rt: &Runtime, size: usize) -> Result<Prepared, String> {
+    let size = size
+        .checked_next_multiple_of(GRANULE)
+        .ok_or_else(|| format!("a space of {size} bytes per PE cannot be represented"))?;
+    crate::runtime::check_heap_fits(size, "a space", rt.boot.local_size(), rt.boot.local_rank() == 0)?;
+    let seg = rt.segs.reserve().ok_or_else(|| {
+        format!(
+            "no room for another symmetric segment ({} at most, the heap and global data included): destroy spaces that are no longer needed",
+            crate::segments::MAX_SEGMENTS
+        )
+    })?;
+    let mut desc = SegmentDesc::default();
+    // SAFETY: plugin ABI call with a valid out-pointer.
+    if unsafe { (rt.sshmem.create)(size, std::ptr::null_mut(), &mut desc) } != 0 {
+        rt.segs.remove(seg);
+        return Err(format!("the sshmem component could not create a {size}-byte segment"));
+    }
+    // SAFETY: the segment sshmem just created and mapped.
+    unsafe { crate::placement::place("a space's segment", desc.base.cast(), desc.size) };
+    let mut p =
+        Prepared { seg, desc, heap: std::ptr::null_mut(), spml_reg: std::ptr::null_mut(), rkey: Vec::new() };
+    // SAFETY: plugin ABI call over the segment just created.
+    p.heap = unsafe { (rt.memheap.create)(p.desc.base, p.desc.size) };
+    if p.heap.is_null() {
+        discard(rt, p);
+        return Err("the memheap component could not manage the space's segment".into());
+    }
+    let mut rkey = vec![0u8; RECORD];
+    let mut rkey_len = 0usize;
+    // SAFETY: plugin ABI call; buffers valid for their capacities.
+    let rc = unsafe {
+        (rt.spml.mem_register)(
+            p.desc.base,
+            p.desc.size,
+            p.desc.transport_memh,
+            rkey.as_mut_ptr(),
+            rkey.len(),
+            &mut rkey_len,
+            &mut p.spml_reg,
+        )
+    };
+    if rc != 0 {
+        p.spml_reg = std::ptr::null_mut();
+        discard(rt, p);
+        return Err("the spml could not register the space's segment".into());
+    }
+    rkey.truncate(rkey_len);
+    p.rkey = rkey;
+    Ok(p)
+}
+
+/// Undo a preparation no peer has seen.
+pub fn discard(rt: &Runtime, mut p: Prepared) {
+    // SAFETY: plugin ABI calls releasing what `prepare` made, seen by nobody else.
+    unsafe {
+        if !p.spml_reg.is_null() {
+            (rt.spml.mem_deregister)(p.spml_reg);
+        }
+        if !p.heap.is_null() {
+            (rt.memheap.destroy)(p.heap);
+        }
+        (rt.sshmem.unlink)(&mut p.desc);
+        (rt.sshmem.destroy)(&mut p.desc);
+    }
+    rt.segs.remove(p.seg);
+}
+
+/// Exchange every PE's record, map the peers on this host and publish the segment. Collective
+/// over the world; an error here means the PEs did not create spaces in the same order.
+pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, String> {
+    let mut rec = (p.seg as u64).to_le_bytes().to_vec();
+    rec.extend(crate::runtime::encode_segment(
+        p.desc.base as u64,
+        p.desc.size as u64,
+        &p.desc.blob[..p.desc.blob_len],
+        &p.rkey,
+    ));
+    if rec.len() + 4 > RECORD {
+        return Err(format!("the space's segment record needs {} bytes, more than {RECORD}", rec.len()));
+    }
+    let n = rt.n_pes as usize;
+    let all = crate::heap::alloc_internal(rt, n * RECORD, 64).ok_or("no room in the symmetric heap")?;
+    let mut mine = vec![0u8; RECORD];
+    mine[..4].copy_from_slice(&(rec.len() as u32).to_le_bytes());
+    mine[4..4 + rec.len()].copy_from_slice(&rec);
+    let world = crate::coll::world(routine);
+    world.collect(routine, all.cast(), mine.as_ptr().cast(), RECORD, true);
+    let (seg, size) = (p.seg, p.desc.size);
+    let mut mapped = Vec::new();
+    let (mut all_mapped, mut ident) = (true, true);
+    for pe in 0..n {
+        // SAFETY: the fcollect filled `n` records of RECORD bytes.
+        let r = unsafe { std::slice::from_raw_parts(all.add(pe * RECORD), RECORD) };
+        let len = u32::from_le_bytes(r[..4].try_into().expect("4 bytes")) as usize;
+        let body = r.get(4..4 + len).ok_or_else(|| format!("PE {pe}: malformed space record"))?;
+        let their_seg = u64::from_le_bytes(body[..8].try_into().expect("8 bytes")) as u32;
+        let (base, slen, blob, key) = crate::runtime::decode_segment(&body[8..])
+            .ok_or_else(|| format!("PE {pe}: malformed space record"))?;
+        if their_seg != seg || slen as usize != size {
+            return Err(format!(
+                "PE {pe} made segment {their_seg} of {slen} bytes for this space, this PE segment {seg} of {size} bytes: spaces must be created and destroyed in the same order with the same sizes on every PE"
+            ));
+        }
+        ident &= base == p.desc.base as u64;
+        // SAFETY: plugin ABI call with the peer's packed key.
+        if unsafe { (rt.spml.add_segment)(pe as c_int, seg, base, slen as usize, key.as_ptr(), key.len()) }
+            != 0
+        {
+            return Err(format!("the spml could not unpack PE {pe}'s key for the space"));
+        }
+        let at: *mut u8 = if pe == rt.my_pe as usize {
+            p.desc.base as *mut u8
+        } else if rt.local_map && rt.boot.is_local(pe as c_int) {
+            let m = crate::runtime::map_peer(rt.sshmem, rt.spml, pe as c_int, seg, base, slen as usize, blob);
+            if !m.is_null() {
+                mapped.push(m);
+            }
+            m
+        } else {
+            std::ptr::null_mut()
+        };
+        all_mapped &= !at.is_null();
+        rt.segs.set_peer(pe, seg, PeerSeg { remote_base: base, mapped: at });
+    }
+    rt.segs.publish(seg, p.desc.base as usize, size);
+    // Everyone has mapped everyone's segment: the names can go.
+    world.barrier(routine);
+    // SAFETY: plugin ABI calls on our own segment and on the exchange buffer.
+    unsafe {
+        (rt.sshmem.unlink)(&mut p.desc);
+        (rt.memheap.free)(rt.heap, all.cast());
+    }
+    Ok(Owned { seg, desc: p.desc, heap: p.heap, spml_reg: p.spml_reg, mapped, all_mapped, ident })
+}
+
+/// Release a connected segment nobody uses any more (the caller synchronised).
+pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
+    rt.segs.remove(o.seg);
+    // SAFETY: plugin ABI calls releasing what `prepare` and `connect` made, now unused everywhere.
+    unsafe {
+        (rt.spml.mem_deregister)(o.spml_reg);
+        for &m in &o.mapped {
+            (rt.sshmem.detach)(m.cast(), o.desc.size);
+        }
+        (rt.memheap.destroy)(o.heap);
+        (rt.sshmem.destroy)(&mut o.desc);
+    }
+}
+
+impl Owned {
+    /// A block from the space's heap, or null when it has no room. The caller holds the
+    /// space's lock.
+    pub fn alloc(&self, rt: &Runtime, size: usize, align: usize) -> *mut u8 {
+        // SAFETY: plugin ABI call on the space's heap.
+        (unsafe { (rt.memheap.alloc)(self.heap, size, align) }) as *mut u8
+    }
+
+    /// Whether `ptr` is a live block of this space's heap.
+    pub fn owns(&self, rt: &Runtime, ptr: *mut c_void) -> bool {
+        let inside = rt.segs.lookup(ptr as usize).is_some_and(|(seg, _)| seg == self.seg);
+        // SAFETY: plugin ABI call; only looks the pointer up.
+        inside && unsafe { (rt.memheap.usable_size)(self.heap, ptr) } != 0
+    }
+
+    pub fn free(&self, rt: &Runtime, ptr: *mut c_void) {
+        // SAFETY: plugin ABI call on a live allocation of this space (checked by `owns`).
+        unsafe { (rt.memheap.free)(self.heap, ptr) };
+    }
+}

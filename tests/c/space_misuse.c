@@ -1,0 +1,31 @@
+/* A space handle used after shmem_space_destroy (SPACE_MISUSE=malloc_after_destroy,
+ * destroy_twice, free_after_destroy) or a pointer that is no space handle (not_a_handle) must
+ * end the job with a message naming the routine, on every PE at once: never a hang or a crash
+ * in the transport. */
+#include <shmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(void) {
+    const char *how = getenv("SPACE_MISUSE");
+    shmem_init();
+    shmem_space_config_t c = {.device_type = SHMEM_DEVICE_CPU, .size = 1 << 20, .flags = SHMEM_SPACE_FLAG_DEFAULT};
+    shmem_space_t s;
+    shmem_team_t t;
+    if (shmem_space_create(&c, &s, &t) != 0) return 2;
+    long *p = shmem_space_malloc(s, 64);
+    if (strcmp(how, "free_after_destroy") != 0) shmem_space_free(s, p);
+    shmem_team_destroy(t);
+    if (shmem_space_destroy(s) != 0) return 3;
+    if (!strcmp(how, "malloc_after_destroy")) shmem_space_malloc(s, 64);
+    if (!strcmp(how, "destroy_twice")) shmem_space_destroy(s);
+    if (!strcmp(how, "free_after_destroy")) shmem_space_free(s, p);
+    if (!strcmp(how, "not_a_handle")) {
+        long junk[8] = {0};
+        shmem_space_malloc((shmem_space_t)junk, 64);
+    }
+    printf("space_misuse: not reached\n");
+    shmem_finalize();
+    return 0;
+}
