@@ -53,7 +53,7 @@ pub const SETTINGS: &[Setting] = &[
         "SHMEM_GPU_SYMMETRIC_SIZE",
         Kind::Size,
         "",
-        "Bytes of the GPU space's symmetric heap per PE (no GPU space is available yet: see SHMEM_ENABLE_GPU_SPACE)",
+        "Bytes of the GPU space's symmetric heap per PE (the GPU space is not available yet: see SHMEM_ENABLE_GPU_SPACE)",
     ),
     setting(
         "SHMEM_DEFAULT_SPACE",
@@ -71,7 +71,7 @@ pub const SETTINGS: &[Setting] = &[
         "SHMEM_ENABLE_GPU_SPACE",
         Kind::Str,
         "",
-        "Enable SHMEM_SPACE_GPU; rshmem has no GPU heap yet, so the handle stays SHMEM_SPACE_INVALID (with a warning when this is set)",
+        "Enable SHMEM_SPACE_GPU; rshmem cannot move data to and from device memory yet, so the handle stays SHMEM_SPACE_INVALID, with a warning saying why (no GPU memheap here, with its reason, or the missing data path)",
     ),
     setting(
         "SHMEM_EXIT_WAIT_MS",

@@ -65,11 +65,23 @@ pub fn components_report() -> String {
                     }
                 }
                 let names: Vec<&str> = sel.ranked.iter().map(|c| c.name.as_str()).collect();
-                let _ = writeln!(
-                    s,
-                    "  => selected: {}",
-                    if fw == Framework::Scoll { names.join(", ") } else { names[0].to_string() }
-                );
+                let chosen = match fw {
+                    Framework::Scoll => names.join(", "),
+                    // One per device type (opening a memheap only hands out its table).
+                    // SAFETY: `core` is the services table built above.
+                    Framework::Memheap => match unsafe { plugin::memheaps::resolve(&sel, core) } {
+                        Ok(heaps) => heaps
+                            .iter()
+                            .map(|d| {
+                                format!("{} for {} memory", d.name, plugin::memheaps::device_name(d.device))
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        Err(e) => format!("none ({e})"),
+                    },
+                    _ => names[0].to_string(),
+                };
+                let _ = writeln!(s, "  => selected: {chosen}");
                 if fw == Framework::Spml {
                     // SAFETY: `core` is the services table built above.
                     unsafe { crate::runtime::open_spml_for_tools(&sel, core) };

@@ -9,7 +9,7 @@ use crate::static_data::{self, DataSegment};
 use crate::team::TeamState;
 use rshmem_plugin_api::{
     CoreServices, Framework, MemheapOps, ScollOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
-    RC_UNSUPPORTED,
+    MEMHEAP_DEVICE_CPU, RC_UNSUPPORTED,
 };
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
@@ -24,7 +24,12 @@ pub struct Runtime {
     pub n_pes: i32,
     pub spml: &'static SpmlOps,
     pub sshmem: &'static SshmemOps,
+    /// The memheap of CPU memory (the default space's and the created CPU spaces').
     pub memheap: &'static MemheapOps,
+    /// The memheaps serving other device types, one per type.
+    pub device_heaps: Vec<crate::plugin::memheaps::DeviceHeap>,
+    /// Why the GPU space is unavailable (which memheap was found, or why none was).
+    pub gpu_note: String,
     pub heap: *mut c_void,
     pub heap_lock: Mutex<()>,
     pub segs: SegmentTable,
@@ -200,7 +205,34 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let sshmem_sel = sel(Framework::Sshmem);
     let (sshmem, sshmem_name): (&'static SshmemOps, _) = open(&sshmem_sel, core, routine);
     let memheap_sel = sel(Framework::Memheap);
-    let (memheap, memheap_name): (&'static MemheapOps, _) = open(&memheap_sel, core, routine);
+    // SAFETY: `core` is the services table built above, alive for the job.
+    let memheaps =
+        unsafe { plugin::memheaps::resolve(&memheap_sel, core) }.unwrap_or_else(|e| fail(routine, &e));
+    let cpu_heap = memheaps.iter().find(|d| d.device == MEMHEAP_DEVICE_CPU).expect("resolve requires one");
+    let (memheap, memheap_name) = (cpu_heap.ops, cpu_heap.name.clone());
+    // Why there is no GPU space here, for the logs of SHMEM_ENABLE_GPU_SPACE and space creation.
+    let gpu_note = match memheaps.iter().find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU) {
+        Some(d) => format!(
+            "memheap {} serves GPU memory here, but rshmem cannot yet move data to and from device memory",
+            d.name
+        ),
+        None => {
+            let why: Vec<String> = memheap_sel
+                .answers
+                .iter()
+                .filter(|a| !a.available)
+                .map(|a| format!("{}: {}", a.component.name, a.reason))
+                .collect();
+            format!(
+                "no memheap component serves GPU memory here{}",
+                if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }
+            )
+        }
+    };
+    let memheap_names: Vec<String> = memheaps
+        .iter()
+        .map(|d| format!("{} ({} memory)", d.name, plugin::memheaps::device_name(d.device)))
+        .collect();
     let scoll_sel = sel(Framework::Scoll);
     let mut scolls: Vec<(&'static ScollOps, String)> = Vec::new();
     for c in &scoll_sel.ranked {
@@ -355,6 +387,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         spml,
         sshmem,
         memheap,
+        device_heaps: memheaps.into_iter().filter(|d| d.device != MEMHEAP_DEVICE_CPU).collect(),
+        gpu_note,
         heap,
         heap_lock: Mutex::new(()),
         segs,
@@ -366,7 +400,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         selected: vec![
             (Framework::Spml, vec![spml_name]),
             (Framework::Sshmem, vec![sshmem_name]),
-            (Framework::Memheap, vec![memheap_name]),
+            (Framework::Memheap, memheap_names),
             (Framework::Scoll, scolls.iter().map(|(_, n)| n.clone()).collect()),
         ],
         local_map,

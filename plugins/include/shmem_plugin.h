@@ -126,7 +126,13 @@ typedef struct {
     void *(*realloc)(void *heap, void *ptr, size_t size);
     size_t (*usable_size)(void *heap, void *ptr);
     void (*destroy)(void *heap);
+    /* appended in v1: the memory this heap serves (SHMEM_PLUGIN_MEMHEAP_DEVICE_*); the core
+     * picks one memheap per device type; a table that ends before it serves CPU memory */
+    uint32_t device_type;
 } shmem_plugin_memheap_ops_t;
+
+#define SHMEM_PLUGIN_MEMHEAP_DEVICE_CPU 0u
+#define SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU 1u
 
 /* Atomic operations of shmem_plugin_spml_ops_t.atomic */
 #define SHMEM_PLUGIN_AMO_FETCH 0u

@@ -21,6 +21,11 @@ use std::ffi::{c_char, c_int, c_long, c_void};
 /// reductions, so that every Rust component computes the same bits.
 pub mod arith;
 
+/// Helpers for memheap components (not part of the C ABI): the deterministic first-fit
+/// allocator over offsets, and the memheap slots over it.
+pub mod heap_slots;
+pub mod offset_heap;
+
 /// Bumped on any incompatible change to the structures below.
 pub const ABI_VERSION: u32 = 1;
 /// The one symbol a plugin exports: `const PluginDescriptor *shmem_plugin_descriptor_v1(void)`.
@@ -287,6 +292,27 @@ pub struct MemheapOps {
     /// Usable size of a live allocation, 0 if `ptr` is not one.
     pub usable_size: unsafe extern "C" fn(heap: *mut c_void, ptr: *mut c_void) -> usize,
     pub destroy: unsafe extern "C" fn(heap: *mut c_void),
+    // --- appended in v1 (memory spaces); read only when `struct_size` covers it ---
+    /// The memory this heap serves, a `MEMHEAP_DEVICE_*` value (the `shmem_device_type_t`
+    /// of the memory-spaces proposals). The core picks one memheap per device type, so a
+    /// vendor memheap for a device does not replace the CPU one. A table too short to hold it
+    /// serves CPU memory.
+    pub device_type: u32,
+}
+
+/// Device types of [`MemheapOps::device_type`] (the values of `SHMEM_DEVICE_*`).
+pub const MEMHEAP_DEVICE_CPU: u32 = 0;
+pub const MEMHEAP_DEVICE_GPU: u32 = 1;
+
+impl MemheapOps {
+    /// The device type, [`MEMHEAP_DEVICE_CPU`] for a table from before the field existed.
+    pub fn device(&self) -> u32 {
+        if self.struct_size >= std::mem::offset_of!(MemheapOps, device_type) + std::mem::size_of::<u32>() {
+            self.device_type
+        } else {
+            MEMHEAP_DEVICE_CPU
+        }
+    }
 }
 
 /// Atomic operations of [`SpmlOps::atomic`]. Values travel as the low `size` bytes of a u64.
@@ -670,6 +696,20 @@ pub mod boundary {
     /// becomes `fallback`, which must mean "declined" or "failed" to the core.
     pub fn guard<R>(fallback: R, body: impl FnOnce() -> R) -> R {
         catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+    }
+
+    /// Run a slot of a component that has no core table to abort through (a memheap): a panic
+    /// is reported on stderr, naming the component and slot, and the process aborts, which
+    /// the launcher sees as a failed PE and ends the job. Nothing is swallowed, so a bug never
+    /// passes for "out of memory".
+    pub fn or_die<R>(component: &str, slot: &str, body: impl FnOnce() -> R) -> R {
+        match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(r) => r,
+            Err(_) => {
+                eprintln!("rshmem: {component} {slot} panicked; this PE ends");
+                std::process::abort()
+            }
+        }
     }
 
     /// Run a slot that other PEs depend on (a collective, a transfer): after a panic in the

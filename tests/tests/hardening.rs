@@ -172,6 +172,20 @@ fn a_destroyed_or_foreign_space_handle_is_reported_on_use() {
 }
 
 #[test]
+fn an_enabled_gpu_space_that_cannot_exist_says_why_and_the_job_runs() {
+    let r = oshrun(2, &c_test("spaces"), &[("SHMEM_ENABLE_GPU_SPACE", "1")], T);
+    r.assert_all_pes_ok("spaces", 2);
+    assert!(r.stderr.contains("SHMEM_ENABLE_GPU_SPACE is set, but "), "{}", r.stderr);
+    // Without a CUDA driver (CI) the cuda memheap's probe says so; with one, the missing data path.
+    assert!(
+        r.stderr.contains("no memheap component serves GPU memory here (cuda: ")
+            || r.stderr.contains("memheap cuda serves GPU memory here"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn a_heap_larger_than_the_machine_fails_init_saying_so() {
     let r = oshrun(2, &c_test("hello"), &[("SHMEM_SYMMETRIC_SIZE", "900T")], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);

@@ -106,6 +106,8 @@ fn shmem_info_lists_components_and_settings() {
         "=> selected: mmap",
         "memheap components",
         "=> selected: shm, basic",
+        "=> selected: cpu for CPU memory",
+        "  cuda ",
         "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"512M\"  [default]",
     ] {
         assert!(out.contains(want), "missing `{want}` in:\n{out}");

@@ -1,7 +1,8 @@
 //! Components: discovery (`loader`), the one selection routine every framework uses
-//! (`select`), and the services table the core hands to plugins (`services`).
+//! (`select`), the memheap per device type (`memheaps`), and the services table the core hands to plugins (`services`).
 
 pub mod loader;
+pub mod memheaps;
 pub mod select;
 pub mod services;
 

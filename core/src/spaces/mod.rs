@@ -5,9 +5,12 @@
 //! The default space is the CPU space: the symmetric heap made at init (`SHMEM_SPACE_DEFAULT`
 //! and `SHMEM_SPACE_CPU` are the same handle, its team is the world). It is always enabled:
 //! read literally, "SHMEM_ENABLE_CPU_SPACE unset disables the CPU heap" together with "both
-//! disabled fails init" would make every program that does not know the variables fail. A GPU
-//! heap does not exist yet, so `SHMEM_SPACE_GPU` and `SHMEM_TEAM_GPU` are invalid handles and
-//! asking for a GPU default space fails init with a clear message.
+//! disabled fails init" would make every program that does not know the variables fail. The
+//! memheap framework is resolved per device type (memheap "cuda" serves GPU memory where a CUDA
+//! driver and device exist), but the core cannot move data to and from device memory yet, so
+//! `SHMEM_SPACE_GPU` and `SHMEM_TEAM_GPU` are invalid handles, the logs say why (no GPU
+//! memheap, with each memheap's reason, or the missing data path), and asking for a GPU
+//! default space fails init with a clear message.
 //!
 //! A created CPU space is one more symmetric segment, made exactly like the heap at init: the
 //! sshmem component creates it, the spml registers it, every PE learns every other PE's record
@@ -116,7 +119,10 @@ pub fn init(rt: &Runtime) {
         crate::log::log(
             crate::log::WARN,
             "spaces",
-            "SHMEM_ENABLE_GPU_SPACE is set, but rshmem has no GPU symmetric heap yet: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID",
+            &format!(
+                "SHMEM_ENABLE_GPU_SPACE is set, but {}: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID",
+                rt.gpu_note
+            ),
         );
     }
 }
@@ -242,7 +248,7 @@ pub unsafe fn create(
             crate::log::log(
                 crate::log::INFO,
                 "spaces",
-                "no GPU symmetric heap: GPU spaces cannot be created",
+                &format!("GPU spaces cannot be created: {}", rt.gpu_note),
             );
         }
         return 1;

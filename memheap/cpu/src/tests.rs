@@ -3,6 +3,7 @@
 
 use super::*;
 use rshmem_plugin_api::ABI_VERSION;
+use rshmem_plugin_api::{RC_ERROR, RC_OK};
 use std::alloc::Layout;
 
 /// A 4096-aligned segment stand-in, freed on drop.
