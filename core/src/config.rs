@@ -35,7 +35,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { legacy: Some("SMA_INFO"), ..setting("SHMEM_INFO", Kind::Bool, "0", "Print the settings and the selected components at start-up") },
     Setting {
         legacy: Some("SMA_DEBUG"),
-        ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Extra argument checks: unknown bits in shmem_malloc_with_hints hints end the job (the bounds of every transfer are checked always)")
+        ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Reserved for costly argument checks; every check rshmem has today (transfer bounds, handles, hint bits) runs always")
     },
     setting("SHMEM_LOG_LEVEL", Kind::Str, "warn", "Library log level: error, warn, info or debug"),
     setting("SHMEM_MCA_plugin_path", Kind::Str, "", "Extra directories (colon-separated) searched for component plugins"),

@@ -34,6 +34,26 @@ pub fn malloc(routine: &CStr, size: usize) -> *mut c_void {
     alloc_sync(routine, size, MIN_ALIGN, false)
 }
 
+/// What `shmem_malloc_with_hints` isolates on: two 64-byte lines, because x86 cores also fetch
+/// a line's 128-byte pair (the adjacent-line prefetcher), so neighbours one line away still
+/// share traffic.
+pub const ISOLATION: usize = 128;
+
+/// A block that owns every cache line it touches: it starts on an [`ISOLATION`] boundary and
+/// its length is rounded up to one, so no other allocation shares (falsely) its lines. For
+/// words that remote PEs update with atomics or signals while the owner works nearby.
+pub fn malloc_isolated(routine: &CStr, size: usize) -> *mut c_void {
+    match size.checked_next_multiple_of(ISOLATION) {
+        // The heap base is aligned far beyond ISOLATION on every PE (sshmem aligns segments),
+        // so an aligned offset is an aligned address everywhere.
+        Some(padded) if size > 0 => alloc_sync(routine, padded, ISOLATION, false),
+        _ => {
+            runtime::get(routine);
+            std::ptr::null_mut()
+        }
+    }
+}
+
 pub fn calloc(routine: &CStr, count: usize, size: usize) -> *mut c_void {
     match count.checked_mul(size) {
         Some(n) => alloc_sync(routine, n, MIN_ALIGN, true),

@@ -1,7 +1,7 @@
 /* A space handle used after shmem_space_destroy (SPACE_MISUSE=malloc_after_destroy,
  * destroy_twice, free_after_destroy) or a pointer that is no space handle (not_a_handle) must
  * end the job with a message naming the routine, on every PE at once: never a hang or a crash
- * in the transport. */
+ * in the transport. bad_hints: shmem_malloc_with_hints with a bit that is no hint. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,7 @@ int main(void) {
     if (!strcmp(how, "malloc_after_destroy")) shmem_space_malloc(s, 64);
     if (!strcmp(how, "destroy_twice")) shmem_space_destroy(s);
     if (!strcmp(how, "free_after_destroy")) shmem_space_free(s, p);
+    if (!strcmp(how, "bad_hints")) shmem_malloc_with_hints(64, SHMEM_MALLOC_ATOMICS_REMOTE | 0x40);
     if (!strcmp(how, "not_a_handle")) {
         long junk[8] = {0};
         shmem_space_malloc((shmem_space_t)junk, 64);

@@ -2,6 +2,7 @@
  * space (allocation, RMA, atomics and collectives on its memory, queries), the rules of
  * destroy, and spaces coming and going. */
 #include "check.h"
+#include <stdint.h>
 
 int main(void) {
     shmem_init();
@@ -40,6 +41,27 @@ int main(void) {
     shmem_barrier_all();
     if (me == 0) CHECK(h[0] == n);
     shmem_free(h);
+    /* a hinted block owns its cache lines: 128-byte aligned, and nothing allocated next to it
+     * lands within them */
+    for (int i = 0; i < 3; i++) {
+        char *before = shmem_malloc(8);
+        char *hinted = shmem_malloc_with_hints(8 + 100 * i, SHMEM_MALLOC_SIGNAL_REMOTE);
+        char *after = shmem_malloc(8);
+        size_t span = ((8 + 100 * i) + 127) / 128 * 128;
+        CHECK(hinted != NULL && (uintptr_t)hinted % 128 == 0);
+        CHECK(after >= hinted + span || after + 8 <= hinted);
+        CHECK(before + 8 <= hinted || before >= hinted + span);
+        uint64_t *sig = (uint64_t *)hinted;
+        *sig = 0;
+        CHECK(shmem_signal_fetch(sig) == 0); /* a signal word like any other */
+        shmem_barrier_all();
+        shmem_putmem_signal(after, before, 8, sig, 1, SHMEM_SIGNAL_ADD, next);
+        shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 1);
+        shmem_barrier_all();
+        shmem_free(after);
+        shmem_free(hinted);
+        shmem_free(before);
+    }
 
     /* created spaces, several times over (their segments are reused) */
     shmem_space_config_t gpu = {.device_type = SHMEM_DEVICE_GPU, .size = 1 << 20, .flags = SHMEM_SPACE_FLAG_DEFAULT};

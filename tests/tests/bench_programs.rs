@@ -17,6 +17,7 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "hotpath",
         "ctx_amo",
         "netpath",
+        "hints",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }

@@ -169,6 +169,13 @@ fn a_destroyed_or_foreign_space_handle_is_reported_on_use() {
     let r = oshrun(2, &c_test("space_misuse"), &[("SPACE_MISUSE", "not_a_handle")], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);
     assert!(r.stderr.contains("is not a memory space handle"), "{}", r.stderr);
+    let r = oshrun(2, &c_test("space_misuse"), &[("SPACE_MISUSE", "bad_hints")], T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("shmem_malloc_with_hints: hints 0x41 has bits that are no SHMEM_MALLOC_* hint"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -413,12 +413,25 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
     }
 }
 
-/// `shmem_malloc_with_hints`: the hints describe remote atomics and signals; every access path
-/// already suits them (see docs/architecture.md), so this is `shmem_malloc` after checking them.
+/// `shmem_malloc_with_hints`. Both defined hints say remote PEs will update the block with
+/// atomics or signals, and what hurts such words most on a host is false sharing with data
+/// the owner writes nearby: a hinted block gets cache lines of its own
+/// ([`crate::heap::malloc_isolated`]). The choice depends only on the arguments, which the spec
+/// requires to be equal on every PE, so the heap stays symmetric. Bits that are no defined
+/// hint are an error (a misspelt hint would otherwise be silently ignored).
 pub fn malloc_with_hints(routine: &CStr, size: usize, hints: c_long) -> *mut c_void {
-    let rt = runtime::get(routine);
-    if hints & !MALLOC_HINTS != 0 && rt.debug {
-        fatal(routine, &format!("hints {hints:#x} has bits that are not SHMEM_MALLOC_* hints"));
+    runtime::get(routine);
+    if hints & !MALLOC_HINTS != 0 {
+        fatal(
+            routine,
+            &format!(
+                "hints {hints:#x} has bits that are no SHMEM_MALLOC_* hint (defined: SHMEM_MALLOC_ATOMICS_REMOTE 0x1, SHMEM_MALLOC_SIGNAL_REMOTE 0x2)"
+            ),
+        );
     }
-    crate::heap::malloc(routine, size)
+    if hints == 0 {
+        crate::heap::malloc(routine, size)
+    } else {
+        crate::heap::malloc_isolated(routine, size)
+    }
 }
