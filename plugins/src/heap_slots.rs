@@ -8,7 +8,7 @@
 
 use crate::boundary::or_die;
 use crate::offset_heap::{Heap, Resized, MIN_ALIGN};
-use crate::{RC_ERROR, RC_OK};
+use crate::{MemheapOps, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
 
@@ -55,6 +55,23 @@ pub fn create_with(component: &str, base: *mut c_void, size: usize, copy: CopyFn
         let h = Handle { base: base as usize, heap: Mutex::new(Heap::new(size)), copy };
         Box::into_raw(Box::new(h)) as *mut c_void
     })
+}
+
+/// A component's whole table: its `create` and device type, every other slot from here.
+pub const fn table(
+    create: unsafe extern "C" fn(base: *mut c_void, size: usize) -> *mut c_void,
+    device_type: u32,
+) -> MemheapOps {
+    MemheapOps {
+        struct_size: std::mem::size_of::<MemheapOps>(),
+        create,
+        alloc,
+        free,
+        realloc,
+        usable_size,
+        destroy,
+        device_type,
+    }
 }
 
 /// `memcpy`, for heaps in host memory.

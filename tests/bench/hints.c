@@ -6,6 +6,12 @@
  * <ns per atomic>. */
 #include "bench.h"
 
+#ifdef SHMEM_MALLOC_ATOMICS_REMOTE
+#define HINTED_MALLOC(n) shmem_malloc_with_hints((n), SHMEM_MALLOC_ATOMICS_REMOTE)
+#else /* a library before OpenSHMEM 1.5 (Debian 12's OSHMEM) has no hints: plain allocation */
+#define HINTED_MALLOC(n) shmem_malloc(n)
+#endif
+
 int main(void) {
     shmem_init();
     int me = shmem_my_pe();
@@ -13,8 +19,7 @@ int main(void) {
     const long n = 200000;
     for (int hinted = 0; hinted <= 1; hinted++) {
         for (int rep = 0; rep < 3; rep++) {
-            long *ctr = hinted ? shmem_malloc_with_hints(sizeof(long), SHMEM_MALLOC_ATOMICS_REMOTE)
-                               : shmem_malloc(sizeof(long));
+            long *ctr = hinted ? HINTED_MALLOC(sizeof(long)) : shmem_malloc(sizeof(long));
             volatile long *nb = shmem_malloc(sizeof(long));
             *ctr = 0;
             stop = 0;

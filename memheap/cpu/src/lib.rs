@@ -10,7 +10,7 @@
 //! the smallest base alignment over all PEs).
 
 use rshmem_plugin_api::boundary::guard;
-use rshmem_plugin_api::heap_slots::{self, alloc, destroy, free, realloc, usable_size};
+use rshmem_plugin_api::heap_slots;
 pub use rshmem_plugin_api::offset_heap::{Heap, Resized, MIN_ALIGN};
 use rshmem_plugin_api::{CoreServices, Framework, MemheapOps, QueryResult, MEMHEAP_DEVICE_CPU};
 use std::ffi::c_void;
@@ -19,16 +19,7 @@ unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
     heap_slots::create_with("memheap cpu", base, size, heap_slots::host_copy)
 }
 
-static OPS: MemheapOps = MemheapOps {
-    struct_size: std::mem::size_of::<MemheapOps>(),
-    create,
-    alloc,
-    free,
-    realloc,
-    usable_size,
-    destroy,
-    device_type: MEMHEAP_DEVICE_CPU,
-};
+static OPS: MemheapOps = heap_slots::table(create, MEMHEAP_DEVICE_CPU);
 
 unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {
     guard((), || {

@@ -13,7 +13,7 @@
 
 use cudarc::driver::{result, sys};
 use rshmem_plugin_api::boundary::guard;
-use rshmem_plugin_api::heap_slots::{self, alloc, destroy, free, realloc, usable_size};
+use rshmem_plugin_api::heap_slots;
 use rshmem_plugin_api::{CoreServices, Framework, MemheapOps, QueryResult, MEMHEAP_DEVICE_GPU};
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -90,16 +90,7 @@ unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
     heap_slots::create_with("memheap cuda", base, size, device_copy)
 }
 
-static OPS: MemheapOps = MemheapOps {
-    struct_size: std::mem::size_of::<MemheapOps>(),
-    create,
-    alloc,
-    free,
-    realloc,
-    usable_size,
-    destroy,
-    device_type: MEMHEAP_DEVICE_GPU,
-};
+static OPS: MemheapOps = heap_slots::table(create, MEMHEAP_DEVICE_GPU);
 
 fn local_rank(core: *const CoreServices) -> i32 {
     // SAFETY: the core passes NULL or its services table, valid for the job.
