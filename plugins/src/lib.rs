@@ -26,6 +26,9 @@ pub mod arith;
 pub mod heap_slots;
 pub mod offset_heap;
 
+/// Helper for scoll components (not part of the C ABI): the `scoll_component!` macro.
+pub mod scoll_component;
+
 /// Bumped on any incompatible change to the structures below.
 pub const ABI_VERSION: u32 = 1;
 /// The one symbol a plugin exports: `const PluginDescriptor *shmem_plugin_descriptor_v1(void)`.

@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::fake::{self, run_job, HEAP_BYTES};
-use rshmem_plugin_api::{ABI_VERSION, RC_ERROR, RC_OK};
+use rshmem_plugin_api::{Framework, QueryResult, ScollOps, TeamDesc, ABI_VERSION, RC_ERROR, RC_OK};
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Mutex;
 
