@@ -15,7 +15,7 @@ fn main() {
     std::fs::write(out.join("capi.rs"), gen::rust_entry_points(&all)).unwrap();
     let headers = [
         ("shmem.h", gen::header::shmem_h(&all)),
-        ("shmemx.h", gen::header::shmemx_h()),
+        ("shmemx.h", gen::header::shmemx_h(&all)),
         ("pshmem.h", gen::header::pshmem_h(&all)),
     ];
     for (name, text) in &headers {

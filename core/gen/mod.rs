@@ -2,6 +2,7 @@
 //! it writes the Rust entry points, `shmem.h`, `shmemx.h` and the symbol list used by tests.
 //! It runs from `core/build.rs`; nothing here is compiled into the library itself.
 
+pub mod extensions;
 pub mod header;
 pub mod routines;
 pub mod types;
@@ -10,6 +11,7 @@ use routines::{Family, Over, FAMILIES};
 use types::{rust_of_c, RMA, SIZES};
 
 /// One generated C routine.
+#[derive(Clone)]
 pub struct Routine {
     pub name: String,
     pub category: &'static str,
@@ -127,6 +129,8 @@ fn instances(f: &'static Family) -> Vec<Routine> {
             continue;
         }
         let c = if ctx { "ctx_" } else { "" };
+        // Typed extensions are `shmemx_TYPENAME_<op>` (OSHMEM's and Sandia's convention).
+        let x = if f.category == extensions::EXT { "x" } else { "" };
         for over in f.over {
             let mut push =
                 |name: String, c_ty: &str, rust_ty: &str, size: String, ty: Option<&'static types::Ty>| {
@@ -158,7 +162,7 @@ fn instances(f: &'static Family) -> Vec<Routine> {
                 Over::Types(names) => {
                     for n in *names {
                         let t = types::by_name(n).unwrap_or_else(|| panic!("unknown TYPENAME {n}"));
-                        let name = format!("shmem_{c}{}_{}{}", t.name, f.name, f.suffix);
+                        let name = format!("shmem{x}_{c}{}_{}{}", t.name, f.name, f.suffix);
                         push(name, t.c, t.rust, format!("::core::mem::size_of::<{}>()", t.rust), Some(t));
                     }
                 }
@@ -184,9 +188,9 @@ fn instances(f: &'static Family) -> Vec<Routine> {
     out
 }
 
-/// Every routine, in table order.
+/// Every routine, in table order: the specification's, then the extensions.
 pub fn routines() -> Vec<Routine> {
-    FAMILIES.iter().flat_map(instances).collect()
+    FAMILIES.iter().chain(extensions::EXTENSIONS).flat_map(instances).collect()
 }
 
 /// The Rust source of the entry points.

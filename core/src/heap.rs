@@ -5,6 +5,7 @@
 use crate::error::fatal;
 use crate::runtime::{self, Runtime};
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::Ordering;
 
 const MIN_ALIGN: usize = 16;
 
@@ -22,6 +23,7 @@ fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_v
         return std::ptr::null_mut();
     }
     let p = alloc_internal(rt, size, align).unwrap_or(std::ptr::null_mut());
+    count_used(rt, p.cast(), true);
     if zero && !p.is_null() {
         // SAFETY: fresh allocation of `size` bytes.
         unsafe { std::ptr::write_bytes(p, 0, size) };
@@ -85,6 +87,20 @@ pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
     alloc_sync(routine, size, alignment, false)
 }
 
+/// Adds (or takes away) a user block's usable size to `heap_used`.
+fn count_used(rt: &Runtime, p: *mut c_void, add: bool) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: plugin ABI call; only looks the pointer up.
+    let n = unsafe { (rt.memheap.usable_size)(rt.heap, p) };
+    if add {
+        rt.heap_used.fetch_add(n, Ordering::Relaxed);
+    } else {
+        rt.heap_used.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
 fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
     // SAFETY: plugin ABI call; only looks the pointer up.
     if unsafe { (rt.memheap.usable_size)(rt.heap, ptr) } == 0 {
@@ -107,6 +123,7 @@ pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
     check_owned(routine, rt, ptr, "ptr");
     crate::coll::barrier_all(routine);
     let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+    count_used(rt, ptr, false);
     // SAFETY: plugin ABI call on a live allocation.
     unsafe { (rt.memheap.free)(rt.heap, ptr) };
 }
@@ -128,8 +145,15 @@ pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_v
     crate::coll::barrier_all(routine);
     let p = {
         let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plugin ABI call on a live allocation (the pointer stays live when it fails).
+        let old = unsafe { (rt.memheap.usable_size)(rt.heap, ptr) };
         // SAFETY: plugin ABI call on a live allocation.
-        unsafe { (rt.memheap.realloc)(rt.heap, ptr, size) }
+        let p = unsafe { (rt.memheap.realloc)(rt.heap, ptr, size) };
+        if !p.is_null() {
+            rt.heap_used.fetch_sub(old, Ordering::Relaxed);
+            count_used(rt, p, true);
+        }
+        p
     };
     crate::coll::barrier_all(routine);
     p

@@ -49,6 +49,10 @@ pub struct Runtime {
     /// The largest power of two dividing the heap's base on every PE: allocations aligned to
     /// at most this (as offsets, which is how the memheap aligns) are aligned addresses on all.
     pub heap_align: usize,
+    /// The default heap's size as configured (`shmemx_heap_size`).
+    pub heap_size: usize,
+    /// Usable bytes of the user's live blocks in the default heap (`shmemx_heap_used`).
+    pub heap_used: std::sync::atomic::AtomicUsize,
     heap_seg: Mutex<SegmentDesc>,
     data_seg: Mutex<Option<DataSegment>>,
     spml_regs: Vec<*mut c_void>,
@@ -405,6 +409,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         ],
         local_map,
         heap_align,
+        heap_size,
+        heap_used: std::sync::atomic::AtomicUsize::new(0),
         heap_seg: Mutex::new(heap_seg),
         data_seg: Mutex::new(data),
         spml_regs,
@@ -433,6 +439,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
     let shared = crate::teams::init_shared(routine, rt, rshmem_team_world.state.load(Ordering::Acquire));
     crate::ffi::handles::rshmem_team_shared.state.store(shared, Ordering::Release);
+    let node = crate::teams::init_node(routine, rt, rshmem_team_world.state.load(Ordering::Acquire), shared);
+    crate::ffi::handles::rshmem_team_node.state.store(node, Ordering::Release);
     crate::spaces::init(rt);
     // SAFETY: plugin ABI call on our own segment.
     unsafe { (sshmem.unlink)(&mut *rt.heap_seg.lock().unwrap()) };

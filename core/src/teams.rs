@@ -7,7 +7,7 @@
 //! first PE, and all read the union back.
 
 use crate::error::fatal;
-use crate::ffi::handles::{rshmem_team_shared, rshmem_team_world, Ctx, Team, TeamObj};
+use crate::ffi::handles::{is_predefined, Ctx, Team, TeamObj};
 use crate::runtime;
 use crate::team::{TeamState, MAX_TEAMS};
 use rshmem_plugin_api::ScollOps;
@@ -70,19 +70,46 @@ pub fn init_shared(
     if local.iter().all(|&l| l) {
         return world;
     }
-    let (triplet, regular) = shared_triplet(&local, rt.my_pe);
+    host_team(routine, rt, &local, 1, "SHMEM_TEAM_SHARED")
+}
+
+/// `SHMEMX_TEAM_NODE` at init (collective over the world): the PEs on this PE's host by the
+/// launcher's host identity, mapped or not (under `SHMEM_LOCAL_MAP=0` SHMEM_TEAM_SHARED is this
+/// PE alone, the node team is still the host's PEs). It is the world or the shared team when it
+/// has their members, else a team in slot 2, disjoint across hosts like the shared team.
+pub fn init_node(
+    routine: &CStr,
+    rt: &runtime::Runtime,
+    world: *mut std::ffi::c_void,
+    shared: *mut std::ffi::c_void,
+) -> *mut std::ffi::c_void {
+    let local: Vec<bool> = (0..rt.n_pes).map(|pe| pe == rt.my_pe || rt.boot.is_local(pe)).collect();
+    if local.iter().all(|&l| l) {
+        return world;
+    }
+    // SAFETY: the shared team's state was created just before and lives for the whole job.
+    let s = unsafe { &*(shared as *const TeamState) };
+    if shared_triplet(&local, rt.my_pe).0 == (s.desc.start, s.desc.stride, s.desc.size) {
+        return shared;
+    }
+    host_team(routine, rt, &local, 2, "SHMEMX_TEAM_NODE")
+}
+
+/// A predefined team of the PEs `local` marks on this host, in `slot` (reserved here).
+fn host_team(routine: &CStr, rt: &runtime::Runtime, local: &[bool], slot: usize, name: &str) -> *mut c_void {
+    let (triplet, regular) = shared_triplet(local, rt.my_pe);
     if !regular {
         crate::log::log(
             crate::log::WARN,
             "init",
-            "this host's PEs are not evenly spaced in the world team: SHMEM_TEAM_SHARED holds this PE alone",
+            &format!("this host's PEs are not evenly spaced in the world team: {name} holds this PE alone"),
         );
     }
-    *registry().used.lock().unwrap_or_else(|e| e.into_inner()) |= 1 << 1;
+    *registry().used.lock().unwrap_or_else(|e| e.into_inner()) |= 1 << slot;
     // The slot was zeroed with the whole pool at init, and nobody uses the team before
     // init's closing fence.
-    let t = TeamState::create(routine, rt, 1, triplet, &registry().scolls);
-    Box::into_raw(Box::new(t)) as *mut std::ffi::c_void
+    let t = TeamState::create(routine, rt, slot, triplet, &registry().scolls);
+    Box::into_raw(Box::new(t)) as *mut c_void
 }
 
 /// The stacked scoll components, best first.
@@ -95,7 +122,7 @@ pub fn is_live(team: Team) -> bool {
     if team.is_null() {
         return false;
     }
-    if std::ptr::eq(team, &rshmem_team_world) || std::ptr::eq(team, &rshmem_team_shared) {
+    if is_predefined(team) {
         return true;
     }
     registry().live.lock().unwrap_or_else(|e| e.into_inner()).contains(&(team as usize))
@@ -410,8 +437,8 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
     if team.is_null() {
         return;
     }
-    if std::ptr::eq(team, &rshmem_team_world) || std::ptr::eq(team, &rshmem_team_shared) {
-        fatal(routine, "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be destroyed");
+    if is_predefined(team) {
+        fatal(routine, "SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEMX_TEAM_NODE cannot be destroyed");
     }
     let Some(t) = state(routine, team) else { return };
     // Nobody may still be in a collective on it, nor write to its scratch afterwards.

@@ -205,6 +205,22 @@ fn space_rules_at_their_edges_give_one_answer_on_every_pe() {
     run_everywhere("space_edges", &[]);
 }
 
+/// The shmemx.h extensions; SHMEMX_TEAM_NODE must hold the PEs the launcher put on each host,
+/// also when no peer memory is mapped (SHMEM_LOCAL_MAP=0 makes SHMEM_TEAM_SHARED one PE).
+#[test]
+fn extensions_of_oshmem_and_sandia_openshmem() {
+    let prog = c_test("extensions");
+    let per_host = |np: usize| match Launcher::from_env() {
+        Launcher::Hosts(h) => np / h,
+        _ => np,
+    };
+    for (np, mut env) in configurations() {
+        let expect = per_host(np).to_string();
+        env.push(("EXPECT_NODE_PES", &expect));
+        job(np, &prog, &env, DEFAULT_TIMEOUT).assert_all_pes_ok("extensions", np);
+    }
+}
+
 #[test]
 fn contexts_and_signals() {
     run_everywhere("ctx_signal", &[]);

@@ -179,6 +179,18 @@ fn a_destroyed_or_foreign_space_handle_is_reported_on_use() {
 }
 
 #[test]
+fn a_hint_bit_shmemx_h_does_not_define_ends_the_job_naming_it() {
+    let r = oshrun(2, &c_test("extensions"), &[("EXT_MODE", "bad_hint")], T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("shmemx_malloc_with_hint: hint 0x20 has bits 0x20 that are no SHMEM_HINT_* value"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("was accepted"), "{}", r.stderr);
+}
+
+#[test]
 fn an_enabled_gpu_space_that_cannot_exist_says_why_and_the_job_runs() {
     let r = oshrun(2, &c_test("spaces"), &[("SHMEM_ENABLE_GPU_SPACE", "1")], T);
     r.assert_all_pes_ok("spaces", 2);

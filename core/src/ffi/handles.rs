@@ -56,3 +56,12 @@ pub static rshmem_team_world: TeamObj =
 #[no_mangle]
 pub static rshmem_team_shared: TeamObj =
     TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
+/// `SHMEMX_TEAM_NODE` (shmemx.h): the PEs on this host.
+#[no_mangle]
+pub static rshmem_team_node: TeamObj =
+    TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
+
+/// Whether `team` is one of the predefined teams, which live for the whole job.
+pub fn is_predefined(team: Team) -> bool {
+    [&rshmem_team_world, &rshmem_team_shared, &rshmem_team_node].iter().any(|&t| std::ptr::eq(team, t))
+}
