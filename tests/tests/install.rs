@@ -1,0 +1,160 @@
+//! The installed tree (scripts/install.sh): its layout, the library's SONAME, and programs built
+//! against it from a directory outside the source, with the installed wrappers and with
+//! pkg-config, run with the installed oshrun and plugins.
+
+use rshmem_tests::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A scratch directory under /tmp, removed when dropped (also when an assertion fails).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let d = std::env::temp_dir().join(format!("rshmem-install-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs a command without cargo's LD_LIBRARY_PATH (which names the build directory and would
+/// win over the installed rpath).
+fn sh(cmd: &mut Command) -> String {
+    let o = cmd.env_remove("LD_LIBRARY_PATH").output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{cmd:?} failed: {out}{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+const HELLO: &str = r#"#include <shmem.h>
+#include <shmemx.h>
+#include <stdio.h>
+int main(void) {
+    static long x;
+    shmem_init();
+    double t = shmemx_wtime();
+    shmem_long_atomic_inc(&x, 0);
+    shmem_barrier_all();
+    if (shmem_my_pe() == 0) printf("sum %ld of %d\n", x, shmem_n_pes());
+    printf("PE %d ok %d\n", shmem_my_pe(), t >= 0);
+    shmem_finalize();
+    return 0;
+}
+"#;
+
+fn run_two(prefix: &Path, prog: &Path, cwd: &Path) -> String {
+    let _g = job_lock();
+    sh(Command::new(prefix.join("bin/oshrun"))
+        .current_dir(cwd)
+        .args(["-np", "2", "--timeout", "60"])
+        .arg(prog)
+        .env_remove("SHMEM_MCA_plugin_path"))
+}
+
+#[test]
+fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
+    let scratch = Scratch::new();
+    let prefix = scratch.0.join("prefix");
+    let work = scratch.0.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    sh(Command::new("bash")
+        .arg(source_dir().join("../scripts/install.sh"))
+        .args(["--prefix"])
+        .arg(&prefix)
+        .arg("--build-dir")
+        .arg(target_dir()));
+
+    // Layout.
+    for f in [
+        "bin/oshcc",
+        "bin/oshc++",
+        "bin/oshcxx",
+        "bin/oshrun",
+        "bin/shmem_info",
+        "lib/libshmem.so",
+        "lib/libshmem.so.0",
+        "lib/pkgconfig/rshmem.pc",
+        "include/shmem.h",
+        "include/shmemx.h",
+        "include/pshmem.h",
+        "include/mpp/shmem.h",
+        "include/shmem_plugin.h",
+        "share/man/man1/oshcc.1",
+        "share/man/man1/oshc++.1",
+        "share/man/man1/oshrun.1",
+        "share/man/man1/shmem_info.1",
+    ] {
+        assert!(prefix.join(f).exists(), "{f} is not installed");
+    }
+    let versioned = format!("lib/libshmem.so.{}", env!("CARGO_PKG_VERSION"));
+    assert!(prefix.join(&versioned).is_file() && !prefix.join(&versioned).is_symlink());
+    let plugins: Vec<_> = std::fs::read_dir(prefix.join("lib/rshmem")).unwrap().flatten().collect();
+    assert!(plugins.len() >= 5, "plugins in lib/rshmem: {}", plugins.len());
+    let dynamic = sh(Command::new("readelf").arg("-d").arg(prefix.join(&versioned)));
+    assert!(dynamic.contains("Library soname: [libshmem.so.0]"), "{dynamic}");
+    for man in ["oshcc.1", "oshrun.1", "shmem_info.1"] {
+        let text = std::fs::read_to_string(prefix.join("share/man/man1").join(man)).unwrap();
+        assert!(text.starts_with(".TH "), "{man}");
+    }
+
+    // The wrappers point into the install, not the source tree.
+    let inc = prefix.join("include").canonicalize().unwrap();
+    let lib = prefix.join("lib").canonicalize().unwrap();
+    let compile = sh(Command::new(prefix.join("bin/oshcc")).arg("--showme:compile"));
+    assert_eq!(compile.trim(), format!("-I{}", inc.display()));
+    let link = sh(Command::new(prefix.join("bin/oshc++")).arg("--showme:link"));
+    assert_eq!(link.trim(), format!("-L{0} -Wl,-rpath,{0} -lshmem", lib.display()));
+    assert!(sh(Command::new(prefix.join("bin/oshcc")).arg("--showme:version")).contains("rshmem"));
+
+    std::fs::write(work.join("hello.c"), HELLO).unwrap();
+    // With the installed wrapper.
+    sh(Command::new(prefix.join("bin/oshcc")).current_dir(&work).args([
+        "-O2",
+        "-o",
+        "hello_wrapper",
+        "hello.c",
+    ]));
+    // With pkg-config and the plain compiler.
+    let pc = || {
+        let mut c = Command::new("pkg-config");
+        c.env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"));
+        c
+    };
+    assert_eq!(sh(pc().args(["--modversion", "rshmem"])).trim(), env!("CARGO_PKG_VERSION"));
+    let cflags = sh(pc().args(["--cflags", "rshmem"]));
+    let libs = sh(pc().args(["--libs", "rshmem"]));
+    sh(Command::new("cc")
+        .current_dir(&work)
+        .args(cflags.split_whitespace())
+        .args(["-o", "hello_pc", "hello.c"])
+        .args(libs.split_whitespace()));
+
+    for prog in ["hello_wrapper", "hello_pc"] {
+        let exe = work.join(prog);
+        let needed = sh(Command::new("readelf").arg("-d").arg(&exe));
+        assert!(needed.contains("Shared library: [libshmem.so.0]"), "{prog}: {needed}");
+        let ldd = sh(Command::new("ldd").arg(&exe));
+        let resolved = ldd.lines().find(|l| l.contains("libshmem.so.0")).unwrap_or_default().to_string();
+        assert!(resolved.contains(&lib.display().to_string()), "{prog} loads {resolved}");
+        let out = run_two(&prefix, &exe, &work);
+        assert!(
+            out.contains("sum 2 of 2") && out.contains("PE 0 ok 1") && out.contains("PE 1 ok 1"),
+            "{out}"
+        );
+    }
+
+    // shmem_info in bin/ finds the installed plugins in lib/rshmem.
+    let info = sh(Command::new(prefix.join("bin/shmem_info"))
+        .arg("--components")
+        .env_remove("SHMEM_MCA_plugin_path"));
+    let installed_plugins = prefix.join("lib/rshmem").canonicalize().unwrap();
+    assert!(info.contains(&installed_plugins.display().to_string()), "{info}");
+    drop(scratch);
+}
