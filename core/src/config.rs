@@ -35,9 +35,9 @@ pub const SETTINGS: &[Setting] = &[
     Setting { legacy: Some("SMA_INFO"), ..setting("SHMEM_INFO", Kind::Bool, "0", "Print the settings and the selected components at start-up") },
     Setting {
         legacy: Some("SMA_DEBUG"),
-        ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Reserved for costly argument checks; every check rshmem has today (transfer bounds, handles, hint bits) runs always")
+        ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Debugging output, as in Sandia OpenSHMEM: the log level becomes debug unless SHMEM_LOG_LEVEL is set. Every argument check (transfer bounds, handles, hint bits) runs always, with or without it")
     },
-    setting("SHMEM_LOG_LEVEL", Kind::Str, "warn", "Library log level: error, warn, info or debug"),
+    setting("SHMEM_LOG_LEVEL", Kind::Str, "", "Log level: error, warn, info, debug, trace or off (empty: warn, or debug under SHMEM_DEBUG). RUST_LOG refines it per target with env_logger directives (RUST_LOG=rshmem::spml=debug); lines read rshmem[PE n] <level> <target>: <message>"),
     setting("SHMEM_MCA_plugin_path", Kind::Str, "", "Extra directories (colon-separated) searched for component plugins"),
     setting("SHMEM_MCA_spml", Kind::Str, "", "spml components to consider: 'a,b' (in this order) or '^a,b' (all but these)"),
     setting("SHMEM_MCA_sshmem", Kind::Str, "", "sshmem components to consider (same syntax as SHMEM_MCA_spml)"),

@@ -195,6 +195,15 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
 
     // Components.
     let found = Box::leak(Box::new(plugin::discover()));
+    if crate::log::enabled(crate::log::DEBUG, "plugin loader") {
+        for c in &found.components {
+            crate::log::log(
+                crate::log::DEBUG,
+                "plugin loader",
+                &format!("found {} {} in {}", c.framework.name(), c.name, c.path.display()),
+            );
+        }
+    }
     for (path, why) in &found.skipped {
         let lvl = if why.contains("ABI version") { crate::log::WARN } else { crate::log::DEBUG };
         crate::log::log(lvl, "plugin loader", &format!("skipped {}: {why}", path.display()));
@@ -370,7 +379,18 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         }
     }
     rshmem_ctx_default.spml.store(spml.default_ctx, Ordering::Release);
-    if crate::log::level() >= crate::log::INFO {
+    if crate::log::enabled(crate::log::INFO, "plugin select") {
+        crate::log::log(
+            crate::log::INFO,
+            "plugin select",
+            &format!(
+                "spml {spml_name}, sshmem {sshmem_name}, memheap {}, scoll {}",
+                memheap_names.join(","),
+                scolls.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(",")
+            ),
+        );
+    }
+    if crate::log::enabled(crate::log::INFO, "init") {
         let mapped = (0..n_pes)
             .filter(|&pe| pe != my_pe && !segs.peer(pe as usize, SEG_HEAP).mapped.is_null())
             .count();

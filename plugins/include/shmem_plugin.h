@@ -66,6 +66,7 @@ typedef struct {
 #define SHMEM_PLUGIN_LOG_WARN 1
 #define SHMEM_PLUGIN_LOG_INFO 2
 #define SHMEM_PLUGIN_LOG_DEBUG 3
+#define SHMEM_PLUGIN_LOG_TRACE 4
 
 /* Comparison operators, equal to SHMEM_CMP_* */
 #define SHMEM_PLUGIN_CMP_EQ 1

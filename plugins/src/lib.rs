@@ -172,6 +172,7 @@ pub const LOG_ERROR: c_int = 0;
 pub const LOG_WARN: c_int = 1;
 pub const LOG_INFO: c_int = 2;
 pub const LOG_DEBUG: c_int = 3;
+pub const LOG_TRACE: c_int = 4;
 
 /// Comparison operators (the values of `SHMEM_CMP_*`).
 pub const CMP_EQ: c_int = 1;

@@ -285,3 +285,38 @@ fn a_million_operations_on_four_pes_keep_their_data() {
     );
     r.assert_all_pes_ok("soak", 4);
 }
+
+/// Logging (docs/configuration.md, "Logging"): quiet by default; `SHMEM_LOG_LEVEL`,
+/// `SHMEM_DEBUG` and `RUST_LOG` choose what is written, each line tagged with the PE and target.
+#[test]
+fn logging_follows_shmem_log_level_shmem_debug_and_rust_log() {
+    let hello = c_test("hello");
+    let stderr = |env: &[(&str, &str)]| {
+        let r = oshrun(2, &hello, env, T);
+        r.assert_ok("hello");
+        r.stderr.clone()
+    };
+    let quiet = stderr(&[("RUST_LOG", "")]);
+    assert!(!quiet.contains(" info ") && !quiet.contains(" debug "), "{quiet}");
+
+    let info = stderr(&[("SHMEM_LOG_LEVEL", "info")]);
+    for pe in 0..2 {
+        assert!(info.contains(&format!("rshmem[PE {pe}] info rshmem::init: ")), "{info}");
+        assert!(info.contains(&format!("rshmem[PE {pe}] info rshmem::plugin::select: spml ")), "{info}");
+    }
+    assert!(!info.contains(" debug "), "{info}");
+
+    let debug = stderr(&[("SHMEM_DEBUG", "1")]);
+    assert!(debug.contains("debug rshmem::plugin::loader: found spml ucx in "), "{debug}");
+    // An explicit level wins over SHMEM_DEBUG.
+    let warn = stderr(&[("SHMEM_DEBUG", "1"), ("SHMEM_LOG_LEVEL", "warn")]);
+    assert!(!warn.contains(" debug ") && !warn.contains(" info "), "{warn}");
+
+    // RUST_LOG picks targets: the selection alone.
+    let one = stderr(&[("RUST_LOG", "rshmem::plugin::select=info")]);
+    assert!(one.contains("info rshmem::plugin::select: "), "{one}");
+    assert!(!one.contains("rshmem::init"), "{one}");
+
+    let bad = stderr(&[("SHMEM_LOG_LEVEL", "loud")]);
+    assert!(bad.contains("SHMEM_LOG_LEVEL=loud: use error, warn, info, debug, trace or off"), "{bad}");
+}
