@@ -2,8 +2,9 @@
  * node team, OSHMEM's hint-based allocation, and OSHMEM's fixed-width RMA, AMO, wait and
  * reduction names, including the shmem_ spellings shmemx.h maps onto them.
  *
- * EXPECT_NODE_PES: how many PEs share this PE's host (the harness knows the launch layout).
- * With EXT_MODE=bad_hint the program asks for a hint bit that does not exist. */
+ * RSHMEM_TEST_NODE_PES: how many PEs share this PE's host (the harness knows the launch layout;
+ * the emulated-hosts launcher forwards only RSHMEM_* and SHMEM_* variables).
+ * With RSHMEM_TEST_EXT_MODE=bad_hint the program asks for a hint bit that does not exist. */
 #include <shmemx.h>
 #include <stdint.h>
 #include <string.h>
@@ -57,7 +58,7 @@ static void heap_queries(void) {
 
 static void node_team(void) {
     int me = shmem_my_pe(), npes = shmem_n_pes();
-    const char *expect = getenv("EXPECT_NODE_PES");
+    const char *expect = getenv("RSHMEM_TEST_NODE_PES");
     int node_pes = shmem_team_n_pes(SHMEMX_TEAM_NODE);
     CHECK(expect != NULL);
     CHECK(node_pes == atoi(expect));
@@ -243,7 +244,7 @@ static void fixed_width_reductions(void) {
 
 int main(void) {
     shmem_init();
-    const char *mode = getenv("EXT_MODE");
+    const char *mode = getenv("RSHMEM_TEST_EXT_MODE");
     if (mode && strcmp(mode, "bad_hint") == 0) {
         shmemx_malloc_with_hint(64, 1L << 5);
         fprintf(stderr, "PE %d: an unknown hint was accepted\n", shmem_my_pe());

@@ -216,7 +216,7 @@ fn extensions_of_oshmem_and_sandia_openshmem() {
     };
     for (np, mut env) in configurations() {
         let expect = per_host(np).to_string();
-        env.push(("EXPECT_NODE_PES", &expect));
+        env.push(("RSHMEM_TEST_NODE_PES", &expect));
         job(np, &prog, &env, DEFAULT_TIMEOUT).assert_all_pes_ok("extensions", np);
     }
 }

@@ -180,7 +180,7 @@ fn a_destroyed_or_foreign_space_handle_is_reported_on_use() {
 
 #[test]
 fn a_hint_bit_shmemx_h_does_not_define_ends_the_job_naming_it() {
-    let r = oshrun(2, &c_test("extensions"), &[("EXT_MODE", "bad_hint")], T);
+    let r = oshrun(2, &c_test("extensions"), &[("RSHMEM_TEST_EXT_MODE", "bad_hint")], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);
     assert!(
         r.stderr.contains("shmemx_malloc_with_hint: hint 0x20 has bits 0x20 that are no SHMEM_HINT_* value"),
