@@ -205,7 +205,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         }
     }
     for (path, why) in &found.skipped {
-        let lvl = if why.contains("ABI version") { crate::log::WARN } else { crate::log::DEBUG };
+        // Another ABI version, or a component hidden by one of the same name (said once, by PE 0).
+        let shadowed = why.contains(" is shadowed by ") && my_pe == 0;
+        let lvl = if why.contains("ABI version") || shadowed { crate::log::WARN } else { crate::log::DEBUG };
         crate::log::log(lvl, "plugin loader", &format!("skipped {}: {why}", path.display()));
     }
     let sel = |fw: Framework| {

@@ -91,6 +91,31 @@ fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
     );
 }
 
+/// A vendor component named like a built-in (here: a copy of scoll basic in a vendor directory)
+/// wins, and the job's log (once, by PE 0) and shmem_info say which file it hides.
+#[test]
+fn a_plugin_shadowing_a_built_in_is_reported() {
+    let dir = target_dir().join("rshmem-test-plugins/shadow");
+    std::fs::create_dir_all(&dir).unwrap();
+    let vendor = dir.join("libvendor_basic.so");
+    std::fs::copy(target_dir().join("librshmem_scoll_basic.so"), &vendor).unwrap();
+    let path = dir.display().to_string();
+    let built_in = target_dir().join("librshmem_scoll_basic.so").canonicalize().unwrap();
+    let says = format!("skipped {}: scoll basic is shadowed by {}", built_in.display(), vendor.display());
+    let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_plugin_path", path.as_str())], DEFAULT_TIMEOUT);
+    r.assert_ok("hello with a shadowing plugin");
+    assert_eq!(r.stderr.matches(&says).count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("rshmem[PE 0] warning rshmem::plugin::loader: "), "{}", r.stderr);
+    let o = Command::new(target_dir().join("shmem_info"))
+        .arg("--components")
+        .env("SHMEM_MCA_plugin_path", &path)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&says), "{out}");
+    assert!(out.contains(&format!("basic {} ({})", env!("CARGO_PKG_VERSION"), vendor.display())), "{out}");
+}
+
 #[test]
 fn shmem_info_lists_components_and_settings() {
     let o = Command::new(target_dir().join("shmem_info")).env("SHMEM_MCA_sshmem", "^ucx").output().unwrap();

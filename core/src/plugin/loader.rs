@@ -145,13 +145,17 @@ pub fn discover() -> Discovery {
         for path in files {
             match load(&path) {
                 Ok(c) => {
-                    if out.components.iter().any(|o| o.framework == c.framework && o.name == c.name) {
+                    if let Some(o) =
+                        out.components.iter().find(|o| o.framework == c.framework && o.name == c.name)
+                    {
+                        // A vendor's component named like a built-in hides it: say so.
                         out.skipped.push((
                             path,
                             format!(
-                                "{} {} already loaded from an earlier directory",
+                                "{} {} is shadowed by {} (an earlier directory wins)",
                                 c.framework.name(),
-                                c.name
+                                c.name,
+                                o.path.display()
                             ),
                         ));
                     } else {
