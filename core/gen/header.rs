@@ -276,8 +276,8 @@ fn generic_sets(all: &[Routine]) -> BTreeMap<&'static str, (Vec<&Routine>, Vec<&
 }
 
 pub fn shmem_h(all: &[Routine]) -> String {
-    let ext: Vec<&str> = all.iter().filter(|r| r.category == EXT).map(|r| r.name.as_str()).collect();
-    let all: Vec<Routine> = all.iter().filter(|r| !ext.contains(&r.name.as_str())).cloned().collect();
+    // The extensions are shmemx.h's.
+    let all: Vec<Routine> = all.iter().filter(|r| r.category != EXT).cloned().collect();
     let all = &all[..];
     let mut s = String::from(PREAMBLE);
     s.push_str("/* Library constants */\n");

@@ -152,10 +152,9 @@ pub fn show(lang: Lang, what: &Show, args: &[String], tool: &str) -> String {
 /// Entry point shared by both wrappers.
 pub fn main(lang: Lang) -> i32 {
     let tool = if lang == Lang::C { "oshcc" } else { "oshc++" };
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut asked = None;
     let mut rest = Vec::new();
-    for a in args.drain(..) {
+    for a in std::env::args().skip(1) {
         match show_option(&a) {
             Some(Ok(w)) => asked = asked.or(Some(w)),
             Some(Err(e)) => {

@@ -304,3 +304,22 @@ fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Ru
 pub const SSHMEM_BACKENDS: &[&str] = &["mmap", "ucx"];
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A scratch directory under the system temp directory, named for this test process and `what`,
+/// removed when dropped (also when an assertion fails first), so no test leaves it in /tmp.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(what: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("rshmem-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

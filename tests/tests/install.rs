@@ -3,26 +3,8 @@
 //! pkg-config, run with the installed oshrun and plugins.
 
 use rshmem_tests::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-/// A scratch directory under /tmp, removed when dropped (also when an assertion fails).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        let d = std::env::temp_dir().join(format!("rshmem-install-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Runs a command without cargo's LD_LIBRARY_PATH (which names the build directory and would
 /// win over the installed rpath).
@@ -60,7 +42,7 @@ fn run_two(prefix: &Path, prog: &Path, cwd: &Path) -> String {
 
 #[test]
 fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
-    let scratch = Scratch::new();
+    let scratch = Scratch::new("install");
     let prefix = scratch.0.join("prefix");
     let work = scratch.0.join("work");
     std::fs::create_dir_all(&work).unwrap();

@@ -52,21 +52,15 @@ fn finalize_and_g() {
 
 #[test]
 fn global_exit_with_missing_input() {
-    let dir = tempdir();
+    let dir = Scratch::new("spec");
     let o = std::process::Command::new(target_dir().join("oshrun"))
-        .current_dir(&dir)
+        .current_dir(&dir.0)
         .args(["-np", "4", "--timeout", "60", "--"])
         .arg(example("global_exit"))
         .output()
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
-fn tempdir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rshmem-spec-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 #[test]
