@@ -6,6 +6,7 @@
 #   lib/pkgconfig/       rshmem.pc
 #   include/             shmem.h, shmemx.h, pshmem.h, mpp/, shmem_plugin.h (for plugin authors)
 #   share/man/man1/      oshcc.1, oshc++.1, oshrun.1, shmem_info.1
+#   etc/rshmem.toml      the install-wide configuration (a commented example; kept if present)
 #
 # usage: bash scripts/install.sh --prefix DIR [--no-build | --build-dir DIR]
 # --no-build installs what `cargo build --release --workspace` left in target/release;
@@ -78,6 +79,12 @@ for m in oshcc oshrun shmem_info; do
 done
 ln -sfn oshcc.1 "$prefix/share/man/man1/oshc++.1"
 ln -sfn oshcc.1 "$prefix/share/man/man1/oshcxx.1"
+
+# A site's edited configuration survives a reinstall.
+if [ ! -e "$prefix/etc/rshmem.toml" ]; then
+    install -d "$prefix/etc"
+    install -m 644 docs/rshmem.toml "$prefix/etc/rshmem.toml"
+fi
 
 echo "rshmem $version installed in $prefix"
 echo "  PATH=$prefix/bin:\$PATH   PKG_CONFIG_PATH=$prefix/lib/pkgconfig   MANPATH=$prefix/share/man"

@@ -7,17 +7,34 @@ use rshmem_plugin_api::Framework;
 use std::fmt::Write;
 
 pub fn settings_report() -> String {
-    let mut s = String::from("Settings (environment > default):\n");
+    let mut s = String::from(
+        "Configuration files (each overrides the one before; the environment overrides them all):\n",
+    );
+    for (path, required) in config::file::candidates() {
+        let state = match config::file::layer() {
+            Ok(l) if l.files.contains(&path) => "read",
+            _ if required => "named by SHMEM_CONFIG",
+            Ok(_) => "absent",
+            Err(_) => "not read",
+        };
+        let _ = writeln!(s, "  {} ({state})", path.display());
+    }
+    match config::file::layer() {
+        Err(e) => {
+            let _ = writeln!(s, "  error: {e}");
+        }
+        Ok(l) => {
+            for w in &l.warnings {
+                let _ = writeln!(s, "  warning: {w}");
+            }
+        }
+    }
+    s.push_str("\nSettings (environment > files > default):\n");
     for st in SETTINGS {
         let legacy = st.legacy.map(|l| format!(" (also {l})")).unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "  {}{legacy} = {:?}  [{}]\n      {}",
-            st.name,
-            config::raw(st.name),
-            config::source(st.name),
-            st.doc
-        );
+        let key = config::file::file_key(st.name).map(|k| format!(", file key {k}")).unwrap_or_default();
+        let (value, from) = config::resolve(st.name);
+        let _ = writeln!(s, "  {}{legacy} = {value:?}  [{from}{key}]\n      {}", st.name, st.doc);
     }
     s
 }
@@ -33,8 +50,8 @@ pub fn components_report() -> String {
     let core = services::table(0, 1, 0, 1, &format!("info{}", std::process::id()));
     crate::runtime::use_singleton_bootstrap();
     for fw in Framework::ALL {
-        let spec = config::raw(&format!("SHMEM_MCA_{}", fw.name()));
-        let _ = writeln!(s, "\n{} components (SHMEM_MCA_{}={:?}):", fw.name(), fw.name(), spec);
+        let (spec, from) = config::resolve(&format!("SHMEM_MCA_{}", fw.name()));
+        let _ = writeln!(s, "\n{} components (SHMEM_MCA_{}={:?} [{from}]):", fw.name(), fw.name(), spec);
         match plugin::select(fw, &found.components, &spec, core) {
             Ok(sel) => {
                 for a in &sel.answers {
@@ -55,12 +72,19 @@ pub fn components_report() -> String {
                     if !c.description.is_empty() {
                         let _ = writeln!(s, "      {}", c.description);
                     }
-                    for (name, default, doc) in c.params() {
+                    for p in c.params() {
+                        let (value, from) = config::params::value(fw.name(), &c.name, &p.name)
+                            .unwrap_or_else(|| (p.default.clone(), config::Source::Default));
                         let _ = writeln!(
                             s,
-                            "      SHMEM_MCA_{}_{}_{name} (default {default:?}): {doc}",
+                            "      {} = {value:?}  [{from}; {}, default {:?}, file key mca.{}.{}.{}]\n          {}",
+                            config::params::var(fw.name(), &c.name, &p.name),
+                            config::params::kind_name(p.kind),
+                            p.default,
                             fw.name(),
-                            c.name
+                            c.name,
+                            p.name,
+                            p.doc
                         );
                     }
                 }
@@ -94,6 +118,16 @@ pub fn components_report() -> String {
     }
     for (path, why) in &found.skipped {
         let _ = writeln!(s, "\nskipped {}: {why}", path.display());
+    }
+    match config::params::check(&plugin::loader::param_tables(&found.components)) {
+        Ok(warnings) => {
+            for w in warnings {
+                let _ = writeln!(s, "\nwarning: {w}");
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(s, "\nerror (a job would not start): {e}");
+        }
     }
     s
 }

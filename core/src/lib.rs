@@ -19,6 +19,7 @@ pub mod legacy;
 pub mod lock;
 pub mod log;
 pub mod p2p;
+pub mod paths;
 pub mod placement;
 pub mod plugin;
 pub mod rma;

@@ -170,6 +170,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let (my_pe, n_pes) = (boot.rank(), boot.size());
     crate::log::set_pe(my_pe);
     let cfg = |r: Result<bool, String>| r.unwrap_or_else(|e| fail(routine, &e));
+    crate::config::check().unwrap_or_else(|e| fail(routine, &e));
     // The default space is the CPU space, whose own size variable takes precedence.
     let heap_size = if crate::config::raw("SHMEM_CPU_SYMMETRIC_SIZE").is_empty() {
         crate::config::get_size("SHMEM_SYMMETRIC_SIZE")
@@ -202,6 +203,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
                 "plugin loader",
                 &format!("found {} {} in {}", c.framework.name(), c.name, c.path.display()),
             );
+        }
+    }
+    let param_warnings = crate::config::params::check(&plugin::loader::param_tables(&found.components))
+        .unwrap_or_else(|e| fail(routine, &e));
+    if my_pe == 0 {
+        for w in &param_warnings {
+            crate::log::log(crate::log::WARN, "settings", w);
         }
     }
     for (path, why) in &found.skipped {

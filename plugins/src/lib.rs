@@ -70,22 +70,21 @@ impl Framework {
     }
 }
 
-/// Kinds of configuration parameter a component may declare.
-#[repr(u32)]
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum ParamKind {
-    String = 0,
-    Int = 1,
-    Bool = 2,
-    Size = 3,
-}
+/// Kinds of configuration parameter a component may declare ([`ParamDecl::kind`]). The core
+/// checks every value given for a parameter against its kind at init.
+pub const PARAM_STRING: u32 = 0;
+pub const PARAM_INT: u32 = 1;
+pub const PARAM_BOOL: u32 = 2;
+/// A byte count with an optional K, M, G or T suffix (`64K`, `1.5G`).
+pub const PARAM_SIZE: u32 = 3;
 
 /// One configuration parameter of a component, settable as
 /// `SHMEM_MCA_<framework>_<component>_<name>`.
 #[repr(C)]
 pub struct ParamDecl {
     pub name: *const c_char,
-    pub kind: ParamKind,
+    /// A `PARAM_*` value.
+    pub kind: u32,
     pub default_value: *const c_char,
     pub doc: *const c_char,
 }

@@ -11,8 +11,8 @@
 pub mod ucx;
 
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, ParamDecl, ParamKind, QueryResult, SpmlCtx, SpmlOps, TransportHandle,
-    LOG_DEBUG, LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
+    cstr, CoreServices, Framework, ParamDecl, QueryResult, SpmlCtx, SpmlOps, TransportHandle, LOG_DEBUG,
+    LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_long, c_void, CString};
@@ -592,7 +592,7 @@ rshmem_plugin_api::export_plugin! {
     description: "RMA, atomics and ordering over UCX (ucp_*_nbx), with an optional progress thread",
     params: &[ParamDecl {
         name: cstr!("progress_thread"),
-        kind: ParamKind::Bool,
+        kind: rshmem_plugin_api::PARAM_BOOL,
         default_value: cstr!("1"),
         doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress"),
     }],

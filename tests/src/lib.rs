@@ -306,12 +306,14 @@ pub const SSHMEM_BACKENDS: &[&str] = &["mmap", "ucx"];
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A scratch directory under the system temp directory, named for this test process and `what`,
-/// removed when dropped (also when an assertion fails first), so no test leaves it in /tmp.
+/// removed when dropped (also when an assertion fails first), so no test leaves it in /tmp. The
+/// name does not start with `rshmem-`, which is what a job's own leftovers look like: a scratch
+/// directory of a test running beside a job must not pass for the job's.
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(what: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("rshmem-{what}-{}", std::process::id()));
+        let d = std::env::temp_dir().join(format!("rshmemtest-{what}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         Scratch(d)

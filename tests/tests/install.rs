@@ -72,6 +72,7 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
         "share/man/man1/oshc++.1",
         "share/man/man1/oshrun.1",
         "share/man/man1/shmem_info.1",
+        "etc/rshmem.toml",
     ] {
         assert!(prefix.join(f).exists(), "{f} is not installed");
     }
@@ -138,5 +139,32 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
         .env_remove("SHMEM_MCA_plugin_path"));
     let installed_plugins = prefix.join("lib/rshmem").canonicalize().unwrap();
     assert!(info.contains(&installed_plugins.display().to_string()), "{info}");
+
+    // The install-wide configuration file: installed commented out, read from PREFIX/etc by the
+    // installed tools, and kept (with a site's edits) when rshmem is installed again.
+    let site = prefix.join("etc/rshmem.toml").canonicalize().unwrap();
+    let example = std::fs::read_to_string(&site).unwrap();
+    assert!(example.lines().all(|l| l.is_empty() || l.starts_with('#')), "{example}");
+    std::fs::write(&site, "symmetric_size = \"40M\"\n[mca]\nsshmem = \"ucx\"\n").unwrap();
+    let settings = || {
+        sh(Command::new(prefix.join("bin/shmem_info"))
+            .arg("--settings")
+            .env("XDG_CONFIG_HOME", &work)
+            .env_remove("SHMEM_CONFIG"))
+    };
+    let info = settings();
+    assert!(info.contains(&format!("  {} (read)", site.display())), "{info}");
+    assert!(
+        info.contains(&format!("= \"40M\"  [file {}, file key symmetric_size]", site.display())),
+        "{info}"
+    );
+    assert!(info.contains(&format!("SHMEM_MCA_sshmem = \"ucx\"  [file {}", site.display())), "{info}");
+    sh(Command::new("bash")
+        .arg(source_dir().join("../scripts/install.sh"))
+        .args(["--prefix"])
+        .arg(&prefix)
+        .arg("--build-dir")
+        .arg(target_dir()));
+    assert!(settings().contains("= \"40M\"  [file "), "a reinstall replaced the site's configuration");
     drop(scratch);
 }

@@ -122,18 +122,18 @@ fn shmem_info_lists_components_and_settings() {
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
     for want in [
-        "spml components (SHMEM_MCA_spml=\"\"):",
+        "spml components (SHMEM_MCA_spml=\"\" [default]):",
         "  ucx ",
         "available, priority 50",
-        "SHMEM_MCA_spml_ucx_progress_thread (default \"1\")",
-        "sshmem components (SHMEM_MCA_sshmem=\"^ucx\"):",
+        "SHMEM_MCA_spml_ucx_progress_thread = \"1\"  [default; boolean, default \"1\", file key mca.spml.ucx.progress_thread]",
+        "sshmem components (SHMEM_MCA_sshmem=\"^ucx\" [environment (SHMEM_MCA_sshmem)]):",
         "not selected by SHMEM_MCA_sshmem",
         "=> selected: mmap",
         "memheap components",
         "=> selected: shm, basic",
         "=> selected: cpu for CPU memory",
         "  cuda ",
-        "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"512M\"  [default]",
+        "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"512M\"  [default, file key symmetric_size]",
     ] {
         assert!(out.contains(want), "missing `{want}` in:\n{out}");
     }

@@ -2,6 +2,7 @@
 //! file with another ABI version, no descriptor, or a bad one is skipped with a note that
 //! `shmem_info` and the logs show.
 
+use crate::config::params::{ComponentParams, Declared};
 use rshmem_plugin_api::{c_str, Framework, ParamDecl, PluginDescriptor, ABI_VERSION, DESCRIPTOR_SYMBOL};
 use std::path::{Path, PathBuf};
 
@@ -16,7 +17,8 @@ pub struct Component {
 }
 
 impl Component {
-    pub fn params(&self) -> Vec<(String, String, String)> {
+    /// The parameters the component declares.
+    pub fn params(&self) -> Vec<Declared> {
         let d = self.desc;
         if d.params.is_null() {
             return Vec::new();
@@ -27,16 +29,24 @@ impl Component {
             .iter()
             .map(|p| {
                 // SAFETY: descriptor strings are NUL-terminated statics.
-                unsafe {
-                    (
-                        c_str(p.name).unwrap_or_default(),
-                        c_str(p.default_value).unwrap_or_default(),
-                        c_str(p.doc).unwrap_or_default(),
-                    )
+                let (name, default, doc) = unsafe { (c_str(p.name), c_str(p.default_value), c_str(p.doc)) };
+                Declared {
+                    name: name.unwrap_or_default(),
+                    kind: p.kind,
+                    default: default.unwrap_or_default(),
+                    doc: doc.unwrap_or_default(),
                 }
             })
             .collect()
     }
+}
+
+/// Every component's declared parameters, for [`crate::config::params::check`].
+pub fn param_tables(components: &[Component]) -> Vec<ComponentParams<'_>> {
+    components
+        .iter()
+        .map(|c| ComponentParams { framework: c.framework.name(), component: &c.name, params: c.params() })
+        .collect()
 }
 
 /// The result of scanning the plugin directories.
@@ -48,22 +58,6 @@ pub struct Discovery {
     pub dirs: Vec<PathBuf>,
 }
 
-/// Directory holding the object this code is linked into (libshmem.so, or an executable
-/// that links the core statically).
-fn own_dir() -> Option<PathBuf> {
-    // SAFETY: Dl_info is plain data, for which all zeroes is a valid value.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let addr = own_dir as *const libc::c_void;
-    // SAFETY: dladdr only reads loader tables; `info` is a valid out-pointer.
-    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
-    let path = unsafe { c_str(info.dli_fname) }?;
-    let path = std::fs::canonicalize(path).ok()?;
-    path.parent().map(Path::to_path_buf)
-}
-
 /// The directories searched, in order: `SHMEM_MCA_plugin_path` entries, then the library's own
 /// directory's `rshmem/` subdirectory and the directory itself; for a tool that links the core
 /// into itself (`shmem_info` in an install's `bin/`), the install's `lib/rshmem/` as well.
@@ -72,7 +66,7 @@ pub fn plugin_dirs() -> Vec<(PathBuf, bool)> {
     for d in crate::config::raw("SHMEM_MCA_plugin_path").split(':').filter(|d| !d.is_empty()) {
         dirs.push((PathBuf::from(d), true));
     }
-    if let Some(own) = own_dir() {
+    if let Some(own) = crate::paths::own_dir() {
         let installed = own.join("../lib/rshmem");
         dirs.push((own.join("rshmem"), true));
         // The build directory also holds unrelated libraries: only our own naming there.

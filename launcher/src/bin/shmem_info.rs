@@ -1,26 +1,42 @@
-//! `shmem_info`: the library version, every setting with its value and documentation, every
-//! component found with its probe answer (available with a priority, or why not), and this
-//! host's topology as hwloc reports it.
+//! `shmem_info`: the library version, every setting and component parameter with its value and
+//! where it came from, every component found with its probe answer (available with a priority,
+//! or why not) and what would be selected, and this host's topology as hwloc reports it.
+
+const USAGE: &str = "usage: shmem_info [--all | --settings | --selection | --topology]...
+  --all        everything below (the default)
+  --settings   the configuration files, and every setting with its value and source
+  --selection  every component found: its parameters, its probe answer on this machine and
+               what a job started here would select (no job is started; also --components)
+  --topology   this host's topology as hwloc reports it";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("usage: shmem_info [--settings | --components | --topology]");
+        println!("{USAGE}");
         return;
     }
-    let all = args.is_empty();
-    println!("rshmem {} (OpenSHMEM 1.6, vendor string \"rshmem\")", env!("CARGO_PKG_VERSION"));
-    if all || args.iter().any(|a| a == "--settings") {
-        print!("\n{}", shmem::info::settings_report());
+    const KNOWN: [&str; 5] = ["--all", "--settings", "--selection", "--components", "--topology"];
+    if let Some(bad) = args.iter().find(|a| !KNOWN.contains(&a.as_str())) {
+        eprintln!("shmem_info: unknown option {bad}\n{USAGE}");
+        std::process::exit(2);
     }
-    if all || args.iter().any(|a| a == "--components") {
-        print!("\n{}", shmem::info::components_report());
+    let mut out = String::new();
+    let all = args.is_empty() || args.iter().any(|a| a == "--all");
+    let wants = |o: &str| all || args.iter().any(|a| a == o);
+    out += &format!("rshmem {} (OpenSHMEM 1.6, vendor string \"rshmem\")\n", env!("CARGO_PKG_VERSION"));
+    if wants("--settings") {
+        out += &format!("\n{}", shmem::info::settings_report());
     }
-    if all || args.iter().any(|a| a == "--topology") {
-        println!("\nTopology (hwloc; what `oshrun --bind-to core|numa` binds from):");
+    if wants("--selection") || wants("--components") {
+        out += &format!("\n{}", shmem::info::components_report());
+    }
+    if wants("--topology") {
+        out += "\nTopology (hwloc; what `oshrun --bind-to core|numa` binds from):\n";
         match rshmem_topology::Host::load() {
-            Ok(h) => print!("{}", h.summary()),
-            Err(e) => println!("{e}"),
+            Ok(h) => out += &h.summary(),
+            Err(e) => out += &format!("{e}\n"),
         }
     }
+    // A closed pipe (`shmem_info | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
 }

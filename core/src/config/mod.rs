@@ -1,9 +1,16 @@
 //! Settings: each is declared once here (name, kind, default, doc); parsing, `SHMEM_INFO`
-//! output and the `shmem_info` tool all read this table. Component parameters are
-//! `SHMEM_MCA_<framework>_<component>_<name>` and are declared by the components themselves.
+//! output and the `shmem_info` tool all read this table. A value comes from the environment,
+//! else from a configuration file (`file`), else the default; `check` validates every one of
+//! them by its kind at init. Component parameters (`SHMEM_MCA_<framework>_<component>_<name>`)
+//! are declared by the components themselves and checked against those declarations (`params`).
 
-use std::ffi::CString;
-use std::sync::{Mutex, OnceLock};
+pub mod file;
+pub mod params;
+pub mod parse;
+
+pub use params::component_param;
+pub use parse::{parse_bool, parse_size};
+use std::path::Path;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -27,6 +34,7 @@ const fn setting(name: &'static str, kind: Kind, default: &'static str, doc: &'s
 }
 
 pub const SETTINGS: &[Setting] = &[
+    setting("SHMEM_CONFIG", Kind::Str, "", "A TOML configuration file for this job, read after the install-wide file (PREFIX/etc/rshmem.toml) and the user's ($XDG_CONFIG_HOME/rshmem/config.toml, else ~/.config/rshmem/config.toml); each overrides the one before and the environment overrides them all. It must exist"),
     Setting {
         legacy: Some("SMA_SYMMETRIC_SIZE"),
         ..setting("SHMEM_SYMMETRIC_SIZE", Kind::Size, "512M", "Bytes of symmetric heap per PE (suffixes K, M, G, T)")
@@ -91,124 +99,107 @@ pub fn lookup(name: &str) -> &'static Setting {
     SETTINGS.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("undeclared setting {name}"))
 }
 
-/// The raw value of a declared setting: environment (new name, then legacy), else default.
-pub fn raw(name: &str) -> String {
-    let s = lookup(name);
-    std::env::var(s.name)
-        .ok()
-        .or_else(|| s.legacy.and_then(|l| std::env::var(l).ok()))
-        .unwrap_or_else(|| s.default.to_string())
-}
-
 /// Where a value came from, for reports.
-pub fn source(name: &str) -> &'static str {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The environment, under this variable name (the setting's, or its legacy spelling).
+    Env(String),
+    File(&'static Path),
+    Default,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Env(var) => write!(f, "environment ({var})"),
+            Source::File(p) => write!(f, "file {}", p.display()),
+            Source::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// A variable's value from the environment, else from the configuration files.
+pub fn lookup_var(var: &str) -> Option<(String, Source)> {
+    if let Ok(v) = std::env::var(var) {
+        return Some((v, Source::Env(var.to_string())));
+    }
+    let layer = file::layer().as_ref().ok()?;
+    layer.get(var).map(|(v, p)| (v.to_string(), Source::File(p)))
+}
+
+/// A declared setting's value and where it came from: the environment (its name, then its
+/// legacy name), else the configuration files, else the default.
+pub fn resolve(name: &str) -> (String, Source) {
     let s = lookup(name);
-    if std::env::var_os(s.name).is_some() {
-        "environment"
-    } else if s.legacy.is_some_and(|l| std::env::var_os(l).is_some()) {
-        "environment (legacy name)"
-    } else {
-        "default"
+    if let Some(l) = s.legacy.filter(|_| std::env::var_os(s.name).is_none()) {
+        if let Ok(v) = std::env::var(l) {
+            return (v, Source::Env(l.to_string()));
+        }
     }
+    lookup_var(s.name).unwrap_or_else(|| (s.default.to_string(), Source::Default))
 }
 
-pub fn parse_bool(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "y" | "yes" | "true" | "on" => Some(true),
-        "0" | "n" | "no" | "false" | "off" | "" => Some(false),
-        _ => None,
-    }
+/// The value of a declared setting (see [`resolve`]).
+pub fn raw(name: &str) -> String {
+    resolve(name).0
 }
 
-/// A size as the spec writes it: a non-negative integer or decimal number with an optional
-/// binary suffix (`4096`, `512M`, `1g`, `2KiB`, `1.5G`, `.5m`, `3.1M`). A decimal becomes the
-/// integer ceiling of number × scale, as the spec requires ("at least as large as").
-pub fn parse_size(v: &str) -> Option<usize> {
-    let v = v.trim();
-    let end = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
-    let (num, unit) = v.split_at(end);
-    let shift = match unit.trim().to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return None,
-    };
-    if !num.contains('.') {
-        return num.parse::<usize>().ok()?.checked_mul(1usize << shift);
+/// Where a setting's value came from.
+pub fn source(name: &str) -> Source {
+    resolve(name).1
+}
+
+/// Read the configuration files and check every setting's value by its kind, so that a bad
+/// value fails init with its name and origin whether or not this job would have used it.
+pub fn check() -> Result<(), String> {
+    file::layer().as_ref().map_err(Clone::clone)?;
+    for s in SETTINGS {
+        let (v, from) = resolve(s.name);
+        let ok = match s.kind {
+            Kind::Bool => parse_bool(&v).is_some(),
+            Kind::Size => v.trim().is_empty() || parse_size(&v).is_some(),
+            Kind::Int => v.trim().parse::<i64>().is_ok(),
+            Kind::Str => true,
+        };
+        if !ok {
+            let want = match s.kind {
+                Kind::Bool => "a boolean (1 or 0, true or false)",
+                Kind::Size => "a size (examples: 4096, 64K, 512M, 1.5G)",
+                _ => "an integer",
+            };
+            return Err(format!("{}={v} ({from}) is not {want}", s.name));
+        }
     }
-    // One point, digits on at least one side ("1.", ".5" and "1.5", not "." or "1.2.3").
-    let (int, frac) = num.split_once('.')?;
-    if frac.contains('.') || (int.is_empty() && frac.is_empty()) {
-        return None;
-    }
-    // Exact arithmetic: the number is int + frac / 10^digits; scale it, then round up.
-    let den = 10u128.checked_pow(frac.len() as u32)?;
-    let int: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let frac: u128 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
-    let scaled = int.checked_mul(den)?.checked_add(frac)?.checked_mul(1u128 << shift)?;
-    usize::try_from(scaled.div_ceil(den)).ok()
+    Ok(())
 }
 
 pub fn get_bool(name: &str) -> Result<bool, String> {
-    let v = raw(name);
-    parse_bool(&v).ok_or_else(|| format!("{name}={v} is not a boolean (use 0 or 1)"))
+    let (v, from) = resolve(name);
+    parse_bool(&v).ok_or_else(|| format!("{name}={v} ({from}) is not a boolean (use 0 or 1)"))
 }
 
 pub fn get_size(name: &str) -> Result<usize, String> {
-    let v = raw(name);
-    parse_size(&v).ok_or_else(|| format!("{name}={v} is not a size (examples: 4096, 64K, 512M, 1.5G)"))
-}
-
-/// `SHMEM_MCA_<framework>_<component>_<param>` as a C string owned for the job's lifetime
-/// (plugins keep the pointer).
-pub fn component_param(framework: &str, component: &str, param: &str) -> Option<*const std::ffi::c_char> {
-    static CACHE: OnceLock<Mutex<Vec<(String, CString)>>> = OnceLock::new();
-    let key = format!("SHMEM_MCA_{framework}_{component}_{param}");
-    let value = std::env::var(&key).ok()?;
-    let mut cache = CACHE.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, v)) = cache.iter().find(|(k, v)| *k == key && v.to_str() == Ok(value.as_str())) {
-        return Some(v.as_ptr());
-    }
-    let c = CString::new(value).ok()?;
-    // The CString's heap buffer does not move when the Vec grows, so the pointer stays valid.
-    let ptr = c.as_ptr();
-    cache.push((key, c));
-    Some(ptr)
-}
-
-/// Edit distance between two names (case-insensitive), for "did you mean".
-fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) =
-        (a.to_ascii_uppercase().chars().collect(), b.to_ascii_uppercase().chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    let (v, from) = resolve(name);
+    parse_size(&v)
+        .ok_or_else(|| format!("{name}={v} ({from}) is not a size (examples: 4096, 64K, 512M, 1.5G)"))
 }
 
 /// `SHMEM_*` names in `vars` that are no setting of ours, each with the nearest declared name
 /// when one is close enough to be a likely misspelling. Component parameters
-/// (`SHMEM_MCA_<framework>_...`) belong to the components and are not judged here.
+/// (`SHMEM_MCA_<framework>_...`) are judged against the components' declarations
+/// ([`params::check`]).
 pub fn unknown_settings<'a>(vars: impl Iterator<Item = &'a str>) -> Vec<(String, Option<&'static str>)> {
-    const FRAMEWORKS: [&str; 4] = ["spml", "sshmem", "memheap", "scoll"];
     let mut out = Vec::new();
     for v in vars {
         if !v.starts_with("SHMEM_") || SETTINGS.iter().any(|s| s.name == v) {
             continue;
         }
-        if FRAMEWORKS.iter().any(|f| v.starts_with(&format!("SHMEM_MCA_{f}_"))) {
+        if file::FRAMEWORKS.iter().any(|f| v.starts_with(&format!("SHMEM_MCA_{f}_"))) {
             continue;
         }
         let near = SETTINGS
             .iter()
-            .map(|s| (distance(v, s.name), s.name))
+            .map(|s| (parse::distance(v, s.name), s.name))
             .filter(|(d, _)| *d <= 3)
             .min()
             .map(|(_, n)| n);
@@ -217,8 +208,14 @@ pub fn unknown_settings<'a>(vars: impl Iterator<Item = &'a str>) -> Vec<(String,
     out
 }
 
-/// Warn about misspelt or foreign `SHMEM_*` variables (once per job: the caller is PE 0).
+/// Warn about misspelt or foreign `SHMEM_*` variables and configuration-file keys (once per
+/// job: the caller is PE 0).
 pub fn warn_unknown() {
+    if let Ok(layer) = file::layer() {
+        for w in &layer.warnings {
+            crate::log::log(crate::log::WARN, "settings", w);
+        }
+    }
     let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
     for (name, near) in unknown_settings(names.iter().map(String::as_str)) {
         let hint = match near {
@@ -256,40 +253,6 @@ mod tests {
                 ("SHMEM_FOO_BAR_BAZ_QUUX".to_string(), None)
             ]
         );
-        assert_eq!(distance("abc", "abd"), 1);
-        assert_eq!(distance("", "ab"), 2);
-    }
-
-    #[test]
-    fn sizes_parse_with_suffixes() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("64K"), Some(64 << 10));
-        assert_eq!(parse_size("512m"), Some(512 << 20));
-        assert_eq!(parse_size("2GiB"), Some(2 << 30));
-        assert_eq!(parse_size("1T"), Some(1 << 40));
-        assert_eq!(parse_size("12Q"), None);
-        assert_eq!(parse_size("M"), None);
-    }
-
-    #[test]
-    fn decimal_sizes_round_up() {
-        assert_eq!(parse_size("1.5G"), Some(3 << 29));
-        assert_eq!(parse_size(".5m"), Some(1 << 19));
-        // 3.1 MiB is 3250585.6 bytes: the ceiling.
-        assert_eq!(parse_size("3.1M"), Some(3_250_586));
-        assert_eq!(parse_size("2."), Some(2));
-        assert_eq!(parse_size("0.1"), Some(1));
-        assert_eq!(parse_size("1.25k"), Some(1280));
-        for bad in [".", "1.2.3", "1.5Q", "-1", "1e3", "", "0x10"] {
-            assert_eq!(parse_size(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn bools_parse() {
-        assert_eq!(parse_bool("1"), Some(true));
-        assert_eq!(parse_bool("off"), Some(false));
-        assert_eq!(parse_bool("maybe"), None);
     }
 
     #[test]
