@@ -52,7 +52,7 @@ pub fn components_report() -> String {
     for fw in Framework::ALL {
         let (spec, from) = config::resolve(&format!("SHMEM_MCA_{}", fw.name()));
         let _ = writeln!(s, "\n{} components (SHMEM_MCA_{}={:?} [{from}]):", fw.name(), fw.name(), spec);
-        match plugin::select(fw, &found.components, &spec, core) {
+        match plugin::select(fw, &found.components, &spec, core, &[]) {
             Ok(sel) => {
                 for a in &sel.answers {
                     let c = a.component;
@@ -72,6 +72,12 @@ pub fn components_report() -> String {
                     if !c.description.is_empty() {
                         let _ = writeln!(s, "      {}", c.description);
                     }
+                    let caps = rshmem_plugin_api::cap_names(fw, c.desc.caps);
+                    let _ = writeln!(
+                        s,
+                        "      capabilities: {}",
+                        if caps.is_empty() { "none".to_string() } else { caps.join(", ") }
+                    );
                     for p in c.params() {
                         let (value, from) = config::params::value(fw.name(), &c.name, &p.name)
                             .unwrap_or_else(|| (p.default.clone(), config::Source::Default));

@@ -51,7 +51,7 @@ fn on_active_set<R>(
     if let Some(t) = standing_team(routine, triplet) {
         return f(t);
     }
-    let scolls = crate::teams::scolls();
+    let scolls = crate::teams::ephemeral_scolls();
     let t = TeamState::create_ephemeral(rt, psync.cast(), PSYNC_BYTES, triplet, scolls);
     f(&t)
 }

@@ -452,8 +452,12 @@ pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_i
         unsafe { AtomicU64::from_ptr(p.mapped.add(off).cast()).fetch_add(value, Ordering::AcqRel) };
     } else {
         let ctx = crate::ctx::default();
-        // SAFETY: plugin ABI call.
-        if unsafe { (rt.spml.atomic_add_u64)(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, value) } != 0
+        let raddr = p.remote_base + off as u64;
+        let null = std::ptr::null_mut();
+        // SAFETY: plugin ABI call; no fetched value is asked for.
+        if unsafe {
+            (rt.spml.atomic)(spml_ctx(ctx), pe, seg, raddr, rshmem_plugin_api::AMO_ADD, 8, value, 0, null)
+        } != 0
         {
             spml_failed(routine, "atomic add on", pe);
         }

@@ -119,17 +119,27 @@ fn fail(routine: &CStr, msg: &str) -> ! {
     crate::error::fatal(routine, msg)
 }
 
-fn open<T>(sel: &Selection, core: *const CoreServices, routine: &CStr) -> (&'static T, String) {
+fn open<T: rshmem_plugin_api::OpsTable>(
+    sel: &Selection,
+    core: *const CoreServices,
+    routine: &CStr,
+) -> (&'static T, String) {
     let mut errors = Vec::new();
     for c in &sel.ranked {
-        let open = c.desc.open.expect("checked at load");
-        // SAFETY: `open` follows the plugin ABI; it returns the framework's ops table or NULL.
-        let ops = std::panic::catch_unwind(|| unsafe { open(core) }).unwrap_or(std::ptr::null());
-        if !ops.is_null() {
-            // SAFETY: the plugin promises a table of its framework's type, alive while loaded.
-            return (unsafe { &*(ops as *const T) }, c.name.clone());
+        // SAFETY: `core` is the services table; `c` is of T's framework.
+        match unsafe { plugin::bind::open::<T>(c, core) } {
+            Ok(ops) => {
+                for e in &errors {
+                    crate::log::log(
+                        crate::log::WARN,
+                        "plugin select",
+                        &format!("using {} instead: {e}", c.name),
+                    );
+                }
+                return (ops, c.name.clone());
+            }
+            Err(e) => errors.push(e),
         }
-        errors.push(format!("{}: open failed", c.name));
     }
     fail(routine, &format!("no {} component could be opened ({})", sel.framework.name(), errors.join("; ")))
 }
@@ -218,15 +228,38 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         let lvl = if why.contains("ABI version") || shadowed { crate::log::WARN } else { crate::log::DEBUG };
         crate::log::log(lvl, "plugin loader", &format!("skipped {}: {why}", path.display()));
     }
+    // What the job needs of its components, by capability bit.
+    let mut spml_needs = Vec::new();
+    if boot.local_size() < n_pes {
+        spml_needs.push(plugin::select::Need {
+            cap: rshmem_plugin_api::SPML_CAP_MULTI_HOST,
+            name: "SPML_CAP_MULTI_HOST",
+            why: "its PEs span several hosts",
+        });
+    }
+    if requested >= crate::ffi::THREAD_MULTIPLE {
+        spml_needs.push(plugin::select::Need {
+            cap: rshmem_plugin_api::SPML_CAP_THREAD_MULTIPLE,
+            name: "SPML_CAP_THREAD_MULTIPLE",
+            why: "it was initialised with SHMEM_THREAD_MULTIPLE",
+        });
+    }
     let sel = |fw: Framework| {
-        plugin::select(fw, &found.components, &crate::config::raw(&format!("SHMEM_MCA_{}", fw.name())), core)
-            .unwrap_or_else(|e| fail(routine, &e))
+        let needs = if fw == Framework::Spml { spml_needs.as_slice() } else { &[] };
+        let spec = crate::config::raw(&format!("SHMEM_MCA_{}", fw.name()));
+        plugin::select(fw, &found.components, &spec, core, needs).unwrap_or_else(|e| fail(routine, &e))
     };
     let spml_sel = sel(Framework::Spml);
     let (spml, spml_name): (&'static SpmlOps, _) = open(&spml_sel, core, routine);
     TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = spml.transport;
     let sshmem_sel = sel(Framework::Sshmem);
     let (sshmem, sshmem_name): (&'static SshmemOps, _) = open(&sshmem_sel, core, routine);
+    // Without SSHMEM_CAP_PEER_ATTACH, same-host peers' heaps are reached through the spml.
+    let peer_attach = sshmem_sel
+        .ranked
+        .iter()
+        .find(|c| c.name == sshmem_name)
+        .is_some_and(|c| c.desc.caps & rshmem_plugin_api::SSHMEM_CAP_PEER_ATTACH != 0);
     let memheap_sel = sel(Framework::Memheap);
     // SAFETY: `core` is the services table built above, alive for the job.
     let memheaps =
@@ -258,17 +291,28 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         .collect();
     let scoll_sel = sel(Framework::Scoll);
     let mut scolls: Vec<(&'static ScollOps, String)> = Vec::new();
+    let mut ephemeral: Vec<(&'static ScollOps, String)> = Vec::new();
+    let mut scoll_errors = Vec::new();
     for c in &scoll_sel.ranked {
-        let open = c.desc.open.expect("checked at load");
-        // SAFETY: plugin ABI call; NULL means the component could not open.
-        let ops = unsafe { open(core) };
-        if !ops.is_null() {
-            // SAFETY: scoll components return a ScollOps table.
-            scolls.push((unsafe { &*(ops as *const ScollOps) }, c.name.clone()));
+        // SAFETY: `core` is the services table; `c` is an scoll component.
+        match unsafe { plugin::bind::open::<ScollOps>(c, core) } {
+            Ok(ops) => {
+                scolls.push((ops, c.name.clone()));
+                // Only components that keep the active-set contract serve pSync teams.
+                if c.desc.caps & rshmem_plugin_api::SCOLL_CAP_EPHEMERAL != 0 {
+                    ephemeral.push((ops, c.name.clone()));
+                }
+            }
+            Err(e) => {
+                if my_pe == 0 {
+                    crate::log::log(crate::log::WARN, "plugin select", &e);
+                }
+                scoll_errors.push(e);
+            }
         }
     }
     if scolls.is_empty() {
-        fail(routine, "no scoll component could be opened");
+        fail(routine, &format!("no scoll component could be opened ({})", scoll_errors.join("; ")));
     }
 
     // Symmetric memory: the heap from sshmem, and the program's global data.
@@ -380,6 +424,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             let mapped: *mut u8 = if pe == my_pe {
                 segs.local(seg).base as *mut u8
             } else if local_map && boot.is_local(pe) {
+                let blob = if peer_attach || seg == SEG_DATA { blob } else { &[] };
                 map_peer(sshmem, spml, pe, seg, base, len as usize, blob)
             } else {
                 std::ptr::null_mut()
@@ -464,7 +509,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // The team scratch pool is the first heap allocation, so it is symmetric; the world team
     // holds slot 0. No PE uses a team before the closing fence below.
     crate::team::init_pool(routine, rt, &scolls);
-    crate::teams::init(&scolls);
+    crate::teams::init(&scolls, &ephemeral);
     let world = TeamState::create(routine, rt, 0, (0, 1, n_pes), &scolls);
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
     let shared = crate::teams::init_shared(routine, rt, rshmem_team_world.state.load(Ordering::Acquire));
@@ -711,12 +756,9 @@ pub fn use_singleton_bootstrap() {
 /// `core` must be the core services table.
 pub unsafe fn open_spml_for_tools(sel: &Selection, core: *const CoreServices) {
     if let Some(c) = sel.ranked.first() {
-        let open = c.desc.open.expect("checked at load");
-        // SAFETY: plugin ABI call.
-        let ops = unsafe { open(core) } as *const SpmlOps;
-        if !ops.is_null() {
-            // SAFETY: non-null SpmlOps table from the plugin.
-            TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = unsafe { (*ops).transport };
+        // SAFETY: the caller's services table; `c` is an spml component.
+        if let Ok(ops) = unsafe { plugin::bind::open::<SpmlOps>(c, core) } {
+            TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = ops.transport;
         }
     }
 }

@@ -26,6 +26,8 @@ const TEAM_NUM_CONTEXTS: c_long = 1;
 
 struct Registry {
     scolls: Vec<(&'static ScollOps, String)>,
+    /// The components with `SCOLL_CAP_EPHEMERAL`, for the active-set (pSync) teams.
+    ephemeral: Vec<(&'static ScollOps, String)>,
     /// Handles of the teams splits made that are not destroyed yet.
     live: Mutex<Vec<usize>>,
     /// Slots this PE's live teams use (bit 0: the world).
@@ -34,9 +36,13 @@ struct Registry {
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
-pub fn init(scolls: &[(&'static ScollOps, String)]) {
-    let _ =
-        REGISTRY.set(Registry { scolls: scolls.to_vec(), live: Mutex::new(Vec::new()), used: Mutex::new(1) });
+pub fn init(scolls: &[(&'static ScollOps, String)], ephemeral: &[(&'static ScollOps, String)]) {
+    let _ = REGISTRY.set(Registry {
+        scolls: scolls.to_vec(),
+        ephemeral: ephemeral.to_vec(),
+        live: Mutex::new(Vec::new()),
+        used: Mutex::new(1),
+    });
 }
 
 /// The world PEs of `local` (a membership vector) as a team triplet (start, stride, size),
@@ -115,6 +121,11 @@ fn host_team(routine: &CStr, rt: &runtime::Runtime, local: &[bool], slot: usize,
 /// The stacked scoll components, best first.
 pub fn scolls() -> &'static [(&'static ScollOps, String)] {
     &registry().scolls
+}
+
+/// The scoll components that serve active-set teams (`SCOLL_CAP_EPHEMERAL`), best first.
+pub fn ephemeral_scolls() -> &'static [(&'static ScollOps, String)] {
+    &registry().ephemeral
 }
 
 /// Whether `team` is a valid handle: a predefined team, or a split's team not destroyed yet.

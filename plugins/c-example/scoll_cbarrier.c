@@ -71,15 +71,19 @@ static const void *cb_open(const shmem_plugin_core_t *c) {
 static const shmem_plugin_descriptor_t descriptor = {
     .abi_version = SHMEM_PLUGIN_ABI_VERSION,
     .framework = SHMEM_PLUGIN_SCOLL,
+    .struct_size = sizeof(shmem_plugin_descriptor_t),
     .name = "cbarrier",
     .version = "1.0",
     .description = "example C component: linear barrier through team index 0",
     .params = NULL,
     .n_params = 0,
+    /* Not SHMEM_PLUGIN_SCOLL_CAP_EPHEMERAL: its epoch counter lives in the scratch, which an
+     * active-set call's pSync must get back zeroed; the core keeps it off those teams. */
+    .caps = 0,
     .query = cb_query,
     .open = cb_open,
 };
 
-__attribute__((visibility("default"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor_v1(void) {
+__attribute__((visibility("default"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) {
     return &descriptor;
 }

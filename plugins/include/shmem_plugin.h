@@ -1,11 +1,13 @@
 /*
- * shmem_plugin.h: the rshmem component plugin ABI, version 1, for plugins written in C.
+ * shmem_plugin.h: the rshmem component plugin ABI, version 2, for plugins written in C.
  *
  * A plugin is a shared object exporting exactly one function,
- *     const shmem_plugin_descriptor_t *shmem_plugin_descriptor_v1(void);
- * that returns a static descriptor. The core dlopens the file, checks abi_version, calls
- * query() to learn whether the component can run (and its priority, or why not), then open()
- * on the selected component, which returns the framework's ops table.
+ *     const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void);
+ * that returns a static descriptor. The core dlopens the file, checks abi_version and
+ * struct_size, calls query() to learn whether the component can run (and its priority, or why
+ * not), then open() on the selected component, which returns the framework's ops table. The
+ * core refuses a table whose struct_size ends before its last required slot, or with a
+ * required slot NULL, naming the slot; optional slots (marked so below) may be NULL.
  *
  * This header mirrors plugins/src/lib.rs field for field; see docs/plugin-abi.md.
  */
@@ -19,7 +21,7 @@
 extern "C" {
 #endif
 
-#define SHMEM_PLUGIN_ABI_VERSION 1u
+#define SHMEM_PLUGIN_ABI_VERSION 2u
 
 #define SHMEM_PLUGIN_RC_OK 0
 #define SHMEM_PLUGIN_RC_ERROR (-1)
@@ -162,7 +164,6 @@ typedef struct {
     int (*get)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, void *dst, size_t len);
     int (*put_nbi)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, const void *src, size_t len);
     int (*get_nbi)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, void *dst, size_t len);
-    int (*atomic_add_u64)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, uint64_t value);
     int (*quiet)(shmem_plugin_spml_ctx_t ctx);
     int (*fence)(shmem_plugin_spml_ctx_t ctx);
     void (*progress)(void);
@@ -174,7 +175,7 @@ typedef struct {
      * *out, or nonzero to make the core share the default context. */
     int (*ctx_create)(long options, shmem_plugin_spml_ctx_t *out);
     /* Release a context from ctx_create (the core has quieted it). */
-    void (*ctx_destroy)(shmem_plugin_spml_ctx_t ctx);
+    void (*ctx_destroy)(shmem_plugin_spml_ctx_t ctx); /* optional */
 } shmem_plugin_spml_ops_t;
 
 /* Options of shmem_plugin_spml_ops_t.ctx_create (the values of the SHMEM_CTX_* constants) */
@@ -205,9 +206,10 @@ typedef struct {
     size_t scratch_needed;
     void *(*enable)(const shmem_plugin_team_t *team);
     void (*disable)(void *state);
+    /* Every collective slot is optional: NULL (or a slot past struct_size) falls through to the
+     * next component of the stack, as does a call that returns SHMEM_PLUGIN_RC_DECLINED. */
     int (*barrier)(void *state);
     int (*broadcast)(void *state, void *dest, const void *src, size_t nbytes, int root);
-    /* Appended in ABI v1 (absent when struct_size ends before them): */
     int (*collect)(void *state, void *dest, const void *src, size_t nbytes, int fixed);
     int (*alltoall)(void *state, void *dest, const void *src, size_t elem_size, size_t nelems,
                     ptrdiff_t dst, ptrdiff_t sst);
@@ -231,19 +233,32 @@ enum {
 };
 enum { SHMEM_PLUGIN_REDUCE_ALL, SHMEM_PLUGIN_REDUCE_INSCAN, SHMEM_PLUGIN_REDUCE_EXSCAN };
 
+/* shmem_plugin_descriptor_t.caps: what a component can do. A job selects only components
+ * with the capabilities it needs, and shmem_info lists them. */
+/* spml: reaches PEs on other hosts (a job across hosts needs it) */
+#define SHMEM_PLUGIN_SPML_CAP_MULTI_HOST (1ull << 0)
+/* spml: its slots may be called from several threads at once (SHMEM_THREAD_MULTIPLE needs it) */
+#define SHMEM_PLUGIN_SPML_CAP_THREAD_MULTIPLE (1ull << 1)
+/* sshmem: local peers can map its segments (attach works); without it they use the spml */
+#define SHMEM_PLUGIN_SSHMEM_CAP_PEER_ATTACH (1ull << 0)
+/* scoll: serves SHMEM_PLUGIN_TEAM_EPHEMERAL teams, leaving the pSync zeroed */
+#define SHMEM_PLUGIN_SCOLL_CAP_EPHEMERAL (1ull << 0)
+
 typedef struct {
-    uint32_t abi_version;
+    uint32_t abi_version; /* SHMEM_PLUGIN_ABI_VERSION; first in every ABI version */
     uint32_t framework; /* enum shmem_plugin_framework */
+    size_t struct_size; /* sizeof(shmem_plugin_descriptor_t) */
     const char *name;
     const char *version;
     const char *description;
     const shmem_plugin_param_t *params;
     size_t n_params;
+    uint64_t caps; /* SHMEM_PLUGIN_<FRAMEWORK>_CAP_* */
     void (*query)(const shmem_plugin_core_t *core, shmem_plugin_query_t *result);
     const void *(*open)(const shmem_plugin_core_t *core);
 } shmem_plugin_descriptor_t;
 
-#define SHMEM_PLUGIN_DESCRIPTOR_SYMBOL "shmem_plugin_descriptor_v1"
+#define SHMEM_PLUGIN_DESCRIPTOR_SYMBOL "shmem_plugin_descriptor"
 
 #ifdef __cplusplus
 }

@@ -1,18 +1,23 @@
-//! The rshmem plugin ABI, version 1.
+//! The rshmem plugin ABI, version 2.
 //!
 //! A component is a shared object that exports exactly one symbol,
-//! [`DESCRIPTOR_SYMBOL`] (`shmem_plugin_descriptor_v1`), a C function that returns a pointer to a
-//! static [`PluginDescriptor`]. The core `dlopen`s every candidate file, checks
-//! [`PluginDescriptor::abi_version`], calls `query` to learn whether the component can run here
+//! [`DESCRIPTOR_SYMBOL`] (`shmem_plugin_descriptor`), a C function that returns a pointer to a
+//! static [`PluginDescriptor`]. The core `dlopen`s every candidate file, checks the descriptor's
+//! `abi_version` and `struct_size`, calls `query` to learn whether the component can run here
 //! (and at what priority, or why not), and calls `open` on the winner, which returns the
 //! framework's operations table ([`SpmlOps`], [`SshmemOps`], [`MemheapOps`] or [`ScollOps`]).
+//! The core binds that table before using it ([`OpsTable`]): a table shorter than its required
+//! slots, or with a required slot NULL, refuses the component with a message naming the slot;
+//! optional slots beyond a shorter table read as NULL.
 //!
 //! Everything here is `#[repr(C)]` and mirrored one-to-one by `plugins/include/shmem_plugin.h`,
 //! so vendors can write components in C. Plugins never link `libshmem.so`: whatever they need
 //! from the core arrives through the [`CoreServices`] table passed to `query` and `open`.
 //!
-//! Compatibility rule: within one ABI version, structs only grow at the end and each ops table
-//! starts with its `struct_size`, so the core can tell which slots a plugin knows about.
+//! Compatibility rule: within one ABI version, structs only grow at the end, by optional slots
+//! (`Option` here, NULL-able in C), and each table starts with its `struct_size`, so the core can
+//! tell which slots a plugin knows about. Anything else (a new required slot, a changed field)
+//! bumps [`ABI_VERSION`].
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_long, c_void};
@@ -29,10 +34,15 @@ pub mod offset_heap;
 /// Helper for scoll components (not part of the C ABI): the `scoll_component!` macro.
 pub mod scoll_component;
 
-/// Bumped on any incompatible change to the structures below.
-pub const ABI_VERSION: u32 = 1;
-/// The one symbol a plugin exports: `const PluginDescriptor *shmem_plugin_descriptor_v1(void)`.
-pub const DESCRIPTOR_SYMBOL: &str = "shmem_plugin_descriptor_v1";
+/// Bumped on any incompatible change to the structures below. Version 2: the descriptor gained
+/// `struct_size` and `caps`, `ParamDecl::kind` is a plain `u32`, and `SpmlOps::atomic_add_u64`
+/// is gone (`atomic` with `AMO_ADD` does it).
+pub const ABI_VERSION: u32 = 2;
+/// The one symbol a plugin exports: `const PluginDescriptor *shmem_plugin_descriptor(void)`.
+pub const DESCRIPTOR_SYMBOL: &str = "shmem_plugin_descriptor";
+/// The symbol of ABI 1, recognised only to tell its plugins apart from files that are no
+/// plugins at all.
+pub const DESCRIPTOR_SYMBOL_V1: &str = "shmem_plugin_descriptor_v1";
 
 /// Return codes shared by every framework.
 pub const RC_OK: c_int = 0;
@@ -128,20 +138,62 @@ pub type QueryFn = unsafe extern "C" fn(core: *const CoreServices, result: *mut 
 /// Returns the framework's ops table (`*const SpmlOps`, ...) or NULL on failure.
 pub type OpenFn = unsafe extern "C" fn(core: *const CoreServices) -> *const c_void;
 
-/// The descriptor a plugin's [`DESCRIPTOR_SYMBOL`] returns.
+/// The descriptor a plugin's [`DESCRIPTOR_SYMBOL`] returns. Every ABI version starts it with
+/// `abi_version`, so the core can read that first and stop there when it differs.
 #[repr(C)]
 pub struct PluginDescriptor {
     pub abi_version: u32,
     /// A [`Framework`] value.
     pub framework: u32,
+    /// `sizeof` the descriptor as the plugin was built.
+    pub struct_size: usize,
     pub name: *const c_char,
     pub version: *const c_char,
     pub description: *const c_char,
     pub params: *const ParamDecl,
     pub n_params: usize,
+    /// What the component can do, as the framework's `*_CAP_*` bits; selection skips a
+    /// component that lacks a capability the job needs, saying which.
+    pub caps: u64,
     pub query: Option<QueryFn>,
     pub open: Option<OpenFn>,
 }
+
+/// The names of the capability bits set in `caps` for a component of `framework`, and the bits
+/// this ABI does not define (for reports).
+pub fn cap_names(framework: Framework, caps: u64) -> Vec<String> {
+    let known: &[(u64, &str)] = match framework {
+        Framework::Spml => &[
+            (SPML_CAP_MULTI_HOST, "SPML_CAP_MULTI_HOST"),
+            (SPML_CAP_THREAD_MULTIPLE, "SPML_CAP_THREAD_MULTIPLE"),
+        ],
+        Framework::Sshmem => &[(SSHMEM_CAP_PEER_ATTACH, "SSHMEM_CAP_PEER_ATTACH")],
+        Framework::Scoll => &[(SCOLL_CAP_EPHEMERAL, "SCOLL_CAP_EPHEMERAL")],
+        Framework::Memheap => &[],
+    };
+    let mut out: Vec<String> =
+        known.iter().filter(|(b, _)| caps & b != 0).map(|(_, n)| n.to_string()).collect();
+    let rest = caps & !known.iter().fold(0, |a, (b, _)| a | b);
+    if rest != 0 {
+        out.push(format!("unknown bits {rest:#x}"));
+    }
+    out
+}
+
+/// [`PluginDescriptor::caps`] of an spml: it reaches PEs on other hosts (not only this one's).
+/// A job that spans hosts selects only spmls with it.
+pub const SPML_CAP_MULTI_HOST: u64 = 1 << 0;
+/// [`PluginDescriptor::caps`] of an spml: its slots may be called from several threads at once
+/// (`SHMEM_THREAD_MULTIPLE`). A job initialised with `SHMEM_THREAD_MULTIPLE` selects only
+/// spmls with it.
+pub const SPML_CAP_THREAD_MULTIPLE: u64 = 1 << 1;
+/// [`PluginDescriptor::caps`] of an sshmem: a local peer can map its segments (`attach` works),
+/// so same-host peers reach them by load and store. Without it they go through the spml.
+pub const SSHMEM_CAP_PEER_ATTACH: u64 = 1 << 0;
+/// [`PluginDescriptor::caps`] of an scoll: it serves [`TEAM_EPHEMERAL`] teams (the active-set
+/// routines on a user's pSync), leaving the scratch zeroed as that contract requires. The core
+/// enables only such components on those teams.
+pub const SCOLL_CAP_EPHEMERAL: u64 = 1 << 0;
 // SAFETY: descriptors are immutable statics that point only at other 'static data.
 unsafe impl Sync for PluginDescriptor {}
 
@@ -401,9 +453,6 @@ pub struct SpmlOps {
         dst: *mut c_void,
         len: usize,
     ) -> c_int,
-    /// 64-bit atomic add at `raddr`.
-    pub atomic_add_u64:
-        unsafe extern "C" fn(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int,
     pub quiet: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
     pub fence: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
     /// Drive communication once (the core calls it from wait loops).
@@ -573,6 +622,60 @@ impl ScollOps {
     }
 }
 
+/// An operations table a plugin's `open` returns, as the core binds it: the framework it belongs
+/// to and the slots it must fill (name, offset). A table whose `struct_size` ends before the last
+/// required slot, or with one of them NULL, is refused naming the slot; the core copies the
+/// rest into a table of its own size, so optional slots a shorter table lacks read as NULL.
+///
+/// # Safety
+/// `REQUIRED` must list every field of `Self` that is a non-nullable function pointer (reading
+/// one that is NULL as such is undefined behaviour), and `Self` must start with `struct_size`.
+pub unsafe trait OpsTable: Sized + 'static {
+    const FRAMEWORK: Framework;
+    /// The C name of the table, for messages.
+    const C_NAME: &'static str;
+    const REQUIRED: &'static [(&'static str, usize)];
+}
+
+/// `(slot name, offset)` for each named field of `$ty`.
+macro_rules! slots {
+    ($ty:ty: $($f:ident),* $(,)?) => {
+        &[$((stringify!($f), ::std::mem::offset_of!($ty, $f))),*]
+    };
+}
+
+// SAFETY: every non-Option function pointer of SpmlOps is listed; struct_size comes first.
+unsafe impl OpsTable for SpmlOps {
+    const FRAMEWORK: Framework = Framework::Spml;
+    const C_NAME: &'static str = "shmem_plugin_spml_ops_t";
+    const REQUIRED: &'static [(&'static str, usize)] = slots!(SpmlOps:
+        connect, mem_register, mem_deregister, add_segment, remote_ptr, put, get, put_nbi,
+        get_nbi, quiet, fence, progress, finalize, atomic);
+}
+
+// SAFETY: as above.
+unsafe impl OpsTable for SshmemOps {
+    const FRAMEWORK: Framework = Framework::Sshmem;
+    const C_NAME: &'static str = "shmem_plugin_sshmem_ops_t";
+    const REQUIRED: &'static [(&'static str, usize)] =
+        slots!(SshmemOps: create, attach, detach, unlink, destroy);
+}
+
+// SAFETY: as above.
+unsafe impl OpsTable for MemheapOps {
+    const FRAMEWORK: Framework = Framework::Memheap;
+    const C_NAME: &'static str = "shmem_plugin_memheap_ops_t";
+    const REQUIRED: &'static [(&'static str, usize)] =
+        slots!(MemheapOps: create, alloc, free, realloc, usable_size, destroy);
+}
+
+// SAFETY: as above (every collective slot is optional).
+unsafe impl OpsTable for ScollOps {
+    const FRAMEWORK: Framework = Framework::Scoll;
+    const C_NAME: &'static str = "shmem_plugin_scoll_ops_t";
+    const REQUIRED: &'static [(&'static str, usize)] = slots!(ScollOps: enable, disable);
+}
+
 /// Element types of `ScollOps::reduce`.
 pub const DT_I8: u32 = 0;
 pub const DT_I16: u32 = 1;
@@ -605,17 +708,17 @@ pub const REDUCE_INSCAN: u32 = 1;
 pub const REDUCE_EXSCAN: u32 = 2;
 
 /// Declare a Rust plugin's descriptor and export it as the one symbol
-/// `shmem_plugin_descriptor_v1`:
+/// `shmem_plugin_descriptor`:
 ///
 /// ```ignore
 /// rshmem_plugin_api::export_plugin! {
 ///     framework: Framework::Sshmem, name: "mmap", description: "...",
-///     params: &[], query: query, open: open,
+///     params: &[], caps: SSHMEM_CAP_PEER_ATTACH, query: query, open: open,
 /// }
 /// ```
 #[macro_export]
 macro_rules! export_plugin {
-    (framework: $fw:expr, name: $name:literal, description: $desc:literal, params: $params:expr, query: $query:expr, open: $open:expr $(,)?) => {
+    (framework: $fw:expr, name: $name:literal, description: $desc:literal, params: $params:expr, caps: $caps:expr, query: $query:expr, open: $open:expr $(,)?) => {
         struct __RshmemParams(&'static [$crate::ParamDecl]);
         // SAFETY: the table holds only pointers to static strings.
         unsafe impl Sync for __RshmemParams {}
@@ -623,17 +726,19 @@ macro_rules! export_plugin {
         static __RSHMEM_DESCRIPTOR: $crate::PluginDescriptor = $crate::PluginDescriptor {
             abi_version: $crate::ABI_VERSION,
             framework: $fw as u32,
+            struct_size: ::std::mem::size_of::<$crate::PluginDescriptor>(),
             name: $crate::cstr!($name),
             version: $crate::cstr!(env!("CARGO_PKG_VERSION")),
             description: $crate::cstr!($desc),
             params: __RSHMEM_PARAMS.0.as_ptr(),
             n_params: __RSHMEM_PARAMS.0.len(),
+            caps: $caps,
             query: Some($query),
             open: Some($open),
         };
         /// The plugin's one exported symbol.
         #[no_mangle]
-        pub extern "C" fn shmem_plugin_descriptor_v1() -> *const $crate::PluginDescriptor {
+        pub extern "C" fn shmem_plugin_descriptor() -> *const $crate::PluginDescriptor {
             &__RSHMEM_DESCRIPTOR
         }
     };

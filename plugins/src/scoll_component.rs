@@ -17,6 +17,7 @@ macro_rules! scoll_component {
         name: $name:literal,
         description: $desc:literal,
         priority: $prio:expr,
+        caps: $caps:expr,
         reason: $reason:literal,
         panic_message: $panic:literal,
         scratch: $scratch:expr,
@@ -177,6 +178,7 @@ macro_rules! scoll_component {
             name: $name,
             description: $desc,
             params: &[],
+            caps: $caps,
             query: query,
             open: open,
         }

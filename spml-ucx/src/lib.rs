@@ -247,7 +247,6 @@ unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
             get,
             put_nbi,
             get_nbi,
-            atomic_add_u64,
             quiet,
             fence,
             progress,
@@ -467,16 +466,6 @@ unsafe extern "C" fn get_nbi(
     })
 }
 
-unsafe extern "C" fn atomic_add_u64(ctx: SpmlCtx, pe: c_int, seg: u32, raddr: u64, value: u64) -> c_int {
-    guard("atomic_add_u64", || {
-        let u = ctx_state(ctx);
-        match u.atomic_add_u64(pe as usize, seg as usize, raddr, value) {
-            Ok(()) => RC_OK,
-            Err(e) => op_failed(u, "atomic add on", pe, e),
-        }
-    })
-}
-
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn atomic(
     ctx: SpmlCtx,
@@ -596,6 +585,7 @@ rshmem_plugin_api::export_plugin! {
         default_value: cstr!("1"),
         doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress"),
     }],
+    caps: rshmem_plugin_api::SPML_CAP_MULTI_HOST | rshmem_plugin_api::SPML_CAP_THREAD_MULTIPLE,
     query: query,
     open: open,
 }

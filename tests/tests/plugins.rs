@@ -1,6 +1,8 @@
-//! Plugins from outside the build: a component written in C, compiled here with gcc against the
-//! header the project ships, is found through SHMEM_MCA_plugin_path and selected; a plugin of
-//! another ABI version is skipped with a warning; shmem_info reports what it finds.
+//! Plugins from outside the build: components written in C (skeletons for all four frameworks),
+//! compiled here with gcc against the header the project ships, are found through
+//! SHMEM_MCA_plugin_path and selected by the environment or a configuration file; a plugin of
+//! another ABI version is skipped with a warning; a table with a required slot NULL or too short
+//! is refused naming the slot; shmem_info reports what it finds.
 
 use rshmem_tests::*;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,7 @@ fn gcc_plugin(src: &Path, out_dir: &Path, name: &str) -> PathBuf {
         .arg(src)
         .arg("-o")
         .arg(&out)
+        .arg("-ldl")
         .output()
         .expect("run gcc");
     assert!(o.status.success(), "gcc failed: {}", String::from_utf8_lossy(&o.stderr));
@@ -36,7 +39,7 @@ fn a_c_plugin_is_loaded_and_selected() {
         1,
         "exactly one exported function:\n{syms}"
     );
-    assert!(syms.contains("shmem_plugin_descriptor_v1"));
+    assert!(syms.contains("shmem_plugin_descriptor"));
 
     let prog = c_test("barrier");
     let path = dir.display().to_string();
@@ -57,6 +60,121 @@ fn a_c_plugin_is_loaded_and_selected() {
     }
 }
 
+/// The four C skeletons (plugins/c-example), built into one directory.
+fn skeletons() -> PathBuf {
+    let dir = target_dir().join("rshmem-test-plugins/skeletons");
+    for name in ["spml_counting", "sshmem_anon", "memheap_bump", "scoll_cbarrier"] {
+        gcc_plugin(&repo().join(format!("plugins/c-example/{name}.c")), &dir, &format!("lib{name}.so"));
+    }
+    dir
+}
+
+/// A 2-PE heap_report run on the four skeletons: each selected, and the counting spml saw the
+/// ring's put (every peer is reached through the spml, since sshmem anon cannot be mapped).
+fn assert_skeletons_ran(r: &Run) {
+    r.assert_all_pes_ok("heap_report", 2);
+    for want in [
+        "selected spml: counting",
+        "selected sshmem: anon",
+        "selected memheap: bump (CPU memory)",
+        "selected scoll: cbarrier, basic",
+        "world team collectives: barrier by cbarrier",
+        "rshmem[PE 0] info rshmem::spml::counting: PE 0: 1 puts, ",
+        "rshmem[PE 1] info rshmem::spml::counting: PE 1: 1 puts, ",
+        "quiets through ucx",
+    ] {
+        assert!(r.stderr.contains(want), "missing `{want}` in:\n{}", r.stderr);
+    }
+}
+
+#[test]
+fn c_skeletons_of_all_four_frameworks_are_selected_by_environment_and_by_toml() {
+    let dir = skeletons();
+    let ucx = target_dir().join("librshmem_spml_ucx.so");
+    let (dir_s, ucx_s) = (dir.display().to_string(), ucx.display().to_string());
+    let prog = c_test("heap_report");
+    let log = [("SHMEM_INFO", "1"), ("SHMEM_LOG_LEVEL", "info")];
+    let mut env = vec![
+        ("SHMEM_MCA_plugin_path", dir_s.as_str()),
+        ("SHMEM_MCA_spml", "counting"),
+        ("SHMEM_MCA_sshmem", "anon"),
+        ("SHMEM_MCA_memheap", "bump"),
+        ("SHMEM_MCA_scoll", "cbarrier,basic"),
+        ("SHMEM_MCA_spml_counting_delegate", ucx_s.as_str()),
+    ];
+    env.extend_from_slice(&log);
+    assert_skeletons_ran(&oshrun(2, &prog, &env, DEFAULT_TIMEOUT));
+
+    let scratch = Scratch::new("skeleton-config");
+    let file = scratch.0.join("vendor.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[mca]\nplugin_path = [{dir_s:?}]\nsshmem = \"anon\"\nmemheap = \"bump\"\nscoll = [\"cbarrier\", \"basic\"]\n\
+             [mca.spml]\ncomponents = \"counting\"\n[mca.spml.counting]\ndelegate = {ucx_s:?}\n"
+        ),
+    )
+    .unwrap();
+    let mut env = vec![("SHMEM_CONFIG", file.to_str().unwrap())];
+    env.extend_from_slice(&log);
+    assert_skeletons_ran(&oshrun(2, &prog, &env, DEFAULT_TIMEOUT));
+}
+
+#[test]
+fn a_table_with_a_required_slot_null_or_missing_is_refused_naming_it() {
+    let dir = target_dir().join("rshmem-test-plugins/broken");
+    let write = |name: &str, table: &str| {
+        let src = dir.join(format!("{name}.c"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            &src,
+            format!(
+                "#include <stddef.h>\n#include \"shmem_plugin.h\"\n\
+                 static void *create(void *b, size_t s) {{ (void)b; (void)s; return NULL; }}\n\
+                 static void *alloc(void *h, size_t s, size_t a) {{ (void)h; (void)s; (void)a; return NULL; }}\n\
+                 static int release(void *h, void *p) {{ (void)h; (void)p; return 0; }}\n\
+                 static void *resize(void *h, void *p, size_t s) {{ (void)h; (void)p; (void)s; return NULL; }}\n\
+                 static size_t usable(void *h, void *p) {{ (void)h; (void)p; return 0; }}\n\
+                 static void destroy(void *h) {{ (void)h; }}\n\
+                 static const shmem_plugin_memheap_ops_t ops = {{ {table} }};\n\
+                 static void query(const shmem_plugin_core_t *c, shmem_plugin_query_t *r) {{ (void)c; r->available = 1; r->priority = 99; }}\n\
+                 static const void *open_(const shmem_plugin_core_t *c) {{ (void)c; (void)create; (void)alloc; (void)release; (void)resize; (void)usable; (void)destroy; return &ops; }}\n\
+                 static const shmem_plugin_descriptor_t d = {{ .abi_version = SHMEM_PLUGIN_ABI_VERSION, .framework = SHMEM_PLUGIN_MEMHEAP,\n\
+                   .struct_size = sizeof(shmem_plugin_descriptor_t), .name = \"{name}\", .query = query, .open = open_ }};\n\
+                 __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) {{ return &d; }}\n"
+            ),
+        )
+        .unwrap();
+        gcc_plugin(&src, &dir, &format!("lib{name}.so"));
+    };
+    // realloc left NULL, as in the issue's report (it used to crash the job at first use).
+    write(
+        "noresize",
+        ".struct_size = sizeof ops, .create = create, .alloc = alloc, .free = release, .usable_size = usable, .destroy = destroy",
+    );
+    // A table that ends before destroy (an older header).
+    write(
+        "short",
+        ".struct_size = offsetof(shmem_plugin_memheap_ops_t, destroy), .create = create, .alloc = alloc, .free = release, .realloc = resize, .usable_size = usable",
+    );
+    let path = dir.display().to_string();
+    let hello = c_test("hello");
+    for (name, needle) in [
+        ("noresize", "memheap noresize: the required slot shmem_plugin_memheap_ops_t.realloc is NULL"),
+        ("short", "memheap short: its shmem_plugin_memheap_ops_t is 48 bytes (struct_size), too short to hold the required slot destroy"),
+    ] {
+        // Alone, it ends the job with the reason.
+        let env = [("SHMEM_MCA_plugin_path", path.as_str()), ("SHMEM_MCA_memheap", name)];
+        let r = oshrun(2, &hello, &env, DEFAULT_TIMEOUT);
+        assert_eq!(r.code(), Some(1), "{}", r.stderr);
+        assert!(r.stderr.contains(needle), "expected `{needle}` in:\n{}", r.stderr);
+        // Ranked first (priority 99) but refused: the job runs on the next one, saying why.
+        let r = oshrun(2, &hello, &[("SHMEM_MCA_plugin_path", path.as_str())], DEFAULT_TIMEOUT);
+        r.assert_ok(name);
+        assert!(r.stderr.contains(needle), "expected `{needle}` in:\n{}", r.stderr);
+    }
+}
+
 #[test]
 fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
     let dir = target_dir().join("rshmem-test-plugins/bad-abi");
@@ -66,14 +184,14 @@ fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
         &src,
         "#include \"shmem_plugin.h\"\n\
          static const shmem_plugin_descriptor_t d = { .abi_version = 99, .framework = SHMEM_PLUGIN_SCOLL, .name = \"future\" };\n\
-         __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor_v1(void) { return &d; }\n",
+         __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) { return &d; }\n",
     )
     .unwrap();
     gcc_plugin(&src, &dir, "libfuture.so");
     let path = dir.display().to_string();
     let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_plugin_path", path.as_str())], DEFAULT_TIMEOUT);
     r.assert_ok("hello with a bad plugin around");
-    assert!(r.stderr.contains("libfuture.so: plugin ABI version 99 (this library speaks 1)"), "{}", r.stderr);
+    assert!(r.stderr.contains("libfuture.so: plugin ABI version 99 (this library speaks 2)"), "{}", r.stderr);
     // Selecting it by name is an error that lists what exists.
     let r = oshrun(
         1,
@@ -173,7 +291,7 @@ fn every_built_in_plugin_exports_exactly_the_descriptor() {
             .filter(|l| l.contains(" T "))
             .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
             .collect();
-        assert_eq!(funcs, ["shmem_plugin_descriptor_v1"], "{name}");
+        assert_eq!(funcs, ["shmem_plugin_descriptor"], "{name}");
     }
     assert!(seen >= 5, "expected the built-in plugins beside libshmem.so, found {seen}");
 }

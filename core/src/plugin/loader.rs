@@ -3,7 +3,9 @@
 //! `shmem_info` and the logs show.
 
 use crate::config::params::{ComponentParams, Declared};
-use rshmem_plugin_api::{c_str, Framework, ParamDecl, PluginDescriptor, ABI_VERSION, DESCRIPTOR_SYMBOL};
+use rshmem_plugin_api::{
+    c_str, Framework, ParamDecl, PluginDescriptor, ABI_VERSION, DESCRIPTOR_SYMBOL, DESCRIPTOR_SYMBOL_V1,
+};
 use std::path::{Path, PathBuf};
 
 /// A loaded component. The library stays loaded for the life of the process.
@@ -93,8 +95,16 @@ pub fn load(path: &Path) -> Result<Component, String> {
         .map_err(|e| format!("dlopen failed: {e}"))?;
     type DescFn = unsafe extern "C" fn() -> *const PluginDescriptor;
     // SAFETY: the symbol, when present, has this signature by the ABI contract.
-    let f = unsafe { lib.get::<DescFn>(DESCRIPTOR_SYMBOL.as_bytes()) }
-        .map_err(|_| format!("no {DESCRIPTOR_SYMBOL} symbol (not an rshmem plugin)"))?;
+    let f = match unsafe { lib.get::<DescFn>(DESCRIPTOR_SYMBOL.as_bytes()) } {
+        Ok(f) => f,
+        // SAFETY: only looked up, never called.
+        Err(_) if unsafe { lib.get::<DescFn>(DESCRIPTOR_SYMBOL_V1.as_bytes()) }.is_ok() => {
+            return Err(format!(
+                "plugin ABI version 1 (this library speaks {ABI_VERSION}): rebuild it against this shmem_plugin.h"
+            ))
+        }
+        Err(_) => return Err(format!("no {DESCRIPTOR_SYMBOL} symbol (not an rshmem plugin)")),
+    };
     // SAFETY: calling the descriptor function has no preconditions.
     let desc = unsafe { f() };
     if desc.is_null() {
@@ -102,15 +112,27 @@ pub fn load(path: &Path) -> Result<Component, String> {
     }
     // The library must outlive every pointer into it: keep it loaded for good.
     std::mem::forget(lib);
-    // SAFETY: non-null descriptor of a library that stays loaded.
-    let desc: &'static PluginDescriptor = unsafe { &*desc };
-    if desc.abi_version != ABI_VERSION {
-        return Err(format!("plugin ABI version {} (this library speaks {ABI_VERSION})", desc.abi_version));
+    // Every ABI version starts the descriptor with its version: read that alone first.
+    // SAFETY: a non-NULL descriptor of a library that stays loaded.
+    let abi = unsafe { desc.cast::<u32>().read() };
+    if abi != ABI_VERSION {
+        return Err(format!("plugin ABI version {abi} (this library speaks {ABI_VERSION})"));
     }
+    // SAFETY: the descriptor is of this ABI, so struct_size follows at its offset.
+    let size = unsafe { std::ptr::addr_of!((*desc).struct_size).read() };
+    if size < std::mem::size_of::<PluginDescriptor>() {
+        return Err(format!(
+            "its descriptor is {size} bytes (struct_size), shorter than ABI {ABI_VERSION}'s {}",
+            std::mem::size_of::<PluginDescriptor>()
+        ));
+    }
+    // SAFETY: a whole descriptor of this ABI (query and open are Option, so NULL is valid).
+    let desc: &'static PluginDescriptor = unsafe { &*desc };
     let framework = Framework::from_u32(desc.framework)
         .ok_or_else(|| format!("unknown framework number {}", desc.framework))?;
     if desc.query.is_none() || desc.open.is_none() {
-        return Err("descriptor lacks query or open".into());
+        let slot = if desc.query.is_none() { "query" } else { "open" };
+        return Err(format!("the required slot shmem_plugin_descriptor_t.{slot} is NULL"));
     }
     // SAFETY: descriptor strings are NUL-terminated statics of the loaded library.
     let (name, version, description) =

@@ -30,15 +30,15 @@ pub unsafe fn resolve(sel: &Selection, core: *const CoreServices) -> Result<Vec<
     let mut chosen: Vec<DeviceHeap> = Vec::new();
     let mut notes = Vec::new();
     for c in &sel.ranked {
-        let open = c.desc.open.expect("checked at load");
-        // SAFETY: `open` follows the plugin ABI; it returns a memheap ops table or NULL.
-        let ops = std::panic::catch_unwind(|| unsafe { open(core) }).unwrap_or(std::ptr::null());
-        if ops.is_null() {
-            notes.push(format!("{}: open failed", c.name));
-            continue;
-        }
-        // SAFETY: a memheap component returns a MemheapOps table, alive while it is loaded.
-        let ops: &'static MemheapOps = unsafe { &*(ops as *const MemheapOps) };
+        // SAFETY: the caller's services table; `c` is a memheap component.
+        let ops: &'static MemheapOps = match unsafe { super::bind::open::<MemheapOps>(c, core) } {
+            Ok(ops) => ops,
+            Err(e) => {
+                crate::log::log(crate::log::WARN, "plugin select", &format!("not using it: {e}"));
+                notes.push(e);
+                continue;
+            }
+        };
         let device = ops.device();
         if chosen.iter().all(|d| d.device != device) {
             chosen.push(DeviceHeap { device, ops, name: c.name.clone() });

@@ -1,6 +1,8 @@
 //! Components: discovery (`loader`), the one selection routine every framework uses
-//! (`select`), the memheap per device type (`memheaps`), and the services table the core hands to plugins (`services`).
+//! (`select`), the checked binding of the tables plugins return (`bind`), the memheap per
+//! device type (`memheaps`), and the services table the core hands to plugins (`services`).
 
+pub mod bind;
 pub mod loader;
 pub mod memheaps;
 pub mod select;

@@ -58,13 +58,24 @@ fn query(c: &Component, core: *const CoreServices) -> QueryResult {
     r
 }
 
+/// A capability the job needs from every component of a framework: the `*_CAP_*` bit, its
+/// name, and why the job needs it.
+#[derive(Copy, Clone, Debug)]
+pub struct Need {
+    pub cap: u64,
+    pub name: &'static str,
+    pub why: &'static str,
+}
+
 /// Select among `components` of `framework` using the user's list `spec` (the value of
-/// `SHMEM_MCA_<framework>`). Errors name the setting and list what exists.
+/// `SHMEM_MCA_<framework>`); components lacking a capability in `needs` are unavailable, saying
+/// which. Errors name the setting and list what exists.
 pub fn select<'a>(
     framework: Framework,
     components: &'a [Component],
     spec: &str,
     core: *const CoreServices,
+    needs: &[Need],
 ) -> Result<Selection<'a>, String> {
     let of_fw: Vec<&Component> = components.iter().filter(|c| c.framework == framework).collect();
     let fw = framework.name();
@@ -102,6 +113,16 @@ pub fn select<'a>(
                 available: false,
                 priority: 0,
                 reason: format!("not selected by SHMEM_MCA_{fw}"),
+                excluded,
+            });
+            continue;
+        }
+        if let Some(n) = needs.iter().find(|n| c.desc.caps & n.cap == 0) {
+            answers.push(Choice {
+                component: c,
+                available: false,
+                priority: 0,
+                reason: format!("lacks {}, which this job needs ({})", n.name, n.why),
                 excluded,
             });
             continue;
@@ -146,7 +167,7 @@ mod tests {
 
     #[test]
     fn unknown_name_is_an_error_listing_what_exists() {
-        let err = select(Framework::Spml, &[], "nonexistent", std::ptr::null()).err().unwrap();
+        let err = select(Framework::Spml, &[], "nonexistent", std::ptr::null(), &[]).err().unwrap();
         assert!(err.contains("SHMEM_MCA_spml=nonexistent"), "{err}");
         assert!(err.contains("no spml component named 'nonexistent'"), "{err}");
     }

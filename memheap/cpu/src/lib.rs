@@ -41,6 +41,7 @@ rshmem_plugin_api::export_plugin! {
     name: "cpu",
     description: "deterministic first-fit allocator over a segment; bookkeeping outside the segment",
     params: &[],
+    caps: 0,
     query: query,
     open: open,
 }

@@ -31,13 +31,13 @@ impl Drop for Segment {
 
 fn ops() -> &'static MemheapOps {
     // SAFETY: the static descriptor's open returns the static MemheapOps table.
-    unsafe { &*(((*shmem_plugin_descriptor_v1()).open.unwrap())(std::ptr::null()) as *const MemheapOps) }
+    unsafe { &*(((*shmem_plugin_descriptor()).open.unwrap())(std::ptr::null()) as *const MemheapOps) }
 }
 
 #[test]
 fn the_descriptor_is_a_memheap_component_at_priority_10() {
     // SAFETY: static descriptor; query writes only into the local result.
-    let d = unsafe { &*shmem_plugin_descriptor_v1() };
+    let d = unsafe { &*shmem_plugin_descriptor() };
     assert_eq!(d.abi_version, ABI_VERSION);
     assert_eq!(d.framework, Framework::Memheap as u32);
     let mut r = QueryResult::default();

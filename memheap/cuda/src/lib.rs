@@ -135,6 +135,7 @@ rshmem_plugin_api::export_plugin! {
     name: "cuda",
     description: "GPU memory heap through the CUDA driver (loaded at run time); first-fit allocator with host-side bookkeeping",
     params: &[],
+    caps: 0,
     query: query,
     open: open,
 }
@@ -147,7 +148,7 @@ mod tests {
     #[test]
     fn the_probe_answers_without_panicking_and_says_why_when_unavailable() {
         // SAFETY: the static descriptor; query writes only into `r`.
-        let d = unsafe { &*shmem_plugin_descriptor_v1() };
+        let d = unsafe { &*shmem_plugin_descriptor() };
         assert_eq!(d.abi_version, ABI_VERSION);
         let mut r = QueryResult::default();
         // SAFETY: a NULL core is allowed; `r` is writable.

@@ -13,6 +13,7 @@ rshmem_plugin_api::scoll_component! {
     name: "basic",
     description: "dissemination barrier, flag-synchronised linear broadcast, linear collect/alltoall, get-based reductions and scans; any team size",
     priority: 10,
+    caps: rshmem_plugin_api::SCOLL_CAP_EPHEMERAL,
     reason: "portable algorithms over the core's one-sided services",
     panic_message: c"scoll basic: internal error (panic)",
     scratch: SCRATCH_BYTES,

@@ -107,7 +107,7 @@ fn checked_broadcast(t: *mut c_void, heap: *mut u8, seq: usize, me: c_int, n: c_
 #[test]
 fn the_descriptor_is_an_always_available_scoll_component() {
     // SAFETY: static descriptor; query writes only into the local result.
-    let d = unsafe { &*shmem_plugin_descriptor_v1() };
+    let d = unsafe { &*shmem_plugin_descriptor() };
     assert_eq!(d.abi_version, ABI_VERSION);
     assert_eq!(d.framework, Framework::Scoll as u32);
     let mut r = QueryResult::default();

@@ -18,6 +18,7 @@ rshmem_plugin_api::scoll_component! {
     name: "shm",
     description: "load/store collectives on mapped peer memory for teams within one host: flat or dissemination barrier, push broadcast/collect/alltoall, staged and reduce-scatter+allgather reductions",
     priority: 30,
+    caps: 0,
     reason: "load/store collectives for teams within one host (others fall through to the next component)",
     panic_message: c"scoll shm: internal error (panic)",
     scratch: SCRATCH_BYTES,

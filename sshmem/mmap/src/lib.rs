@@ -202,6 +202,7 @@ rshmem_plugin_api::export_plugin! {
     name: "mmap",
     description: "symmetric segments in POSIX shared memory (shm_open + mmap), mappable by local peers",
     params: &[],
+    caps: rshmem_plugin_api::SSHMEM_CAP_PEER_ATTACH,
     query: query,
     open: open,
 }

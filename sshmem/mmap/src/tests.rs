@@ -78,7 +78,7 @@ fn fake_core() -> *const CoreServices {
 
 /// The ops table, opened with the fake core.
 fn ops() -> &'static SshmemOps {
-    let d = shmem_plugin_descriptor_v1();
+    let d = shmem_plugin_descriptor();
     // SAFETY: the descriptor is a static with both entry points set.
     let p = unsafe { ((*d).open.unwrap())(fake_core()) };
     // SAFETY: `open` returns the static SshmemOps table.
@@ -96,7 +96,7 @@ fn blob(seg: &SegmentDesc) -> String {
 #[test]
 fn the_descriptor_is_an_sshmem_component() {
     // SAFETY: static descriptor.
-    let d = unsafe { &*shmem_plugin_descriptor_v1() };
+    let d = unsafe { &*shmem_plugin_descriptor() };
     assert_eq!(d.abi_version, ABI_VERSION);
     assert_eq!(d.framework, Framework::Sshmem as u32);
     // SAFETY: static NUL-terminated strings.
@@ -106,7 +106,7 @@ fn the_descriptor_is_an_sshmem_component() {
 #[test]
 fn query_probes_for_real_and_leaves_nothing_behind() {
     // SAFETY: the static descriptor's query with the fake core and a local result.
-    let d = unsafe { &*shmem_plugin_descriptor_v1() };
+    let d = unsafe { &*shmem_plugin_descriptor() };
     let mut r = QueryResult::default();
     // SAFETY: as above.
     unsafe { (d.query.unwrap())(fake_core(), &mut r) };

@@ -207,6 +207,7 @@ rshmem_plugin_api::export_plugin! {
     name: "ucx",
     description: "segments allocated by UCX (ucp_mem_map ALLOCATE) in the ucx spml's context; local peers map them through the spml",
     params: &[],
+    caps: 0,
     query: query,
     open: open,
 }

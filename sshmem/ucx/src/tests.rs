@@ -92,7 +92,7 @@ fn ucx_context() -> sys::ucp_context_h {
 
 #[test]
 fn needs_the_ucx_transport_then_allocates_segments() {
-    let desc = shmem_plugin_descriptor_v1();
+    let desc = shmem_plugin_descriptor();
     // SAFETY: the descriptor is a static.
     let desc = unsafe { &*desc };
     assert_eq!(desc.framework, Framework::Sshmem as u32);

@@ -1,0 +1,121 @@
+//! The C plugin header (plugins/include/shmem_plugin.h) against the Rust definitions
+//! (plugins/src/lib.rs): every field of every ABI structure at the same offset, every structure
+//! of the same size, and the constants equal. A C compiler reads the header; the Rust side is the
+//! crate itself, so a field added, moved or retyped on one side only fails here.
+
+use rshmem_plugin_api as abi;
+use rshmem_tests::*;
+use std::collections::BTreeMap;
+use std::mem::{offset_of, size_of};
+use std::process::Command;
+
+/// `(C expression, Rust value)` pairs: `sizeof`, `offsetof` and constants.
+macro_rules! layout {
+    ($($rust:ident => $c:literal { $($field:ident),* $(,)? })*) => {{
+        let mut v: Vec<(String, usize)> = Vec::new();
+        $(
+            v.push((format!("sizeof({})", $c), size_of::<abi::$rust>()));
+            $(v.push((format!("offsetof({}, {})", $c, stringify!($field)), offset_of!(abi::$rust, $field)));)*
+        )*
+        v
+    }};
+}
+
+fn expected() -> Vec<(String, usize)> {
+    let mut v = layout! {
+        PluginDescriptor => "shmem_plugin_descriptor_t" {
+            abi_version, framework, struct_size, name, version, description, params, n_params, caps, query, open
+        }
+        ParamDecl => "shmem_plugin_param_t" { name, kind, default_value, doc }
+        QueryResult => "shmem_plugin_query_t" { available, priority, reason }
+        TransportHandle => "shmem_plugin_transport_t" { kind, context, worker }
+        CoreServices => "shmem_plugin_core_t" {
+            struct_size, abi_version, my_pe, n_pes, local_rank, local_size, job_id, log, param, kv_put,
+            kv_get, kv_fence, abort, pe_is_local, transport, ptr, putmem, getmem, quiet, fence,
+            atomic_add_u64, wait_until_u64
+        }
+        SegmentDesc => "shmem_plugin_segment_t" { base, size, blob, blob_len, transport_memh, handle }
+        SshmemOps => "shmem_plugin_sshmem_ops_t" { struct_size, create, attach, detach, unlink, destroy }
+        MemheapOps => "shmem_plugin_memheap_ops_t" {
+            struct_size, create, alloc, free, realloc, usable_size, destroy, device_type
+        }
+        SpmlOps => "shmem_plugin_spml_ops_t" {
+            struct_size, transport, default_ctx, connect, mem_register, mem_deregister, add_segment,
+            remote_ptr, put, get, put_nbi, get_nbi, quiet, fence, progress, finalize, atomic,
+            ctx_create, ctx_destroy
+        }
+        TeamDesc => "shmem_plugin_team_t" { id, start, stride, size, my_index, scratch, scratch_len, flags }
+        ScollOps => "shmem_plugin_scoll_ops_t" {
+            struct_size, scratch_needed, enable, disable, barrier, broadcast, collect, alltoall, reduce,
+            broadcast_keep_root
+        }
+    };
+    let consts: &[(&str, u64)] = &[
+        ("SHMEM_PLUGIN_ABI_VERSION", abi::ABI_VERSION as u64),
+        ("SHMEM_PLUGIN_SPML", abi::Framework::Spml as u64),
+        ("SHMEM_PLUGIN_SCOLL", abi::Framework::Scoll as u64),
+        ("SHMEM_PLUGIN_SSHMEM", abi::Framework::Sshmem as u64),
+        ("SHMEM_PLUGIN_MEMHEAP", abi::Framework::Memheap as u64),
+        ("SHMEM_PLUGIN_PARAM_STRING", abi::PARAM_STRING as u64),
+        ("SHMEM_PLUGIN_PARAM_INT", abi::PARAM_INT as u64),
+        ("SHMEM_PLUGIN_PARAM_BOOL", abi::PARAM_BOOL as u64),
+        ("SHMEM_PLUGIN_PARAM_SIZE", abi::PARAM_SIZE as u64),
+        ("SHMEM_PLUGIN_SPML_CAP_MULTI_HOST", abi::SPML_CAP_MULTI_HOST),
+        ("SHMEM_PLUGIN_SPML_CAP_THREAD_MULTIPLE", abi::SPML_CAP_THREAD_MULTIPLE),
+        ("SHMEM_PLUGIN_SSHMEM_CAP_PEER_ATTACH", abi::SSHMEM_CAP_PEER_ATTACH),
+        ("SHMEM_PLUGIN_SCOLL_CAP_EPHEMERAL", abi::SCOLL_CAP_EPHEMERAL),
+        ("SHMEM_PLUGIN_TEAM_EPHEMERAL", abi::TEAM_EPHEMERAL as u64),
+        ("SHMEM_PLUGIN_TEAM_MAPPED", abi::TEAM_MAPPED as u64),
+        ("SHMEM_PLUGIN_MEMHEAP_DEVICE_CPU", abi::MEMHEAP_DEVICE_CPU as u64),
+        ("SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU", abi::MEMHEAP_DEVICE_GPU as u64),
+        ("SHMEM_PLUGIN_AMO_ADD", abi::AMO_ADD as u64),
+        ("SHMEM_PLUGIN_AMO_XOR", abi::AMO_XOR as u64),
+        ("SHMEM_PLUGIN_LOG_TRACE", abi::LOG_TRACE as u64),
+        ("SHMEM_PLUGIN_CMP_GE", abi::CMP_GE as u64),
+        ("SHMEM_PLUGIN_RC_DECLINED", abi::RC_DECLINED as u64),
+        ("SHMEM_PLUGIN_DT_COMPLEXD", abi::DT_COMPLEXD as u64),
+        ("SHMEM_PLUGIN_OP_PROD", abi::OP_PROD as u64),
+        ("SHMEM_PLUGIN_REDUCE_EXSCAN", abi::REDUCE_EXSCAN as u64),
+        ("SHMEM_PLUGIN_SPML_CTX_NOSTORE", abi::SPML_CTX_NOSTORE as u64),
+    ];
+    v.extend(consts.iter().map(|(n, x)| (n.to_string(), *x as usize)));
+    v
+}
+
+#[test]
+fn the_c_header_matches_the_rust_definitions_field_by_field() {
+    let want = expected();
+    let scratch = Scratch::new("plugin-header");
+    let src = scratch.0.join("layout.c");
+    let mut c = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include \"shmem_plugin.h\"\nint main(void) {\n",
+    );
+    for (expr, _) in &want {
+        c += &format!("    printf(\"%s=%llu\\n\", \"{expr}\", (unsigned long long)({expr}));\n");
+    }
+    c += "    return 0;\n}\n";
+    std::fs::write(&src, c).unwrap();
+    let exe = scratch.0.join("layout");
+    let include = source_dir().join("../plugins/include");
+    let o = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Werror", "-I"])
+        .arg(&include)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = Command::new(&exe).output().unwrap();
+    let got: BTreeMap<String, usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.rsplit_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+        .collect();
+    let wrong: Vec<String> = want
+        .iter()
+        .filter(|(k, v)| got.get(k) != Some(v))
+        .map(|(k, v)| format!("{k}: C says {:?}, Rust {v}", got.get(k)))
+        .collect();
+    assert!(wrong.is_empty(), "shmem_plugin.h differs from plugins/src/lib.rs:\n{}", wrong.join("\n"));
+}
