@@ -31,6 +31,16 @@ int main(void) {
 }
 "#;
 
+/// scripts/install.sh of this build into `prefix`.
+fn install(prefix: &Path) {
+    sh(Command::new("bash")
+        .arg(source_dir().join("../scripts/install.sh"))
+        .arg("--prefix")
+        .arg(prefix)
+        .arg("--build-dir")
+        .arg(target_dir()));
+}
+
 fn run_two(prefix: &Path, prog: &Path, cwd: &Path) -> String {
     let _g = job_lock();
     sh(Command::new(prefix.join("bin/oshrun"))
@@ -46,12 +56,7 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
     let prefix = scratch.0.join("prefix");
     let work = scratch.0.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    sh(Command::new("bash")
-        .arg(source_dir().join("../scripts/install.sh"))
-        .args(["--prefix"])
-        .arg(&prefix)
-        .arg("--build-dir")
-        .arg(target_dir()));
+    install(&prefix);
 
     // Layout.
     for f in [
@@ -159,12 +164,7 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
         "{info}"
     );
     assert!(info.contains(&format!("SHMEM_MCA_sshmem = \"ucx\"  [file {}", site.display())), "{info}");
-    sh(Command::new("bash")
-        .arg(source_dir().join("../scripts/install.sh"))
-        .args(["--prefix"])
-        .arg(&prefix)
-        .arg("--build-dir")
-        .arg(target_dir()));
+    install(&prefix);
     assert!(settings().contains("= \"40M\"  [file "), "a reinstall replaced the site's configuration");
     drop(scratch);
 }
