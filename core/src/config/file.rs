@@ -28,8 +28,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The frameworks whose selection lists and parameters live under `[mca]`.
-pub const FRAMEWORKS: [&str; 4] = ["spml", "sshmem", "memheap", "scoll"];
+/// The frameworks whose selection lists and parameters live under `[mca]`: the plugin ABI's.
+pub fn frameworks() -> [&'static str; 4] {
+    rshmem_plugin_api::Framework::ALL.map(|f| f.name())
+}
 
 /// What the files say, flattened to variable names.
 #[derive(Default, Debug)]
@@ -141,11 +143,11 @@ fn read_mca(
             layer.values.insert("SHMEM_MCA_plugin_path".into(), (v, index));
             continue;
         }
-        if !FRAMEWORKS.contains(&key.as_str()) {
+        if !frameworks().contains(&key.as_str()) {
             layer.warnings.push(format!(
                 "{} is ignored: [mca] holds plugin_path and the frameworks {}",
                 at(&here),
-                FRAMEWORKS.join(", ")
+                frameworks().join(", ")
             ));
             continue;
         }

@@ -194,7 +194,7 @@ pub fn unknown_settings<'a>(vars: impl Iterator<Item = &'a str>) -> Vec<(String,
         if !v.starts_with("SHMEM_") || SETTINGS.iter().any(|s| s.name == v) {
             continue;
         }
-        if file::FRAMEWORKS.iter().any(|f| v.starts_with(&format!("SHMEM_MCA_{f}_"))) {
+        if file::frameworks().iter().any(|f| v.starts_with(&format!("SHMEM_MCA_{f}_"))) {
             continue;
         }
         let near = SETTINGS

@@ -77,7 +77,7 @@ pub fn component_param(framework: &str, component: &str, param: &str) -> Option<
 /// Every component-parameter variable given (environment and files), with its value and origin.
 fn given() -> Vec<(String, String, Source)> {
     let mut out: Vec<(String, String, Source)> = Vec::new();
-    let is_param = |k: &str| file::FRAMEWORKS.iter().any(|f| k.starts_with(&format!("SHMEM_MCA_{f}_")));
+    let is_param = |k: &str| file::frameworks().iter().any(|f| k.starts_with(&format!("SHMEM_MCA_{f}_")));
     for (k, v) in std::env::vars_os() {
         if let (Some(k), Some(v)) = (k.to_str(), v.to_str()) {
             if is_param(k) {
@@ -110,11 +110,12 @@ fn check_given(
 ) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
     for (var, v, from) in given {
-        let Some(fw) = file::FRAMEWORKS.iter().find(|f| var.starts_with(&format!("SHMEM_MCA_{f}_"))) else {
+        let Some(fw) = file::frameworks().into_iter().find(|f| var.starts_with(&format!("SHMEM_MCA_{f}_")))
+        else {
             continue;
         };
         let rest = &var[format!("SHMEM_MCA_{fw}_").len()..];
-        let of_fw: Vec<&ComponentParams> = components.iter().filter(|c| c.framework == *fw).collect();
+        let of_fw: Vec<&ComponentParams> = components.iter().filter(|c| c.framework == fw).collect();
         // The longest component name that prefixes the rest (names may hold underscores).
         let comp = of_fw
             .iter()
