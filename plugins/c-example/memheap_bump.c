@@ -112,7 +112,7 @@ static const void *bump_open(const shmem_plugin_core_t *core) {
 
 static const shmem_plugin_descriptor_t descriptor = {
     .abi_version = SHMEM_PLUGIN_ABI_VERSION,
-    .framework = SHMEM_PLUGIN_MEMHEAP,
+    .framework = SHMEM_PLUGIN_FRAMEWORK_MEMHEAP,
     .struct_size = sizeof(shmem_plugin_descriptor_t),
     .name = "bump",
     .version = "1.0",

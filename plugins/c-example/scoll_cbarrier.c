@@ -70,7 +70,7 @@ static const void *cb_open(const shmem_plugin_core_t *c) {
 
 static const shmem_plugin_descriptor_t descriptor = {
     .abi_version = SHMEM_PLUGIN_ABI_VERSION,
-    .framework = SHMEM_PLUGIN_SCOLL,
+    .framework = SHMEM_PLUGIN_FRAMEWORK_SCOLL,
     .struct_size = sizeof(shmem_plugin_descriptor_t),
     .name = "cbarrier",
     .version = "1.0",

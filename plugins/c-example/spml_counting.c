@@ -33,7 +33,7 @@ static const char *load_inner(const shmem_plugin_core_t *c) {
     const shmem_plugin_descriptor_t *(*get)(void) =
         (const shmem_plugin_descriptor_t *(*)(void))dlsym(lib, SHMEM_PLUGIN_DESCRIPTOR_SYMBOL);
     const shmem_plugin_descriptor_t *d = get ? get() : NULL;
-    if (!d || d->abi_version != SHMEM_PLUGIN_ABI_VERSION || d->framework != SHMEM_PLUGIN_SPML)
+    if (!d || d->abi_version != SHMEM_PLUGIN_ABI_VERSION || d->framework != SHMEM_PLUGIN_FRAMEWORK_SPML)
         return "the delegate is not an spml plugin of this ABI";
     inner = d;
     return NULL;
@@ -115,7 +115,7 @@ static const shmem_plugin_param_t params[] = {
 
 static const shmem_plugin_descriptor_t descriptor = {
     .abi_version = SHMEM_PLUGIN_ABI_VERSION,
-    .framework = SHMEM_PLUGIN_SPML,
+    .framework = SHMEM_PLUGIN_FRAMEWORK_SPML,
     .struct_size = sizeof(shmem_plugin_descriptor_t),
     .name = "counting",
     .version = "1.0",

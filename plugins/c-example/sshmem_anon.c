@@ -60,7 +60,7 @@ static const void *anon_open(const shmem_plugin_core_t *core) {
 
 static const shmem_plugin_descriptor_t descriptor = {
     .abi_version = SHMEM_PLUGIN_ABI_VERSION,
-    .framework = SHMEM_PLUGIN_SSHMEM,
+    .framework = SHMEM_PLUGIN_FRAMEWORK_SSHMEM,
     .struct_size = sizeof(shmem_plugin_descriptor_t),
     .name = "anon",
     .version = "1.0",

@@ -1,266 +1,759 @@
 /*
  * shmem_plugin.h: the rshmem component plugin ABI, version 2, for plugins written in C.
  *
+ * GENERATED from plugins/src/abi.rs by plugins/build.rs (cbindgen): do not edit; change the
+ * Rust definitions and run `RSHMEM_REGEN_HEADERS=1 cargo build -p rshmem-plugin-api`.
+ *
  * A plugin is a shared object exporting exactly one function,
  *     const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void);
  * that returns a static descriptor. The core dlopens the file, checks abi_version and
  * struct_size, calls query() to learn whether the component can run (and its priority, or why
  * not), then open() on the selected component, which returns the framework's ops table. The
  * core refuses a table whose struct_size ends before its last required slot, or with a
- * required slot NULL, naming the slot; optional slots (marked so below) may be NULL.
+ * required slot NULL, naming the slot. Every function pointer in a table is required unless
+ * its comment says optional; an optional one may be NULL.
  *
- * This header mirrors plugins/src/lib.rs field for field; see docs/plugin-abi.md.
+ * Plugins never link libshmem.so: what they need from the core arrives in the
+ * shmem_plugin_core_t passed to query() and open(). See docs/plugin-abi.md for the lifetimes,
+ * threading rules and the versioning policy.
  */
+
 #ifndef SHMEM_PLUGIN_H
 #define SHMEM_PLUGIN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+/**
+ * Bumped on any incompatible change to the structures below. Version 2: the descriptor gained
+ * `struct_size` and `caps`, `shmem_plugin_param_t.kind` is a plain 32-bit integer, and `shmem_plugin_spml_ops_t.atomic_add_u64`
+ * is gone (`atomic` with `SHMEM_PLUGIN_AMO_ADD` does it).
+ */
+#define SHMEM_PLUGIN_ABI_VERSION 2
 
-#define SHMEM_PLUGIN_ABI_VERSION 2u
-
+/**
+ * Return codes shared by every framework.
+ */
 #define SHMEM_PLUGIN_RC_OK 0
+
 #define SHMEM_PLUGIN_RC_ERROR (-1)
+
+/**
+ * A slot declined this call (type, size, team...); the core falls back to the next provider.
+ */
 #define SHMEM_PLUGIN_RC_DECLINED 1
+
+/**
+ * The operation is not supported by this component.
+ */
 #define SHMEM_PLUGIN_RC_UNSUPPORTED (-2)
 
-enum shmem_plugin_framework {
-    SHMEM_PLUGIN_SPML = 1,
-    SHMEM_PLUGIN_SCOLL = 2,
-    SHMEM_PLUGIN_SSHMEM = 3,
-    SHMEM_PLUGIN_MEMHEAP = 4
-};
+/**
+ * The component frameworks, as `shmem_plugin_descriptor_t.framework` names them.
+ */
+#define SHMEM_PLUGIN_FRAMEWORK_SPML 1
 
-enum shmem_plugin_param_kind {
-    SHMEM_PLUGIN_PARAM_STRING = 0,
-    SHMEM_PLUGIN_PARAM_INT = 1,
-    SHMEM_PLUGIN_PARAM_BOOL = 2,
-    SHMEM_PLUGIN_PARAM_SIZE = 3
-};
+#define SHMEM_PLUGIN_FRAMEWORK_SCOLL 2
 
-typedef struct {
-    const char *name;
-    uint32_t kind; /* enum shmem_plugin_param_kind */
-    const char *default_value;
-    const char *doc;
-} shmem_plugin_param_t;
+#define SHMEM_PLUGIN_FRAMEWORK_SSHMEM 3
 
-typedef struct {
-    int available;
-    int priority;
-    char reason[256];
-} shmem_plugin_query_t;
+#define SHMEM_PLUGIN_FRAMEWORK_MEMHEAP 4
 
-#define SHMEM_PLUGIN_TRANSPORT_NONE 0u
-#define SHMEM_PLUGIN_TRANSPORT_UCX 1u
+/**
+ * Kinds of configuration parameter a component may declare (`shmem_plugin_param_t.kind`). The core
+ * checks every value given for a parameter against its kind at init.
+ */
+#define SHMEM_PLUGIN_PARAM_STRING 0
 
-typedef struct {
-    uint32_t kind;
-    void *context;
-    void *worker;
-} shmem_plugin_transport_t;
+#define SHMEM_PLUGIN_PARAM_INT 1
 
+#define SHMEM_PLUGIN_PARAM_BOOL 2
+
+/**
+ * A byte count with an optional K, M, G or T suffix (`64K`, `1.5G`).
+ */
+#define SHMEM_PLUGIN_PARAM_SIZE 3
+
+/**
+ * `shmem_plugin_descriptor_t.caps` of an spml: it reaches PEs on other hosts (not only this one's).
+ * A job that spans hosts selects only spmls with it.
+ */
+#define SHMEM_PLUGIN_SPML_CAP_MULTI_HOST (1 << 0)
+
+/**
+ * `shmem_plugin_descriptor_t.caps` of an spml: its slots may be called from several threads at once
+ * (`SHMEM_THREAD_MULTIPLE`). A job initialised with `SHMEM_THREAD_MULTIPLE` selects only
+ * spmls with it.
+ */
+#define SHMEM_PLUGIN_SPML_CAP_THREAD_MULTIPLE (1 << 1)
+
+/**
+ * `shmem_plugin_descriptor_t.caps` of an sshmem: a local peer can map its segments (`attach` works),
+ * so same-host peers reach them by load and store. Without it they go through the spml.
+ */
+#define SHMEM_PLUGIN_SSHMEM_CAP_PEER_ATTACH (1 << 0)
+
+/**
+ * `shmem_plugin_descriptor_t.caps` of an scoll: it serves `SHMEM_PLUGIN_TEAM_EPHEMERAL` teams (the active-set
+ * routines on a user's pSync), leaving the scratch zeroed as that contract requires. The core
+ * enables only such components on those teams.
+ */
+#define SHMEM_PLUGIN_SCOLL_CAP_EPHEMERAL (1 << 0)
+
+/**
+ * Kinds of transport an spml can publish for other components.
+ */
+#define SHMEM_PLUGIN_TRANSPORT_NONE 0
+
+/**
+ * `context` is a `ucp_context_h`, `worker` the default `ucp_worker_h`.
+ */
+#define SHMEM_PLUGIN_TRANSPORT_UCX 1
+
+/**
+ * Log levels for `shmem_plugin_core_t.log`.
+ */
 #define SHMEM_PLUGIN_LOG_ERROR 0
+
 #define SHMEM_PLUGIN_LOG_WARN 1
+
 #define SHMEM_PLUGIN_LOG_INFO 2
+
 #define SHMEM_PLUGIN_LOG_DEBUG 3
+
 #define SHMEM_PLUGIN_LOG_TRACE 4
 
-/* Comparison operators, equal to SHMEM_CMP_* */
+/**
+ * Comparison operators (the values of `SHMEM_CMP_*`).
+ */
 #define SHMEM_PLUGIN_CMP_EQ 1
+
 #define SHMEM_PLUGIN_CMP_NE 2
+
 #define SHMEM_PLUGIN_CMP_GT 3
+
 #define SHMEM_PLUGIN_CMP_LE 4
+
 #define SHMEM_PLUGIN_CMP_LT 5
+
 #define SHMEM_PLUGIN_CMP_GE 6
 
+/**
+ * Device types of `shmem_plugin_memheap_ops_t.device_type` (the values of `SHMEM_DEVICE_*`).
+ */
+#define SHMEM_PLUGIN_MEMHEAP_DEVICE_CPU 0
+
+#define SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU 1
+
+/**
+ * Atomic operations of `shmem_plugin_spml_ops_t.atomic`. Values travel as the low `size` bytes of a u64.
+ */
+#define SHMEM_PLUGIN_AMO_FETCH 0
+
+#define SHMEM_PLUGIN_AMO_SET 1
+
+#define SHMEM_PLUGIN_AMO_SWAP 2
+
+/**
+ * Compare-and-swap: `cond` is compared, `value` stored when equal.
+ */
+#define SHMEM_PLUGIN_AMO_CSWAP 3
+
+#define SHMEM_PLUGIN_AMO_ADD 4
+
+#define SHMEM_PLUGIN_AMO_AND 5
+
+#define SHMEM_PLUGIN_AMO_OR 6
+
+#define SHMEM_PLUGIN_AMO_XOR 7
+
+/**
+ * Options of `shmem_plugin_spml_ops_t.ctx_create` (the values of the matching `SHMEM_CTX_*`).
+ */
+#define SHMEM_PLUGIN_SPML_CTX_SERIALIZED (1 << 0)
+
+#define SHMEM_PLUGIN_SPML_CTX_PRIVATE (1 << 1)
+
+#define SHMEM_PLUGIN_SPML_CTX_NOSTORE (1 << 2)
+
+/**
+ * `shmem_plugin_team_t.flags`: the team lives for one active-set collective call (OpenSHMEM's legacy
+ * routines with a pSync array) and its scratch is the user's pSync. Each collective must leave
+ * the scratch as it found it (all zeros) once every member has returned, and the state from
+ * `enable` is not reused.
+ */
+#define SHMEM_PLUGIN_TEAM_EPHEMERAL 1
+
+/**
+ * `shmem_plugin_team_t.flags`: every member maps every member's symmetric memory for load/store
+ * (`shmem_plugin_core_t.ptr` reaches it), and every member sees this flag alike. A component that
+ * works by load/store must require it rather than probe `ptr` itself: a transport may map
+ * some peers and not others, and members that chose differently would wait on each other.
+ */
+#define SHMEM_PLUGIN_TEAM_MAPPED 2
+
+/**
+ * Element types of `shmem_plugin_scoll_ops_t.reduce`.
+ */
+#define SHMEM_PLUGIN_DT_I8 0
+
+#define SHMEM_PLUGIN_DT_I16 1
+
+#define SHMEM_PLUGIN_DT_I32 2
+
+#define SHMEM_PLUGIN_DT_I64 3
+
+#define SHMEM_PLUGIN_DT_U8 4
+
+#define SHMEM_PLUGIN_DT_U16 5
+
+#define SHMEM_PLUGIN_DT_U32 6
+
+#define SHMEM_PLUGIN_DT_U64 7
+
+#define SHMEM_PLUGIN_DT_F32 8
+
+#define SHMEM_PLUGIN_DT_F64 9
+
+/**
+ * C `long double` (x87 80-bit extended, 16 bytes in memory on x86-64).
+ */
+#define SHMEM_PLUGIN_DT_LONGDOUBLE 10
+
+/**
+ * C `float _Complex` / `double _Complex` (sum and prod only).
+ */
+#define SHMEM_PLUGIN_DT_COMPLEXF 11
+
+#define SHMEM_PLUGIN_DT_COMPLEXD 12
+
+/**
+ * Operations of `shmem_plugin_scoll_ops_t.reduce`.
+ */
+#define SHMEM_PLUGIN_OP_AND 0
+
+#define SHMEM_PLUGIN_OP_OR 1
+
+#define SHMEM_PLUGIN_OP_XOR 2
+
+#define SHMEM_PLUGIN_OP_MAX 3
+
+#define SHMEM_PLUGIN_OP_MIN 4
+
+#define SHMEM_PLUGIN_OP_SUM 5
+
+#define SHMEM_PLUGIN_OP_PROD 6
+
+/**
+ * Kinds of `shmem_plugin_scoll_ops_t.reduce`.
+ */
+#define SHMEM_PLUGIN_REDUCE_ALL 0
+
+#define SHMEM_PLUGIN_REDUCE_INSCAN 1
+
+#define SHMEM_PLUGIN_REDUCE_EXSCAN 2
+
+/**
+ * One configuration parameter of a component, settable as
+ * `SHMEM_MCA_<framework>_<component>_<name>`.
+ */
 typedef struct {
-    size_t struct_size;
-    uint32_t abi_version;
-    int my_pe;
-    int n_pes;
-    int local_rank;
-    int local_size;
-    const char *job_id;
-    void (*log)(int level, const char *component, const char *msg);
-    const char *(*param)(const char *framework, const char *component, const char *name);
-    int (*kv_put)(const char *key, const uint8_t *value, size_t len);
-    int (*kv_get)(int pe, const char *key, uint8_t *buf, size_t cap, size_t *len);
-    int (*kv_fence)(void);
-    void (*abort)(int code, const char *msg);
-    int (*pe_is_local)(int pe);
-    shmem_plugin_transport_t (*transport)(void);
-    void *(*ptr)(const void *addr, int pe);
-    void (*putmem)(void *dest, const void *src, size_t len, int pe);
-    void (*getmem)(void *dest, const void *src, size_t len, int pe);
-    void (*quiet)(void);
-    void (*fence)(void);
-    void (*atomic_add_u64)(uint64_t *dest, uint64_t value, int pe);
-    void (*wait_until_u64)(const uint64_t *ivar, int cmp, uint64_t value);
+  const char *name;
+  /**
+   * A `SHMEM_PLUGIN_PARAM_*` value.
+   */
+  uint32_t kind;
+  const char *default_value;
+  const char *doc;
+} shmem_plugin_param_t;
+
+/**
+ * What `query` answers.
+ */
+typedef struct {
+  /**
+   * Nonzero when the component can run here.
+   */
+  int available;
+  /**
+   * Higher wins when several are available.
+   */
+  int priority;
+  /**
+   * Why the component is unavailable (NUL-terminated), or a short note when available.
+   */
+  char reason[256];
+} shmem_plugin_query_t;
+
+/**
+ * A typed handle the selected spml publishes so that other components (sshmem "ucx", device
+ * memheaps) can allocate or register memory with the same transport instead of reaching into
+ * the spml's globals.
+ */
+typedef struct {
+  uint32_t kind;
+  void *context;
+  void *worker;
+} shmem_plugin_transport_t;
+
+/**
+ * What the core offers every plugin. The pointer stays valid from `query` until the job ends.
+ */
+typedef struct {
+  size_t struct_size;
+  uint32_t abi_version;
+  int my_pe;
+  int n_pes;
+  /**
+   * This PE's index among the PEs of its node, and how many PEs the node has.
+   */
+  int local_rank;
+  int local_size;
+  /**
+   * A NUL-terminated identifier unique to this job (used to name shared objects).
+   */
+  const char *job_id;
+  void (*log)(int level, const char *component, const char *msg);
+  /**
+   * Value of the setting `SHMEM_MCA_<framework>_<component>_<name>` (environment or config
+   * file), or NULL when unset. The string lives until the job ends.
+   */
+  const char *(*param)(const char *framework, const char *component, const char *name);
+  /**
+   * Publish `len` bytes under `key` for this PE; visible to others after `kv_fence`.
+   */
+  int (*kv_put)(const char *key, const uint8_t *value, size_t len);
+  /**
+   * Read what PE `pe` published under `key` into `buf` (capacity `cap`); `*len` gets the size.
+   */
+  int (*kv_get)(int pe, const char *key, uint8_t *buf, size_t cap, size_t *len);
+  /**
+   * Collective over all PEs: after it returns every `kv_put` made before it is visible.
+   */
+  int (*kv_fence)(void);
+  /**
+   * Ends the whole job with `code`, printing `msg`. Does not return.
+   */
+  void (*abort)(int code, const char *msg);
+  /**
+   * Nonzero when PE `pe` runs on this node.
+   */
+  int (*pe_is_local)(int pe);
+  /**
+   * The selected spml's transport (`SHMEM_PLUGIN_TRANSPORT_NONE` until an spml is open).
+   */
+  shmem_plugin_transport_t (*transport)(void);
+  /**
+   * A local address through which PE `pe`'s copy of symmetric `addr` can be loaded and stored,
+   * or NULL.
+   */
+  void *(*ptr)(const void *addr, int pe);
+  void (*putmem)(void *dest, const void *src, size_t len, int pe);
+  void (*getmem)(void *dest, const void *src, size_t len, int pe);
+  void (*quiet)(void);
+  void (*fence)(void);
+  /**
+   * Atomically add `value` to the 64-bit symmetric word `dest` on PE `pe`.
+   */
+  void (*atomic_add_u64)(uint64_t *dest, uint64_t value, int pe);
+  /**
+   * Block until `*ivar <cmp> value` holds on this PE (`cmp` is a `SHMEM_PLUGIN_CMP_*` value). Waits back
+   * off so that oversubscribed nodes keep making progress.
+   */
+  void (*wait_until_u64)(const uint64_t *ivar, int cmp, uint64_t value);
 } shmem_plugin_core_t;
 
+/**
+ * The descriptor the plugin's one exported function, `shmem_plugin_descriptor`, returns. It
+ * must be static: the core reads it for as long as the process runs. Every ABI version starts
+ * it with `abi_version`, so the core reads that alone first and stops when it differs.
+ */
 typedef struct {
-    void *base;
-    size_t size;
-    uint8_t blob[256];
-    size_t blob_len;
-    void *transport_memh;
-    void *handle;
-} shmem_plugin_segment_t;
-
-typedef struct {
-    size_t struct_size;
-    int (*create)(size_t size, void *hint, shmem_plugin_segment_t *out);
-    int (*attach)(const uint8_t *blob, size_t blob_len, size_t size, void **addr);
-    void (*detach)(void *addr, size_t size);
-    void (*unlink)(shmem_plugin_segment_t *seg);
-    void (*destroy)(shmem_plugin_segment_t *seg);
-} shmem_plugin_sshmem_ops_t;
-
-typedef struct {
-    size_t struct_size;
-    void *(*create)(void *base, size_t size);
-    void *(*alloc)(void *heap, size_t size, size_t align);
-    int (*free)(void *heap, void *ptr);
-    void *(*realloc)(void *heap, void *ptr, size_t size);
-    size_t (*usable_size)(void *heap, void *ptr);
-    void (*destroy)(void *heap);
-    /* appended in v1: the memory this heap serves (SHMEM_PLUGIN_MEMHEAP_DEVICE_*); the core
-     * picks one memheap per device type; a table that ends before it serves CPU memory */
-    uint32_t device_type;
-} shmem_plugin_memheap_ops_t;
-
-#define SHMEM_PLUGIN_MEMHEAP_DEVICE_CPU 0u
-#define SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU 1u
-
-/* Atomic operations of shmem_plugin_spml_ops_t.atomic */
-#define SHMEM_PLUGIN_AMO_FETCH 0u
-#define SHMEM_PLUGIN_AMO_SET 1u
-#define SHMEM_PLUGIN_AMO_SWAP 2u
-#define SHMEM_PLUGIN_AMO_CSWAP 3u
-#define SHMEM_PLUGIN_AMO_ADD 4u
-#define SHMEM_PLUGIN_AMO_AND 5u
-#define SHMEM_PLUGIN_AMO_OR 6u
-#define SHMEM_PLUGIN_AMO_XOR 7u
-
-typedef void *shmem_plugin_spml_ctx_t;
-
-typedef struct {
-    size_t struct_size;
-    shmem_plugin_transport_t transport;
-    shmem_plugin_spml_ctx_t default_ctx;
-    int (*connect)(void);
-    int (*mem_register)(void *base, size_t len, void *memh, uint8_t *rkey, size_t cap,
-                        size_t *rkey_len, void **reg);
-    void (*mem_deregister)(void *reg);
-    int (*add_segment)(int pe, uint32_t seg, uint64_t base, size_t len, const uint8_t *rkey,
-                       size_t rkey_len);
-    void *(*remote_ptr)(int pe, uint32_t seg, uint64_t raddr);
-    int (*put)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, const void *src, size_t len);
-    int (*get)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, void *dst, size_t len);
-    int (*put_nbi)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, const void *src, size_t len);
-    int (*get_nbi)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, void *dst, size_t len);
-    int (*quiet)(shmem_plugin_spml_ctx_t ctx);
-    int (*fence)(shmem_plugin_spml_ctx_t ctx);
-    void (*progress)(void);
-    void (*finalize)(void);
-    int (*atomic)(shmem_plugin_spml_ctx_t ctx, int pe, uint32_t seg, uint64_t raddr, uint32_t op,
-                  uint32_t size, uint64_t value, uint64_t cond, uint64_t *fetched);
-    /* Optional (NULL, or absent when struct_size ends before it): a context of its own for an
-     * OpenSHMEM context created with `options` (SHMEM_PLUGIN_SPML_CTX_*). 0 and the context in
-     * *out, or nonzero to make the core share the default context. */
-    int (*ctx_create)(long options, shmem_plugin_spml_ctx_t *out);
-    /* Release a context from ctx_create (the core has quieted it). */
-    void (*ctx_destroy)(shmem_plugin_spml_ctx_t ctx); /* optional */
-} shmem_plugin_spml_ops_t;
-
-/* Options of shmem_plugin_spml_ops_t.ctx_create (the values of the SHMEM_CTX_* constants) */
-#define SHMEM_PLUGIN_SPML_CTX_SERIALIZED (1L << 0)
-#define SHMEM_PLUGIN_SPML_CTX_PRIVATE (1L << 1)
-#define SHMEM_PLUGIN_SPML_CTX_NOSTORE (1L << 2)
-
-typedef struct {
-    int id;
-    int start;
-    int stride;
-    int size;
-    int my_index;
-    void *scratch;
-    size_t scratch_len;
-    uint32_t flags; /* SHMEM_PLUGIN_TEAM_* */
-} shmem_plugin_team_t;
-
-/* shmem_plugin_team_t.flags: one active-set call whose scratch is the user's pSync, to be left
- * all zeros once every member has returned */
-#define SHMEM_PLUGIN_TEAM_EPHEMERAL 1u
-/* shmem_plugin_team_t.flags: every member maps every member's symmetric memory (the ptr service
- * reaches it), known alike on all members; load/store components must require it */
-#define SHMEM_PLUGIN_TEAM_MAPPED 2u
-
-typedef struct {
-    size_t struct_size;
-    size_t scratch_needed;
-    void *(*enable)(const shmem_plugin_team_t *team);
-    void (*disable)(void *state);
-    /* Every collective slot is optional: NULL (or a slot past struct_size) falls through to the
-     * next component of the stack, as does a call that returns SHMEM_PLUGIN_RC_DECLINED. */
-    int (*barrier)(void *state);
-    int (*broadcast)(void *state, void *dest, const void *src, size_t nbytes, int root);
-    int (*collect)(void *state, void *dest, const void *src, size_t nbytes, int fixed);
-    int (*alltoall)(void *state, void *dest, const void *src, size_t elem_size, size_t nelems,
-                    ptrdiff_t dst, ptrdiff_t sst);
-    int (*reduce)(void *state, void *dest, const void *src, size_t nelems, uint32_t dtype,
-                  uint32_t op, uint32_t kind);
-    /* as broadcast, but the root's dest is left as it is (the active-set form); without it
-     * the core saves and restores the root's dest around broadcast */
-    int (*broadcast_keep_root)(void *state, void *dest, const void *src, size_t nbytes, int root);
-} shmem_plugin_scoll_ops_t;
-
-/* shmem_plugin_scoll_ops_t.reduce: element types, operations, kinds */
-enum {
-    SHMEM_PLUGIN_DT_I8, SHMEM_PLUGIN_DT_I16, SHMEM_PLUGIN_DT_I32, SHMEM_PLUGIN_DT_I64,
-    SHMEM_PLUGIN_DT_U8, SHMEM_PLUGIN_DT_U16, SHMEM_PLUGIN_DT_U32, SHMEM_PLUGIN_DT_U64,
-    SHMEM_PLUGIN_DT_F32, SHMEM_PLUGIN_DT_F64, SHMEM_PLUGIN_DT_LONGDOUBLE,
-    SHMEM_PLUGIN_DT_COMPLEXF, SHMEM_PLUGIN_DT_COMPLEXD
-};
-enum {
-    SHMEM_PLUGIN_OP_AND, SHMEM_PLUGIN_OP_OR, SHMEM_PLUGIN_OP_XOR, SHMEM_PLUGIN_OP_MAX,
-    SHMEM_PLUGIN_OP_MIN, SHMEM_PLUGIN_OP_SUM, SHMEM_PLUGIN_OP_PROD
-};
-enum { SHMEM_PLUGIN_REDUCE_ALL, SHMEM_PLUGIN_REDUCE_INSCAN, SHMEM_PLUGIN_REDUCE_EXSCAN };
-
-/* shmem_plugin_descriptor_t.caps: what a component can do. A job selects only components
- * with the capabilities it needs, and shmem_info lists them. */
-/* spml: reaches PEs on other hosts (a job across hosts needs it) */
-#define SHMEM_PLUGIN_SPML_CAP_MULTI_HOST (1ull << 0)
-/* spml: its slots may be called from several threads at once (SHMEM_THREAD_MULTIPLE needs it) */
-#define SHMEM_PLUGIN_SPML_CAP_THREAD_MULTIPLE (1ull << 1)
-/* sshmem: local peers can map its segments (attach works); without it they use the spml */
-#define SHMEM_PLUGIN_SSHMEM_CAP_PEER_ATTACH (1ull << 0)
-/* scoll: serves SHMEM_PLUGIN_TEAM_EPHEMERAL teams, leaving the pSync zeroed */
-#define SHMEM_PLUGIN_SCOLL_CAP_EPHEMERAL (1ull << 0)
-
-typedef struct {
-    uint32_t abi_version; /* SHMEM_PLUGIN_ABI_VERSION; first in every ABI version */
-    uint32_t framework; /* enum shmem_plugin_framework */
-    size_t struct_size; /* sizeof(shmem_plugin_descriptor_t) */
-    const char *name;
-    const char *version;
-    const char *description;
-    const shmem_plugin_param_t *params;
-    size_t n_params;
-    uint64_t caps; /* SHMEM_PLUGIN_<FRAMEWORK>_CAP_* */
-    void (*query)(const shmem_plugin_core_t *core, shmem_plugin_query_t *result);
-    const void *(*open)(const shmem_plugin_core_t *core);
+  /**
+   * `SHMEM_PLUGIN_ABI_VERSION` as the plugin was built.
+   */
+  uint32_t abi_version;
+  /**
+   * A `SHMEM_PLUGIN_FRAMEWORK_*` value.
+   */
+  uint32_t framework;
+  /**
+   * `sizeof` the descriptor as the plugin was built.
+   */
+  size_t struct_size;
+  /**
+   * The component's name (`[a-z0-9_]`, unique within its framework): what
+   * `SHMEM_MCA_<framework>` lists and `SHMEM_MCA_<framework>_<name>_<param>` names.
+   */
+  const char *name;
+  const char *version;
+  /**
+   * One line for `shmem_info`.
+   */
+  const char *description;
+  /**
+   * The component's parameters (`n_params` of them; NULL when there are none).
+   */
+  const shmem_plugin_param_t *params;
+  size_t n_params;
+  /**
+   * What the component can do, as the framework's `*_CAP_*` bits; selection skips a
+   * component that lacks a capability the job needs, saying which.
+   */
+  uint64_t caps;
+  /**
+   * Required. Probe for real whether the component can run here (open the device, create a
+   * test segment...) and answer in `result`. Called on every PE at `shmem_init` and by
+   * `shmem_info`, possibly more than once; must not keep resources.
+   */
+  void (*query)(const shmem_plugin_core_t *core, shmem_plugin_query_t *result);
+  /**
+   * Required. Called once, on the selected component only: return the framework's ops
+   * table (`shmem_plugin_spml_ops_t`, `shmem_plugin_sshmem_ops_t`, `shmem_plugin_memheap_ops_t` or `shmem_plugin_scoll_ops_t`), valid until the process
+   * ends, or NULL to refuse (after logging why).
+   */
+  const void *(*open)(const shmem_plugin_core_t *core);
 } shmem_plugin_descriptor_t;
 
+/**
+ * A symmetric segment as an sshmem component created it. The core zeroes it before `create`
+ * and passes the same structure back to `unlink` and `destroy`.
+ */
+typedef struct {
+  /**
+   * Where the segment lives in this process. Each PE's may differ; the core learns the
+   * smallest base alignment over all PEs and refuses allocations that ask for more.
+   */
+  void *base;
+  /**
+   * The usable length, at least what `create` was asked for.
+   */
+  size_t size;
+  /**
+   * Opaque bytes from which a peer on this host can map the segment with `attach` (a file
+   * name, a handle...). The core sends them to the local peers through the bootstrap.
+   */
+  uint8_t blob[256];
+  /**
+   * How many bytes of `blob` are used; 0 when local peers cannot map the segment (then
+   * they reach it through the spml, as remote peers do).
+   */
+  size_t blob_len;
+  /**
+   * A registration of the memory with the selected spml's transport made while allocating
+   * it (a `ucp_mem_h` for `SHMEM_PLUGIN_TRANSPORT_UCX`), or NULL. When set, the core passes it to the
+   * spml's `mem_register` so the memory is not registered twice; the sshmem component keeps
+   * ownership and releases it in `destroy`, after the core has called `mem_deregister`.
+   */
+  void *transport_memh;
+  /**
+   * The component's own bookkeeping for this segment (a name, a file descriptor...). The
+   * core never reads it; the component frees it in `destroy`.
+   */
+  void *handle;
+} shmem_plugin_segment_t;
+
+/**
+ * sshmem: symmetric segment backends.
+ */
+typedef struct {
+  size_t struct_size;
+  /**
+   * Create a segment of at least `size` bytes and describe it in `*out`; SHMEM_PLUGIN_RC_OK or SHMEM_PLUGIN_RC_ERROR
+   * (after logging why). `hint` is an address the core would like the segment at, or NULL
+   * (the core passes NULL today); a component may ignore it, and must never map over
+   * existing memory to honour it.
+   */
+  int (*create)(size_t size, void *hint, shmem_plugin_segment_t *out);
+  /**
+   * Map a same-host peer's segment from its `blob`; `*addr` gets the local address. Returns
+   * SHMEM_PLUGIN_RC_UNSUPPORTED when the segment can only be reached through the transport.
+   */
+  int (*attach)(const uint8_t *blob, size_t blob_len, size_t size, void **addr);
+  /**
+   * Undo an `attach` (at finalize).
+   */
+  void (*detach)(void *addr, size_t size);
+  /**
+   * Called on the creating PE once every local peer has attached, and before `destroy`:
+   * remove whatever name let peers find the segment, so nothing is left behind if the job
+   * dies later. The memory stays mapped and in use. Must tolerate a second call.
+   */
+  void (*unlink)(shmem_plugin_segment_t *seg);
+  /**
+   * Release a segment the core no longer uses (a memory space destroyed, a start that
+   * failed): unmap it and free `handle` and `transport_memh`. Peers have detached by then.
+   * The world heap's segment is never destroyed; it lives until the process exits.
+   */
+  void (*destroy)(shmem_plugin_segment_t *seg);
+} shmem_plugin_sshmem_ops_t;
+
+/**
+ * memheap: an allocator over one segment. All metadata lives in host memory, never in the
+ * segment. Allocation must be deterministic: the same sequence of calls on every PE returns the
+ * same offsets, which is what makes the heap symmetric.
+ */
+typedef struct {
+  size_t struct_size;
+  void *(*create)(void *base, size_t size);
+  /**
+   * NULL when the heap cannot satisfy the request. `align` is a power of two.
+   */
+  void *(*alloc)(void *heap, size_t size, size_t align);
+  /**
+   * Returns SHMEM_PLUGIN_RC_ERROR when `ptr` is not a live allocation of this heap.
+   */
+  int (*free)(void *heap, void *ptr);
+  /**
+   * Resize in place when possible, else allocate, copy and free. NULL (original intact) when
+   * the heap cannot satisfy it.
+   */
+  void *(*realloc)(void *heap, void *ptr, size_t size);
+  /**
+   * Usable size of a live allocation, 0 if `ptr` is not one.
+   */
+  size_t (*usable_size)(void *heap, void *ptr);
+  void (*destroy)(void *heap);
+  /**
+   * The memory this heap serves, a `SHMEM_PLUGIN_MEMHEAP_DEVICE_*` value (the `shmem_device_type_t`
+   * of the memory-spaces proposals). The core picks one memheap per device type, so a
+   * vendor memheap for a device does not replace the CPU one. A table too short to hold it
+   * serves CPU memory.
+   */
+  uint32_t device_type;
+} shmem_plugin_memheap_ops_t;
+
+/**
+ * Opaque spml context (one per OpenSHMEM context).
+ */
+typedef void *shmem_plugin_spml_ctx_t;
+
+/**
+ * spml: RMA, ordering and memory keys. Remote memory is named by (pe, segment id, address in
+ * the target's address space).
+ *
+ * The key contract: for each symmetric segment the core calls `mem_register` on every PE,
+ * which packs a remote key into bytes; the core carries those bytes, unread, to every PE
+ * (through the bootstrap for the world heap, through a collective for later segments) and
+ * hands each PE's key to `add_segment(pe, seg, base, len, key)`, this PE's own included. A
+ * segment id is the same on every PE and is never reused while the job runs. From then on
+ * `put`, `get` and `atomic` name memory as (pe, seg, address in that PE's space), and the
+ * spml finds the unpacked key from (pe, seg). Every slot but `connect`, `finalize` and the
+ * registration slots may be called from any thread the job's thread level allows.
+ */
+typedef struct {
+  size_t struct_size;
+  /**
+   * The transport other components may share (`SHMEM_PLUGIN_TRANSPORT_NONE` if none).
+   */
+  shmem_plugin_transport_t transport;
+  /**
+   * The context used for the default OpenSHMEM context (and for every context when
+   * `ctx_create` is absent or fails).
+   */
+  shmem_plugin_spml_ctx_t default_ctx;
+  /**
+   * Collective: connect to every PE (addresses were published with `kv_put` during `open`;
+   * the core has called `kv_fence`).
+   */
+  int (*connect)(void);
+  /**
+   * Register `len` bytes at `base` for remote access. `memh` is the segment's
+   * `transport_memh` (or NULL): a registration to reuse, owned by the sshmem. The packed
+   * remote key goes to `rkey` (capacity `cap`, 2 KiB or more; its length to
+   * `*rkey_len`: keep it under 1.5 KiB, since a memory space's key travels in a 2 KiB
+   * record with the segment's `blob`); `*reg` receives a handle for `mem_deregister`.
+   */
+  int (*mem_register)(void *base,
+                      size_t len,
+                      void *memh,
+                      uint8_t *rkey,
+                      size_t cap,
+                      size_t *rkey_len,
+                      void **reg);
+  /**
+   * Undo a `mem_register` (before the segment is destroyed).
+   */
+  void (*mem_deregister)(void *reg);
+  /**
+   * Learn PE `pe`'s segment `seg`: `base` and `len` in that PE's address space and the key
+   * its `mem_register` packed (`rkey_len` bytes, valid for the call only).
+   */
+  int (*add_segment)(int pe,
+                     uint32_t seg,
+                     uint64_t base,
+                     size_t len,
+                     const uint8_t *rkey,
+                     size_t rkey_len);
+  /**
+   * A local address through which this process reaches `raddr` of PE `pe`'s segment `seg`
+   * by load and store (a transport that maps peers' memory), or NULL; the core then uses
+   * the sshmem's `attach` or the RMA slots.
+   */
+  void *(*remote_ptr)(int pe, uint32_t seg, uint64_t raddr);
+  /**
+   * Blocking put: returns when `src` may be reused.
+   */
+  int (*put)(shmem_plugin_spml_ctx_t ctx,
+             int pe,
+             uint32_t seg,
+             uint64_t raddr,
+             const void *src,
+             size_t len);
+  /**
+   * Blocking get: returns when `dst` holds the data.
+   */
+  int (*get)(shmem_plugin_spml_ctx_t ctx,
+             int pe,
+             uint32_t seg,
+             uint64_t raddr,
+             void *dst,
+             size_t len);
+  /**
+   * Non-blocking forms: complete at the next `quiet` on `ctx`.
+   */
+  int (*put_nbi)(shmem_plugin_spml_ctx_t ctx,
+                 int pe,
+                 uint32_t seg,
+                 uint64_t raddr,
+                 const void *src,
+                 size_t len);
+  int (*get_nbi)(shmem_plugin_spml_ctx_t ctx,
+                 int pe,
+                 uint32_t seg,
+                 uint64_t raddr,
+                 void *dst,
+                 size_t len);
+  int (*quiet)(shmem_plugin_spml_ctx_t ctx);
+  int (*fence)(shmem_plugin_spml_ctx_t ctx);
+  /**
+   * Drive communication once (the core calls it from wait loops).
+   */
+  void (*progress)(void);
+  /**
+   * Tear down (collective: the core has synchronised all PEs before).
+   */
+  void (*finalize)(void);
+  /**
+   * Atomic `op` (`SHMEM_PLUGIN_AMO_*`) on the `size`-byte (4 or 8) word at `raddr`; the previous value
+   * goes to `*fetched` when it is not NULL. Returns when the operation is complete.
+   */
+  int (*atomic)(shmem_plugin_spml_ctx_t ctx,
+                int pe,
+                uint32_t seg,
+                uint64_t raddr,
+                uint32_t op,
+                uint32_t size,
+                uint64_t value,
+                uint64_t cond,
+                uint64_t *fetched);
+  /**
+   * Optional (may be NULL, and absent from shorter tables): a context of its own for an
+   * OpenSHMEM context created with `options` (`SHMEM_PLUGIN_SPML_CTX_*`), whose `quiet` and `fence` need
+   * not involve other contexts. SHMEM_PLUGIN_RC_OK and the context in `*out`, or nonzero to let the core
+   * use the default context instead.
+   */
+  int (*ctx_create)(long options, shmem_plugin_spml_ctx_t *out);
+  /**
+   * Optional, paired with `ctx_create`: release a context it made (the core has quieted it).
+   */
+  void (*ctx_destroy)(shmem_plugin_spml_ctx_t ctx);
+} shmem_plugin_spml_ops_t;
+
+/**
+ * A team as scoll components see it: `size` PEs `start, start+stride, ...`.
+ */
+typedef struct {
+  int id;
+  int start;
+  int stride;
+  int size;
+  /**
+   * This PE's index in the team.
+   */
+  int my_index;
+  /**
+   * Symmetric scratch memory reserved for this team's collectives (zeroed at creation),
+   * for the exclusive use of the component that enabled the slot.
+   */
+  void *scratch;
+  size_t scratch_len;
+  /**
+   * `SHMEM_PLUGIN_TEAM_*` flags (appended in ABI v1; components that predate a flag ignore it).
+   */
+  uint32_t flags;
+} shmem_plugin_team_t;
+
+/**
+ * scoll: collectives. `enable` is called once per team and returns the component's state for
+ * that team (NULL to decline the team). Slots left NULL are provided by another component.
+ * A slot may return SHMEM_PLUGIN_RC_DECLINED for a call it cannot serve; the core then calls the next
+ * provider.
+ */
+typedef struct {
+  size_t struct_size;
+  /**
+   * How many bytes of team scratch the component needs.
+   */
+  size_t scratch_needed;
+  void *(*enable)(const shmem_plugin_team_t *team);
+  void (*disable)(void *state);
+  /**
+   * Synchronise the team's PEs (no memory completion: the core quiets first where needed).
+   */
+  int (*barrier)(void *state);
+  /**
+   * Copy `nbytes` from `src` on team index `root` to `dest` on every PE of the team
+   * (including the root).
+   */
+  int (*broadcast)(void *state, void *dest, const void *src, size_t nbytes, int root);
+  /**
+   * Concatenate every team PE's `nbytes` from `src` into `dest` on every PE, in team order.
+   * `fixed` (fcollect): every PE gives the same `nbytes`; otherwise (collect) they differ.
+   */
+  int (*collect)(void *state, void *dest, const void *src, size_t nbytes, int fixed);
+  /**
+   * All-to-all exchange: team PE `me` sends elements `src[(j * nelems + k) * sst]`
+   * (`k < nelems`, elements of `elem_size` bytes) to PE `j`, where they land at
+   * `dest[(me * nelems + k) * dst]`. Strides are in elements (1: contiguous).
+   */
+  int (*alltoall)(void *state,
+                  void *dest,
+                  const void *src,
+                  size_t elem_size,
+                  size_t nelems,
+                  ptrdiff_t dst,
+                  ptrdiff_t sst);
+  /**
+   * Element-wise reduction (`kind` SHMEM_PLUGIN_REDUCE_ALL) or prefix scan (SHMEM_PLUGIN_REDUCE_INSCAN: over team
+   * PEs `0..=me`; SHMEM_PLUGIN_REDUCE_EXSCAN: over `0..me`, `dest` untouched on PE 0) of `nelems`
+   * elements of `dtype` (`SHMEM_PLUGIN_DT_*`) with `op` (`SHMEM_PLUGIN_OP_*`). `dest` may equal `src`.
+   */
+  int (*reduce)(void *state,
+                void *dest,
+                const void *src,
+                size_t nelems,
+                uint32_t dtype,
+                uint32_t op,
+                uint32_t kind);
+  /**
+   * As `broadcast`, except that the root's `dest` is left as it is (the active-set form,
+   * OpenSHMEM 1.4's `shmem_broadcast32/64`). Appended later in ABI v1; without it the core
+   * saves and restores the root's `dest` around `broadcast`.
+   */
+  int (*broadcast_keep_root)(void *state, void *dest, const void *src, size_t nbytes, int root);
+} shmem_plugin_scoll_ops_t;
+
+/* The name of the one symbol a plugin exports, for dlsym. */
 #define SHMEM_PLUGIN_DESCRIPTOR_SYMBOL "shmem_plugin_descriptor"
 
 #ifdef __cplusplus
+extern "C" {
+#endif
+/* Defined by the plugin. */
+const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void);
+#ifdef __cplusplus
 }
 #endif
-#endif /* SHMEM_PLUGIN_H */
+
+#endif  /* SHMEM_PLUGIN_H */

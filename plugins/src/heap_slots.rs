@@ -6,7 +6,7 @@
 //! Every slot is a panic boundary: a bug in the allocator ends the job with a message rather
 //! than looking like "out of memory".
 
-use crate::boundary::or_die;
+use crate::boundary::slot;
 use crate::offset_heap::{Heap, Resized, MIN_ALIGN};
 use crate::{MemheapOps, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void};
@@ -25,7 +25,7 @@ struct Handle {
 
 impl Handle {
     fn lock(&self) -> MutexGuard<'_, Heap> {
-        // A panic while holding the lock ends the job (every slot is an `or_die` boundary),
+        // A panic while holding the lock ends the job (every slot is a `boundary::slot`),
         // so a poisoned lock is never seen half-updated by anyone who continues.
         self.heap.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -48,7 +48,7 @@ fn handle<'a>(h: *mut c_void) -> Option<&'a Handle> {
 /// The body of a component's `create` slot: a heap over `[base, base + size)` whose blocks
 /// `realloc` moves with `copy`. NULL for a NULL base or a range that wraps.
 pub fn create_with(component: &str, base: *mut c_void, size: usize, copy: CopyFn) -> *mut c_void {
-    or_die(component, "create", || {
+    slot(component, "create", || {
         if base.is_null() || (base as usize).checked_add(size).is_none() {
             return std::ptr::null_mut();
         }
@@ -84,7 +84,7 @@ pub unsafe fn host_copy(dst: *mut u8, src: *const u8, len: usize) {
 }
 
 pub unsafe extern "C" fn alloc(h: *mut c_void, size: usize, align: usize) -> *mut c_void {
-    or_die("memheap", "alloc", || {
+    slot("memheap", "alloc", || {
         let Some(h) = handle(h) else { return std::ptr::null_mut() };
         let off = h.lock().alloc(size, align);
         off.map_or(std::ptr::null_mut(), |off| h.addr(off))
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn alloc(h: *mut c_void, size: usize, align: usize) -> *mu
 }
 
 pub unsafe extern "C" fn free(h: *mut c_void, ptr: *mut c_void) -> c_int {
-    or_die("memheap", "free", || {
+    slot("memheap", "free", || {
         let Some(h) = handle(h) else { return RC_ERROR };
         let mut heap = h.lock();
         match h.offset(&heap, ptr) {
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn free(h: *mut c_void, ptr: *mut c_void) -> c_int {
 }
 
 pub unsafe extern "C" fn realloc(h: *mut c_void, ptr: *mut c_void, size: usize) -> *mut c_void {
-    or_die("memheap", "realloc", || {
+    slot("memheap", "realloc", || {
         let Some(h) = handle(h) else { return std::ptr::null_mut() };
         if ptr.is_null() {
             return h.lock().alloc(size, MIN_ALIGN).map_or(std::ptr::null_mut(), |off| h.addr(off));
@@ -129,7 +129,7 @@ pub unsafe extern "C" fn realloc(h: *mut c_void, ptr: *mut c_void, size: usize) 
 }
 
 pub unsafe extern "C" fn usable_size(h: *mut c_void, ptr: *mut c_void) -> usize {
-    or_die("memheap", "usable_size", || {
+    slot("memheap", "usable_size", || {
         let Some(h) = handle(h) else { return 0 };
         let heap = h.lock();
         h.offset(&heap, ptr).and_then(|off| heap.size_of(off)).unwrap_or(0)
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn usable_size(h: *mut c_void, ptr: *mut c_void) -> usize 
 }
 
 pub unsafe extern "C" fn destroy(h: *mut c_void) {
-    or_die("memheap", "destroy", || {
+    slot("memheap", "destroy", || {
         if !h.is_null() {
             // SAFETY: the pointer came from `create_with` and the core does not use it after this.
             drop(unsafe { Box::from_raw(h as *mut Handle) });

@@ -2,8 +2,8 @@
 //! (not part of the C ABI). A component writes its team state and its algorithms; the macro
 //! writes what every component otherwise repeats: keeping the core's table from `open`, the
 //! `enable`/`disable` pair boxing the team, one `extern "C"` slot per collective that forwards
-//! to the algorithm inside the panic boundary (`boundary::or_abort`: a panic mid-collective
-//! ends the job, since peers would wait for it), the ops table, `query` and the descriptor.
+//! to the algorithm inside the panic boundary (`boundary::slot`: a panic mid-collective ends
+//! the job, since peers would wait for it), the ops table, `query` and the descriptor.
 //!
 //! Expected of the invoking crate: a type `$team` and `$new: fn(&CoreServices, &TeamDesc) ->
 //! Option<$team>` (None declines the team), and a module `$algo` with `barrier`, `broadcast`
@@ -19,7 +19,6 @@ macro_rules! scoll_component {
         priority: $prio:expr,
         caps: $caps:expr,
         reason: $reason:literal,
-        panic_message: $panic:literal,
         scratch: $scratch:expr,
         team: $team:ty,
         new: $new:expr,
@@ -28,31 +27,31 @@ macro_rules! scoll_component {
         mod __rshmem_scoll {
             use super::*;
             use ::std::ffi::{c_int, c_void};
-            use ::std::sync::atomic::{AtomicPtr, Ordering};
             use $algo as algo;
-            use $crate::boundary::{self, guard};
+            use $crate::boundary::{self, slot};
             use $crate::{CoreServices, QueryResult, ScollOps, TeamDesc};
 
-            /// The core's services, kept from `open` (valid until the job ends).
-            static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(::std::ptr::null_mut());
+            const COMPONENT: &str = concat!("scoll ", $name);
 
-            fn core() -> Option<&'static CoreServices> {
-                // SAFETY: NULL, or the table the core passed to `open`, which lives until the
-                // job ends.
-                unsafe { CORE.load(Ordering::Acquire).as_ref() }
-            }
-
-            /// A collective on the team `state` is: a panic ends the job.
-            fn collective(state: *mut c_void, body: impl FnOnce(&CoreServices, &$team) -> c_int) -> c_int {
-                // SAFETY: the core passes back the pointer `enable` returned, until `disable`.
-                let t = unsafe { &*(state as *const $team) };
-                boundary::or_abort(core(), $panic, |c| body(c, t))
+            /// Collective `name` on the team `state`: a panic ends the job.
+            fn collective(
+                name: &str,
+                state: *mut c_void,
+                body: impl FnOnce(&CoreServices, &$team) -> c_int,
+            ) -> c_int {
+                slot(COMPONENT, name, || {
+                    // SAFETY: the core passes back the pointer `enable` returned, until `disable`.
+                    let t = unsafe { &*(state as *const $team) };
+                    // The core's table is recorded before `open`, so before any team exists.
+                    let c = boundary::core().expect("the core's table");
+                    body(c, t)
+                })
             }
 
             unsafe extern "C" fn enable(desc: *const TeamDesc) -> *mut c_void {
-                guard(::std::ptr::null_mut(), || {
+                slot(COMPONENT, "enable", || {
                     // SAFETY: the core passes NULL or a valid team description.
-                    let (Some(c), Some(desc)) = (core(), unsafe { desc.as_ref() }) else {
+                    let (Some(c), Some(desc)) = (boundary::core(), unsafe { desc.as_ref() }) else {
                         return ::std::ptr::null_mut();
                     };
                     let new: fn(&CoreServices, &TeamDesc) -> Option<$team> = $new;
@@ -61,7 +60,7 @@ macro_rules! scoll_component {
             }
 
             unsafe extern "C" fn disable(state: *mut c_void) {
-                guard((), || {
+                slot(COMPONENT, "disable", || {
                     if !state.is_null() {
                         // SAFETY: `state` came from `enable`; the core does not use it after.
                         drop(unsafe { Box::from_raw(state as *mut $team) });
@@ -74,7 +73,7 @@ macro_rules! scoll_component {
             #[allow(unused_unsafe)]
             unsafe extern "C" fn barrier(state: *mut c_void) -> c_int {
                 // SAFETY: see above.
-                collective(state, |c, t| unsafe { algo::barrier(c, t) })
+                collective("barrier", state, |c, t| unsafe { algo::barrier(c, t) })
             }
 
             unsafe extern "C" fn broadcast(
@@ -85,7 +84,9 @@ macro_rules! scoll_component {
                 root: c_int,
             ) -> c_int {
                 // SAFETY: see above.
-                collective(state, |c, t| unsafe { algo::broadcast(c, t, dest, src, nbytes, root, false) })
+                collective("broadcast", state, |c, t| unsafe {
+                    algo::broadcast(c, t, dest, src, nbytes, root, false)
+                })
             }
 
             unsafe extern "C" fn broadcast_keep_root(
@@ -96,7 +97,9 @@ macro_rules! scoll_component {
                 root: c_int,
             ) -> c_int {
                 // SAFETY: see above.
-                collective(state, |c, t| unsafe { algo::broadcast(c, t, dest, src, nbytes, root, true) })
+                collective("broadcast_keep_root", state, |c, t| unsafe {
+                    algo::broadcast(c, t, dest, src, nbytes, root, true)
+                })
             }
 
             unsafe extern "C" fn collect(
@@ -107,7 +110,9 @@ macro_rules! scoll_component {
                 fixed: c_int,
             ) -> c_int {
                 // SAFETY: see above.
-                collective(state, |c, t| unsafe { algo::collect(c, t, dest, src, nbytes, fixed != 0) })
+                collective("collect", state, |c, t| unsafe {
+                    algo::collect(c, t, dest, src, nbytes, fixed != 0)
+                })
             }
 
             #[allow(clippy::too_many_arguments)]
@@ -121,7 +126,7 @@ macro_rules! scoll_component {
                 sst: isize,
             ) -> c_int {
                 // SAFETY: see above.
-                collective(state, |c, t| unsafe {
+                collective("alltoall", state, |c, t| unsafe {
                     algo::alltoall(c, t, dest, src, elem_size, nelems, dst, sst)
                 })
             }
@@ -137,7 +142,9 @@ macro_rules! scoll_component {
                 kind: u32,
             ) -> c_int {
                 // SAFETY: see above.
-                collective(state, |c, t| unsafe { algo::reduce(c, t, dest, src, nelems, dtype, op, kind) })
+                collective("reduce", state, |c, t| unsafe {
+                    algo::reduce(c, t, dest, src, nelems, dtype, op, kind)
+                })
             }
 
             static OPS: ScollOps = ScollOps {
@@ -153,22 +160,14 @@ macro_rules! scoll_component {
                 broadcast_keep_root: Some(broadcast_keep_root),
             };
 
-            pub unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {
-                guard((), || {
-                    // SAFETY: the core passes NULL or a valid result pointer.
-                    if let Some(r) = unsafe { result.as_mut() } {
-                        r.available = 1;
-                        r.priority = $prio;
-                        r.set_reason($reason);
-                    }
-                })
+            pub fn query(_core: &'static CoreServices, r: &mut QueryResult) {
+                r.available = 1;
+                r.priority = $prio;
+                r.set_reason($reason);
             }
 
-            pub unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
-                guard(::std::ptr::null(), || {
-                    CORE.store(core as *mut _, Ordering::Release);
-                    &OPS as *const ScollOps as *const c_void
-                })
+            pub fn open(_core: &'static CoreServices) -> *const c_void {
+                &OPS as *const ScollOps as *const c_void
             }
         }
         pub use __rshmem_scoll::{open, query};

@@ -10,13 +10,14 @@
 
 pub mod ucx;
 
+use rshmem_plugin_api::boundary::{self, slot};
 use rshmem_plugin_api::{
     cstr, CoreServices, Framework, ParamDecl, QueryResult, SpmlCtx, SpmlOps, TransportHandle, LOG_DEBUG,
     LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_long, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use ucx::{Channel, OpError, Options, Ucx};
 
@@ -24,28 +25,13 @@ use ucx::{Channel, OpError, Options, Ucx};
 const ADDR_KEY: &str = "spml.ucx.addr";
 
 static STATE: AtomicPtr<Ucx> = AtomicPtr::new(std::ptr::null_mut());
-static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(std::ptr::null_mut());
-/// Set once this component asked the core to end the job: the exit path (the core's at-exit
-/// quiet) must not touch UCX again.
-static ABORTING: AtomicBool = AtomicBool::new(false);
+const COMPONENT: &str = "spml ucx";
 
-fn core() -> Option<&'static CoreServices> {
-    let p = CORE.load(Ordering::Acquire);
-    // SAFETY: the core's table stays valid from `query` until the job ends.
-    (!p.is_null()).then(|| unsafe { &*p })
-}
-
-/// End the job through the core with `msg`.
+/// End the job through the core with `msg`. From then on `boundary::ending()` holds, so the
+/// exit path (the core's at-exit quiet) does not touch UCX again.
 #[cold]
 fn fatal(msg: &str) -> ! {
-    ABORTING.store(true, Ordering::Release);
-    let m = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    if let Some(c) = core() {
-        // SAFETY: the core's abort takes a NUL-terminated message and does not return.
-        unsafe { (c.abort)(1, m.as_ptr()) };
-    }
-    eprintln!("{msg}");
-    std::process::abort()
+    boundary::end_job(msg)
 }
 
 /// [`ucx::FatalHook`] for the progress thread.
@@ -54,25 +40,9 @@ fn fatal_hook(msg: &str) {
 }
 
 fn log(level: c_int, msg: &str) {
-    if let Some(c) = core() {
+    if let Some(c) = boundary::core() {
         // SAFETY: the pointer is the core's own table.
-        unsafe { rshmem_plugin_api::log(c, level, "spml ucx", msg) };
-    }
-}
-
-/// Run a slot's body without letting a panic cross into C: a panic ends the job.
-#[inline(always)]
-fn guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(e) => {
-            let why = e
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| e.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            fatal(&format!("spml ucx: internal error in {what}: {why}"))
-        }
+        unsafe { rshmem_plugin_api::log(c, level, COMPONENT, msg) };
     }
 }
 
@@ -131,8 +101,8 @@ fn flush_failed(_: &Channel, what: &str, e: OpError) -> ! {
 }
 
 /// `SHMEM_MCA_spml_ucx_<name>` as a boolean (the core's spellings: 1/0, yes/no, true/false, on/off).
-fn bool_param(core: *const CoreServices, name: &str, default: bool) -> bool {
-    // SAFETY: the pointer is the one the core passed to query/open.
+fn bool_param(core: &CoreServices, name: &str, default: bool) -> bool {
+    // SAFETY: the table is the one the core passed to query/open.
     let Some(v) = (unsafe { rshmem_plugin_api::param(core, "spml", "ucx", name) }) else {
         return default;
     };
@@ -149,42 +119,34 @@ fn bool_param(core: *const CoreServices, name: &str, default: bool) -> bool {
     }
 }
 
-fn options(core: *const CoreServices) -> Options {
-    // SAFETY: callers pass the core's table, valid for the job.
-    let c = unsafe { &*core };
+fn options(c: &CoreServices) -> Options {
     Options {
-        progress_thread: bool_param(core, "progress_thread", true),
+        progress_thread: bool_param(c, "progress_thread", true),
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
     }
 }
 
-unsafe extern "C" fn query(core_ptr: *const CoreServices, result: *mut QueryResult) {
-    if !core_ptr.is_null() {
-        CORE.store(core_ptr as *mut _, Ordering::Release);
-    }
-    guard("query", || {
-        // SAFETY: the core passes a valid result pointer.
-        let r = unsafe { &mut *result };
-        let opts = if core_ptr.is_null() { Options::default() } else { options(core_ptr) };
-        match ucx::probe(ucx::features(&opts), &opts) {
-            Ok(()) => {
-                r.available = 1;
-                r.priority = 50;
-                r.set_reason("UCX context created (RMA, 32/64-bit atomics)");
-            }
-            Err(e) => {
-                r.available = 0;
-                r.priority = 0;
-                r.set_reason(&format!("UCX unusable: {e}"));
-            }
+fn query(c: &'static CoreServices, r: &mut QueryResult) {
+    let opts = options(c);
+    match ucx::probe(ucx::features(&opts), &opts) {
+        Ok(()) => {
+            r.available = 1;
+            r.priority = 50;
+            r.set_reason("UCX context created (RMA, 32/64-bit atomics)");
         }
-    })
+        Err(e) => {
+            r.available = 0;
+            r.priority = 0;
+            r.set_reason(&format!("UCX unusable: {e}"));
+        }
+    }
 }
 
 /// Stops the progress thread when the process exits without `shmem_finalize` (or aborts), so
 /// that it is not inside UCX while UCX's own destructors run.
 extern "C" fn stop_at_exit() {
-    let _ = std::panic::catch_unwind(|| {
+    // The process is ending anyway: a panic here only must not unwind into libc.
+    let _ = boundary::catch(|| {
         let p = STATE.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: the leaked state is never freed.
@@ -193,75 +155,67 @@ extern "C" fn stop_at_exit() {
     });
 }
 
-unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
-    if core_ptr.is_null() {
+fn open(c: &'static CoreServices) -> *const c_void {
+    if !STATE.load(Ordering::Acquire).is_null() {
+        log(LOG_ERROR, "opened twice");
         return std::ptr::null();
     }
-    CORE.store(core_ptr as *mut _, Ordering::Release);
-    guard("open", || {
-        // SAFETY: the core's table is valid for the job.
-        let c = unsafe { &*core_ptr };
-        if !STATE.load(Ordering::Acquire).is_null() {
-            log(LOG_ERROR, "opened twice");
+    let opts = options(c);
+    let u = match Ucx::new(c.n_pes.max(1) as usize, &opts) {
+        Ok(u) => u,
+        Err(e) => {
+            log(LOG_ERROR, &e);
             return std::ptr::null();
         }
-        let opts = options(core_ptr);
-        let u = match Ucx::new(c.n_pes.max(1) as usize, &opts) {
-            Ok(u) => u,
-            Err(e) => {
-                log(LOG_ERROR, &e);
-                return std::ptr::null();
-            }
-        };
-        let key = CString::new(ADDR_KEY).expect("no NUL in the key");
-        // SAFETY: core service; the address bytes are valid for the call.
-        if unsafe { (c.kv_put)(key.as_ptr(), u.address().as_ptr(), u.address().len()) } != 0 {
-            log(LOG_ERROR, "could not publish the UCX worker address");
-            return std::ptr::null();
-        }
-        let u: &'static Ucx = Box::leak(Box::new(u));
-        STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
-        if opts.progress_thread {
-            match u.start_progress_thread(Some(fatal_hook)) {
-                // SAFETY: registering an extern "C" fn with no arguments.
-                Ok(()) => unsafe {
-                    libc::atexit(stop_at_exit);
-                },
-                Err(e) => log(LOG_WARN, &format!("{e}; continuing without a progress thread")),
-            }
-        }
-        let ops: &'static SpmlOps = Box::leak(Box::new(SpmlOps {
-            struct_size: std::mem::size_of::<SpmlOps>(),
-            transport: TransportHandle {
-                kind: TRANSPORT_UCX,
-                context: u.context() as *mut c_void,
-                worker: u.worker() as *mut c_void,
+    };
+    let key = CString::new(ADDR_KEY).expect("no NUL in the key");
+    // SAFETY: core service; the address bytes are valid for the call.
+    if unsafe { (c.kv_put)(key.as_ptr(), u.address().as_ptr(), u.address().len()) } != 0 {
+        log(LOG_ERROR, "could not publish the UCX worker address");
+        return std::ptr::null();
+    }
+    let u: &'static Ucx = Box::leak(Box::new(u));
+    STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
+    if opts.progress_thread {
+        match u.start_progress_thread(Some(fatal_hook)) {
+            // SAFETY: registering an extern "C" fn with no arguments.
+            Ok(()) => unsafe {
+                libc::atexit(stop_at_exit);
             },
-            default_ctx: std::ptr::null_mut(),
-            connect,
-            mem_register,
-            mem_deregister,
-            add_segment,
-            remote_ptr,
-            put,
-            get,
-            put_nbi,
-            get_nbi,
-            quiet,
-            fence,
-            progress,
-            finalize,
-            atomic,
-            ctx_create: Some(ctx_create),
-            ctx_destroy: Some(ctx_destroy),
-        }));
-        ops as *const SpmlOps as *const c_void
-    })
+            Err(e) => log(LOG_WARN, &format!("{e}; continuing without a progress thread")),
+        }
+    }
+    let ops: &'static SpmlOps = Box::leak(Box::new(SpmlOps {
+        struct_size: std::mem::size_of::<SpmlOps>(),
+        transport: TransportHandle {
+            kind: TRANSPORT_UCX,
+            context: u.context() as *mut c_void,
+            worker: u.worker() as *mut c_void,
+        },
+        default_ctx: std::ptr::null_mut(),
+        connect,
+        mem_register,
+        mem_deregister,
+        add_segment,
+        remote_ptr,
+        put,
+        get,
+        put_nbi,
+        get_nbi,
+        quiet,
+        fence,
+        progress,
+        finalize,
+        atomic,
+        ctx_create: Some(ctx_create),
+        ctx_destroy: Some(ctx_destroy),
+    }));
+    ops as *const SpmlOps as *const c_void
 }
 
 unsafe extern "C" fn connect() -> c_int {
-    guard("connect", || {
-        let Some(c) = core() else { not_open() };
+    slot(COMPONENT, "connect", || {
+        let Some(c) = boundary::core() else { not_open() };
         let u = state();
         let key = CString::new(ADDR_KEY).expect("no NUL in the key");
         let mut addrs = Vec::with_capacity(u.n_pes());
@@ -304,7 +258,7 @@ unsafe extern "C" fn mem_register(
     rkey_len: *mut usize,
     reg: *mut *mut c_void,
 ) -> c_int {
-    guard("mem_register", || {
+    slot(COMPONENT, "mem_register", || {
         let u = state();
         // Reuse the registration sshmem "ucx" made while allocating; map anything else here.
         let (handle, ours) = if memh.is_null() {
@@ -352,7 +306,7 @@ unsafe extern "C" fn mem_register(
 }
 
 unsafe extern "C" fn mem_deregister(reg: *mut c_void) {
-    guard("mem_deregister", || {
+    slot(COMPONENT, "mem_deregister", || {
         if !reg.is_null() {
             // SAFETY: non-NULL handles are registrations `mem_register` made (borrowed sshmem
             // registrations are handed out as NULL and stay with sshmem).
@@ -369,7 +323,7 @@ unsafe extern "C" fn add_segment(
     rkey: *const u8,
     rkey_len: usize,
 ) -> c_int {
-    guard("add_segment", || {
+    slot(COMPONENT, "add_segment", || {
         if pe < 0 || rkey.is_null() {
             return RC_ERROR;
         }
@@ -386,7 +340,7 @@ unsafe extern "C" fn add_segment(
 }
 
 unsafe extern "C" fn remote_ptr(pe: c_int, seg: u32, raddr: u64) -> *mut c_void {
-    guard("remote_ptr", || {
+    slot(COMPONENT, "remote_ptr", || {
         if pe < 0 {
             return std::ptr::null_mut();
         }
@@ -402,7 +356,7 @@ unsafe extern "C" fn put(
     src: *const c_void,
     len: usize,
 ) -> c_int {
-    guard("put", || {
+    slot(COMPONENT, "put", || {
         let u = ctx_state(ctx);
         // SAFETY: the core guarantees `src` is readable for `len` bytes.
         match unsafe { u.put(pe as usize, seg as usize, raddr, src, len, true) } {
@@ -420,7 +374,7 @@ unsafe extern "C" fn get(
     dst: *mut c_void,
     len: usize,
 ) -> c_int {
-    guard("get", || {
+    slot(COMPONENT, "get", || {
         let u = ctx_state(ctx);
         // SAFETY: the core guarantees `dst` is writable for `len` bytes.
         match unsafe { u.get(pe as usize, seg as usize, raddr, dst, len, true) } {
@@ -438,7 +392,7 @@ unsafe extern "C" fn put_nbi(
     src: *const c_void,
     len: usize,
 ) -> c_int {
-    guard("put_nbi", || {
+    slot(COMPONENT, "put_nbi", || {
         let u = ctx_state(ctx);
         // SAFETY: the caller keeps `src` readable until the next quiet.
         match unsafe { u.put(pe as usize, seg as usize, raddr, src, len, false) } {
@@ -456,7 +410,7 @@ unsafe extern "C" fn get_nbi(
     dst: *mut c_void,
     len: usize,
 ) -> c_int {
-    guard("get_nbi", || {
+    slot(COMPONENT, "get_nbi", || {
         let u = ctx_state(ctx);
         // SAFETY: the caller keeps `dst` writable until the next quiet.
         match unsafe { u.get(pe as usize, seg as usize, raddr, dst, len, false) } {
@@ -478,7 +432,7 @@ unsafe extern "C" fn atomic(
     cond: u64,
     fetched: *mut u64,
 ) -> c_int {
-    guard("atomic", || {
+    slot(COMPONENT, "atomic", || {
         let u = ctx_state(ctx);
         match u.atomic(pe as usize, seg as usize, raddr, op, size, value, cond, !fetched.is_null()) {
             Ok(v) => {
@@ -495,8 +449,8 @@ unsafe extern "C" fn atomic(
 }
 
 unsafe extern "C" fn quiet(ctx: SpmlCtx) -> c_int {
-    guard("quiet", || {
-        if ABORTING.load(Ordering::Acquire) {
+    slot(COMPONENT, "quiet", || {
+        if boundary::ending() {
             return RC_OK;
         }
         let u = ctx_state(ctx);
@@ -508,7 +462,7 @@ unsafe extern "C" fn quiet(ctx: SpmlCtx) -> c_int {
 }
 
 unsafe extern "C" fn fence(ctx: SpmlCtx) -> c_int {
-    guard("fence", || {
+    slot(COMPONENT, "fence", || {
         let u = ctx_state(ctx);
         match u.fence() {
             Ok(()) => RC_OK,
@@ -519,7 +473,7 @@ unsafe extern "C" fn fence(ctx: SpmlCtx) -> c_int {
 
 /// A channel of its own for a created context, so that it completes independently.
 unsafe extern "C" fn ctx_create(options: c_long, out: *mut SpmlCtx) -> c_int {
-    guard("ctx_create", || {
+    slot(COMPONENT, "ctx_create", || {
         if out.is_null() {
             return RC_ERROR;
         }
@@ -540,8 +494,8 @@ unsafe extern "C" fn ctx_create(options: c_long, out: *mut SpmlCtx) -> c_int {
 }
 
 unsafe extern "C" fn ctx_destroy(ctx: SpmlCtx) {
-    guard("ctx_destroy", || {
-        if ctx.is_null() || ABORTING.load(Ordering::Acquire) {
+    slot(COMPONENT, "ctx_destroy", || {
+        if ctx.is_null() || boundary::ending() {
             return;
         }
         // SAFETY: a channel `ctx_create` handed out, destroyed once by the core.
@@ -553,8 +507,8 @@ unsafe extern "C" fn ctx_destroy(ctx: SpmlCtx) {
 }
 
 unsafe extern "C" fn progress() {
-    guard("progress", || {
-        if ABORTING.load(Ordering::Acquire) {
+    slot(COMPONENT, "progress", || {
+        if boundary::ending() {
             return;
         }
         let u = state();
@@ -566,8 +520,8 @@ unsafe extern "C" fn progress() {
 }
 
 unsafe extern "C" fn finalize() {
-    guard("finalize", || {
-        if !ABORTING.load(Ordering::Acquire) {
+    slot(COMPONENT, "finalize", || {
+        if !boundary::ending() {
             if let Err(e) = state().finalize() {
                 log(LOG_WARN, &format!("finalize: {e}"));
             }

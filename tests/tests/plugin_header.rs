@@ -1,7 +1,8 @@
-//! The C plugin header (plugins/include/shmem_plugin.h) against the Rust definitions
-//! (plugins/src/lib.rs): every field of every ABI structure at the same offset, every structure
-//! of the same size, and the constants equal. A C compiler reads the header; the Rust side is the
-//! crate itself, so a field added, moved or retyped on one side only fails here.
+//! The C plugin header (plugins/include/shmem_plugin.h, generated from plugins/src/abi.rs by
+//! cbindgen) against the Rust definitions: every field of every ABI structure at the same offset,
+//! every structure of the same size, and the constants equal, as a C compiler and a C++ compiler
+//! read the header. The plugin crate's own unit test checks that the committed header is what the
+//! generator writes; this one checks that what it writes means, to C, what the Rust types mean.
 
 use rshmem_plugin_api as abi;
 use rshmem_tests::*;
@@ -52,10 +53,10 @@ fn expected() -> Vec<(String, usize)> {
     };
     let consts: &[(&str, u64)] = &[
         ("SHMEM_PLUGIN_ABI_VERSION", abi::ABI_VERSION as u64),
-        ("SHMEM_PLUGIN_SPML", abi::Framework::Spml as u64),
-        ("SHMEM_PLUGIN_SCOLL", abi::Framework::Scoll as u64),
-        ("SHMEM_PLUGIN_SSHMEM", abi::Framework::Sshmem as u64),
-        ("SHMEM_PLUGIN_MEMHEAP", abi::Framework::Memheap as u64),
+        ("SHMEM_PLUGIN_FRAMEWORK_SPML", abi::Framework::Spml as u64),
+        ("SHMEM_PLUGIN_FRAMEWORK_SCOLL", abi::Framework::Scoll as u64),
+        ("SHMEM_PLUGIN_FRAMEWORK_SSHMEM", abi::Framework::Sshmem as u64),
+        ("SHMEM_PLUGIN_FRAMEWORK_MEMHEAP", abi::Framework::Memheap as u64),
         ("SHMEM_PLUGIN_PARAM_STRING", abi::PARAM_STRING as u64),
         ("SHMEM_PLUGIN_PARAM_INT", abi::PARAM_INT as u64),
         ("SHMEM_PLUGIN_PARAM_BOOL", abi::PARAM_BOOL as u64),
@@ -73,6 +74,8 @@ fn expected() -> Vec<(String, usize)> {
         ("SHMEM_PLUGIN_LOG_TRACE", abi::LOG_TRACE as u64),
         ("SHMEM_PLUGIN_CMP_GE", abi::CMP_GE as u64),
         ("SHMEM_PLUGIN_RC_DECLINED", abi::RC_DECLINED as u64),
+        ("SHMEM_PLUGIN_RC_ERROR", abi::RC_ERROR as u64),
+        ("SHMEM_PLUGIN_RC_UNSUPPORTED", abi::RC_UNSUPPORTED as u64),
         ("SHMEM_PLUGIN_DT_COMPLEXD", abi::DT_COMPLEXD as u64),
         ("SHMEM_PLUGIN_OP_PROD", abi::OP_PROD as u64),
         ("SHMEM_PLUGIN_REDUCE_EXSCAN", abi::REDUCE_EXSCAN as u64),
@@ -95,27 +98,28 @@ fn the_c_header_matches_the_rust_definitions_field_by_field() {
     }
     c += "    return 0;\n}\n";
     std::fs::write(&src, c).unwrap();
-    let exe = scratch.0.join("layout");
     let include = source_dir().join("../plugins/include");
-    let o = Command::new("cc")
-        .args(["-std=c11", "-Wall", "-Werror", "-I"])
-        .arg(&include)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = Command::new(&exe).output().unwrap();
-    let got: BTreeMap<String, usize> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.rsplit_once('='))
-        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
-        .collect();
-    let wrong: Vec<String> = want
-        .iter()
-        .filter(|(k, v)| got.get(k) != Some(v))
-        .map(|(k, v)| format!("{k}: C says {:?}, Rust {v}", got.get(k)))
-        .collect();
-    assert!(wrong.is_empty(), "shmem_plugin.h differs from plugins/src/lib.rs:\n{}", wrong.join("\n"));
+    for (compiler, std) in [("cc", "-std=c11"), ("c++", "-std=c++17")] {
+        let exe = scratch.0.join(format!("layout-{compiler}"));
+        let mut cmd = Command::new(compiler);
+        if compiler == "c++" {
+            cmd.args(["-x", "c++"]);
+        }
+        let o =
+            cmd.args([std, "-Wall", "-Wextra", "-Werror", "-I"]).arg(&include).arg(&src).arg("-o").arg(&exe);
+        let o = o.output().unwrap();
+        assert!(o.status.success(), "{compiler}: {}", String::from_utf8_lossy(&o.stderr));
+        let out = Command::new(&exe).output().unwrap();
+        let got: BTreeMap<String, usize> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.rsplit_once('='))
+            .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+            .collect();
+        let wrong: Vec<String> = want
+            .iter()
+            .filter(|(k, v)| got.get(k) != Some(v))
+            .map(|(k, v)| format!("{k}: {compiler} says {:?}, Rust {v}", got.get(k)))
+            .collect();
+        assert!(wrong.is_empty(), "shmem_plugin.h differs from plugins/src/abi.rs:\n{}", wrong.join("\n"));
+    }
 }

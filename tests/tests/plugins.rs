@@ -139,7 +139,7 @@ fn a_table_with_a_required_slot_null_or_missing_is_refused_naming_it() {
                  static const shmem_plugin_memheap_ops_t ops = {{ {table} }};\n\
                  static void query(const shmem_plugin_core_t *c, shmem_plugin_query_t *r) {{ (void)c; r->available = 1; r->priority = 99; }}\n\
                  static const void *open_(const shmem_plugin_core_t *c) {{ (void)c; (void)create; (void)alloc; (void)release; (void)resize; (void)usable; (void)destroy; return &ops; }}\n\
-                 static const shmem_plugin_descriptor_t d = {{ .abi_version = SHMEM_PLUGIN_ABI_VERSION, .framework = SHMEM_PLUGIN_MEMHEAP,\n\
+                 static const shmem_plugin_descriptor_t d = {{ .abi_version = SHMEM_PLUGIN_ABI_VERSION, .framework = SHMEM_PLUGIN_FRAMEWORK_MEMHEAP,\n\
                    .struct_size = sizeof(shmem_plugin_descriptor_t), .name = \"{name}\", .query = query, .open = open_ }};\n\
                  __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) {{ return &d; }}\n"
             ),
@@ -183,7 +183,7 @@ fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
     std::fs::write(
         &src,
         "#include \"shmem_plugin.h\"\n\
-         static const shmem_plugin_descriptor_t d = { .abi_version = 99, .framework = SHMEM_PLUGIN_SCOLL, .name = \"future\" };\n\
+         static const shmem_plugin_descriptor_t d = { .abi_version = 99, .framework = SHMEM_PLUGIN_FRAMEWORK_SCOLL, .name = \"future\" };\n\
          __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) { return &d; }\n",
     )
     .unwrap();

@@ -9,7 +9,6 @@
 //! anything up to that are aligned addresses too. The core refuses larger alignments (it knows
 //! the smallest base alignment over all PEs).
 
-use rshmem_plugin_api::boundary::guard;
 use rshmem_plugin_api::heap_slots;
 pub use rshmem_plugin_api::offset_heap::{Heap, Resized, MIN_ALIGN};
 use rshmem_plugin_api::{CoreServices, Framework, MemheapOps, QueryResult, MEMHEAP_DEVICE_CPU};
@@ -21,19 +20,14 @@ unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
 
 static OPS: MemheapOps = heap_slots::table(create, MEMHEAP_DEVICE_CPU);
 
-unsafe extern "C" fn query(_core: *const CoreServices, result: *mut QueryResult) {
-    guard((), || {
-        // SAFETY: the core passes NULL or a valid result pointer.
-        if let Some(r) = unsafe { result.as_mut() } {
-            r.available = 1;
-            r.priority = 10;
-            r.set_reason("host-memory bookkeeping, works over any segment");
-        }
-    })
+fn query(_core: &'static CoreServices, r: &mut QueryResult) {
+    r.available = 1;
+    r.priority = 10;
+    r.set_reason("host-memory bookkeeping, works over any segment");
 }
 
-unsafe extern "C" fn open(_core: *const CoreServices) -> *const c_void {
-    guard(std::ptr::null(), || &OPS as *const MemheapOps as *const c_void)
+fn open(_core: &'static CoreServices) -> *const c_void {
+    &OPS as *const MemheapOps as *const c_void
 }
 
 rshmem_plugin_api::export_plugin! {

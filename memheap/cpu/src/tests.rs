@@ -30,8 +30,9 @@ impl Drop for Segment {
 }
 
 fn ops() -> &'static MemheapOps {
+    let core = rshmem_plugin_api::testing::fake_core(0, 1, "memheap-test", None);
     // SAFETY: the static descriptor's open returns the static MemheapOps table.
-    unsafe { &*(((*shmem_plugin_descriptor()).open.unwrap())(std::ptr::null()) as *const MemheapOps) }
+    unsafe { &*(((*shmem_plugin_descriptor()).open.unwrap())(core) as *const MemheapOps) }
 }
 
 #[test]
@@ -41,8 +42,9 @@ fn the_descriptor_is_a_memheap_component_at_priority_10() {
     assert_eq!(d.abi_version, ABI_VERSION);
     assert_eq!(d.framework, Framework::Memheap as u32);
     let mut r = QueryResult::default();
-    // SAFETY: as above.
-    unsafe { (d.query.unwrap())(std::ptr::null(), &mut r) };
+    let core = rshmem_plugin_api::testing::fake_core(0, 1, "memheap-test", None);
+    // SAFETY: as above, with a valid core table.
+    unsafe { (d.query.unwrap())(core, &mut r) };
     assert_eq!((r.available, r.priority), (1, 10));
 }
 

@@ -12,7 +12,7 @@
 //! segment), with device-to-device copies when `realloc` moves a block.
 
 use cudarc::driver::{result, sys};
-use rshmem_plugin_api::boundary::guard;
+use rshmem_plugin_api::boundary;
 use rshmem_plugin_api::heap_slots;
 use rshmem_plugin_api::{CoreServices, Framework, MemheapOps, QueryResult, MEMHEAP_DEVICE_GPU};
 use std::ffi::c_void;
@@ -92,17 +92,11 @@ unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
 
 static OPS: MemheapOps = heap_slots::table(create, MEMHEAP_DEVICE_GPU);
 
-fn local_rank(core: *const CoreServices) -> i32 {
-    // SAFETY: the core passes NULL or its services table, valid for the job.
-    unsafe { core.as_ref() }.map_or(0, |c| c.local_rank)
-}
-
-unsafe extern "C" fn query(core: *const CoreServices, result: *mut QueryResult) {
-    // SAFETY: the core passes NULL or a valid result pointer.
-    let Some(r) = (unsafe { result.as_mut() }) else { return };
-    let rank = local_rank(core);
+fn query(core: &'static CoreServices, r: &mut QueryResult) {
+    let rank = core.local_rank;
     // cudarc reports a missing symbol or library by panicking: that is "unavailable" too.
-    let found = guard(Err("the CUDA driver could not be used (cudarc panicked)".into()), || probe(rank));
+    let found = boundary::catch(|| probe(rank))
+        .unwrap_or_else(|m| Err(format!("the CUDA driver could not be used (cudarc: {m})")));
     match found {
         Ok(f) => {
             r.available = 1;
@@ -122,12 +116,11 @@ unsafe extern "C" fn query(core: *const CoreServices, result: *mut QueryResult) 
     }
 }
 
-unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
-    let rank = local_rank(core);
-    guard(std::ptr::null(), || match device(rank) {
+fn open(core: &'static CoreServices) -> *const c_void {
+    match device(core.local_rank) {
         Ok(_) => &OPS as *const MemheapOps as *const c_void,
         Err(_) => std::ptr::null(),
-    })
+    }
 }
 
 rshmem_plugin_api::export_plugin! {
@@ -151,8 +144,9 @@ mod tests {
         let d = unsafe { &*shmem_plugin_descriptor() };
         assert_eq!(d.abi_version, ABI_VERSION);
         let mut r = QueryResult::default();
-        // SAFETY: a NULL core is allowed; `r` is writable.
-        unsafe { (d.query.unwrap())(std::ptr::null(), &mut r) };
+        let core = rshmem_plugin_api::testing::fake_core(0, 1, "cuda-test", None);
+        // SAFETY: a valid core table; `r` is writable.
+        unsafe { (d.query.unwrap())(core, &mut r) };
         let reason = r.reason_str();
         assert!(!reason.is_empty());
         // SAFETY: only dlopens the driver library names.

@@ -15,7 +15,6 @@ rshmem_plugin_api::scoll_component! {
     priority: 10,
     caps: rshmem_plugin_api::SCOLL_CAP_EPHEMERAL,
     reason: "portable algorithms over the core's one-sided services",
-    panic_message: c"scoll basic: internal error (panic)",
     scratch: SCRATCH_BYTES,
     team: Team,
     new: |_core, desc| Team::new(desc),

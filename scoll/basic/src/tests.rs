@@ -20,8 +20,9 @@ const GARBAGE: u8 = 0xee;
 const _: () = assert!(4 * SCRATCH_SLOT <= SRC && DEST + MAX_BYTES + 16 <= HEAP_BYTES);
 
 fn ops() -> &'static ScollOps {
-    // SAFETY: `open` returns the static ScollOps table.
-    unsafe { &*(open(fake::core()) as *const ScollOps) }
+    // SAFETY: the static descriptor's `open` (which records the core) returns the static
+    // ScollOps table.
+    unsafe { &*(((*shmem_plugin_descriptor()).open.unwrap())(fake::core()) as *const ScollOps) }
 }
 
 /// Enable team (start, stride, size) on this PE, with its scratch in slot `slot`. NULL when
@@ -111,8 +112,8 @@ fn the_descriptor_is_an_always_available_scoll_component() {
     assert_eq!(d.abi_version, ABI_VERSION);
     assert_eq!(d.framework, Framework::Scoll as u32);
     let mut r = QueryResult::default();
-    // SAFETY: as above.
-    unsafe { (d.query.unwrap())(std::ptr::null(), &mut r) };
+    // SAFETY: as above, with the fake core.
+    unsafe { (d.query.unwrap())(fake::core(), &mut r) };
     assert_eq!((r.available, r.priority), (1, 10));
     assert!(ops().scratch_needed <= SCRATCH_SLOT);
 }

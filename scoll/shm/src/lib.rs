@@ -20,7 +20,6 @@ rshmem_plugin_api::scoll_component! {
     priority: 30,
     caps: 0,
     reason: "load/store collectives for teams within one host (others fall through to the next component)",
-    panic_message: c"scoll shm: internal error (panic)",
     scratch: SCRATCH_BYTES,
     team: Team,
     new: Team::new,

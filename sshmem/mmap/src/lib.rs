@@ -7,13 +7,12 @@ mod shm;
 
 pub use shm::BASE_ALIGN;
 
+use rshmem_plugin_api::boundary::{self, slot};
 use rshmem_plugin_api::{CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// The core's services, kept from `query`/`open` (valid until the job ends).
-static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(std::ptr::null_mut());
+const COMPONENT: &str = "sshmem mmap";
 /// Makes every segment name of this process unique.
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -27,27 +26,18 @@ struct Owned {
     unlinked: AtomicBool,
 }
 
-/// Run an extern "C" body; a panic must not unwind into the core, so it becomes `fallback`.
-fn guard<R>(fallback: R, body: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
-}
-
 fn log_error(msg: &str) {
-    let c = CORE.load(Ordering::Acquire);
-    if !c.is_null() {
+    if let Some(c) = boundary::core() {
         // SAFETY: the core's table stays valid until the job ends.
-        unsafe { rshmem_plugin_api::log(c, rshmem_plugin_api::LOG_ERROR, "sshmem mmap", msg) };
+        unsafe { rshmem_plugin_api::log(c, rshmem_plugin_api::LOG_ERROR, COMPONENT, msg) };
     }
 }
 
-/// (job id, my PE). Without a core (unit tests) the pid stands in for the job.
+/// (job id, my PE), from the core's table (recorded before `query` and `open` run).
 fn job_and_pe() -> (String, c_int) {
-    let c = CORE.load(Ordering::Acquire);
-    if c.is_null() {
+    let Some(c) = boundary::core() else {
         return (format!("p{}", std::process::id()), 0);
-    }
-    // SAFETY: the core's table stays valid until the job ends.
-    let c = unsafe { &*c };
+    };
     // SAFETY: job_id is NULL or a NUL-terminated string owned by the core.
     let job = unsafe { rshmem_plugin_api::c_str(c.job_id) }.unwrap_or_default();
     // Object names are single path components: keep only portable file-name characters.
@@ -73,27 +63,22 @@ fn probe() -> Result<(), String> {
     shm::unlink(&name)
 }
 
-unsafe extern "C" fn query(core: *const CoreServices, result: *mut QueryResult) {
-    guard((), || {
-        CORE.store(core as *mut _, Ordering::Release);
-        // SAFETY: the core passes a valid result pointer.
-        let r = unsafe { &mut *result };
-        match probe() {
-            Ok(()) => {
-                r.available = 1;
-                r.priority = 30;
-                r.set_reason("POSIX shared memory works");
-            }
-            Err(e) => {
-                r.available = 0;
-                r.set_reason(&format!("POSIX shared memory unusable: {e}"));
-            }
+fn query(_core: &'static CoreServices, r: &mut QueryResult) {
+    match probe() {
+        Ok(()) => {
+            r.available = 1;
+            r.priority = 30;
+            r.set_reason("POSIX shared memory works");
         }
-    })
+        Err(e) => {
+            r.available = 0;
+            r.set_reason(&format!("POSIX shared memory unusable: {e}"));
+        }
+    }
 }
 
 unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDesc) -> c_int {
-    guard(RC_ERROR, || {
+    slot(COMPONENT, "create", || {
         if out.is_null() || size == 0 {
             return RC_ERROR;
         }
@@ -120,7 +105,7 @@ unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDes
 }
 
 unsafe extern "C" fn attach(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int {
-    guard(RC_ERROR, || {
+    slot(COMPONENT, "attach", || {
         if blob.is_null() || addr.is_null() || blob_len == 0 || blob_len > NAME_MAX {
             return RC_ERROR;
         }
@@ -143,7 +128,7 @@ unsafe extern "C" fn attach(blob: *const u8, blob_len: usize, size: usize, addr:
 
 unsafe extern "C" fn detach(addr: *mut c_void, size: usize) {
     // SAFETY: the core detaches only mappings `attach` made, once it no longer uses them.
-    guard((), || unsafe { shm::unmap(addr, size) })
+    slot(COMPONENT, "detach", || unsafe { shm::unmap(addr, size) })
 }
 
 /// The name of a segment this component created, and its unlink flag.
@@ -155,7 +140,7 @@ fn owned<'a>(seg: *mut SegmentDesc) -> Option<&'a Owned> {
 }
 
 unsafe extern "C" fn unlink(seg: *mut SegmentDesc) {
-    guard((), || {
+    slot(COMPONENT, "unlink", || {
         if let Some(o) = owned(seg) {
             match shm::unlink(&o.name) {
                 Ok(()) => o.unlinked.store(true, Ordering::Release),
@@ -166,7 +151,7 @@ unsafe extern "C" fn unlink(seg: *mut SegmentDesc) {
 }
 
 unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
-    guard((), || {
+    slot(COMPONENT, "destroy", || {
         if let Some(o) = owned(seg) {
             if !o.unlinked.load(Ordering::Acquire) {
                 if let Err(e) = shm::unlink(&o.name) {
@@ -190,11 +175,8 @@ unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
 static OPS: SshmemOps =
     SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
 
-unsafe extern "C" fn open(core: *const CoreServices) -> *const c_void {
-    guard(std::ptr::null(), || {
-        CORE.store(core as *mut _, Ordering::Release);
-        &OPS as *const SshmemOps as *const c_void
-    })
+fn open(_core: &'static CoreServices) -> *const c_void {
+    &OPS as *const SshmemOps as *const c_void
 }
 
 rshmem_plugin_api::export_plugin! {

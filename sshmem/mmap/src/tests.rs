@@ -2,77 +2,18 @@
 //! and PE number the component reads (the one-sided services are never called by sshmem).
 
 use super::*;
-use rshmem_plugin_api::{TransportHandle, ABI_VERSION};
-use std::ffi::{c_char, CStr};
+use rshmem_plugin_api::ABI_VERSION;
+use std::ffi::CStr;
 use std::sync::OnceLock;
 
-unsafe extern "C" fn log(_level: c_int, component: *const c_char, msg: *const c_char) {
-    // SAFETY: the component passes NUL-terminated strings.
-    let (c, m) = unsafe { (CStr::from_ptr(component), CStr::from_ptr(msg)) };
-    eprintln!("[{}] {}", c.to_string_lossy(), m.to_string_lossy());
-}
-unsafe extern "C" fn param(_: *const c_char, _: *const c_char, _: *const c_char) -> *const c_char {
-    std::ptr::null()
-}
-unsafe extern "C" fn kv_put(_: *const c_char, _: *const u8, _: usize) -> c_int {
-    RC_ERROR
-}
-unsafe extern "C" fn kv_get(_: c_int, _: *const c_char, _: *mut u8, _: usize, _: *mut usize) -> c_int {
-    RC_ERROR
-}
-unsafe extern "C" fn kv_fence() -> c_int {
-    RC_OK
-}
-unsafe extern "C" fn abort(_: c_int, _: *const c_char) {
-    std::process::abort()
-}
-unsafe extern "C" fn pe_is_local(_: c_int) -> c_int {
-    1
-}
-unsafe extern "C" fn transport() -> TransportHandle {
-    TransportHandle::NONE
-}
-unsafe extern "C" fn ptr(_: *const c_void, _: c_int) -> *mut c_void {
-    std::ptr::null_mut()
-}
-unsafe extern "C" fn copy(_: *mut c_void, _: *const c_void, _: usize, _: c_int) {}
-unsafe extern "C" fn nothing() {}
-unsafe extern "C" fn atomic_add(_: *mut u64, _: u64, _: c_int) {}
-unsafe extern "C" fn wait_until(_: *const u64, _: c_int, _: u64) {}
-
-/// One fake core for the whole test binary (the component keeps the pointer in a static). The
-/// job id has a '/' to check that names stay a single path component, and the pid so that
-/// concurrent test runs do not collide.
+/// One fake core for the whole test binary (the component keeps the pointer). The job id has a
+/// '/' to check that names stay a single path component, and the pid so that concurrent test
+/// runs do not collide.
 fn fake_core() -> *const CoreServices {
-    static CORE_ADDR: OnceLock<usize> = OnceLock::new();
-    *CORE_ADDR.get_or_init(|| {
-        let job: &'static CStr =
-            Box::leak(CString::new(format!("test/{}", std::process::id())).unwrap().into_boxed_c_str());
-        let core = CoreServices {
-            struct_size: std::mem::size_of::<CoreServices>(),
-            abi_version: ABI_VERSION,
-            my_pe: 3,
-            n_pes: 4,
-            local_rank: 3,
-            local_size: 4,
-            job_id: job.as_ptr(),
-            log,
-            param,
-            kv_put,
-            kv_get,
-            kv_fence,
-            abort,
-            pe_is_local,
-            transport,
-            ptr,
-            putmem: copy,
-            getmem: copy,
-            quiet: nothing,
-            fence: nothing,
-            atomic_add_u64: atomic_add,
-            wait_until_u64: wait_until,
-        };
-        Box::leak(Box::new(core)) as *const CoreServices as usize
+    static CORE: OnceLock<usize> = OnceLock::new();
+    *CORE.get_or_init(|| {
+        rshmem_plugin_api::testing::fake_core(3, 4, &format!("test/{}", std::process::id()), None)
+            as *const CoreServices as usize
     }) as *const CoreServices
 }
 

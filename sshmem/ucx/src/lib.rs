@@ -5,50 +5,27 @@
 //! target-side progress. The registration is handed to the spml (`transport_memh`) so it does
 //! not register the segment again. Requires the "ucx" spml.
 
+use rshmem_plugin_api::boundary::{self, slot};
 use rshmem_plugin_api::{
     CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, LOG_ERROR, RC_ERROR, RC_OK, RC_UNSUPPORTED,
     TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The size `query` allocates to prove UCX can allocate here.
 const PROBE_SIZE: usize = 1 << 20;
 
-static CORE: AtomicPtr<CoreServices> = AtomicPtr::new(std::ptr::null_mut());
 /// The spml's UCX context, captured in `open`.
 static CONTEXT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
-fn core() -> Option<&'static CoreServices> {
-    let p = CORE.load(Ordering::Acquire);
-    // SAFETY: the core's table stays valid from `query` until the job ends.
-    (!p.is_null()).then(|| unsafe { &*p })
-}
-
-#[cold]
-fn fatal(msg: &str) -> ! {
-    let m = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    if let Some(c) = core() {
-        // SAFETY: the core's abort takes a NUL-terminated message and does not return.
-        unsafe { (c.abort)(1, m.as_ptr()) };
-    }
-    eprintln!("{msg}");
-    std::process::abort()
-}
+const COMPONENT: &str = "sshmem ucx";
 
 fn log_error(msg: &str) {
-    if let Some(c) = core() {
+    if let Some(c) = boundary::core() {
         // SAFETY: the pointer is the core's own table.
-        unsafe { rshmem_plugin_api::log(c, LOG_ERROR, "sshmem ucx", msg) };
-    }
-}
-
-/// Run a slot's body without letting a panic cross into C: a panic ends the job.
-fn guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(_) => fatal(&format!("sshmem ucx: internal error in {what}")),
+        unsafe { rshmem_plugin_api::log(c, LOG_ERROR, COMPONENT, msg) };
     }
 }
 
@@ -96,35 +73,27 @@ fn allocate(
     Ok((memh, attr.address))
 }
 
-unsafe extern "C" fn query(core_ptr: *const CoreServices, result: *mut QueryResult) {
-    if core_ptr.is_null() || result.is_null() {
+fn query(c: &'static CoreServices, r: &mut QueryResult) {
+    r.available = 0;
+    r.priority = 0;
+    let Some(ctx) = ucx_context(c) else {
+        r.set_reason("needs the ucx spml's transport");
         return;
-    }
-    CORE.store(core_ptr as *mut _, Ordering::Release);
-    guard("query", || {
-        // SAFETY: the core passes valid pointers.
-        let (c, r) = unsafe { (&*core_ptr, &mut *result) };
-        r.available = 0;
-        r.priority = 0;
-        let Some(ctx) = ucx_context(c) else {
-            r.set_reason("needs the ucx spml's transport");
-            return;
-        };
-        match allocate(ctx, PROBE_SIZE, std::ptr::null_mut()) {
-            Ok((memh, _)) => {
-                // SAFETY: releasing the probe allocation.
-                unsafe { sys::ucp_mem_unmap(ctx, memh) };
-                r.available = 1;
-                r.priority = 20;
-                r.set_reason("UCX allocates the segment (ucp_mem_map ALLOCATE)");
-            }
-            Err(e) => r.set_reason(&e),
+    };
+    match allocate(ctx, PROBE_SIZE, std::ptr::null_mut()) {
+        Ok((memh, _)) => {
+            // SAFETY: releasing the probe allocation.
+            unsafe { sys::ucp_mem_unmap(ctx, memh) };
+            r.available = 1;
+            r.priority = 20;
+            r.set_reason("UCX allocates the segment (ucp_mem_map ALLOCATE)");
         }
-    })
+        Err(e) => r.set_reason(&e),
+    }
 }
 
 unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDesc) -> c_int {
-    guard("create", || {
+    slot(COMPONENT, "create", || {
         let ctx = CONTEXT.load(Ordering::Acquire) as sys::ucp_context_h;
         if ctx.is_null() || out.is_null() {
             return RC_ERROR;
@@ -162,7 +131,7 @@ unsafe extern "C" fn detach(_addr: *mut c_void, _size: usize) {}
 unsafe extern "C" fn unlink(_seg: *mut SegmentDesc) {}
 
 unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
-    guard("destroy", || {
+    slot(COMPONENT, "destroy", || {
         if seg.is_null() {
             return;
         }
@@ -182,24 +151,17 @@ unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
 static OPS: SshmemOps =
     SshmemOps { struct_size: std::mem::size_of::<SshmemOps>(), create, attach, detach, unlink, destroy };
 
-unsafe extern "C" fn open(core_ptr: *const CoreServices) -> *const c_void {
-    if core_ptr.is_null() {
-        return std::ptr::null();
-    }
-    CORE.store(core_ptr as *mut _, Ordering::Release);
-    guard("open", || {
-        // SAFETY: the core's table is valid for the job.
-        match ucx_context(unsafe { &*core_ptr }) {
-            Some(ctx) => {
-                CONTEXT.store(ctx as *mut c_void, Ordering::Release);
-                &OPS as *const SshmemOps as *const c_void
-            }
-            None => {
-                log_error("needs the ucx spml's transport");
-                std::ptr::null()
-            }
+fn open(c: &'static CoreServices) -> *const c_void {
+    match ucx_context(c) {
+        Some(ctx) => {
+            CONTEXT.store(ctx as *mut c_void, Ordering::Release);
+            &OPS as *const SshmemOps as *const c_void
         }
-    })
+        None => {
+            log_error("needs the ucx spml's transport");
+            std::ptr::null()
+        }
+    }
 }
 
 rshmem_plugin_api::export_plugin! {

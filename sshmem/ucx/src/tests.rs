@@ -2,7 +2,6 @@
 
 use super::*;
 use rshmem_plugin_api::{TransportHandle, TRANSPORT_NONE};
-use std::ffi::c_char;
 use std::sync::atomic::AtomicU32;
 
 static KIND: AtomicU32 = AtomicU32::new(TRANSPORT_NONE);
@@ -15,61 +14,9 @@ unsafe extern "C" fn transport() -> TransportHandle {
         worker: std::ptr::null_mut(),
     }
 }
-unsafe extern "C" fn log(_: c_int, _: *const c_char, _: *const c_char) {}
-unsafe extern "C" fn param(_: *const c_char, _: *const c_char, _: *const c_char) -> *const c_char {
-    std::ptr::null()
-}
-unsafe extern "C" fn kv_put(_: *const c_char, _: *const u8, _: usize) -> c_int {
-    -1
-}
-unsafe extern "C" fn kv_get(_: c_int, _: *const c_char, _: *mut u8, _: usize, _: *mut usize) -> c_int {
-    -1
-}
-unsafe extern "C" fn kv_fence() -> c_int {
-    0
-}
-unsafe extern "C" fn abort(_: c_int, msg: *const c_char) {
-    // SAFETY: the component passes a NUL-terminated message.
-    panic!("abort: {:?}", unsafe { rshmem_plugin_api::c_str(msg) });
-}
-unsafe extern "C" fn pe_is_local(_: c_int) -> c_int {
-    1
-}
-unsafe extern "C" fn ptr(_: *const c_void, _: c_int) -> *mut c_void {
-    std::ptr::null_mut()
-}
-unsafe extern "C" fn putmem(_: *mut c_void, _: *const c_void, _: usize, _: c_int) {}
-unsafe extern "C" fn getmem(_: *mut c_void, _: *const c_void, _: usize, _: c_int) {}
-unsafe extern "C" fn nothing() {}
-unsafe extern "C" fn atomic_add_u64(_: *mut u64, _: u64, _: c_int) {}
-unsafe extern "C" fn wait_until_u64(_: *const u64, _: c_int, _: u64) {}
-
-/// A stand-in core table (leaked: the component keeps the pointer).
+/// A stand-in core table whose transport is the one set in `KIND` and `CTX`.
 fn core_table() -> &'static CoreServices {
-    Box::leak(Box::new(CoreServices {
-        struct_size: std::mem::size_of::<CoreServices>(),
-        abi_version: rshmem_plugin_api::ABI_VERSION,
-        my_pe: 0,
-        n_pes: 1,
-        local_rank: 0,
-        local_size: 1,
-        job_id: c"test".as_ptr(),
-        log,
-        param,
-        kv_put,
-        kv_get,
-        kv_fence,
-        abort,
-        pe_is_local,
-        transport,
-        ptr,
-        putmem,
-        getmem,
-        quiet: nothing,
-        fence: nothing,
-        atomic_add_u64,
-        wait_until_u64,
-    }))
+    rshmem_plugin_api::testing::fake_core(0, 1, "test", Some(transport))
 }
 
 fn ucx_context() -> sys::ucp_context_h {

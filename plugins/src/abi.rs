@@ -1,0 +1,626 @@
+//! The C ABI itself: every `#[repr(C)]` structure and constant a plugin and the core share.
+//! `plugins/include/shmem_plugin.h` is generated from this file (build.rs, with cbindgen), so
+//! what is written here, doc comments included, is what C plugin authors read.
+
+use std::ffi::{c_char, c_int, c_long, c_void};
+
+/// Bumped on any incompatible change to the structures below. Version 2: the descriptor gained
+/// `struct_size` and `caps`, `ParamDecl::kind` is a plain 32-bit integer, and `SpmlOps::atomic_add_u64`
+/// is gone (`atomic` with `AMO_ADD` does it).
+pub const ABI_VERSION: u32 = 2;
+/// The one symbol a plugin exports: `const PluginDescriptor *shmem_plugin_descriptor(void)`.
+pub const DESCRIPTOR_SYMBOL: &str = "shmem_plugin_descriptor";
+/// The symbol of ABI 1, recognised only to tell its plugins apart from files that are no
+/// plugins at all.
+pub const DESCRIPTOR_SYMBOL_V1: &str = "shmem_plugin_descriptor_v1";
+
+/// Return codes shared by every framework.
+pub const RC_OK: c_int = 0;
+pub const RC_ERROR: c_int = -1;
+/// A slot declined this call (type, size, team...); the core falls back to the next provider.
+pub const RC_DECLINED: c_int = 1;
+/// The operation is not supported by this component.
+pub const RC_UNSUPPORTED: c_int = -2;
+
+/// The component frameworks, as [`PluginDescriptor::framework`] names them.
+pub const FRAMEWORK_SPML: u32 = 1;
+pub const FRAMEWORK_SCOLL: u32 = 2;
+pub const FRAMEWORK_SSHMEM: u32 = 3;
+pub const FRAMEWORK_MEMHEAP: u32 = 4;
+
+/// Kinds of configuration parameter a component may declare ([`ParamDecl::kind`]). The core
+/// checks every value given for a parameter against its kind at init.
+pub const PARAM_STRING: u32 = 0;
+pub const PARAM_INT: u32 = 1;
+pub const PARAM_BOOL: u32 = 2;
+/// A byte count with an optional K, M, G or T suffix (`64K`, `1.5G`).
+pub const PARAM_SIZE: u32 = 3;
+
+/// One configuration parameter of a component, settable as
+/// `SHMEM_MCA_<framework>_<component>_<name>`.
+#[repr(C)]
+pub struct ParamDecl {
+    pub name: *const c_char,
+    /// A `PARAM_*` value.
+    pub kind: u32,
+    pub default_value: *const c_char,
+    pub doc: *const c_char,
+}
+// SAFETY: descriptors point only at immutable 'static C strings.
+unsafe impl Sync for ParamDecl {}
+
+/// What `query` answers.
+#[repr(C)]
+pub struct QueryResult {
+    /// Nonzero when the component can run here.
+    pub available: c_int,
+    /// Higher wins when several are available.
+    pub priority: c_int,
+    /// Why the component is unavailable (NUL-terminated), or a short note when available.
+    pub reason: [c_char; 256],
+}
+
+impl QueryResult {
+    pub fn set_reason(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let n = bytes.len().min(self.reason.len() - 1);
+        for (dst, src) in self.reason.iter_mut().zip(&bytes[..n]) {
+            *dst = *src as c_char;
+        }
+        self.reason[n] = 0;
+    }
+
+    pub fn reason_str(&self) -> String {
+        let bytes: Vec<u8> = self.reason.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl Default for QueryResult {
+    fn default() -> Self {
+        QueryResult { available: 0, priority: 0, reason: [0; 256] }
+    }
+}
+
+/// The descriptor the plugin's one exported function, `shmem_plugin_descriptor`, returns. It
+/// must be static: the core reads it for as long as the process runs. Every ABI version starts
+/// it with `abi_version`, so the core reads that alone first and stops when it differs.
+#[repr(C)]
+pub struct PluginDescriptor {
+    /// `ABI_VERSION` as the plugin was built.
+    pub abi_version: u32,
+    /// A `FRAMEWORK_*` value.
+    pub framework: u32,
+    /// `sizeof` the descriptor as the plugin was built.
+    pub struct_size: usize,
+    /// The component's name (`[a-z0-9_]`, unique within its framework): what
+    /// `SHMEM_MCA_<framework>` lists and `SHMEM_MCA_<framework>_<name>_<param>` names.
+    pub name: *const c_char,
+    pub version: *const c_char,
+    /// One line for `shmem_info`.
+    pub description: *const c_char,
+    /// The component's parameters (`n_params` of them; NULL when there are none).
+    pub params: *const ParamDecl,
+    pub n_params: usize,
+    /// What the component can do, as the framework's `*_CAP_*` bits; selection skips a
+    /// component that lacks a capability the job needs, saying which.
+    pub caps: u64,
+    /// Required. Probe for real whether the component can run here (open the device, create a
+    /// test segment...) and answer in `result`. Called on every PE at `shmem_init` and by
+    /// `shmem_info`, possibly more than once; must not keep resources.
+    pub query: Option<unsafe extern "C" fn(core: *const CoreServices, result: *mut QueryResult)>,
+    /// Required. Called once, on the selected component only: return the framework's ops
+    /// table (`SpmlOps`, `SshmemOps`, `MemheapOps` or `ScollOps`), valid until the process
+    /// ends, or NULL to refuse (after logging why).
+    pub open: Option<unsafe extern "C" fn(core: *const CoreServices) -> *const c_void>,
+}
+
+/// [`PluginDescriptor::caps`] of an spml: it reaches PEs on other hosts (not only this one's).
+/// A job that spans hosts selects only spmls with it.
+pub const SPML_CAP_MULTI_HOST: u64 = 1 << 0;
+/// [`PluginDescriptor::caps`] of an spml: its slots may be called from several threads at once
+/// (`SHMEM_THREAD_MULTIPLE`). A job initialised with `SHMEM_THREAD_MULTIPLE` selects only
+/// spmls with it.
+pub const SPML_CAP_THREAD_MULTIPLE: u64 = 1 << 1;
+/// [`PluginDescriptor::caps`] of an sshmem: a local peer can map its segments (`attach` works),
+/// so same-host peers reach them by load and store. Without it they go through the spml.
+pub const SSHMEM_CAP_PEER_ATTACH: u64 = 1 << 0;
+/// [`PluginDescriptor::caps`] of an scoll: it serves [`TEAM_EPHEMERAL`] teams (the active-set
+/// routines on a user's pSync), leaving the scratch zeroed as that contract requires. The core
+/// enables only such components on those teams.
+pub const SCOLL_CAP_EPHEMERAL: u64 = 1 << 0;
+// SAFETY: descriptors are immutable statics that point only at other 'static data.
+unsafe impl Sync for PluginDescriptor {}
+
+/// Kinds of transport an spml can publish for other components.
+pub const TRANSPORT_NONE: u32 = 0;
+/// `context` is a `ucp_context_h`, `worker` the default `ucp_worker_h`.
+pub const TRANSPORT_UCX: u32 = 1;
+
+/// A typed handle the selected spml publishes so that other components (sshmem "ucx", device
+/// memheaps) can allocate or register memory with the same transport instead of reaching into
+/// the spml's globals.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct TransportHandle {
+    pub kind: u32,
+    pub context: *mut c_void,
+    pub worker: *mut c_void,
+}
+
+impl TransportHandle {
+    pub const NONE: TransportHandle =
+        TransportHandle { kind: TRANSPORT_NONE, context: std::ptr::null_mut(), worker: std::ptr::null_mut() };
+}
+
+/// Log levels for [`CoreServices::log`].
+pub const LOG_ERROR: c_int = 0;
+pub const LOG_WARN: c_int = 1;
+pub const LOG_INFO: c_int = 2;
+pub const LOG_DEBUG: c_int = 3;
+pub const LOG_TRACE: c_int = 4;
+
+/// Comparison operators (the values of `SHMEM_CMP_*`).
+pub const CMP_EQ: c_int = 1;
+pub const CMP_NE: c_int = 2;
+pub const CMP_GT: c_int = 3;
+pub const CMP_LE: c_int = 4;
+pub const CMP_LT: c_int = 5;
+pub const CMP_GE: c_int = 6;
+
+/// What the core offers every plugin. The pointer stays valid from `query` until the job ends.
+#[repr(C)]
+pub struct CoreServices {
+    pub struct_size: usize,
+    pub abi_version: u32,
+    pub my_pe: c_int,
+    pub n_pes: c_int,
+    /// This PE's index among the PEs of its node, and how many PEs the node has.
+    pub local_rank: c_int,
+    pub local_size: c_int,
+    /// A NUL-terminated identifier unique to this job (used to name shared objects).
+    pub job_id: *const c_char,
+    pub log: unsafe extern "C" fn(level: c_int, component: *const c_char, msg: *const c_char),
+    /// Value of the setting `SHMEM_MCA_<framework>_<component>_<name>` (environment or config
+    /// file), or NULL when unset. The string lives until the job ends.
+    pub param: unsafe extern "C" fn(
+        framework: *const c_char,
+        component: *const c_char,
+        name: *const c_char,
+    ) -> *const c_char,
+    /// Publish `len` bytes under `key` for this PE; visible to others after `kv_fence`.
+    pub kv_put: unsafe extern "C" fn(key: *const c_char, value: *const u8, len: usize) -> c_int,
+    /// Read what PE `pe` published under `key` into `buf` (capacity `cap`); `*len` gets the size.
+    pub kv_get: unsafe extern "C" fn(
+        pe: c_int,
+        key: *const c_char,
+        buf: *mut u8,
+        cap: usize,
+        len: *mut usize,
+    ) -> c_int,
+    /// Collective over all PEs: after it returns every `kv_put` made before it is visible.
+    pub kv_fence: unsafe extern "C" fn() -> c_int,
+    /// Ends the whole job with `code`, printing `msg`. Does not return.
+    pub abort: unsafe extern "C" fn(code: c_int, msg: *const c_char),
+    /// Nonzero when PE `pe` runs on this node.
+    pub pe_is_local: unsafe extern "C" fn(pe: c_int) -> c_int,
+    /// The selected spml's transport ([`TRANSPORT_NONE`] until an spml is open).
+    pub transport: unsafe extern "C" fn() -> TransportHandle,
+    // --- one-sided services, valid once the symmetric heap exists (scoll uses them) ---
+    /// A local address through which PE `pe`'s copy of symmetric `addr` can be loaded and stored,
+    /// or NULL.
+    pub ptr: unsafe extern "C" fn(addr: *const c_void, pe: c_int) -> *mut c_void,
+    pub putmem: unsafe extern "C" fn(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int),
+    pub getmem: unsafe extern "C" fn(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int),
+    pub quiet: unsafe extern "C" fn(),
+    pub fence: unsafe extern "C" fn(),
+    /// Atomically add `value` to the 64-bit symmetric word `dest` on PE `pe`.
+    pub atomic_add_u64: unsafe extern "C" fn(dest: *mut u64, value: u64, pe: c_int),
+    /// Block until `*ivar <cmp> value` holds on this PE (`cmp` is a `CMP_*` value). Waits back
+    /// off so that oversubscribed nodes keep making progress.
+    pub wait_until_u64: unsafe extern "C" fn(ivar: *const u64, cmp: c_int, value: u64),
+}
+
+/// A symmetric segment as an sshmem component created it. The core zeroes it before `create`
+/// and passes the same structure back to `unlink` and `destroy`.
+#[repr(C)]
+pub struct SegmentDesc {
+    /// Where the segment lives in this process. Each PE's may differ; the core learns the
+    /// smallest base alignment over all PEs and refuses allocations that ask for more.
+    pub base: *mut c_void,
+    /// The usable length, at least what `create` was asked for.
+    pub size: usize,
+    /// Opaque bytes from which a peer on this host can map the segment with `attach` (a file
+    /// name, a handle...). The core sends them to the local peers through the bootstrap.
+    pub blob: [u8; 256],
+    /// How many bytes of `blob` are used; 0 when local peers cannot map the segment (then
+    /// they reach it through the spml, as remote peers do).
+    pub blob_len: usize,
+    /// A registration of the memory with the selected spml's transport made while allocating
+    /// it (a `ucp_mem_h` for `TRANSPORT_UCX`), or NULL. When set, the core passes it to the
+    /// spml's `mem_register` so the memory is not registered twice; the sshmem component keeps
+    /// ownership and releases it in `destroy`, after the core has called `mem_deregister`.
+    pub transport_memh: *mut c_void,
+    /// The component's own bookkeeping for this segment (a name, a file descriptor...). The
+    /// core never reads it; the component frees it in `destroy`.
+    pub handle: *mut c_void,
+}
+
+impl Default for SegmentDesc {
+    fn default() -> Self {
+        SegmentDesc {
+            base: std::ptr::null_mut(),
+            size: 0,
+            blob: [0; 256],
+            blob_len: 0,
+            transport_memh: std::ptr::null_mut(),
+            handle: std::ptr::null_mut(),
+        }
+    }
+}
+
+/// sshmem: symmetric segment backends.
+#[repr(C)]
+pub struct SshmemOps {
+    pub struct_size: usize,
+    /// Create a segment of at least `size` bytes and describe it in `*out`; RC_OK or RC_ERROR
+    /// (after logging why). `hint` is an address the core would like the segment at, or NULL
+    /// (the core passes NULL today); a component may ignore it, and must never map over
+    /// existing memory to honour it.
+    pub create: unsafe extern "C" fn(size: usize, hint: *mut c_void, out: *mut SegmentDesc) -> c_int,
+    /// Map a same-host peer's segment from its `blob`; `*addr` gets the local address. Returns
+    /// RC_UNSUPPORTED when the segment can only be reached through the transport.
+    pub attach:
+        unsafe extern "C" fn(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int,
+    /// Undo an `attach` (at finalize).
+    pub detach: unsafe extern "C" fn(addr: *mut c_void, size: usize),
+    /// Called on the creating PE once every local peer has attached, and before `destroy`:
+    /// remove whatever name let peers find the segment, so nothing is left behind if the job
+    /// dies later. The memory stays mapped and in use. Must tolerate a second call.
+    pub unlink: unsafe extern "C" fn(seg: *mut SegmentDesc),
+    /// Release a segment the core no longer uses (a memory space destroyed, a start that
+    /// failed): unmap it and free `handle` and `transport_memh`. Peers have detached by then.
+    /// The world heap's segment is never destroyed; it lives until the process exits.
+    pub destroy: unsafe extern "C" fn(seg: *mut SegmentDesc),
+}
+
+/// memheap: an allocator over one segment. All metadata lives in host memory, never in the
+/// segment. Allocation must be deterministic: the same sequence of calls on every PE returns the
+/// same offsets, which is what makes the heap symmetric.
+#[repr(C)]
+pub struct MemheapOps {
+    pub struct_size: usize,
+    pub create: unsafe extern "C" fn(base: *mut c_void, size: usize) -> *mut c_void,
+    /// NULL when the heap cannot satisfy the request. `align` is a power of two.
+    pub alloc: unsafe extern "C" fn(heap: *mut c_void, size: usize, align: usize) -> *mut c_void,
+    /// Returns RC_ERROR when `ptr` is not a live allocation of this heap.
+    pub free: unsafe extern "C" fn(heap: *mut c_void, ptr: *mut c_void) -> c_int,
+    /// Resize in place when possible, else allocate, copy and free. NULL (original intact) when
+    /// the heap cannot satisfy it.
+    pub realloc: unsafe extern "C" fn(heap: *mut c_void, ptr: *mut c_void, size: usize) -> *mut c_void,
+    /// Usable size of a live allocation, 0 if `ptr` is not one.
+    pub usable_size: unsafe extern "C" fn(heap: *mut c_void, ptr: *mut c_void) -> usize,
+    pub destroy: unsafe extern "C" fn(heap: *mut c_void),
+    // --- appended in v1 (memory spaces); read only when `struct_size` covers it ---
+    /// The memory this heap serves, a `MEMHEAP_DEVICE_*` value (the `shmem_device_type_t`
+    /// of the memory-spaces proposals). The core picks one memheap per device type, so a
+    /// vendor memheap for a device does not replace the CPU one. A table too short to hold it
+    /// serves CPU memory.
+    pub device_type: u32,
+}
+
+/// Device types of [`MemheapOps::device_type`] (the values of `SHMEM_DEVICE_*`).
+pub const MEMHEAP_DEVICE_CPU: u32 = 0;
+pub const MEMHEAP_DEVICE_GPU: u32 = 1;
+
+impl MemheapOps {
+    /// The device type, [`MEMHEAP_DEVICE_CPU`] for a table from before the field existed.
+    pub fn device(&self) -> u32 {
+        if self.struct_size >= std::mem::offset_of!(MemheapOps, device_type) + std::mem::size_of::<u32>() {
+            self.device_type
+        } else {
+            MEMHEAP_DEVICE_CPU
+        }
+    }
+}
+
+/// Atomic operations of [`SpmlOps::atomic`]. Values travel as the low `size` bytes of a u64.
+pub const AMO_FETCH: u32 = 0;
+pub const AMO_SET: u32 = 1;
+pub const AMO_SWAP: u32 = 2;
+/// Compare-and-swap: `cond` is compared, `value` stored when equal.
+pub const AMO_CSWAP: u32 = 3;
+pub const AMO_ADD: u32 = 4;
+pub const AMO_AND: u32 = 5;
+pub const AMO_OR: u32 = 6;
+pub const AMO_XOR: u32 = 7;
+
+/// Opaque spml context (one per OpenSHMEM context).
+pub type SpmlCtx = *mut c_void;
+
+/// spml: RMA, ordering and memory keys. Remote memory is named by (pe, segment id, address in
+/// the target's address space).
+///
+/// The key contract: for each symmetric segment the core calls `mem_register` on every PE,
+/// which packs a remote key into bytes; the core carries those bytes, unread, to every PE
+/// (through the bootstrap for the world heap, through a collective for later segments) and
+/// hands each PE's key to `add_segment(pe, seg, base, len, key)`, this PE's own included. A
+/// segment id is the same on every PE and is never reused while the job runs. From then on
+/// `put`, `get` and `atomic` name memory as (pe, seg, address in that PE's space), and the
+/// spml finds the unpacked key from (pe, seg). Every slot but `connect`, `finalize` and the
+/// registration slots may be called from any thread the job's thread level allows.
+#[repr(C)]
+pub struct SpmlOps {
+    pub struct_size: usize,
+    /// The transport other components may share (`TRANSPORT_NONE` if none).
+    pub transport: TransportHandle,
+    /// The context used for the default OpenSHMEM context (and for every context when
+    /// `ctx_create` is absent or fails).
+    pub default_ctx: SpmlCtx,
+    /// Collective: connect to every PE (addresses were published with `kv_put` during `open`;
+    /// the core has called `kv_fence`).
+    pub connect: unsafe extern "C" fn() -> c_int,
+    /// Register `len` bytes at `base` for remote access. `memh` is the segment's
+    /// `transport_memh` (or NULL): a registration to reuse, owned by the sshmem. The packed
+    /// remote key goes to `rkey` (capacity `cap`, 2 KiB or more; its length to
+    /// `*rkey_len`: keep it under 1.5 KiB, since a memory space's key travels in a 2 KiB
+    /// record with the segment's `blob`); `*reg` receives a handle for `mem_deregister`.
+    pub mem_register: unsafe extern "C" fn(
+        base: *mut c_void,
+        len: usize,
+        memh: *mut c_void,
+        rkey: *mut u8,
+        cap: usize,
+        rkey_len: *mut usize,
+        reg: *mut *mut c_void,
+    ) -> c_int,
+    /// Undo a `mem_register` (before the segment is destroyed).
+    pub mem_deregister: unsafe extern "C" fn(reg: *mut c_void),
+    /// Learn PE `pe`'s segment `seg`: `base` and `len` in that PE's address space and the key
+    /// its `mem_register` packed (`rkey_len` bytes, valid for the call only).
+    pub add_segment: unsafe extern "C" fn(
+        pe: c_int,
+        seg: u32,
+        base: u64,
+        len: usize,
+        rkey: *const u8,
+        rkey_len: usize,
+    ) -> c_int,
+    /// A local address through which this process reaches `raddr` of PE `pe`'s segment `seg`
+    /// by load and store (a transport that maps peers' memory), or NULL; the core then uses
+    /// the sshmem's `attach` or the RMA slots.
+    pub remote_ptr: unsafe extern "C" fn(pe: c_int, seg: u32, raddr: u64) -> *mut c_void,
+    /// Blocking put: returns when `src` may be reused.
+    pub put: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        src: *const c_void,
+        len: usize,
+    ) -> c_int,
+    /// Blocking get: returns when `dst` holds the data.
+    pub get: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        dst: *mut c_void,
+        len: usize,
+    ) -> c_int,
+    /// Non-blocking forms: complete at the next `quiet` on `ctx`.
+    pub put_nbi: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        src: *const c_void,
+        len: usize,
+    ) -> c_int,
+    pub get_nbi: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        dst: *mut c_void,
+        len: usize,
+    ) -> c_int,
+    pub quiet: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
+    pub fence: unsafe extern "C" fn(ctx: SpmlCtx) -> c_int,
+    /// Drive communication once (the core calls it from wait loops).
+    pub progress: unsafe extern "C" fn(),
+    /// Tear down (collective: the core has synchronised all PEs before).
+    pub finalize: unsafe extern "C" fn(),
+    /// Atomic `op` (`AMO_*`) on the `size`-byte (4 or 8) word at `raddr`; the previous value
+    /// goes to `*fetched` when it is not NULL. Returns when the operation is complete.
+    pub atomic: unsafe extern "C" fn(
+        ctx: SpmlCtx,
+        pe: c_int,
+        seg: u32,
+        raddr: u64,
+        op: u32,
+        size: u32,
+        value: u64,
+        cond: u64,
+        fetched: *mut u64,
+    ) -> c_int,
+    /// Optional (may be NULL, and absent from shorter tables): a context of its own for an
+    /// OpenSHMEM context created with `options` (`SPML_CTX_*`), whose `quiet` and `fence` need
+    /// not involve other contexts. RC_OK and the context in `*out`, or nonzero to let the core
+    /// use the default context instead.
+    pub ctx_create: Option<unsafe extern "C" fn(options: c_long, out: *mut SpmlCtx) -> c_int>,
+    /// Optional, paired with `ctx_create`: release a context it made (the core has quieted it).
+    pub ctx_destroy: Option<unsafe extern "C" fn(ctx: SpmlCtx)>,
+}
+
+/// Options of `SpmlOps::ctx_create` (the values of the matching `SHMEM_CTX_*`).
+pub const SPML_CTX_SERIALIZED: c_long = 1 << 0;
+pub const SPML_CTX_PRIVATE: c_long = 1 << 1;
+pub const SPML_CTX_NOSTORE: c_long = 1 << 2;
+
+impl SpmlOps {
+    /// The `ctx_create`/`ctx_destroy` pair, when the component's table has them.
+    pub fn ctx_slots(
+        &self,
+    ) -> Option<(unsafe extern "C" fn(c_long, *mut SpmlCtx) -> c_int, unsafe extern "C" fn(SpmlCtx))> {
+        let end = std::mem::offset_of!(SpmlOps, ctx_destroy) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        Some((self.ctx_create?, self.ctx_destroy?))
+    }
+}
+
+/// A team as scoll components see it: `size` PEs `start, start+stride, ...`.
+#[repr(C)]
+pub struct TeamDesc {
+    pub id: c_int,
+    pub start: c_int,
+    pub stride: c_int,
+    pub size: c_int,
+    /// This PE's index in the team.
+    pub my_index: c_int,
+    /// Symmetric scratch memory reserved for this team's collectives (zeroed at creation),
+    /// for the exclusive use of the component that enabled the slot.
+    pub scratch: *mut c_void,
+    pub scratch_len: usize,
+    /// `TEAM_*` flags (appended in ABI v1; components that predate a flag ignore it).
+    pub flags: u32,
+}
+
+/// `TeamDesc::flags`: the team lives for one active-set collective call (OpenSHMEM's legacy
+/// routines with a pSync array) and its scratch is the user's pSync. Each collective must leave
+/// the scratch as it found it (all zeros) once every member has returned, and the state from
+/// `enable` is not reused.
+pub const TEAM_EPHEMERAL: u32 = 1;
+
+/// `TeamDesc::flags`: every member maps every member's symmetric memory for load/store
+/// (`CoreServices::ptr` reaches it), and every member sees this flag alike. A component that
+/// works by load/store must require it rather than probe `ptr` itself: a transport may map
+/// some peers and not others, and members that chose differently would wait on each other.
+pub const TEAM_MAPPED: u32 = 2;
+
+impl TeamDesc {
+    /// World PE number of team index `i`.
+    pub fn pe_of(&self, i: c_int) -> c_int {
+        self.start + i * self.stride
+    }
+}
+
+/// scoll: collectives. `enable` is called once per team and returns the component's state for
+/// that team (NULL to decline the team). Slots left NULL are provided by another component.
+/// A slot may return RC_DECLINED for a call it cannot serve; the core then calls the next
+/// provider.
+#[repr(C)]
+pub struct ScollOps {
+    pub struct_size: usize,
+    /// How many bytes of team scratch the component needs.
+    pub scratch_needed: usize,
+    pub enable: unsafe extern "C" fn(team: *const TeamDesc) -> *mut c_void,
+    pub disable: unsafe extern "C" fn(state: *mut c_void),
+    /// Synchronise the team's PEs (no memory completion: the core quiets first where needed).
+    pub barrier: Option<unsafe extern "C" fn(state: *mut c_void) -> c_int>,
+    /// Copy `nbytes` from `src` on team index `root` to `dest` on every PE of the team
+    /// (including the root).
+    pub broadcast: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nbytes: usize,
+            root: c_int,
+        ) -> c_int,
+    >,
+    // Appended in ABI v1 (absent from tables whose struct_size ends before them; see
+    // `ScollOps::has`):
+    /// Concatenate every team PE's `nbytes` from `src` into `dest` on every PE, in team order.
+    /// `fixed` (fcollect): every PE gives the same `nbytes`; otherwise (collect) they differ.
+    pub collect: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nbytes: usize,
+            fixed: c_int,
+        ) -> c_int,
+    >,
+    /// All-to-all exchange: team PE `me` sends elements `src[(j * nelems + k) * sst]`
+    /// (`k < nelems`, elements of `elem_size` bytes) to PE `j`, where they land at
+    /// `dest[(me * nelems + k) * dst]`. Strides are in elements (1: contiguous).
+    pub alltoall: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            elem_size: usize,
+            nelems: usize,
+            dst: isize,
+            sst: isize,
+        ) -> c_int,
+    >,
+    /// Element-wise reduction (`kind` REDUCE_ALL) or prefix scan (REDUCE_INSCAN: over team
+    /// PEs `0..=me`; REDUCE_EXSCAN: over `0..me`, `dest` untouched on PE 0) of `nelems`
+    /// elements of `dtype` (`DT_*`) with `op` (`OP_*`). `dest` may equal `src`.
+    pub reduce: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nelems: usize,
+            dtype: u32,
+            op: u32,
+            kind: u32,
+        ) -> c_int,
+    >,
+    /// As `broadcast`, except that the root's `dest` is left as it is (the active-set form,
+    /// OpenSHMEM 1.4's `shmem_broadcast32/64`). Appended later in ABI v1; without it the core
+    /// saves and restores the root's `dest` around `broadcast`.
+    pub broadcast_keep_root: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            dest: *mut c_void,
+            src: *const c_void,
+            nbytes: usize,
+            root: c_int,
+        ) -> c_int,
+    >,
+}
+
+impl ScollOps {
+    /// Whether the table is long enough to hold the slot that ends at `end` bytes
+    /// (`offset_of!(ScollOps, slot) + size_of::<Option<fn()>>()`).
+    pub fn has(&self, end: usize) -> bool {
+        self.struct_size >= end
+    }
+}
+
+/// Element types of `ScollOps::reduce`.
+pub const DT_I8: u32 = 0;
+pub const DT_I16: u32 = 1;
+pub const DT_I32: u32 = 2;
+pub const DT_I64: u32 = 3;
+pub const DT_U8: u32 = 4;
+pub const DT_U16: u32 = 5;
+pub const DT_U32: u32 = 6;
+pub const DT_U64: u32 = 7;
+pub const DT_F32: u32 = 8;
+pub const DT_F64: u32 = 9;
+/// C `long double` (x87 80-bit extended, 16 bytes in memory on x86-64).
+pub const DT_LONGDOUBLE: u32 = 10;
+/// C `float _Complex` / `double _Complex` (sum and prod only).
+pub const DT_COMPLEXF: u32 = 11;
+pub const DT_COMPLEXD: u32 = 12;
+
+/// Operations of `ScollOps::reduce`.
+pub const OP_AND: u32 = 0;
+pub const OP_OR: u32 = 1;
+pub const OP_XOR: u32 = 2;
+pub const OP_MAX: u32 = 3;
+pub const OP_MIN: u32 = 4;
+pub const OP_SUM: u32 = 5;
+pub const OP_PROD: u32 = 6;
+
+/// Kinds of `ScollOps::reduce`.
+pub const REDUCE_ALL: u32 = 0;
+pub const REDUCE_INSCAN: u32 = 1;
+pub const REDUCE_EXSCAN: u32 = 2;
