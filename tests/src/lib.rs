@@ -191,7 +191,7 @@ pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], 
         Launcher::Mpirun => {
             let mut cmd = Command::new("mpirun");
             cmd.envs(MPIRUN_ROOT_ENV)
-                .args(["--oversubscribe", "--bind-to", "none", "--timeout"])
+                .args(["--oversubscribe", "--bind-to", "none", "--tag-output", "--timeout"])
                 .arg(timeout.as_secs().to_string())
                 .arg("-np")
                 .arg(np.to_string());
@@ -218,6 +218,7 @@ pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], 
                     "--",
                     "-np",
                     &np.to_string(),
+                    "--tag-output",
                 ])
                 .arg("--timeout")
                 .arg(timeout.as_secs().to_string());
@@ -294,10 +295,30 @@ fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Ru
     );
     Run {
         status,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        stdout: untag(&String::from_utf8_lossy(&stdout)),
+        stderr: untag(&String::from_utf8_lossy(&stderr)),
         elapsed: start.elapsed(),
     }
+}
+
+/// mpirun forwards each rank's output in the chunks it reads, so two ranks' lines can interleave
+/// mid-line; with `--tag-output` it splits them into whole lines, each led by
+/// `[job,rank]<stdout>:` (Open MPI 4; `[job,rank]:` in some later versions), which this removes
+/// so tests read the program's own lines.
+pub fn untag(out: &str) -> String {
+    fn strip(line: &str) -> Option<&str> {
+        let (ids, rest) = line.strip_prefix('[')?.split_once(']')?;
+        let numbers = ids.split(',').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !numbers || ids.split(',').count() != 2 {
+            return None;
+        }
+        let rest = match rest.strip_prefix('<') {
+            Some(r) => r.split_once('>')?.1,
+            None => rest,
+        };
+        rest.strip_prefix(':')
+    }
+    out.split_inclusive('\n').map(|l| strip(l).unwrap_or(l)).collect()
 }
 
 /// The sshmem backends every multi-PE test runs with.
@@ -323,5 +344,17 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::untag;
+
+    #[test]
+    fn untag_removes_mpiruns_line_tags_only() {
+        let tagged = "[1,0]<stdout>:PE 0 of 2\n[1,1]<stderr>:PE 1: [x] done\n[1,1]:bare\nmpirun: plain\n[a,1]<stdout>:kept\n";
+        assert_eq!(untag(tagged), "PE 0 of 2\nPE 1: [x] done\nbare\nmpirun: plain\n[a,1]<stdout>:kept\n");
+        assert_eq!(untag("no newline at the end"), "no newline at the end");
     }
 }
