@@ -376,19 +376,26 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         publish(SEG_DATA, d.base, d.len, std::ptr::null_mut(), d.name.as_bytes());
     }
     let nseg = segs.count() as u32;
-    boot.put(crate::spaces::env::KEY, crate::spaces::env::fingerprint().as_bytes())
+    let scoll_params: Vec<(&str, crate::config::params::Declared)> = found
+        .components
+        .iter()
+        .filter(|c| c.framework == rshmem_plugin_api::Framework::Scoll)
+        .flat_map(|c| c.params().into_iter().map(move |d| (c.name.as_str(), d)))
+        .collect();
+    let agree = crate::config::agree::fingerprint(&scoll_params);
+    boot.put(crate::config::agree::KEY, agree.as_bytes())
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap: {e}")));
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
-    // The space variables first: a heap size that differs is named as the variable it is.
-    let space_env: Vec<String> = (0..n_pes)
+    // The agreed settings first: a heap size that differs is named as the variable it is.
+    let agreed: Vec<String> = (0..n_pes)
         .map(|pe| {
-            let v = boot.get(pe, crate::spaces::env::KEY).ok().flatten().unwrap_or_else(|| {
-                fail(routine, &format!("PE {pe} did not publish its memory-space settings"))
+            let v = boot.get(pe, crate::config::agree::KEY).ok().flatten().unwrap_or_else(|| {
+                fail(routine, &format!("PE {pe} did not publish the settings every PE must agree on"))
             });
             String::from_utf8_lossy(&v).into_owned()
         })
         .collect();
-    crate::spaces::env::compare(&space_env).unwrap_or_else(|e| fail(routine, &e));
+    crate::config::agree::compare(&agreed).unwrap_or_else(|e| fail(routine, &e));
 
     // Wire up every peer.
     // SAFETY: plugin ABI call; every PE's address was published before the fence.

@@ -68,6 +68,9 @@ pub mod scoll_component;
 
 pub mod boundary;
 
+/// How setting and parameter values read (booleans, sizes), shared with the core.
+pub mod values;
+
 /// A stand-in core for components' unit tests (not part of the C ABI).
 pub mod testing;
 

@@ -106,17 +106,10 @@ fn bool_param(core: &CoreServices, name: &str, default: bool) -> bool {
     let Some(v) = (unsafe { rshmem_plugin_api::param(core, "spml", "ucx", name) }) else {
         return default;
     };
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "y" | "yes" | "true" | "on" => true,
-        "0" | "n" | "no" | "false" | "off" | "" => false,
-        _ => {
-            log(
-                LOG_WARN,
-                &format!("SHMEM_MCA_spml_ucx_{name}={v} is not a boolean; using {}", default as u8),
-            );
-            default
-        }
-    }
+    rshmem_plugin_api::values::parse_bool(&v).unwrap_or_else(|| {
+        log(LOG_WARN, &format!("SHMEM_MCA_spml_ucx_{name}={v} is not a boolean; using {}", default as u8));
+        default
+    })
 }
 
 fn options(c: &CoreServices) -> Options {

@@ -190,6 +190,42 @@ fn collectives_per_component_on_1_to_8_pes() {
     }
 }
 
+/// scoll shm's thresholds are parameters: the same programs with every threshold moved so the
+/// other algorithm runs at every size (dissemination barrier, pull broadcast, reduce-scatter
+/// reductions with odd blocks), and the other way (flat barrier and push broadcast on 8 PEs).
+#[test]
+fn shm_collectives_with_moved_thresholds() {
+    if Launcher::from_env() != Launcher::Oshrun {
+        return;
+    }
+    let other = [
+        ("SHMEM_MCA_scoll_shm_barrier_flat_max", "1"),
+        ("SHMEM_MCA_scoll_shm_bcast_push_max", "0"),
+        ("SHMEM_MCA_scoll_shm_reduce_stage_max", "0"),
+        ("SHMEM_MCA_scoll_shm_reduce_block", "24"),
+    ];
+    let wide = [("SHMEM_MCA_scoll_shm_barrier_flat_max", "64"), ("SHMEM_MCA_scoll_shm_bcast_push_max", "1G")];
+    for (tuning, sizes) in [(&other[..], &[3, 4, 5][..]), (&wide[..], &[8][..])] {
+        for &np in sizes {
+            for name in ["collectives", "coll_shapes", "barrier", "broadcast"] {
+                let mut env =
+                    vec![("SHMEM_MCA_scoll", "shm,basic"), ("RUST_LOG", "rshmem::scoll::shm=debug")];
+                env.extend_from_slice(tuning);
+                eprintln!("{name} on {np} PEs with {tuning:?}");
+                let r = job(np, &c_test(name), &env, DEFAULT_TIMEOUT);
+                r.assert_all_pes_ok(name, np);
+                // The component read the values (one line per PE).
+                let want = if tuning.len() == 4 {
+                    "barrier_flat_max: 1, bcast_push_max: 0, reduce_stage_max: 0, reduce_block: 24"
+                } else {
+                    "barrier_flat_max: 64, bcast_push_max: 1073741824, reduce_stage_max: 1024"
+                };
+                assert_eq!(r.stderr.matches(want).count(), np, "{name}: {}", r.stderr);
+            }
+        }
+    }
+}
+
 #[test]
 fn active_set_collectives_restore_psync() {
     run_everywhere("legacy_coll", &[]);

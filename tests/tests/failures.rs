@@ -121,3 +121,22 @@ fn space_variables_that_differ_across_pes_fail_init_naming_variable_and_pe() {
         assert_eq!(r.stdout.matches("not reached: PE").count(), 3, "{}", r.stdout);
     }
 }
+
+/// A collective component picks its algorithm from its parameters, so members that read other
+/// values would run different algorithms and wait for each other forever: init refuses instead.
+#[test]
+fn collective_parameters_that_differ_across_pes_fail_init_naming_them() {
+    let var = "SHMEM_MCA_scoll_shm_bcast_push_max";
+    let env = [("MISMATCH_VAR", var), ("MISMATCH_A", "64K"), ("MISMATCH_B", "1K")];
+    let r = oshrun(3, &c_test("init_mismatch"), &env, T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    let want = format!(
+        "{var} must have the same value on every PE (a collective component chooses its algorithm from it), but PE 0 has 65536, PE 1 has 1024"
+    );
+    assert!(r.stderr.contains(&want), "wanted `{want}` in:\n{}", r.stderr);
+    assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
+    // Unset on PE 0 is its default: the same value spelt otherwise elsewhere is no mismatch.
+    let env = [("MISMATCH_VAR", var), ("MISMATCH_A", ""), ("MISMATCH_B", "65536")];
+    let r = oshrun(3, &c_test("init_mismatch"), &env, T);
+    r.assert_ok(var);
+}

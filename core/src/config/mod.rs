@@ -4,6 +4,7 @@
 //! them by its kind at init. Component parameters (`SHMEM_MCA_<framework>_<component>_<name>`)
 //! are declared by the components themselves and checked against those declarations (`params`).
 
+pub mod agree;
 pub mod file;
 pub mod params;
 pub mod parse;

@@ -18,7 +18,6 @@
 //! on its node, and the segment table publishes it, so RMA, atomics and collectives find it by
 //! address like any symmetric memory.
 
-pub mod env;
 mod segment;
 
 use crate::error::fatal;

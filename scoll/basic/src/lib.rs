@@ -14,6 +14,7 @@ rshmem_plugin_api::scoll_component! {
     description: "dissemination barrier, flag-synchronised linear broadcast, linear collect/alltoall, get-based reductions and scans; any team size",
     priority: 10,
     caps: rshmem_plugin_api::SCOLL_CAP_EPHEMERAL,
+    params: &[],
     reason: "portable algorithms over the core's one-sided services",
     scratch: SCRATCH_BYTES,
     team: Team,

@@ -8,18 +8,11 @@
 //! that are the same everywhere), and anything that can make the call decline or fail is
 //! checked before the first signal.
 
-use crate::team::{Team, ACK, BLOCK_BYTES, MID, SIG, STAGE_BYTES};
+use crate::team::{Team, ACK, MID, SIG};
 use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 use std::ptr::{copy, copy_nonoverlapping};
 use std::sync::atomic::{fence, Ordering};
-
-/// Barrier: every member signals every other up to this team size; a dissemination barrier
-/// (log2 n rounds) above it.
-pub const FLAT_MAX: c_int = 8;
-/// Broadcast: up to this many bytes in all (n - 1 copies), the root writes every member's
-/// `dest` and returns at once; above it, members copy from the root in parallel.
-pub const PUSH_MAX: usize = 64 * 1024;
 
 /// Make the data stores above visible before the signal that follows. Large copies may use
 /// non-temporal stores, which a release store alone does not order.
@@ -29,7 +22,8 @@ fn publish() {
 
 pub fn barrier(c: &CoreServices, t: &Team) -> c_int {
     let e = t.next();
-    if t.n <= FLAT_MAX {
+    // Flat up to `barrier_flat_max` members, dissemination (log2 n rounds) above.
+    if t.n <= t.tuning.barrier_flat_max {
         t.signal_all(SIG, e);
         t.wait_all(c, SIG, e);
     } else {
@@ -70,7 +64,7 @@ pub unsafe fn broadcast(
         return RC_DECLINED;
     }
     let e = t.next();
-    let push = t.n == 2 || nbytes.saturating_mul(t.n as usize - 1) <= PUSH_MAX;
+    let push = t.n == 2 || nbytes.saturating_mul(t.n as usize - 1) <= t.tuning.bcast_push_max;
     let local = !std::ptr::eq(dest, src) && !keep_root;
     // SAFETY: every pointer is a member's mapping of a buffer valid for `nbytes` (caller,
     // `reachable`); a local copy may overlap, hence `copy`.
@@ -199,7 +193,7 @@ pub unsafe fn alltoall(
 }
 
 /// Reductions and scans, by size:
-/// - up to STAGE_BYTES: each member copies its source into a staging buffer in its scratch
+/// - up to `reduce_stage_max` bytes (at most STAGE_BYTES): each member copies its source into a staging buffer in its scratch
 ///   and every member combines the staged data it needs, in team order. The source is free
 ///   again at once; a staging buffer is reused two calls later, once its readers said so.
 /// - larger full reductions: member `i` combines chunk `i` of every source, in team order,
@@ -226,7 +220,7 @@ pub unsafe fn reduce(
     let Some(arith::Shape { es, nbytes, upto }) = arith::shape(dtype, op, kind, nelems, t.n, t.me) else {
         return RC_ERROR;
     };
-    let small = nbytes <= STAGE_BYTES;
+    let small = nbytes <= t.tuning.reduce_stage_max;
     let chunked = !small && kind == REDUCE_ALL;
     if !small && (!t.reachable(c, src, nbytes) || chunked && !t.reachable(c, dest, nbytes)) {
         return RC_DECLINED;
@@ -326,7 +320,7 @@ unsafe fn scatter_gather(
         *s = at(c, t, src.cast(), j as c_int);
     }
     let (lo, hi) = chunk(t.me, t.n, nelems, es);
-    let block = (BLOCK_BYTES / es).max(1);
+    let block = (t.tuning.reduce_block / es).max(1);
     let acc = t.buffer(block * es).as_mut_ptr() as *mut u8;
     // SAFETY: every source holds `nelems` elements and this PE's chunk of `dest` is its own;
     // nobody else reads this chunk of this PE's source, so writing it here (in place) is safe

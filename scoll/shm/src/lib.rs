@@ -8,9 +8,10 @@
 
 mod algo;
 mod team;
+mod tuning;
 
-pub use algo::{FLAT_MAX, PUSH_MAX};
 pub use team::{MAX_PES, SCRATCH_BYTES, STAGE_BYTES};
+pub use tuning::Tuning;
 
 use team::Team;
 
@@ -19,6 +20,7 @@ rshmem_plugin_api::scoll_component! {
     description: "load/store collectives on mapped peer memory for teams within one host: flat or dissemination barrier, push broadcast/collect/alltoall, staged and reduce-scatter+allgather reductions",
     priority: 30,
     caps: 0,
+    params: tuning::PARAMS,
     reason: "load/store collectives for teams within one host (others fall through to the next component)",
     scratch: SCRATCH_BYTES,
     team: Team,

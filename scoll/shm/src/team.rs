@@ -30,12 +30,11 @@ pub const STAGE: usize = 4 * MAX_PES;
 pub const STAGE_BYTES: usize = 1024;
 pub const SCRATCH_BYTES: usize = STAGE * 8 + 2 * STAGE_BYTES;
 
-/// Accumulation block of large reductions: small enough to stay in the L1/L2 cache.
-pub const BLOCK_BYTES: usize = 16 * 1024;
-
 pub struct Team {
     pub n: c_int,
     pub me: c_int,
+    /// The job's thresholds (the same on every PE: the core checks).
+    pub tuning: crate::tuning::Tuning,
     /// World PE of each member.
     pes: Vec<c_int>,
     /// Each member's scratch, as mapped here (`scratch[me]` is this PE's own).
@@ -76,6 +75,7 @@ impl Team {
         Some(Team {
             n: d.size,
             me: d.my_index,
+            tuning: crate::tuning::get(c),
             pes,
             scratch,
             epoch: Cell::new(0),
