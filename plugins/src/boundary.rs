@@ -34,6 +34,15 @@ pub fn core() -> Option<&'static CoreServices> {
     unsafe { CORE.load(Ordering::Acquire).as_ref() }
 }
 
+/// Log `msg` for `component` (`"sshmem mmap"`) through the core's logger; nothing before the
+/// core's table is known.
+pub fn log(level: std::ffi::c_int, component: &str, msg: &str) {
+    if let Some(c) = core() {
+        // SAFETY: `c` is the core's table.
+        unsafe { crate::log(c, level, component, msg) };
+    }
+}
+
 /// Whether this component has asked the core to end the job: exit paths (the core's at-exit
 /// quiet, a destructor) must not touch a transport that failed.
 pub fn ending() -> bool {
@@ -81,8 +90,7 @@ pub fn probe<R>(framework: Framework, name: &str, slot: &str, declined: R, body:
             let component = format!("{} {name}", framework.name());
             let msg = format!("{slot} panicked: {}; the component declines", panic_message(&*e));
             match core() {
-                // SAFETY: `c` is the core's table.
-                Some(c) => unsafe { crate::log(c, LOG_ERROR, &component, &msg) },
+                Some(_) => log(LOG_ERROR, &component, &msg),
                 None => eprintln!("rshmem: {component} {msg}"),
             }
             declined

@@ -40,10 +40,7 @@ fn fatal_hook(msg: &str) {
 }
 
 fn log(level: c_int, msg: &str) {
-    if let Some(c) = boundary::core() {
-        // SAFETY: the pointer is the core's own table.
-        unsafe { rshmem_plugin_api::log(c, level, COMPONENT, msg) };
-    }
+    boundary::log(level, COMPONENT, msg)
 }
 
 /// The component state (set by `open`, never freed).

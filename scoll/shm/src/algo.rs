@@ -193,9 +193,10 @@ pub unsafe fn alltoall(
 }
 
 /// Reductions and scans, by size:
-/// - up to `reduce_stage_max` bytes (at most STAGE_BYTES): each member copies its source into a staging buffer in its scratch
-///   and every member combines the staged data it needs, in team order. The source is free
-///   again at once; a staging buffer is reused two calls later, once its readers said so.
+/// - up to `reduce_stage_max` bytes (at most STAGE_BYTES): each member copies its source into
+///   a staging buffer in its scratch and every member combines the staged data it needs, in
+///   team order. The source is free again at once; a staging buffer is reused two calls
+///   later, once its readers said so.
 /// - larger full reductions: member `i` combines chunk `i` of every source, in team order,
 ///   into its own `dest`, then copies the other chunks from their members' `dest`
 ///   (reduce-scatter, then allgather; each byte crosses once).

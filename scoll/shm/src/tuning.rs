@@ -65,9 +65,7 @@ pub fn get(c: &CoreServices) -> Tuning {
         // SAFETY: `c` is the core's table.
         let read = |name: &str| unsafe { rshmem_plugin_api::param(c, "scoll", "shm", name) };
         let t = from(read);
-        let msg = format!("thresholds: {t:?}");
-        // SAFETY: as above.
-        unsafe { rshmem_plugin_api::log(c, LOG_DEBUG, "scoll shm", &msg) };
+        rshmem_plugin_api::boundary::log(LOG_DEBUG, "scoll shm", &format!("thresholds: {t:?}"));
         t
     })
 }

@@ -27,10 +27,7 @@ struct Owned {
 }
 
 fn log_error(msg: &str) {
-    if let Some(c) = boundary::core() {
-        // SAFETY: the core's table stays valid until the job ends.
-        unsafe { rshmem_plugin_api::log(c, rshmem_plugin_api::LOG_ERROR, COMPONENT, msg) };
-    }
+    boundary::log(rshmem_plugin_api::LOG_ERROR, COMPONENT, msg)
 }
 
 /// (job id, my PE), from the core's table (recorded before `query` and `open` run).

@@ -23,10 +23,7 @@ static CONTEXT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 const COMPONENT: &str = "sshmem ucx";
 
 fn log_error(msg: &str) {
-    if let Some(c) = boundary::core() {
-        // SAFETY: the pointer is the core's own table.
-        unsafe { rshmem_plugin_api::log(c, LOG_ERROR, COMPONENT, msg) };
-    }
+    boundary::log(LOG_ERROR, COMPONENT, msg)
 }
 
 /// The UCX context of the selected spml, when it is the "ucx" one.
