@@ -14,6 +14,7 @@ pub mod error;
 pub mod ext;
 pub mod ffi;
 pub mod heap;
+pub mod hosts;
 pub mod info;
 pub mod legacy;
 pub mod lock;

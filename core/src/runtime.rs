@@ -500,19 +500,37 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     RT.store(rt, Ordering::Release);
     STATE.store(RUNNING, Ordering::Release);
 
-    // Whether this PE maps every same-host peer's segments, for the others to read after the fence
-    // (a transport may map some peers and not others, and components must decide alike).
+    // Whether this PE maps every same-host peer's segments, and its host (the lowest PE on it),
+    // for the others to read after the fence: a transport may map some peers and not others,
+    // and components must decide alike, from one table of hosts.
     let maps_host = (0..n_pes).all(|pe| !boot.is_local(pe) || !segs_peer_unmapped(rt, pe));
-    boot.put(MAPS_HOST_KEY, &[u8::from(maps_host)])
+    let my_host = (0..n_pes).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe);
+    boot.put(crate::hosts::KEY, &crate::hosts::record(maps_host, my_host))
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
 
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
-    let host_mapped = (0..n_pes).filter(|&pe| boot.is_local(pe)).all(|pe| {
-        pe == my_pe && maps_host
-            || pe != my_pe && matches!(boot.get(pe, MAPS_HOST_KEY), Ok(Some(v)) if v == [1])
-    });
-    crate::team::set_host_mapped(host_mapped);
+    let hosts: Vec<(bool, i32)> = (0..n_pes)
+        .map(|pe| {
+            if pe == my_pe {
+                return (maps_host, my_host);
+            }
+            let v = boot.get(pe, crate::hosts::KEY).ok().flatten();
+            let r = v.as_deref().and_then(crate::hosts::parse);
+            r.unwrap_or_else(|| fail(routine, &format!("PE {pe} published no valid host record")))
+        })
+        .collect();
+    if let Some(pe) = (0..n_pes).find(|&pe| boot.is_local(pe) != (hosts[pe as usize].1 == my_host)) {
+        fail(
+            routine,
+            &format!(
+                "the launcher's host layout is inconsistent: PE {pe} is on host {} and local to this PE: {}",
+                hosts[pe as usize].1,
+                boot.is_local(pe)
+            ),
+        );
+    }
+    crate::hosts::set(&hosts, my_pe);
     // The team scratch pool is the first heap allocation, so it is symmetric; the world team
     // holds slot 0. No PE uses a team before the closing fence below.
     crate::team::init_pool(routine, rt, &scolls);
@@ -639,9 +657,6 @@ pub(crate) fn map_peer(
     // SAFETY: plugin ABI call; NULL when the transport cannot map it.
     unsafe { (spml.remote_ptr)(pe, seg, base) as *mut u8 }
 }
-
-/// Bootstrap key: 1 when the PE maps every same-host peer's segments.
-const MAPS_HOST_KEY: &str = "rshmem.maps_host";
 
 /// Whether some segment of `pe` (the heap, global data) is not mapped here.
 fn segs_peer_unmapped(rt: &Runtime, pe: i32) -> bool {

@@ -9,7 +9,9 @@
 //! one.
 
 use crate::runtime::Runtime;
-use rshmem_plugin_api::{ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL, TEAM_MAPPED};
+use rshmem_plugin_api::{
+    ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL, TEAM_HOSTS_MAPPED, TEAM_MAPPED,
+};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
@@ -44,22 +46,18 @@ struct Pool {
 
 static POOL: OnceLock<Pool> = OnceLock::new();
 
-/// Whether every PE of this host maps every other's heap (agreed at init through the
-/// bootstrap, so the same on all of them).
-static HOST_MAPPED: OnceLock<bool> = OnceLock::new();
-
-pub fn set_host_mapped(v: bool) {
-    let _ = HOST_MAPPED.set(v);
-}
-
-/// `TEAM_MAPPED` for a team of these members: all on this host, which maps itself fully.
-fn mapped_flag(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u32 {
+/// `TEAM_MAPPED` for a team of these members when all run on this host, which maps itself
+/// fully; `TEAM_HOSTS_MAPPED` when every host maps its own PEs (the same on every PE).
+fn mapped_flags(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u32 {
     let all_here = (0..size).all(|i| rt.boot.is_local(start + i * stride));
-    if all_here && HOST_MAPPED.get().copied().unwrap_or(false) {
-        TEAM_MAPPED
-    } else {
-        0
+    let mut flags = 0;
+    if all_here && crate::hosts::here_mapped() {
+        flags |= TEAM_MAPPED;
     }
+    if crate::hosts::all_mapped() {
+        flags |= TEAM_HOSTS_MAPPED;
+    }
+    flags
 }
 
 /// Reserve the slots (collective: part of init, so the heap stays symmetric).
@@ -147,7 +145,35 @@ impl TeamState {
         if t.barrier.is_empty() || t.broadcast.is_empty() {
             crate::error::fatal(routine, "no scoll component provides barrier and broadcast for the team");
         }
+        if crate::log::enabled(crate::log::DEBUG, "team") {
+            crate::log::log(crate::log::DEBUG, "team", &t.providers());
+        }
         t
+    }
+
+    /// Which components serve each collective of the team, in the order they are tried (a
+    /// component may still decline a call): `team (0, 1, 4): barrier hier>basic, ...`.
+    fn providers(&self) -> String {
+        let names = |v: &mut dyn Iterator<Item = &String>| {
+            let v: Vec<&str> = v.map(String::as_str).collect();
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(">")
+            }
+        };
+        let d = &self.desc;
+        format!(
+            "team ({}, {}, {}): barrier {}, broadcast {}, collect {}, alltoall {}, reduce {}",
+            d.start,
+            d.stride,
+            d.size,
+            names(&mut self.barrier.iter().map(|p| &p.2)),
+            names(&mut self.broadcast.iter().map(|p| &p.2)),
+            names(&mut self.collect.iter().map(|p| &p.2)),
+            names(&mut self.alltoall.iter().map(|p| &p.2)),
+            names(&mut self.reduce.iter().map(|p| &p.2)),
+        )
     }
 
     /// A team for one active-set call (the legacy routines), on the user's pSync. Components
@@ -173,7 +199,7 @@ impl TeamState {
     ) -> TeamState {
         let my_index = index_in(rt.my_pe, start, stride, size).unwrap_or(-1);
         let flags =
-            if flags & TEAM_EPHEMERAL == 0 { flags | mapped_flag(rt, (start, stride, size)) } else { flags };
+            if flags & TEAM_EPHEMERAL == 0 { flags | mapped_flags(rt, (start, stride, size)) } else { flags };
         let mut t = TeamState {
             slot,
             num_contexts: 0,

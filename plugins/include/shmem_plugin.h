@@ -193,6 +193,14 @@
 #define SHMEM_PLUGIN_TEAM_MAPPED 2
 
 /**
+ * `shmem_plugin_team_t.flags`: every member maps the symmetric memory of the members on its own host
+ * (the team may span several hosts; `shmem_plugin_core_t.host_of` tells them apart), and every
+ * member sees this flag alike. A hierarchical component requires it for its load/store phase
+ * inside each host.
+ */
+#define SHMEM_PLUGIN_TEAM_HOSTS_MAPPED 4
+
+/**
  * Element types of `shmem_plugin_scoll_ops_t.reduce`.
  */
 #define SHMEM_PLUGIN_DT_I8 0
@@ -361,6 +369,14 @@ typedef struct {
    * off so that oversubscribed nodes keep making progress.
    */
   void (*wait_until_u64)(const uint64_t *ivar, int cmp, uint64_t value);
+  /**
+   * The host PE `pe` runs on, named by the lowest PE on that host: `a` and `b` share a host
+   * exactly when `host_of(a) == host_of(b)`, and every PE gets the same answers (from the
+   * launcher's host identity, agreed at init). -1 for a PE out of range. Valid once the
+   * symmetric heap exists. Appended within ABI v2, so a plugin checks that `struct_size`
+   * covers the slot before reading it (the Rust accessor of the same name does).
+   */
+  int (*host_of)(int pe);
 } shmem_plugin_core_t;
 
 /**

@@ -219,6 +219,25 @@ pub struct CoreServices {
     /// Block until `*ivar <cmp> value` holds on this PE (`cmp` is a `CMP_*` value). Waits back
     /// off so that oversubscribed nodes keep making progress.
     pub wait_until_u64: unsafe extern "C" fn(ivar: *const u64, cmp: c_int, value: u64),
+    /// The host PE `pe` runs on, named by the lowest PE on that host: `a` and `b` share a host
+    /// exactly when `host_of(a) == host_of(b)`, and every PE gets the same answers (from the
+    /// launcher's host identity, agreed at init). -1 for a PE out of range. Valid once the
+    /// symmetric heap exists. Appended within ABI v2, so a plugin checks that `struct_size`
+    /// covers the slot before reading it (the Rust accessor of the same name does).
+    pub host_of: Option<unsafe extern "C" fn(pe: c_int) -> c_int>,
+}
+
+impl CoreServices {
+    /// `host_of(pe)`, or None when the core's table predates the slot or leaves it NULL.
+    pub fn host_of(&self, pe: c_int) -> Option<c_int> {
+        let end = std::mem::offset_of!(CoreServices, host_of) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        // SAFETY: the slot lies inside the table the core described by `struct_size`, and the
+        // core's service takes any PE number.
+        self.host_of.map(|f| unsafe { f(pe) })
+    }
 }
 
 /// A symmetric segment as an sshmem component created it. The core zeroes it before `create`
@@ -499,6 +518,12 @@ pub const TEAM_EPHEMERAL: u32 = 1;
 /// works by load/store must require it rather than probe `ptr` itself: a transport may map
 /// some peers and not others, and members that chose differently would wait on each other.
 pub const TEAM_MAPPED: u32 = 2;
+
+/// `TeamDesc::flags`: every member maps the symmetric memory of the members on its own host
+/// (the team may span several hosts; [`CoreServices::host_of`] tells them apart), and every
+/// member sees this flag alike. A hierarchical component requires it for its load/store phase
+/// inside each host.
+pub const TEAM_HOSTS_MAPPED: u32 = 4;
 
 impl TeamDesc {
     /// World PE number of team index `i`.

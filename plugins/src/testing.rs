@@ -3,6 +3,8 @@
 //! read, and whose `abort` prints its message and exits with [`ABORT_EXIT`], so a test can run
 //! the aborting case in a child process and check both.
 
+pub mod job;
+
 use crate::{CoreServices, TransportHandle, ABI_VERSION, RC_ERROR, RC_OK};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::Mutex;
@@ -88,5 +90,6 @@ pub fn fake_core(
         fence: nothing,
         atomic_add_u64: atomic_add,
         wait_until_u64: wait_until,
+        host_of: None,
     }))
 }

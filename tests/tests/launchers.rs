@@ -134,3 +134,24 @@ fn pes_on_other_hosts_are_reached_through_the_network() {
     assert!(r.stderr.contains("process rank 2") && r.stderr.contains("signal 9"), "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
 }
+
+/// The components the core logged for the world team of 4 PEs (`SHMEM_LOG_LEVEL=debug`).
+fn world_providers(r: &Run) -> String {
+    r.stderr.lines().find(|l| l.contains("team (0, 1, 4): ")).map(str::to_string).unwrap_or_default()
+}
+
+#[test]
+fn teams_across_hosts_use_the_hierarchical_collectives_unless_hosts_are_unmapped() {
+    let debug = ("SHMEM_LOG_LEVEL", "debug");
+    for hosts in [2, 4] {
+        let r = launch(Launcher::Hosts(hosts), 4, &c_test("coll_shapes"), &[debug], T);
+        r.assert_all_pes_ok("coll_shapes", 4);
+        let p = world_providers(&r);
+        assert!(p.contains("barrier hier>basic, broadcast hier>basic"), "{hosts} hosts: `{p}`\n{}", r.stderr);
+    }
+    // Forcing every peer onto the network leaves no host mapped: basic serves the team.
+    let r = launch(Launcher::Hosts(2), 4, &c_test("coll_shapes"), &[debug, ("SHMEM_LOCAL_MAP", "0")], T);
+    r.assert_all_pes_ok("coll_shapes", 4);
+    let p = world_providers(&r);
+    assert!(p.contains("barrier basic, broadcast basic"), "`{p}`\n{}", r.stderr);
+}

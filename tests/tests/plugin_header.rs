@@ -33,7 +33,7 @@ fn expected() -> Vec<(String, usize)> {
         CoreServices => "shmem_plugin_core_t" {
             struct_size, abi_version, my_pe, n_pes, local_rank, local_size, job_id, log, param, kv_put,
             kv_get, kv_fence, abort, pe_is_local, transport, ptr, putmem, getmem, quiet, fence,
-            atomic_add_u64, wait_until_u64
+            atomic_add_u64, wait_until_u64, host_of
         }
         SegmentDesc => "shmem_plugin_segment_t" { base, size, blob, blob_len, transport_memh, handle }
         SshmemOps => "shmem_plugin_sshmem_ops_t" { struct_size, create, attach, detach, unlink, destroy }
@@ -67,6 +67,7 @@ fn expected() -> Vec<(String, usize)> {
         ("SHMEM_PLUGIN_SCOLL_CAP_EPHEMERAL", abi::SCOLL_CAP_EPHEMERAL),
         ("SHMEM_PLUGIN_TEAM_EPHEMERAL", abi::TEAM_EPHEMERAL as u64),
         ("SHMEM_PLUGIN_TEAM_MAPPED", abi::TEAM_MAPPED as u64),
+        ("SHMEM_PLUGIN_TEAM_HOSTS_MAPPED", abi::TEAM_HOSTS_MAPPED as u64),
         ("SHMEM_PLUGIN_MEMHEAP_DEVICE_CPU", abi::MEMHEAP_DEVICE_CPU as u64),
         ("SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU", abi::MEMHEAP_DEVICE_GPU as u64),
         ("SHMEM_PLUGIN_AMO_ADD", abi::AMO_ADD as u64),

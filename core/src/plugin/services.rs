@@ -43,6 +43,7 @@ pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str
                 fence,
                 atomic_add_u64,
                 wait_until_u64,
+                host_of: Some(host_of),
             },
             job,
         )
@@ -185,4 +186,8 @@ unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
     guard("wait_until_u64", || unsafe {
         crate::wait::wait_until_u64(c"core service wait_until_u64", ivar, cmp, value)
     })
+}
+
+unsafe extern "C" fn host_of(pe: c_int) -> c_int {
+    crate::hosts::host_of(pe)
 }

@@ -23,6 +23,4 @@ rshmem_plugin_api::scoll_component! {
 }
 
 #[cfg(test)]
-mod fake;
-#[cfg(test)]
 mod tests;

@@ -1,9 +1,9 @@
 //! Unit tests: the pure helpers, and the collectives run through the component's C ABI on a
-//! simulated job (see `fake`). PE threads record failures instead of panicking, since a PE
+//! simulated job (`rshmem_plugin_api::testing::job`). PE threads record failures instead of panicking, since a PE
 //! that stops early would leave the others waiting in a collective.
 
 use super::*;
-use crate::fake::{self, run_job, HEAP_BYTES};
+use rshmem_plugin_api::testing::job::{self as fake, run_job, HEAP_BYTES};
 use rshmem_plugin_api::{Framework, QueryResult, ScollOps, TeamDesc, ABI_VERSION, RC_ERROR, RC_OK};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};

@@ -1,11 +1,12 @@
-//! An in-process stand-in for a job, for unit tests: N "PEs" are N threads, each with its own
-//! symmetric heap (a zeroed buffer of the same size). A symmetric address translates between
-//! PEs by its offset in the caller's heap, as the core does, and remote words are accessed
-//! atomically, so the algorithms run exactly as they would over shared memory.
+//! An in-process stand-in for a job, for scoll components' unit tests: N "PEs" are N threads,
+//! each with its own symmetric heap (a zeroed buffer of the same size). A symmetric address
+//! translates between PEs by its offset in the caller's heap, as the core does, and remote
+//! words are accessed atomically, so the algorithms run exactly as they would over shared
+//! memory. The PEs may be spread over pretend hosts: `host_of` and `pe_is_local` answer from
+//! that layout, and `ptr` reaches only the PEs of the caller's host, as a real core's mapping
+//! does across hosts.
 
-use rshmem_plugin_api::{
-    CoreServices, TransportHandle, ABI_VERSION, CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE,
-};
+use crate::{CoreServices, TransportHandle, ABI_VERSION, CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -22,6 +23,8 @@ thread_local! {
 }
 /// Base address of each PE's heap, by world PE.
 static HEAPS: RwLock<Vec<usize>> = RwLock::new(Vec::new());
+/// The host of each PE (the lowest PE on it), by world PE.
+static HOSTS: RwLock<Vec<c_int>> = RwLock::new(Vec::new());
 /// One simulated job at a time (the heaps and the component's core pointer are global).
 static ONE_JOB: Mutex<()> = Mutex::new(());
 
@@ -74,14 +77,27 @@ unsafe extern "C" fn abort(_: c_int, msg: *const c_char) {
     // SAFETY: NUL-terminated message from the component.
     fail(&unsafe { CStr::from_ptr(msg) }.to_string_lossy())
 }
-unsafe extern "C" fn pe_is_local(_: c_int) -> c_int {
-    1
+unsafe extern "C" fn host_of(pe: c_int) -> c_int {
+    let hosts = HOSTS.read().unwrap_or_else(|e| e.into_inner());
+    usize::try_from(pe).ok().and_then(|p| hosts.get(p).copied()).unwrap_or(-1)
+}
+fn same_host(pe: c_int) -> bool {
+    // SAFETY: the fake's own service.
+    unsafe { host_of(pe) == host_of(ME.get()) && host_of(pe) >= 0 }
+}
+unsafe extern "C" fn pe_is_local(pe: c_int) -> c_int {
+    c_int::from(same_host(pe))
 }
 unsafe extern "C" fn transport() -> TransportHandle {
     TransportHandle::NONE
 }
 unsafe extern "C" fn ptr(addr: *const c_void, pe: c_int) -> *mut c_void {
-    translate(addr, 0, pe).cast()
+    let p = translate(addr, 0, pe);
+    if same_host(pe) {
+        p.cast()
+    } else {
+        std::ptr::null_mut()
+    }
 }
 unsafe extern "C" fn putmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
     let to = translate(dest, len, pe);
@@ -135,7 +151,7 @@ pub fn core() -> *const CoreServices {
             n_pes: 0,
             local_rank: 0,
             local_size: 0,
-            job_id: rshmem_plugin_api::cstr!("fake"),
+            job_id: crate::cstr!("fake"),
             log,
             param,
             kv_put,
@@ -151,14 +167,27 @@ pub fn core() -> *const CoreServices {
             fence: ordering,
             atomic_add_u64,
             wait_until_u64,
+            host_of: Some(host_of),
         };
         Box::leak(Box::new(c)) as *const CoreServices as usize
     }) as *const CoreServices
 }
 
-/// Run `pe_main(pe, heap_base)` on `n` threads, each playing one PE with a fresh zeroed heap.
+/// Run `pe_main(pe, heap_base)` on `n` threads, each playing one PE with a fresh zeroed heap,
+/// all on one host.
 pub fn run_job<F: Fn(c_int, *mut u8) + Sync>(n: usize, pe_main: F) {
+    run_job_on_hosts(&vec![0; n], pe_main)
+}
+
+/// As [`run_job`], with PE `i` on the host `hosts[i]` names (PEs with equal entries share a
+/// host); `hosts.len()` PEs.
+pub fn run_job_on_hosts<F: Fn(c_int, *mut u8) + Sync>(hosts: &[c_int], pe_main: F) {
+    let n = hosts.len();
     let _job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    // Name each host by its lowest PE, as the core does.
+    let named: Vec<c_int> =
+        hosts.iter().map(|h| hosts.iter().position(|x| x == h).unwrap_or(0) as c_int).collect();
+    *HOSTS.write().unwrap_or_else(|e| e.into_inner()) = named;
     let heaps: Vec<*mut [u64]> =
         (0..n).map(|_| Box::into_raw(vec![0u64; HEAP_BYTES / 8].into_boxed_slice())).collect();
     let bases: Vec<usize> = heaps.iter().map(|h| h.cast::<u64>() as usize).collect();
@@ -173,6 +202,7 @@ pub fn run_job<F: Fn(c_int, *mut u8) + Sync>(n: usize, pe_main: F) {
         }
     });
     HEAPS.write().unwrap_or_else(|e| e.into_inner()).clear();
+    HOSTS.write().unwrap_or_else(|e| e.into_inner()).clear();
     for h in heaps {
         // SAFETY: leaked above; every thread that used it has been joined.
         drop(unsafe { Box::from_raw(h) });

@@ -1,0 +1,301 @@
+//! The algorithms: each is an intra-host phase by load/store, an inter-host phase between the
+//! group leaders over the spml, and an intra-host phase again. Data is pushed into the peers'
+//! destinations, which the spec lets a collective write as soon as it is called (as `shm`
+//! does), so there is no entry synchronisation: a PE returns once what it is owed has arrived
+//! and whatever it lent has been read.
+//!
+//! Every member takes the same path through a call (the choice depends only on arguments that
+//! are the same everywhere), and whatever can make a call decline or fail is checked before
+//! the first signal.
+
+use crate::team::{tree, Team, LDATA, LSIG};
+use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
+use std::ffi::{c_int, c_void};
+
+/// Members wait for their group's leader (or, in a broadcast, the root) to deliver call `e`.
+fn follow(c: &CoreServices, t: &Team, from: usize, e: u64) -> c_int {
+    t.lwait(c, LDATA, from, e);
+    RC_OK
+}
+
+/// Barrier: members tell their leader they have arrived; the leaders run a dissemination
+/// barrier (ceil(log2 hosts) rounds: signal the group 2^k ahead, wait for the one 2^k behind);
+/// each leader then releases its members.
+pub fn barrier(c: &CoreServices, t: &Team) -> c_int {
+    let e = t.next();
+    if t.l != 0 {
+        t.lsignal(0, LSIG, e);
+        return follow(c, t, 0, e);
+    }
+    for j in 1..t.group_len() {
+        t.lwait(c, LSIG, j, e);
+    }
+    let h = t.hosts();
+    let mut d = 1;
+    while d < h {
+        t.nsignal(c, (t.g + d) % h);
+        t.nwait(c, (t.g + h - d) % h);
+        d *= 2;
+    }
+    t.lsignal_all(LDATA, e);
+    RC_OK
+}
+
+/// Send `data` down the binomial tree of leaders rooted at group `root`: put it into each
+/// child leader's `dest`, then, after a fence orders the data first, signal the children.
+///
+/// # Safety
+/// `dest` symmetric and `data` readable for `nbytes`.
+unsafe fn send_down(c: &CoreServices, t: &Team, dest: *mut u8, data: *const u8, nbytes: usize, root: usize) {
+    let (_, kids) = tree(t.g, root, t.hosts());
+    let mut any = false;
+    for k in kids {
+        // SAFETY: caller.
+        unsafe { t.put_leader(c, k, dest, data, nbytes) };
+        any = true;
+    }
+    if any {
+        // SAFETY: core service.
+        unsafe { (c.fence)() };
+        for k in tree(t.g, root, t.hosts()).1 {
+            t.nsignal(c, k);
+        }
+    }
+}
+
+/// Copy `data` into every other local member's `dest` and signal them call `e`.
+///
+/// # Safety
+/// `dest` symmetric and `data` readable for `nbytes`, not overlapping the members' `dest`.
+unsafe fn deliver(c: &CoreServices, t: &Team, dest: *mut u8, data: *const u8, nbytes: usize, e: u64) {
+    let mut transported = false;
+    for j in (0..t.group_len()).filter(|j| *j != t.l) {
+        // SAFETY: caller.
+        transported |= unsafe { t.put_local(c, j, dest, data, nbytes) };
+    }
+    t.publish(c, transported);
+    t.lsignal_all(LDATA, e);
+}
+
+/// Broadcast: the root writes its own group's members directly; the root's group leader sends
+/// down a binomial tree of leaders, and every other leader, once its data has arrived, passes
+/// it on down the tree and then to its members. With `keep_root`, the root's own `dest` is
+/// not written (the active-set form).
+///
+/// # Safety
+/// `dest` (symmetric) and `src` must be valid for `nbytes` bytes (the core checked them).
+pub unsafe fn broadcast(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    root: c_int,
+    keep_root: bool,
+) -> c_int {
+    if !(0..t.n).contains(&root) {
+        return RC_ERROR;
+    }
+    let (dest, src) = (dest as *mut u8, src as *const u8);
+    let e = t.next();
+    let (rg, rl) = t.place_of(root);
+    // SAFETY: the buffers are valid for `nbytes` on every member (caller); the root's `src`
+    // may overlap its own `dest` only, which is written last.
+    unsafe {
+        if t.me == root {
+            // The other hosts first: theirs is the longer way.
+            if t.l == 0 {
+                send_down(c, t, dest, src, nbytes, rg);
+            }
+            deliver(c, t, dest, src, nbytes, e);
+            if !keep_root && !std::ptr::eq(dest, src) {
+                std::ptr::copy(src, dest, nbytes);
+            }
+            return RC_OK;
+        }
+        if t.g == rg {
+            follow(c, t, rl, e);
+            if t.l == 0 {
+                send_down(c, t, dest, dest, nbytes, rg);
+            }
+            return RC_OK;
+        }
+        if t.l != 0 {
+            return follow(c, t, 0, e);
+        }
+        let (parent, _) = tree(t.g, rg, t.hosts());
+        t.nwait(c, parent.expect("a group other than the root's has a parent"));
+        send_down(c, t, dest, dest, nbytes, rg);
+        deliver(c, t, dest, dest, nbytes, e);
+    }
+    RC_OK
+}
+
+/// fcollect: every member writes its block into its group's members' `dest`; each leader,
+/// once its group's blocks are in, puts them into every other leader's `dest` and signals it;
+/// once every other group's blocks have arrived, it copies them to its members. Variable-size
+/// collect is declined (`basic` serves it).
+///
+/// # Safety
+/// `dest` (symmetric, n * nbytes) and `src` must be valid (the core checked them).
+pub unsafe fn collect(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    fixed: bool,
+) -> c_int {
+    if !fixed {
+        return RC_DECLINED;
+    }
+    let e = t.next();
+    let dest = dest as *mut u8;
+    let at = |i: c_int| dest.wrapping_add(i as usize * nbytes);
+    // SAFETY: `dest` holds n blocks on every member and `src` one (caller); a member's block
+    // goes to its own slot only, which `src` may not overlap (spec).
+    unsafe {
+        let mut transported = false;
+        for j in 0..t.group_len() {
+            transported |= t.put_local(c, j, at(t.me), src as *const u8, nbytes);
+        }
+        t.publish(c, transported);
+        if t.l != 0 {
+            t.lsignal(0, LSIG, e);
+            return follow(c, t, 0, e);
+        }
+        for j in 1..t.group_len() {
+            t.lwait(c, LSIG, j, e);
+        }
+        let h = t.hosts();
+        for k in (1..h).map(|d| (t.g + d) % h) {
+            for (i, len) in runs(t.members(t.g)) {
+                t.put_leader(c, k, at(i), at(i), len * nbytes);
+            }
+        }
+        (c.fence)();
+        for k in (1..h).map(|d| (t.g + d) % h) {
+            t.nsignal(c, k);
+        }
+        let mut transported = false;
+        for k in (1..h).map(|d| (t.g + h - d) % h) {
+            t.nwait(c, k);
+            for j in 1..t.group_len() {
+                for (i, len) in runs(t.members(k)) {
+                    transported |= t.put_local(c, j, at(i), at(i), len * nbytes);
+                }
+            }
+        }
+        t.publish(c, transported);
+        t.lsignal_all(LDATA, e);
+    }
+    RC_OK
+}
+
+/// Runs of consecutive team indices in an ascending list: (first, length).
+fn runs(members: &[c_int]) -> impl Iterator<Item = (c_int, usize)> + '_ {
+    let mut k = 0;
+    std::iter::from_fn(move || {
+        let first = *members.get(k)?;
+        let mut len = 1;
+        while members.get(k + len) == Some(&(first + len as c_int)) {
+            len += 1;
+        }
+        k += len;
+        Some((first, len))
+    })
+}
+
+/// alltoall has no hierarchical form here: `basic` serves it.
+///
+/// # Safety
+/// Nothing is touched.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn alltoall(
+    _c: &CoreServices,
+    _t: &Team,
+    _dest: *mut c_void,
+    _src: *const c_void,
+    _es: usize,
+    _nelems: usize,
+    _dst: isize,
+    _sst: isize,
+) -> c_int {
+    RC_DECLINED
+}
+
+/// Reductions to all (scans are declined to `basic`): each leader combines its group's sources
+/// in team order into a partial result, which it leaves in its own `dest`; every leader reads
+/// every other's partial and combines the partials in group order, so every PE gets the same
+/// bits; once all have read its partial, a leader writes the result to its `dest` and its
+/// members'.
+///
+/// # Safety
+/// `dest` (symmetric) and `src` (symmetric) must be valid for the call (the core checked them).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn reduce(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    nelems: usize,
+    dtype: u32,
+    op: u32,
+    kind: u32,
+) -> c_int {
+    if kind != REDUCE_ALL {
+        return RC_DECLINED;
+    }
+    let Some(arith::Shape { nbytes, .. }) = arith::shape(dtype, op, kind, nelems, t.n, t.me) else {
+        return RC_ERROR;
+    };
+    let e = t.next();
+    if t.l != 0 {
+        // `src` is ready; the leader reads it and writes `dest` before delivering.
+        t.lsignal(0, LSIG, e);
+        return follow(c, t, 0, e);
+    }
+    let (dest, src) = (dest as *mut u8, src as *const u8);
+    let [mine, res, tmp] = t.buffers(nbytes);
+    let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
+    // SAFETY: `src` and `dest` hold `nbytes` on every member (caller); the private buffers
+    // hold at least `nbytes`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, bytes(mine), nbytes);
+        for j in 1..t.group_len() {
+            t.lwait(c, LSIG, j, e);
+            t.get_local(c, j, bytes(tmp), src, nbytes);
+            arith::combine(dtype, op, mine, tmp, nelems);
+        }
+        let h = t.hosts();
+        // Lend the partial through `dest` (this PE's own source is already read).
+        std::ptr::copy_nonoverlapping(bytes(mine), dest, nbytes);
+        for k in (1..h).map(|d| (t.g + d) % h) {
+            t.nsignal(c, k);
+        }
+        for k in 0..h {
+            let part: &[u128] = if k == t.g {
+                mine
+            } else {
+                t.nwait(c, k);
+                t.get_leader(c, k, bytes(tmp), dest, nbytes);
+                tmp
+            };
+            if k == 0 {
+                res.copy_from_slice(part);
+            } else {
+                arith::combine(dtype, op, res, part, nelems);
+            }
+        }
+        // Done reading the others' partials; wait until they are done with ours.
+        for k in (1..h).map(|d| (t.g + d) % h) {
+            t.nsignal(c, k);
+        }
+        for k in (1..h).map(|d| (t.g + h - d) % h) {
+            t.nwait(c, k);
+        }
+        std::ptr::copy_nonoverlapping(bytes(res), dest, nbytes);
+        deliver(c, t, dest, bytes(res), nbytes, e);
+    }
+    RC_OK
+}

@@ -1,0 +1,30 @@
+//! scoll "hier": collectives for teams whose PEs span several hosts. The team is cut into one
+//! group per host; inside a group, data and signals move by load/store on the members' mapped
+//! memory (no transport, no atomics); between groups only one leader per host talks, over the
+//! spml, in O(log hosts) steps for barrier and broadcast. Teams within one host are left to
+//! `shm`, and teams it cannot serve (hosts that do not map their PEs, more than
+//! [`MAX_LOCAL`] PEs on a host or [`MAX_HOSTS`] hosts, active-set teams on a pSync) to `basic`,
+//! as are the calls it has no hierarchical form for (variable-size collect, alltoall, scans).
+
+mod algo;
+mod team;
+
+pub use team::{MAX_HOSTS, MAX_LOCAL, SCRATCH_BYTES};
+
+use team::Team;
+
+rshmem_plugin_api::scoll_component! {
+    name: "hier",
+    description: "hierarchical collectives for teams spanning hosts: load/store inside each host, dissemination barrier, binomial broadcast and allreduce between one leader per host",
+    priority: 20,
+    caps: 0,
+    params: &[],
+    reason: "hierarchical collectives for teams spanning several hosts (others fall through to the next component)",
+    scratch: SCRATCH_BYTES,
+    team: Team,
+    new: Team::new,
+    algo: crate::algo,
+}
+
+#[cfg(test)]
+mod tests;

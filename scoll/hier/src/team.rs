@@ -1,0 +1,333 @@
+//! Per-team state: the team cut into host groups, the mapped scratch of this PE's group, and
+//! the signalling words.
+//!
+//! Groups are ordered by their lowest member, and members within a group by team index; a
+//! group's first member is its leader. Every member computes the same cut from the core's
+//! `host_of`, which is the same on every PE.
+//!
+//! Two kinds of signal, each word written by one sender only:
+//! - inside a host, call numbers stored through the mapping (`LSIG`, `LDATA`): every call on
+//!   the team has a number `e`, the same on every member, and "word j >= e" means that local
+//!   member `j` has done what it signals in call `e` or later. Nothing is reset and nothing is
+//!   read-modified-written.
+//! - between hosts, counts added by the spml's atomics (`NET`, one word per sending group on
+//!   each leader): the leaders follow the same schedule, so the i-th signal a leader consumes
+//!   from group `s` is the i-th that `s`'s leader sent it, and the leader keeps the tally. Only
+//!   the spml's atomics touch these words (the rule of docs/architecture.md, "Atomics").
+
+use rshmem_plugin_api::{CoreServices, TeamDesc, CMP_GE, TEAM_EPHEMERAL, TEAM_HOSTS_MAPPED, TEAM_MAPPED};
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// Most members on one host, and most hosts, in a team served: one scratch word each.
+pub const MAX_LOCAL: usize = 64;
+pub const MAX_HOSTS: usize = 64;
+/// On a group's agent: word `j` is local member `j`'s call number ("I have arrived", "my
+/// block is in place").
+pub const LSIG: usize = 0;
+/// On a member: word `j` is the call number local member `j` last delivered to it ("your
+/// data is in place", "the barrier is over").
+pub const LDATA: usize = MAX_LOCAL;
+/// On a leader: word `s` counts the signals group `s`'s leader has sent it.
+pub const NET: usize = 2 * MAX_LOCAL;
+pub const SCRATCH_WORDS: usize = NET + MAX_HOSTS;
+pub const SCRATCH_BYTES: usize = SCRATCH_WORDS * 8;
+
+pub struct Team {
+    pub n: c_int,
+    pub me: c_int,
+    /// World PE of each member.
+    pes: Vec<c_int>,
+    /// Members (team indices, ascending) of each group; `groups[g][0]` leads group `g`.
+    groups: Vec<Vec<c_int>>,
+    /// (group, index in the group) of each member.
+    place: Vec<(usize, usize)>,
+    /// This PE's group and its index there (0: the leader).
+    pub g: usize,
+    pub l: usize,
+    /// The scratch of this PE's group's members, as mapped here.
+    local: Vec<*mut u64>,
+    /// This PE's scratch, at the symmetric address the other leaders use.
+    scratch: *mut u64,
+    /// The number of the last call.
+    epoch: Cell<u64>,
+    /// Signals consumed from each group's leader.
+    seen: Vec<Cell<u64>>,
+    /// Private buffers for reductions, grown once to the largest size a call needed.
+    bufs: [UnsafeCell<Vec<u128>>; 3],
+}
+
+impl Team {
+    /// The state for `d`, or None when the component does not serve the team (every member
+    /// reaches the same answer: it depends only on the description, the flags the core
+    /// agreed on and `host_of`).
+    pub fn new(c: &CoreServices, d: &TeamDesc) -> Option<Team> {
+        let hosts_mapped = d.flags & TEAM_HOSTS_MAPPED != 0;
+        // One host is shm's (or, unmapped, basic's); a pSync team must be left zeroed.
+        let one_host = d.flags & TEAM_MAPPED != 0;
+        if !hosts_mapped || one_host || d.flags & TEAM_EPHEMERAL != 0 {
+            return None;
+        }
+        let aligned = (d.scratch as usize).is_multiple_of(8);
+        if d.size < 2 || d.scratch.is_null() || !aligned || d.scratch_len < SCRATCH_BYTES {
+            return None;
+        }
+        let pes: Vec<c_int> = (0..d.size).map(|i| d.pe_of(i)).collect();
+        let hosts: Vec<c_int> = pes.iter().map(|&pe| c.host_of(pe)).collect::<Option<_>>()?;
+        if hosts.iter().any(|h| *h < 0) {
+            return None;
+        }
+        let (groups, place) = cut(&hosts);
+        let big = groups.iter().any(|m| m.len() > MAX_LOCAL);
+        if groups.len() < 2 || groups.len() > MAX_HOSTS || big {
+            return None;
+        }
+        let me = usize::try_from(d.my_index).ok().filter(|i| *i < pes.len())?;
+        let (g, l) = place[me];
+        let mut local = Vec::with_capacity(groups[g].len());
+        for &i in &groups[g] {
+            // SAFETY: core service; the scratch is symmetric memory of this team.
+            let p = unsafe { (c.ptr)(d.scratch, pes[i as usize]) } as *mut u64;
+            if p.is_null() {
+                // TEAM_HOSTS_MAPPED promised this mapping: the core is inconsistent.
+                return None;
+            }
+            local.push(p);
+        }
+        Some(Team {
+            n: d.size,
+            me: d.my_index,
+            seen: (0..groups.len()).map(|_| Cell::new(0)).collect(),
+            pes,
+            groups,
+            place,
+            g,
+            l,
+            local,
+            scratch: d.scratch as *mut u64,
+            epoch: Cell::new(0),
+            bufs: std::array::from_fn(|_| UnsafeCell::new(Vec::new())),
+        })
+    }
+
+    /// Start a call: its number.
+    pub fn next(&self) -> u64 {
+        let e = self.epoch.get() + 1;
+        self.epoch.set(e);
+        e
+    }
+
+    pub fn hosts(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// How many members this PE's group has.
+    pub fn group_len(&self) -> usize {
+        self.groups[self.g].len()
+    }
+
+    /// (group, index in the group) of member `i`.
+    pub fn place_of(&self, i: c_int) -> (usize, usize) {
+        self.place[i as usize]
+    }
+
+    /// The members of group `h`, ascending.
+    pub fn members(&self, h: usize) -> &[c_int] {
+        &self.groups[h]
+    }
+
+    fn leader_pe(&self, h: usize) -> c_int {
+        self.pes[self.groups[h][0] as usize]
+    }
+
+    /// The world PE of local member `j` (of this PE's group).
+    fn local_pe(&self, j: usize) -> c_int {
+        self.pes[self.groups[self.g][j] as usize]
+    }
+
+    /// Word `arr + k` of local member `j`'s scratch.
+    fn word(&self, j: usize, arr: usize, k: usize) -> &AtomicU64 {
+        debug_assert!(arr + k < SCRATCH_WORDS);
+        // SAFETY: `local[j]` maps member j's scratch, SCRATCH_BYTES long and 8-aligned; its
+        // words are only accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.local[j].add(arr + k)) }
+    }
+
+    /// Tell local member `to` that this PE reached call `e` on array `arr`.
+    pub fn lsignal(&self, to: usize, arr: usize, e: u64) {
+        self.word(to, arr, self.l).store(e, Ordering::Release);
+    }
+
+    /// Signal every other local member on `arr`.
+    pub fn lsignal_all(&self, arr: usize, e: u64) {
+        for j in (0..self.group_len()).filter(|j| *j != self.l) {
+            self.lsignal(j, arr, e);
+        }
+    }
+
+    /// Wait until local member `from` has reached call `e` on `arr`. One look, then the core's
+    /// wait (which yields on an oversubscribed node).
+    pub fn lwait(&self, c: &CoreServices, arr: usize, from: usize, e: u64) {
+        let w = self.word(self.l, arr, from);
+        if w.load(Ordering::Acquire) < e {
+            // SAFETY: core service on an aligned word of this PE's symmetric scratch.
+            unsafe { (c.wait_until_u64)(w.as_ptr(), CMP_GE, e) };
+            fence(Ordering::Acquire);
+        }
+    }
+
+    /// One signal to group `to`'s leader (this PE leads its group).
+    pub fn nsignal(&self, c: &CoreServices, to: usize) {
+        debug_assert!(self.l == 0 && to != self.g);
+        // SAFETY: core service; the word is symmetric scratch of this team on every leader.
+        unsafe { (c.atomic_add_u64)(self.scratch.wrapping_add(NET + self.g), 1, self.leader_pe(to)) };
+    }
+
+    /// Wait for the next signal from group `from`'s leader.
+    pub fn nwait(&self, c: &CoreServices, from: usize) {
+        let want = self.seen[from].get() + 1;
+        self.seen[from].set(want);
+        let w = self.scratch.wrapping_add(NET + from);
+        // SAFETY: core service on an aligned word of this PE's symmetric scratch.
+        unsafe { (c.wait_until_u64)(w, CMP_GE, want) };
+        fence(Ordering::Acquire);
+    }
+
+    /// Put `len` bytes at symmetric `dest` of leader of group `h`, from `src`.
+    ///
+    /// # Safety
+    /// `dest` symmetric and `src` readable for `len` bytes.
+    pub unsafe fn put_leader(&self, c: &CoreServices, h: usize, dest: *mut u8, src: *const u8, len: usize) {
+        if len > 0 {
+            // SAFETY: caller.
+            unsafe { (c.putmem)(dest.cast(), src.cast(), len, self.leader_pe(h)) };
+        }
+    }
+
+    /// Get `len` bytes from symmetric `src` on group `h`'s leader into `dest`.
+    ///
+    /// # Safety
+    /// `src` symmetric and `dest` writable for `len` bytes.
+    pub unsafe fn get_leader(&self, c: &CoreServices, h: usize, dest: *mut u8, src: *const u8, len: usize) {
+        if len > 0 {
+            // SAFETY: caller.
+            unsafe { (c.getmem)(dest.cast(), src.cast(), len, self.leader_pe(h)) };
+        }
+    }
+
+    /// Write `len` bytes from `src` to local member `j`'s copy of symmetric `dest`: a copy
+    /// through the mapping, or the spml where the buffer is not mapped (a space created after
+    /// init). Returns whether a transport was used, so [`Team::publish`] must complete it.
+    ///
+    /// # Safety
+    /// `dest` symmetric and `src` readable for `len` bytes; `src` does not overlap member
+    /// `j`'s `dest` unless `j` is this PE.
+    pub unsafe fn put_local(
+        &self,
+        c: &CoreServices,
+        j: usize,
+        dest: *mut u8,
+        src: *const u8,
+        len: usize,
+    ) -> bool {
+        if len == 0 {
+            return false;
+        }
+        // SAFETY: caller; the core's `ptr` returns NULL or a mapping valid for the buffer.
+        unsafe {
+            if j == self.l {
+                std::ptr::copy(src, dest, len);
+                return false;
+            }
+            let p = (c.ptr)(dest as *const c_void, self.local_pe(j)) as *mut u8;
+            if p.is_null() {
+                (c.putmem)(dest.cast(), src.cast(), len, self.local_pe(j));
+                return true;
+            }
+            std::ptr::copy_nonoverlapping(src, p, len);
+        }
+        false
+    }
+
+    /// Read `len` bytes of local member `j`'s copy of symmetric `src` into `dest`.
+    ///
+    /// # Safety
+    /// `src` symmetric and `dest` writable for `len` bytes, not overlapping it.
+    pub unsafe fn get_local(&self, c: &CoreServices, j: usize, dest: *mut u8, src: *const u8, len: usize) {
+        if len == 0 {
+            return;
+        }
+        // SAFETY: caller; as for put_local.
+        unsafe {
+            let p = (c.ptr)(src as *const c_void, self.local_pe(j)) as *const u8;
+            if p.is_null() {
+                (c.getmem)(dest.cast(), src.cast(), len, self.local_pe(j));
+            } else {
+                std::ptr::copy(p, dest, len);
+            }
+        }
+    }
+
+    /// Make the data written above visible before the signals that follow: complete what
+    /// went through a transport, and order the copies (large ones may use non-temporal
+    /// stores, which a release store alone does not order).
+    pub fn publish(&self, c: &CoreServices, transported: bool) {
+        if transported {
+            // SAFETY: core service.
+            unsafe { (c.quiet)() };
+        }
+        fence(Ordering::SeqCst);
+    }
+
+    /// The three private buffers, each at least `bytes` long and 16-byte aligned.
+    #[allow(clippy::mut_from_ref)]
+    pub fn buffers(&self, bytes: usize) -> [&mut [u128]; 3] {
+        let words = bytes.div_ceil(16);
+        self.bufs.each_ref().map(|b| {
+            // SAFETY: a team's collectives run one at a time on one thread (the OpenSHMEM rule
+            // for teams), and the slices are dropped before the call returns.
+            let v = unsafe { &mut *b.get() };
+            if v.len() < words {
+                v.resize(words, 0);
+            }
+            &mut v[..words]
+        })
+    }
+}
+
+/// Cut a team into host groups: `hosts[i]` is member `i`'s host. Groups come in the order of
+/// their lowest member; returns the groups and each member's (group, index in group).
+pub fn cut(hosts: &[c_int]) -> (Vec<Vec<c_int>>, Vec<(usize, usize)>) {
+    let mut groups: Vec<Vec<c_int>> = Vec::new();
+    let mut keys: Vec<c_int> = Vec::new();
+    let mut place = Vec::with_capacity(hosts.len());
+    for (i, h) in hosts.iter().enumerate() {
+        let g = keys.iter().position(|k| k == h).unwrap_or_else(|| {
+            keys.push(*h);
+            groups.push(Vec::new());
+            keys.len() - 1
+        });
+        place.push((g, groups[g].len()));
+        groups[g].push(i as c_int);
+    }
+    (groups, place)
+}
+
+/// The binomial tree over `hosts` groups rooted at group `root`: group `g`'s parent (None for
+/// the root) and children, farthest subtree first. Group `g` sits at `(g - root) mod hosts`.
+pub fn tree(g: usize, root: usize, hosts: usize) -> (Option<usize>, impl Iterator<Item = usize>) {
+    let v = (g + hosts - root) % hosts;
+    let parent = (v > 0).then(|| {
+        let top = usize::BITS - 1 - v.leading_zeros();
+        ((v & !(1 << top)) + root) % hosts
+    });
+    // Children: v plus each power of two above v's highest bit, while inside the tree.
+    let above = if v == 0 { 0 } else { usize::BITS - v.leading_zeros() };
+    let kids = (above..usize::BITS)
+        .rev()
+        .map(move |k| v | (1usize << k))
+        .filter(move |&w| w < hosts && w > v)
+        .map(move |w| (w + root) % hosts);
+    (parent, kids)
+}

@@ -1,0 +1,398 @@
+//! Unit tests: the cut into hosts and the tree, and the collectives run through the
+//! component's C ABI on simulated jobs spread over pretend hosts
+//! (`rshmem_plugin_api::testing::job`, whose `ptr` reaches only the caller's host). PE threads
+//! record failures instead of panicking, since a PE that stops early would leave the others
+//! waiting in a collective.
+
+use super::*;
+use crate::team::{cut, tree};
+use rshmem_plugin_api::testing::job::{self as fake, run_job_on_hosts, HEAP_BYTES};
+use rshmem_plugin_api::{
+    Framework, QueryResult, ScollOps, TeamDesc, ABI_VERSION, DT_F64, DT_I64, OP_MAX, OP_SUM, RC_DECLINED,
+    RC_ERROR, RC_OK, REDUCE_ALL, REDUCE_INSCAN, TEAM_EPHEMERAL, TEAM_HOSTS_MAPPED, TEAM_MAPPED,
+};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Mutex;
+
+/// Heap layout: the team's scratch, a source and two result buffers.
+const SCRATCH: usize = 0;
+const SRC: usize = 2048;
+const DEST: [usize; 2] = [8192, 8192 + 16384];
+const MAX_BYTES: usize = 2048;
+const SIZES: [usize; 6] = [0, 8, 16, 104, 1000, MAX_BYTES];
+const GARBAGE: u8 = 0xee;
+const _: () = assert!(SCRATCH_BYTES <= SRC && SRC + MAX_BYTES <= DEST[0]);
+const _: () = assert!(DEST[1] + 16384 <= HEAP_BYTES && 7 * MAX_BYTES < 16384);
+
+/// Host layouts: PE i runs on host `layout[i]`.
+const LAYOUTS: &[&[c_int]] = &[
+    &[0, 1],
+    &[0, 0, 1, 1],
+    &[0, 1, 0, 1],
+    &[0, 0, 0, 1],
+    &[0, 1, 2],
+    &[0, 0, 1, 1, 2, 2, 2],
+    &[3, 1, 1, 2, 2, 0, 2],
+];
+
+fn ops() -> &'static ScollOps {
+    // SAFETY: the static descriptor's `open` (which records the core) returns the static
+    // ScollOps table.
+    unsafe { &*(((*shmem_plugin_descriptor()).open.unwrap())(fake::core()) as *const ScollOps) }
+}
+
+fn desc(pe: c_int, heap: *mut u8, n: c_int, flags: u32) -> TeamDesc {
+    TeamDesc {
+        id: 0,
+        start: 0,
+        stride: 1,
+        size: n,
+        my_index: pe,
+        scratch: heap.wrapping_add(SCRATCH).cast(),
+        scratch_len: SCRATCH_BYTES,
+        flags,
+    }
+}
+
+/// Enable the world team of `n` PEs on this PE, as the core would across hosts that map
+/// their own PEs.
+fn enable(pe: c_int, heap: *mut u8, n: c_int) -> *mut c_void {
+    // SAFETY: a valid description; enable copies it.
+    unsafe { (ops().enable)(&desc(pe, heap, n, TEAM_HOSTS_MAPPED)) }
+}
+
+fn disable(t: *mut c_void) {
+    // SAFETY: state from enable, not used after this.
+    unsafe { (ops().disable)(t) }
+}
+
+fn barrier(t: *mut c_void) -> c_int {
+    // SAFETY: state from enable; the fake job is running.
+    unsafe { (ops().barrier.unwrap())(t) }
+}
+
+fn buf<'a>(heap: *mut u8, off: usize, len: usize) -> &'a mut [u8] {
+    // SAFETY: every buffer of the layout lies inside the PE's heap.
+    unsafe { std::slice::from_raw_parts_mut(heap.wrapping_add(off), len) }
+}
+
+fn pattern(seq: usize, j: usize) -> u8 {
+    (seq * 31 + j * 7 + 1) as u8
+}
+
+/// Run `pe_main(pe, n, heap, team)` on every layout; collect what the PEs report.
+fn on_every_layout(pe_main: impl Fn(c_int, c_int, *mut u8, *mut c_void, &mut Vec<String>) + Sync) {
+    for layout in LAYOUTS {
+        let errors = Mutex::new(Vec::new());
+        let n = layout.len() as c_int;
+        run_job_on_hosts(layout, |pe, heap| {
+            let t = enable(pe, heap, n);
+            if t.is_null() {
+                errors.lock().unwrap().push(format!("pe {pe}: the team was declined"));
+                return;
+            }
+            let mut mine = Vec::new();
+            pe_main(pe, n, heap, t, &mut mine);
+            disable(t);
+            errors.lock().unwrap().extend(mine);
+        });
+        let errors = errors.into_inner().unwrap();
+        assert!(errors.is_empty(), "layout {layout:?}: {errors:#?}");
+    }
+}
+
+#[test]
+fn the_descriptor_is_an_scoll_component_between_shm_and_basic() {
+    // SAFETY: static descriptor; query writes only into the local result.
+    let d = unsafe { &*shmem_plugin_descriptor() };
+    assert_eq!(d.abi_version, ABI_VERSION);
+    assert_eq!(d.framework, Framework::Scoll as u32);
+    let mut r = QueryResult::default();
+    // SAFETY: as above, with the fake core.
+    unsafe { (d.query.unwrap())(fake::core(), &mut r) };
+    assert_eq!((r.available, r.priority), (1, 20));
+    assert_eq!(ops().scratch_needed, SCRATCH_BYTES);
+}
+
+#[test]
+fn teams_are_cut_by_host_in_order_of_their_lowest_member() {
+    let (groups, place) = cut(&[5, 2, 5, 7, 2]);
+    assert_eq!(groups, vec![vec![0, 2], vec![1, 4], vec![3]]);
+    assert_eq!(place, vec![(0, 0), (1, 0), (0, 1), (2, 0), (1, 1)]);
+}
+
+#[test]
+fn the_tree_reaches_every_group_once_from_any_root() {
+    for hosts in 1..=13 {
+        for root in 0..hosts {
+            let mut reached = vec![0; hosts];
+            for g in 0..hosts {
+                let (parent, kids) = tree(g, root, hosts);
+                assert_eq!(parent.is_none(), g == root, "hosts {hosts} root {root} g {g}");
+                for k in kids {
+                    reached[k] += 1;
+                    assert_eq!(tree(k, root, hosts).0, Some(g), "{k}'s parent is {g}");
+                }
+            }
+            reached[root] += 1;
+            assert!(reached.iter().all(|r| *r == 1), "hosts {hosts} root {root}: {reached:?}");
+        }
+    }
+    // ceil(log2 8) = 3 levels: the root has three children.
+    assert_eq!(tree(0, 0, 8).1.collect::<Vec<_>>(), [4, 2, 1]);
+}
+
+#[test]
+fn teams_it_does_not_serve_are_declined() {
+    let errors = Mutex::new(Vec::new());
+    run_job_on_hosts(&[0, 0, 1, 1], |pe, heap| {
+        let cases: [(&str, TeamDesc); 6] = [
+            ("hosts not mapped", desc(pe, heap, 4, 0)),
+            ("one host (shm's)", desc(pe, heap, 4, TEAM_HOSTS_MAPPED | TEAM_MAPPED)),
+            ("a pSync team", desc(pe, heap, 4, TEAM_HOSTS_MAPPED | TEAM_EPHEMERAL)),
+            ("one PE", TeamDesc { size: 1, my_index: 0, ..desc(pe, heap, 4, TEAM_HOSTS_MAPPED) }),
+            (
+                "the PEs of one host",
+                TeamDesc {
+                    start: pe - pe % 2,
+                    size: 2,
+                    my_index: pe % 2,
+                    ..desc(pe, heap, 4, TEAM_HOSTS_MAPPED)
+                },
+            ),
+            (
+                "too little scratch",
+                TeamDesc { scratch_len: SCRATCH_BYTES - 8, ..desc(pe, heap, 4, TEAM_HOSTS_MAPPED) },
+            ),
+        ];
+        for (what, d) in cases {
+            // SAFETY: a valid description; enable copies it.
+            let t = unsafe { (ops().enable)(&d) };
+            if !t.is_null() {
+                errors.lock().unwrap().push(format!("pe {pe}: {what} was accepted"));
+                disable(t);
+            }
+        }
+    });
+    let errors = errors.into_inner().unwrap();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn barrier_holds_everyone_until_all_arrive() {
+    const ITERS: u64 = 100;
+    for layout in LAYOUTS {
+        let n = layout.len() as u64;
+        let entered = AtomicU64::new(0);
+        let errors = Mutex::new(Vec::new());
+        run_job_on_hosts(layout, |pe, heap| {
+            let t = enable(pe, heap, n as c_int);
+            for i in 0..ITERS {
+                entered.fetch_add(1, SeqCst);
+                let rc = barrier(t);
+                let seen = entered.load(SeqCst);
+                // Everyone has entered barrier i; nobody can be past barrier i+1's entry.
+                if rc != RC_OK || seen < n * (i + 1) || seen > n * (i + 2) {
+                    errors.lock().unwrap().push(format!("pe {pe} barrier {i}: rc {rc}, {seen} entries"));
+                }
+            }
+            disable(t);
+        });
+        let errors = errors.into_inner().unwrap();
+        assert!(errors.is_empty(), "layout {layout:?}: {errors:#?}");
+    }
+}
+
+/// Two calls a round, into alternate buffers, after a barrier that follows everyone's garbage
+/// fill (pushes may land as soon as a peer enters a call).
+fn round<F: Fn(usize, usize) -> Option<String>>(
+    t: *mut c_void,
+    heap: *mut u8,
+    seq: usize,
+    errs: &mut Vec<String>,
+    call: F,
+) {
+    for d in DEST {
+        buf(heap, d, 16384).fill(GARBAGE);
+    }
+    barrier(t);
+    for (b, d) in DEST.iter().enumerate() {
+        errs.extend(call(2 * seq + b, *d));
+    }
+}
+
+#[test]
+fn broadcast_delivers_from_every_root_at_every_size() {
+    on_every_layout(|me, n, heap, t, errs| {
+        for seq in 0..(n as usize) * SIZES.len() {
+            round(t, heap, seq, errs, |seq, d| {
+                let root = (seq % n as usize) as c_int;
+                let nbytes = SIZES[seq % SIZES.len()];
+                let keep_root = seq % 3 == 1;
+                if me == root {
+                    for (j, b) in buf(heap, SRC, MAX_BYTES).iter_mut().enumerate() {
+                        *b = pattern(seq, j);
+                    }
+                }
+                let (dest, src) = (heap.wrapping_add(d), heap.wrapping_add(SRC));
+                let slot = if keep_root { ops().broadcast_keep_root } else { ops().broadcast };
+                // SAFETY: state from enable; symmetric buffers of the layout.
+                let rc = unsafe { (slot.unwrap())(t, dest.cast(), src.cast(), nbytes, root) };
+                let got = buf(heap, d, MAX_BYTES + 16);
+                let written = if me == root && keep_root { 0 } else { nbytes };
+                if rc != RC_OK {
+                    Some(format!("broadcast {seq}: rc {rc}"))
+                } else if let Some(j) = (0..written).find(|&j| got[j] != pattern(seq, j)) {
+                    Some(format!("broadcast {seq} (root {root}, {nbytes} B): byte {j} wrong on {me}"))
+                } else if got[written..].iter().any(|b| *b != GARBAGE) {
+                    Some(format!("broadcast {seq} (root {root}, {nbytes} B): wrote past the end on {me}"))
+                } else {
+                    None
+                }
+            });
+        }
+        let heap_buf = heap.wrapping_add(SRC);
+        // SAFETY: as above.
+        let rc = unsafe { (ops().broadcast.unwrap())(t, heap_buf.cast(), heap_buf.cast(), 8, n) };
+        if rc != RC_ERROR {
+            errs.push(format!("root {n} of {n}: rc {rc}"));
+        }
+    });
+}
+
+#[test]
+fn reductions_give_every_pe_the_same_result_in_place_or_not() {
+    on_every_layout(|me, n, heap, t, errs| {
+        for (seq, &nbytes) in SIZES.iter().enumerate() {
+            let ne = nbytes / 8;
+            round(t, heap, seq, errs, |seq, d| {
+                let in_place = seq % 2 == 1;
+                let at = if in_place { d } else { SRC };
+                // SAFETY: 8-aligned buffers of the layout, MAX_BYTES long.
+                let (src, dest) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(heap.wrapping_add(at) as *mut i64, ne),
+                        heap.wrapping_add(d) as *mut i64,
+                    )
+                };
+                for (i, v) in src.iter_mut().enumerate() {
+                    *v = i64::from(me) * 1000 + i as i64 + seq as i64;
+                }
+                // SAFETY: state from enable; symmetric buffers of `ne` elements.
+                let rc = unsafe {
+                    (ops().reduce.unwrap())(
+                        t,
+                        dest.cast(),
+                        src.as_ptr().cast(),
+                        ne,
+                        DT_I64,
+                        OP_SUM,
+                        REDUCE_ALL,
+                    )
+                };
+                let n = i64::from(n);
+                // SAFETY: the reduction is complete here.
+                let got = unsafe { std::slice::from_raw_parts(dest, ne) };
+                let want = |i: usize| 1000 * n * (n - 1) / 2 + n * (i as i64 + seq as i64);
+                if rc != RC_OK {
+                    Some(format!("reduce {seq}: rc {rc}"))
+                } else {
+                    (0..ne).find(|&i| got[i] != want(i)).map(|i| {
+                        format!(
+                            "reduce {seq} ({ne} elements, in place {in_place}): [{i}] = {} on {me}",
+                            got[i]
+                        )
+                    })
+                }
+            });
+        }
+        // Floating point, combined in group order: close to the sum in any order.
+        round(t, heap, 99, errs, |seq, d| {
+            let ne = 64;
+            // SAFETY: as above.
+            let (src, dest) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut f64, ne),
+                    heap.wrapping_add(d) as *mut f64,
+                )
+            };
+            for (i, v) in src.iter_mut().enumerate() {
+                *v = 1.0 / (f64::from(me) + 3.0) + i as f64 * 1e-17;
+            }
+            let op = if seq % 2 == 0 { OP_SUM } else { OP_MAX };
+            // SAFETY: as above.
+            let rc = unsafe {
+                (ops().reduce.unwrap())(t, dest.cast(), src.as_ptr().cast(), ne, DT_F64, op, REDUCE_ALL)
+            };
+            // SAFETY: the reduction is complete here.
+            let got = unsafe { std::slice::from_raw_parts(dest, ne) };
+            let mut want = vec![0.0f64; ne];
+            for (i, w) in want.iter_mut().enumerate() {
+                let part = |p: c_int| 1.0 / (f64::from(p) + 3.0) + i as f64 * 1e-17;
+                *w = if op == OP_MAX { part(0) } else { (0..n).map(part).sum::<f64>() };
+            }
+            let close = got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-12);
+            (rc != RC_OK || !close).then(|| format!("f64 reduce {seq}: rc {rc}, {:?} on {me}", &got[..2]))
+        });
+    });
+}
+
+#[test]
+fn fcollect_gathers_every_block_in_team_order() {
+    on_every_layout(|me, n, heap, t, errs| {
+        for (seq, &nbytes) in SIZES.iter().enumerate() {
+            round(t, heap, seq, errs, |seq, d| {
+                for (j, b) in buf(heap, SRC, nbytes).iter_mut().enumerate() {
+                    *b = pattern(seq + me as usize, j);
+                }
+                // SAFETY: state from enable; `dest` has room for n blocks.
+                let rc = unsafe {
+                    (ops().collect.unwrap())(
+                        t,
+                        heap.wrapping_add(d).cast(),
+                        heap.wrapping_add(SRC).cast(),
+                        nbytes,
+                        1,
+                    )
+                };
+                let got = buf(heap, d, n as usize * nbytes + 16);
+                let bad = (0..n as usize * nbytes).find(|&k| got[k] != pattern(seq + k / nbytes, k % nbytes));
+                if rc != RC_OK {
+                    Some(format!("fcollect {seq}: rc {rc}"))
+                } else if let Some(k) = bad {
+                    Some(format!("fcollect {seq} ({nbytes} B blocks): byte {k} wrong on {me}"))
+                } else if got[n as usize * nbytes..].iter().any(|b| *b != GARBAGE) {
+                    Some(format!("fcollect {seq}: wrote past the end on {me}"))
+                } else {
+                    None
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn calls_without_a_hierarchical_form_are_declined_alike_everywhere() {
+    on_every_layout(|_, _, heap, t, errs| {
+        let (d, s) = (heap.wrapping_add(DEST[0]).cast(), heap.wrapping_add(SRC).cast());
+        // SAFETY: state from enable; nothing is read or written by a declined call.
+        let rcs = unsafe {
+            [
+                (ops().collect.unwrap())(t, d, s, 8, 0),
+                (ops().alltoall.unwrap())(t, d, s, 8, 1, 1, 1),
+                (ops().reduce.unwrap())(t, d, s, 1, DT_I64, OP_SUM, REDUCE_INSCAN),
+            ]
+        };
+        if rcs != [RC_DECLINED; 3] {
+            errs.push(format!("{rcs:?}"));
+        }
+        // A bad reduction is refused before anyone waits.
+        // SAFETY: as above.
+        let rc = unsafe { (ops().reduce.unwrap())(t, d, s, 1, 999, OP_SUM, REDUCE_ALL) };
+        if rc != RC_ERROR {
+            errs.push(format!("bad type: rc {rc}"));
+        }
+        barrier(t);
+    });
+}
