@@ -202,7 +202,7 @@ fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
     assert!(!r.status.success());
     assert!(
         r.stderr.contains(
-            "there is no scoll component named 'future'; the scoll components that exist are: basic, shm"
+            "there is no scoll component named 'future'; the scoll components that exist are: basic, hier, shm"
         ),
         "{}",
         r.stderr
@@ -248,7 +248,7 @@ fn shmem_info_lists_components_and_settings() {
         "not selected by SHMEM_MCA_sshmem",
         "=> selected: mmap",
         "memheap components",
-        "=> selected: shm, basic",
+        "=> selected: shm, hier, basic",
         "=> selected: cpu for CPU memory",
         "  cuda ",
         "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"512M\"  [default, file key symmetric_size]",

@@ -18,18 +18,34 @@ fn follow(c: &CoreServices, t: &Team, from: usize, e: u64) -> c_int {
     RC_OK
 }
 
+/// On a member: tell the leader this PE has arrived in call `e` (its source or block is in
+/// place) and wait until the leader delivers; true, the call is over here. On the leader:
+/// false.
+fn as_member(c: &CoreServices, t: &Team, e: u64) -> bool {
+    if t.l == 0 {
+        return false;
+    }
+    t.lsignal(0, LSIG, e);
+    follow(c, t, 0, e);
+    true
+}
+
+/// On the leader: wait until every member has arrived in call `e`.
+fn gather(c: &CoreServices, t: &Team, e: u64) {
+    for j in 1..t.group_len() {
+        t.lwait(c, LSIG, j, e);
+    }
+}
+
 /// Barrier: members tell their leader they have arrived; the leaders run a dissemination
 /// barrier (ceil(log2 hosts) rounds: signal the group 2^k ahead, wait for the one 2^k behind);
 /// each leader then releases its members.
 pub fn barrier(c: &CoreServices, t: &Team) -> c_int {
     let e = t.next();
-    if t.l != 0 {
-        t.lsignal(0, LSIG, e);
-        return follow(c, t, 0, e);
+    if as_member(c, t, e) {
+        return RC_OK;
     }
-    for j in 1..t.group_len() {
-        t.lwait(c, LSIG, j, e);
-    }
+    gather(c, t, e);
     let h = t.hosts();
     let mut d = 1;
     while d < h {
@@ -160,13 +176,10 @@ pub unsafe fn collect(
             transported |= t.put_local(c, j, at(t.me), src as *const u8, nbytes);
         }
         t.publish(c, transported);
-        if t.l != 0 {
-            t.lsignal(0, LSIG, e);
-            return follow(c, t, 0, e);
+        if as_member(c, t, e) {
+            return RC_OK;
         }
-        for j in 1..t.group_len() {
-            t.lwait(c, LSIG, j, e);
-        }
+        gather(c, t, e);
         let h = t.hosts();
         for k in (1..h).map(|d| (t.g + d) % h) {
             for (i, len) in runs(t.members(t.g)) {
@@ -250,10 +263,9 @@ pub unsafe fn reduce(
         return RC_ERROR;
     };
     let e = t.next();
-    if t.l != 0 {
-        // `src` is ready; the leader reads it and writes `dest` before delivering.
-        t.lsignal(0, LSIG, e);
-        return follow(c, t, 0, e);
+    // A member's `src` is ready; its leader reads it and writes `dest` before delivering.
+    if as_member(c, t, e) {
+        return RC_OK;
     }
     let (dest, src) = (dest as *mut u8, src as *const u8);
     let [mine, res, tmp] = t.buffers(nbytes);
