@@ -154,25 +154,25 @@ impl TeamState {
     /// Which components serve each collective of the team, in the order they are tried (a
     /// component may still decline a call): `team (0, 1, 4): barrier hier>basic, ...`.
     fn providers(&self) -> String {
-        let names = |v: &mut dyn Iterator<Item = &String>| {
-            let v: Vec<&str> = v.map(String::as_str).collect();
+        fn names<F>(v: &[(F, *mut c_void, String)]) -> String {
+            let v: Vec<&str> = v.iter().map(|p| p.2.as_str()).collect();
             if v.is_empty() {
                 "none".to_string()
             } else {
                 v.join(">")
             }
-        };
+        }
         let d = &self.desc;
         format!(
             "team ({}, {}, {}): barrier {}, broadcast {}, collect {}, alltoall {}, reduce {}",
             d.start,
             d.stride,
             d.size,
-            names(&mut self.barrier.iter().map(|p| &p.2)),
-            names(&mut self.broadcast.iter().map(|p| &p.2)),
-            names(&mut self.collect.iter().map(|p| &p.2)),
-            names(&mut self.alltoall.iter().map(|p| &p.2)),
-            names(&mut self.reduce.iter().map(|p| &p.2)),
+            names(&self.barrier),
+            names(&self.broadcast),
+            names(&self.collect),
+            names(&self.alltoall),
+            names(&self.reduce),
         )
     }
 
