@@ -16,7 +16,7 @@ if [ ! -x /usr/bin/oshcc ] || [ ! -x /usr/bin/oshrun ]; then
     peer=0
     echo "bench: Open MPI's OSHMEM is not installed (apt-get install openmpi-bin libopenmpi-dev): running rshmem alone"
 fi
-progs=${BENCH_PROGS:-"put_get_latency put_get_bandwidth collectives coll_sizes atomics signal hints"}
+progs=${BENCH_PROGS:-"put_get_latency put_get_bandwidth collectives coll_sizes active_set atomics signal hints"}
 for p in $progs; do
     target/release/oshcc -O2 -o "$out/bin/rshmem_$p" "tests/bench/$p.c"
     if [ $peer = 1 ]; then /usr/bin/oshcc -O2 -o "$out/bin/oshmem_$p" "tests/bench/$p.c"; fi

@@ -1,20 +1,19 @@
 //! The active-set collectives (spec 9.9, deprecated forms): an active set `PE_start`,
 //! `2^logPE_stride`, `PE_size` and the user's pSync array. An active set that is the world
-//! or the shared team runs on that team. Any other runs the same scoll algorithms on an
-//! ephemeral team whose scratch is the pSync; the components leave the pSync all zeros
-//! (SHMEM_SYNC_VALUE) once the call has returned on every PE, which is what lets the user
-//! reuse it. pWrk arrays are not needed: reductions keep their
-//! work space locally.
+//! or the shared team runs on that team. Any other runs on a team cached per active set and
+//! pSync (`active_sets`), or, when no cache slot is left, on an ephemeral team whose scratch
+//! is the pSync; the components leave the pSync all zeros (SHMEM_SYNC_VALUE) once the call has
+//! returned on every PE, which is what lets the user reuse it. pWrk arrays are not needed:
+//! reductions keep their work space locally.
 
 use crate::error::fatal;
 use crate::runtime;
 use crate::team::TeamState;
 use std::ffi::{c_int, c_long, c_void, CStr};
 
-/// SHMEM_*_SYNC_SIZE (every one is 64 longs in shmem.h).
-const PSYNC_BYTES: usize = 64 * std::mem::size_of::<c_long>();
+use crate::active_sets::PSYNC_BYTES;
 
-/// Run `f` on the active set's ephemeral team (this PE must be a member).
+/// Run `f` on the active set's team (this PE must be a member).
 fn on_active_set<R>(
     routine: &CStr,
     start: c_int,
@@ -51,9 +50,7 @@ fn on_active_set<R>(
     if let Some(t) = standing_team(routine, triplet) {
         return f(t);
     }
-    let scolls = crate::teams::ephemeral_scolls();
-    let t = TeamState::create_ephemeral(rt, psync.cast(), PSYNC_BYTES, triplet, scolls);
-    f(&t)
+    f(&crate::active_sets::team(routine, rt, psync, triplet))
 }
 
 /// The world team, or the shared team, when the active set is exactly its PEs. Their members

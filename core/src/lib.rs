@@ -5,6 +5,7 @@
 //! mapped segments or through the selected spml component. Components are plugins found and
 //! chosen at `shmem_init` (`plugin`); the core never names a component. See docs/architecture.md.
 
+pub mod active_sets;
 pub mod amo;
 pub mod bootstrap;
 pub mod coll;

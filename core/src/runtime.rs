@@ -46,6 +46,8 @@ pub struct Runtime {
     pub selected: Vec<(Framework, Vec<String>)>,
     /// SHMEM_LOCAL_MAP: map the segments of PEs on this node.
     pub local_map: bool,
+    /// SHMEM_ACTIVE_SET_TEAMS: cache a team per active set and pSync (`active_sets`).
+    pub active_set_teams: bool,
     /// The largest power of two dividing the heap's base on every PE: allocations aligned to
     /// at most this (as offsets, which is how the memheap aligns) are aligned addresses on all.
     pub heap_align: usize,
@@ -198,6 +200,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     crate::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
     let debug = cfg(crate::config::get_bool("SHMEM_DEBUG"));
     let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
+    let active_set_teams = cfg(crate::config::get_bool("SHMEM_ACTIVE_SET_TEAMS"));
     // Shared-memory names carry the job id (so a launcher can find a dead job's leftovers) and
     // a random tag of this PE (so nobody can create them first and make the job fail, or
     // hand it memory they control: names are also created exclusively).
@@ -466,44 +469,14 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         );
     }
 
-    let rt = Box::leak(Box::new(Runtime {
-        boot,
-        my_pe,
-        n_pes,
-        spml,
-        sshmem,
-        memheap,
-        device_heaps: memheaps.into_iter().filter(|d| d.device != MEMHEAP_DEVICE_CPU).collect(),
-        gpu_note,
-        heap,
-        heap_lock: Mutex::new(()),
-        segs,
-        thread_level: requested.clamp(crate::ffi::THREAD_SINGLE, crate::ffi::THREAD_MULTIPLE),
-        debug,
-        needs_progress,
-        atomics_direct: !needs_progress,
-        spin_limit: if boot.local_size() as usize > available_cores() { 0 } else { 128 },
-        selected: vec![
-            (Framework::Spml, vec![spml_name]),
-            (Framework::Sshmem, vec![sshmem_name]),
-            (Framework::Memheap, memheap_names),
-            (Framework::Scoll, scolls.iter().map(|(_, n)| n.clone()).collect()),
-        ],
-        local_map,
-        heap_align,
-        heap_size,
-        heap_used: std::sync::atomic::AtomicUsize::new(0),
-        heap_seg: Mutex::new(heap_seg),
-        data_seg: Mutex::new(data),
-        spml_regs,
-    }));
-    RT.store(rt, Ordering::Release);
-    STATE.store(RUNNING, Ordering::Release);
-
     // Whether this PE maps every same-host peer's segments, and its host (the lowest PE on it),
     // for the others to read after the fence: a transport may map some peers and not others,
-    // and components must decide alike, from one table of hosts.
-    let maps_host = (0..n_pes).all(|pe| !boot.is_local(pe) || !segs_peer_unmapped(rt, pe));
+    // and every PE must decide alike, from one table of hosts.
+    let unmapped: Vec<i32> = (0..n_pes)
+        .filter(|&pe| pe != my_pe && boot.is_local(pe))
+        .filter(|&pe| (0..nseg).any(|seg| segs.peer(pe as usize, seg).mapped.is_null()))
+        .collect();
+    let maps_host = unmapped.is_empty();
     let my_host = (0..n_pes).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe);
     boot.put(crate::hosts::KEY, &crate::hosts::record(maps_host, my_host))
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
@@ -531,6 +504,57 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         );
     }
     crate::hosts::set(&hosts, my_pe);
+    if !crate::hosts::here_mapped() {
+        // Some PE of this host could not map a peer here. Mapped or not is then not the same
+        // on every PE of the host (the shared team, the atomics path, the space capabilities
+        // are decided from it), so none of them uses its mappings of the others.
+        if !maps_host {
+            crate::log::log(
+                crate::log::WARN,
+                "init",
+                &format!(
+                    "this PE does not map the symmetric memory of PE(s) {unmapped:?} on its host (SHMEM_LOCAL_MAP=0 here, or the transport could not): the host's PEs reach each other through the spml {spml_name}"
+                ),
+            );
+        }
+        needs_progress |= unmap_host_peers(&segs, boot, my_pe, n_pes, nseg);
+    }
+
+    let rt = Box::leak(Box::new(Runtime {
+        boot,
+        my_pe,
+        n_pes,
+        spml,
+        sshmem,
+        memheap,
+        device_heaps: memheaps.into_iter().filter(|d| d.device != MEMHEAP_DEVICE_CPU).collect(),
+        gpu_note,
+        heap,
+        heap_lock: Mutex::new(()),
+        segs,
+        thread_level: requested.clamp(crate::ffi::THREAD_SINGLE, crate::ffi::THREAD_MULTIPLE),
+        debug,
+        needs_progress,
+        atomics_direct: !needs_progress,
+        spin_limit: if boot.local_size() as usize > available_cores() { 0 } else { 128 },
+        selected: vec![
+            (Framework::Spml, vec![spml_name]),
+            (Framework::Sshmem, vec![sshmem_name]),
+            (Framework::Memheap, memheap_names),
+            (Framework::Scoll, scolls.iter().map(|(_, n)| n.clone()).collect()),
+        ],
+        local_map,
+        active_set_teams,
+        heap_align,
+        heap_size,
+        heap_used: std::sync::atomic::AtomicUsize::new(0),
+        heap_seg: Mutex::new(heap_seg),
+        data_seg: Mutex::new(data),
+        spml_regs,
+    }));
+    RT.store(rt, Ordering::Release);
+    STATE.store(RUNNING, Ordering::Release);
+
     // The team scratch pool is the first heap allocation, so it is symmetric; the world team
     // holds slot 0. No PE uses a team before the closing fence below.
     crate::team::init_pool(routine, rt, &scolls);
@@ -658,9 +682,22 @@ pub(crate) fn map_peer(
     unsafe { (spml.remote_ptr)(pe, seg, base) as *mut u8 }
 }
 
-/// Whether some segment of `pe` (the heap, global data) is not mapped here.
-fn segs_peer_unmapped(rt: &Runtime, pe: i32) -> bool {
-    pe != rt.my_pe && (0..rt.segs.count() as u32).any(|seg| rt.segs.peer(pe as usize, seg).mapped.is_null())
+/// Stop using the mappings of this host's other PEs (they stay mapped, unused, until exit);
+/// whether some peer is now reached through the spml.
+fn unmap_host_peers(segs: &SegmentTable, boot: &dyn Bootstrap, my_pe: i32, n_pes: i32, nseg: u32) -> bool {
+    let mut any = false;
+    for pe in (0..n_pes).filter(|&pe| pe != my_pe && boot.is_local(pe)) {
+        for seg in 0..nseg {
+            let p = segs.peer(pe as usize, seg);
+            segs.set_peer(
+                pe as usize,
+                seg,
+                PeerSeg { remote_base: p.remote_base, mapped: std::ptr::null_mut() },
+            );
+            any = true;
+        }
+    }
+    any
 }
 
 extern "C" {

@@ -2,7 +2,8 @@
 //! resolved per operation at creation from the stacked scoll components (best first; a slot
 //! that declines a call falls through to the next provider).
 //!
-//! Scratch comes from a pool of [`MAX_TEAMS`] symmetric slots reserved at init, not from the
+//! Scratch comes from a pool of symmetric slots reserved at init ([`MAX_TEAMS`] for split
+//! and predefined teams, then `active_sets::SLOTS` for cached active sets), not from the
 //! heap at team creation: only the parent team's PEs create a team, so per-team heap
 //! allocations would leave the PEs' heaps at different offsets. The PEs creating a team agree
 //! on a slot that none of them uses (see `teams.rs`), and teams with disjoint members may share
@@ -64,16 +65,18 @@ fn mapped_flags(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u
 pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, String)]) {
     let needs: usize = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).sum();
     let slot_bytes = CORE_WORDS * 8 + needs;
-    let base = crate::heap::alloc_internal(rt, MAX_TEAMS * slot_bytes, 64).unwrap_or_else(|| {
+    let slots = MAX_TEAMS + crate::active_sets::SLOTS;
+    let base = crate::heap::alloc_internal(rt, slots * slot_bytes, 64).unwrap_or_else(|| {
         crate::error::fatal(routine, "the symmetric heap has no room for team scratch space")
     });
     // SAFETY: freshly allocated symmetric memory of that size.
-    unsafe { std::ptr::write_bytes(base, 0, MAX_TEAMS * slot_bytes) };
+    unsafe { std::ptr::write_bytes(base, 0, slots * slot_bytes) };
     let _ = POOL.set(Pool { base: base as usize, slot_bytes });
 }
 
 /// Slot `slot`'s scratch: its address and length.
 pub fn slot_memory(slot: usize) -> (*mut u8, usize) {
+    assert!(slot < MAX_TEAMS + crate::active_sets::SLOTS, "team slot {slot} is outside the pool");
     let p = POOL.get().expect("team pool reserved at init");
     ((p.base + slot * p.slot_bytes) as *mut u8, p.slot_bytes)
 }

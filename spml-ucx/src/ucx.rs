@@ -5,6 +5,7 @@
 //! these types, and the unit tests drive them directly in one process.
 
 mod channel;
+mod mapping;
 pub use channel::{Channel, WorkerList};
 
 use rshmem_ucx_sys as sys;
@@ -303,6 +304,8 @@ struct Peers {
     extra: Vec<Arc<Channel>>,
     /// Channels of destroyed contexts, flushed and ready for the next context.
     pool: Vec<Arc<Channel>>,
+    /// Keys unpacked to map peers' segments for load/store.
+    map: mapping::Mappings,
 }
 
 // SAFETY: the default worker is created in UCS_THREAD_MODE_MULTI and the context with
@@ -495,7 +498,20 @@ impl Ucx {
         }
         peers.keys.retain(|(p, s, _)| (*p, *s) != (pe, seg));
         peers.keys.push((pe, seg, packed.to_vec()));
+        peers.map.forget(pe, seg);
         Ok(())
+    }
+
+    /// A pointer through which this process reaches `raddr` in PE `pe`'s segment `seg` by load
+    /// and store, or null when no transport maps it (see `mapping`).
+    pub fn remote_ptr(&self, pe: usize, seg: usize, raddr: u64) -> *mut c_void {
+        let mut guard = self.peers();
+        let peers = &mut *guard;
+        let Some(addr) = peers.addrs.get(pe) else { return std::ptr::null_mut() };
+        let Some((_, _, packed)) = peers.keys.iter().rev().find(|k| (k.0, k.1) == (pe, seg)) else {
+            return std::ptr::null_mut();
+        };
+        peers.map.ptr(&self.chan, addr, pe, seg, packed, raddr)
     }
 
     /// Wait (at most `timeout`) until every endpoint is wired up, by flushing the worker: UCX
@@ -626,6 +642,7 @@ impl Ucx {
                 errors.push(e);
             }
         }
+        self.peers().map.close(&self.chan, deadline);
         if let Err(e) = self.chan.close(deadline) {
             errors.push(e);
         }

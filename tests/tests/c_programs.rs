@@ -186,6 +186,9 @@ fn collectives_per_component_on_1_to_8_pes() {
                 eprintln!("{name} on {np} PEs with SHMEM_MCA_scoll={scoll}");
                 job(np, prog, &[("SHMEM_MCA_scoll", scoll)], DEFAULT_TIMEOUT).assert_all_pes_ok(name, np);
             }
+            // The active sets again, each call on a team built on its pSync.
+            let env = [("SHMEM_MCA_scoll", scoll), ("SHMEM_ACTIVE_SET_TEAMS", "0")];
+            job(np, &c_test("legacy_coll"), &env, DEFAULT_TIMEOUT).assert_all_pes_ok("legacy_coll", np);
         }
     }
 }
@@ -229,6 +232,74 @@ fn shm_collectives_with_moved_thresholds() {
 #[test]
 fn active_set_collectives_restore_psync() {
     run_everywhere("legacy_coll", &[]);
+    // The same calls each on a team built on the pSync (no team kept per active set).
+    run_everywhere("legacy_coll", &[("SHMEM_ACTIVE_SET_TEAMS", "0")]);
+}
+
+/// A PE that maps none of its host's peers (a transport that cannot, here SHMEM_LOCAL_MAP=0 on
+/// that PE alone) makes the whole host use the spml: mapped or not must be the same on every
+/// PE of a host, or the shared team and the atomics path would differ between PEs.
+#[test]
+fn a_pe_that_cannot_map_its_peers_sends_its_whole_host_through_the_spml() {
+    if Launcher::from_env() != Launcher::Oshrun {
+        return;
+    }
+    let prog = c_test("partial_map");
+    for (np, rank) in [(2, "0"), (4, "1"), (4, "3")] {
+        for backend in SSHMEM_BACKENDS {
+            let r = job(np, &prog, &[("UNMAP_RANK", rank), ("SHMEM_MCA_sshmem", backend)], DEFAULT_TIMEOUT);
+            r.assert_all_pes_ok("partial_map", np);
+            let warned: Vec<&str> =
+                r.stderr.lines().filter(|l| l.contains("does not map the symmetric memory")).collect();
+            assert_eq!(warned.len(), 1, "{}", r.stderr);
+            assert!(warned[0].contains(&format!("rshmem[PE {rank}]")), "{}", r.stderr);
+        }
+    }
+}
+
+/// Active-set collectives on more (active set, pSync) pairs than the core keeps teams for.
+#[test]
+fn active_sets_beyond_the_cached_teams() {
+    run_everywhere("active_sets", &[]);
+}
+
+/// Which (active set, pSync) pairs got a team and which run on their pSync, from the debug
+/// log: the members decide together at the first call on a pair, and never again.
+#[test]
+fn active_sets_get_cached_teams_until_the_slots_run_out_and_every_member_agrees() {
+    if Launcher::from_env() != Launcher::Oshrun {
+        return;
+    }
+    let prog = c_test("active_sets");
+    let debug = ("SHMEM_LOG_LEVEL", "debug");
+    let count = |r: &Run, what: &str| {
+        r.stderr.lines().filter(|l| l.contains("active set (") && l.contains(what)).count()
+    };
+    for np in [2, 4, 5] {
+        let r = job(np, &prog, &[debug], DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok("active_sets", np);
+        // PEs 0 .. n-2 use 21 pairs on that active set: the first 16 get the slots, the other
+        // 5 run on their pSync. Then the two overlapping sets (n >= 3) find no slot free on
+        // every member either: PEs 1 .. n-2, in both, have none left, although PE n-1 has.
+        let members = np - 1;
+        let overlapping = if np >= 3 { 2 } else { 0 };
+        let on_psync = members * (5 + overlapping);
+        assert_eq!(count(&r, "cached as a team in active-set slot"), members * 16, "{np} PEs:\n{}", r.stderr);
+        assert_eq!(
+            count(&r, "runs on its pSync (no active-set slot is free on every member)"),
+            on_psync,
+            "{np} PEs:\n{}",
+            r.stderr
+        );
+        // PE 0 opting out sends every pair of the active sets it is in to their pSync, on
+        // every member; the set of PEs 1 .. n-1 still gets a team.
+        let r = job(np, &prog, &[debug, ("OPT_OUT_RANK", "0")], DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok("active_sets", np);
+        let with_pe0 = if np >= 3 { 22 } else { 21 };
+        let opted = count(&r, "runs on its pSync (a member has SHMEM_ACTIVE_SET_TEAMS=0)");
+        assert_eq!(opted, members * with_pe0, "{np} PEs:\n{}", r.stderr);
+        assert_eq!(count(&r, "cached as a team"), overlapping / 2 * members, "{np} PEs:\n{}", r.stderr);
+    }
 }
 
 #[test]

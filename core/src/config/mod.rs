@@ -94,6 +94,12 @@ pub const SETTINGS: &[Setting] = &[
         "1",
         "Map the symmetric memory of PEs on the same node and access it with loads and stores; 0 sends everything through the spml",
     ),
+    setting(
+        "SHMEM_ACTIVE_SET_TEAMS",
+        Kind::Bool,
+        "1",
+        "Run the active-set (pSync) collectives on a team kept per active set and pSync, built at the first call (16 such teams at most; later pairs run on the pSync); 0 runs every call on its pSync, as a team built for that call",
+    ),
 ];
 
 pub fn lookup(name: &str) -> &'static Setting {

@@ -215,20 +215,6 @@ impl Channel {
         Ok((ep, rkey))
     }
 
-    /// A local address through which `raddr` of PE `pe`'s segment `seg` can be loaded and
-    /// stored (shared-memory transports), or NULL.
-    pub fn remote_ptr(&self, pe: usize, seg: usize, raddr: u64) -> *mut c_void {
-        let Ok((_, rkey)) = self.target(pe, seg) else {
-            return std::ptr::null_mut();
-        };
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a live key; valid out-pointer.
-        match unsafe { sys::ucp_rkey_ptr(rkey, raddr, &mut p) } {
-            sys::UCS_OK => p,
-            _ => std::ptr::null_mut(),
-        }
-    }
-
     /// Wait for what a `*_nbx` call returned: progress until the request completes, then free it.
     /// A round that found nothing to do yields the core: with more PEs than cores, the peer that
     /// has to answer may be waiting for this very core. 4 PEs on 2 cores did about 250 blocking
