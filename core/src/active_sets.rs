@@ -13,16 +13,20 @@
 //! Members must agree on each decision, or one would run the cached team while another runs
 //! the pSync and both would wait forever. So an entry, hit or miss, is only ever added by all
 //! members together, in the first call on the pair: on the pSync's ephemeral team they OR
-//! their masks of used active-set slots (and a "do not cache" bit) into one pSync word of the
-//! first member, read the union back, and either take the lowest slot free on all of them or,
-//! when none is free or a member opted out (`SHMEM_ACTIVE_SET_TEAMS=0`), record that the pair
-//! runs on the pSync for good. Entries are never removed (a slot could only be given back by
-//! all members together), so every member keeps the same entries.
+//! their masks of used active-set slots and a few flags into one pSync word of the first
+//! member and read the union back. An active set that is exactly the world or the shared team
+//! runs on that team unless a member is multithreaded (`SHMEM_THREAD_MULTIPLE`: two threads'
+//! calls with different pSyncs would meet on that one team). Otherwise the pair takes the
+//! lowest slot free on every member, or, when none is free, a member opted out
+//! (`SHMEM_ACTIVE_SET_TEAMS=0`) or was agreeing on another pair at the same time, it runs on
+//! the pSync for good. Entries are never removed (a slot could only be given back by all
+//! members together), so every member keeps the same entries.
 
 use crate::runtime::Runtime;
 use crate::team::TeamState;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_long, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Scratch slots reserved for active-set teams, after the [`crate::team::MAX_TEAMS`] slots
@@ -39,7 +43,17 @@ const COMPONENT_BYTES: usize = AGREE_WORD * 8;
 
 /// The agreement's "this member does not cache" bit, above every slot bit.
 const NO_CACHE: u64 = 1 << 63;
-const _: () = assert!(SLOTS < 63, "slot bits must stay below NO_CACHE");
+/// The agreement's "this member is agreeing on another pair at once" bit (threads).
+const BUSY: u64 = 1 << 62;
+/// The agreement's "this member runs SHMEM_THREAD_MULTIPLE" bit: then calls of one PE on one
+/// active set with different pSyncs may run at once, so they cannot share the standing team.
+const MULTI: u64 = 1 << 61;
+const _: () = assert!(SLOTS < 61, "slot bits must stay below the flags");
+
+/// Agreements under way on this PE. Only one that starts while no other is under way may take
+/// a slot: two at once (other threads, other pSyncs) could otherwise both read the same slot
+/// as free here. They cannot wait for each other instead: each waits for other PEs too.
+static AGREEING: AtomicUsize = AtomicUsize::new(0);
 
 type Key = ((c_int, c_int, c_int), usize);
 
@@ -76,35 +90,59 @@ impl std::ops::Deref for ActiveSetTeam {
 
 /// The team for a call on active set `triplet` (world start, stride, size) with `psync`, which
 /// the caller has checked: a symmetric array of [`PSYNC_BYTES`], and this PE a member.
+/// `standing` gives the world or shared team when the active set is exactly its PEs.
 pub fn team(
     routine: &CStr,
     rt: &Runtime,
     psync: *mut c_long,
     triplet: (c_int, c_int, c_int),
+    standing: impl FnOnce() -> Option<&'static TeamState>,
 ) -> ActiveSetTeam {
     let key = (triplet, psync as usize);
+    if let Some(t) = recent(key) {
+        return ActiveSetTeam::Cached(t);
+    }
     let known = with_cache(|c| c.teams.get(&key).copied());
     let once = || {
         let scolls = crate::teams::ephemeral_scolls();
         TeamState::create_ephemeral(rt, psync.cast(), COMPONENT_BYTES, triplet, scolls)
     };
     match known {
-        Some(Some(t)) => return ActiveSetTeam::Cached(t),
+        Some(Some(t)) => {
+            remember(key, t);
+            return ActiveSetTeam::Cached(t);
+        }
         Some(None) => return ActiveSetTeam::Once(Box::new(once())),
         None => {}
     }
     // First call on this pair, on every member at once: agree, then build the team (or not).
+    let standing = standing();
     let eph = once();
     let (start, stride, size) = triplet;
     let pair = format!("active set ({start}, {stride}, {size}) with pSync {psync:p}");
-    let slot = match agree(routine, rt, &eph, psync) {
-        Ok(slot) => slot,
+    let alone = AGREEING.fetch_add(1, Ordering::AcqRel) == 0;
+    let agreed = agree(routine, rt, &eph, psync, alone, standing.is_some());
+    let slot = match agreed {
+        Ok(Choice::Slot(slot)) => {
+            // Taken before the count drops, so the next agreement here sees it used.
+            with_cache(|c| c.used |= 1 << slot);
+            slot
+        }
+        Ok(Choice::Standing) => {
+            AGREEING.fetch_sub(1, Ordering::AcqRel);
+            let t = standing.expect("only offered with a standing team");
+            crate::log::log(crate::log::DEBUG, "team", &format!("{pair}: runs on the team of the same PEs"));
+            with_cache(|c| c.teams.insert(key, Some(t)));
+            return ActiveSetTeam::Cached(t);
+        }
         Err(why) => {
+            AGREEING.fetch_sub(1, Ordering::AcqRel);
             crate::log::log(crate::log::DEBUG, "team", &format!("{pair}: runs on its pSync ({why})"));
             with_cache(|c| c.teams.insert(key, None));
             return ActiveSetTeam::Once(Box::new(eph));
         }
     };
+    AGREEING.fetch_sub(1, Ordering::AcqRel);
     crate::log::log(
         crate::log::DEBUG,
         "team",
@@ -118,19 +156,55 @@ pub fn team(
     eph.barrier(routine);
     let t: &'static TeamState =
         Box::leak(Box::new(TeamState::create(routine, rt, pool_slot, triplet, crate::teams::scolls())));
-    with_cache(|c| {
-        c.used |= 1 << slot;
-        c.teams.insert(key, Some(t));
-    });
+    with_cache(|c| c.teams.insert(key, Some(t)));
     ActiveSetTeam::Cached(t)
 }
 
+/// What the members agreed a pair runs on (else, why it runs on its pSync).
+enum Choice {
+    /// The world or shared team of the same PEs: no member is multithreaded, so no two calls
+    /// of this PE can run on that team at once.
+    Standing,
+    /// A team in this active-set slot.
+    Slot(usize),
+}
+
+thread_local! {
+    /// The pairs this thread found teams for last, so that a loop over a few pSyncs takes no
+    /// lock (entries are never removed, so a remembered team stays right).
+    static RECENT: std::cell::Cell<[(Key, usize); 4]> = const { std::cell::Cell::new([(((0, 0, 0), 0), 0); 4]) };
+}
+
+fn recent(key: Key) -> Option<&'static TeamState> {
+    let hit = RECENT.with(|r| r.get().iter().find(|e| e.0 == key && e.1 != 0).map(|e| e.1));
+    // SAFETY: only leaked (never freed) team states are remembered.
+    hit.map(|p| unsafe { &*(p as *const TeamState) })
+}
+
+fn remember(key: Key, t: &'static TeamState) {
+    RECENT.with(|r| {
+        let mut v = r.get();
+        v.rotate_right(1);
+        v[0] = (key, t as *const TeamState as usize);
+        r.set(v);
+    });
+}
+
 /// The active-set slot every member of `eph` has free (the lowest), or why none is taken: no
-/// slot is free on every member, or a member does not cache. Collective over the members;
-/// leaves the pSync all zeros.
-fn agree(routine: &CStr, rt: &Runtime, eph: &TeamState, psync: *mut c_long) -> Result<usize, &'static str> {
-    let cache_here = rt.active_set_teams;
-    let mine = with_cache(|c| c.used) | if cache_here { 0 } else { NO_CACHE };
+/// slot is free on every member, a member does not cache, or a member is agreeing on another
+/// pair at once (`alone` false here). Collective over the members; leaves the pSync all zeros.
+fn agree(
+    routine: &CStr,
+    rt: &Runtime,
+    eph: &TeamState,
+    psync: *mut c_long,
+    alone: bool,
+    standing: bool,
+) -> Result<Choice, &'static str> {
+    let mine = with_cache(|c| c.used)
+        | if rt.active_set_teams { 0 } else { NO_CACHE }
+        | if alone { 0 } else { BUSY }
+        | if rt.thread_level >= crate::ffi::THREAD_MULTIPLE { MULTI } else { 0 };
     let word = psync.wrapping_add(AGREE_WORD).cast::<u64>();
     let first = eph.pe_of(0);
     let ctx = crate::ctx::default();
@@ -151,10 +225,19 @@ fn agree(routine: &CStr, rt: &Runtime, eph: &TeamState, psync: *mut c_long) -> R
         // pSync may be used again only after this call has returned here.
         unsafe { word.write_volatile(0) };
     }
+    if standing && union & MULTI == 0 {
+        return Ok(Choice::Standing);
+    }
     if union & NO_CACHE != 0 {
         return Err("a member has SHMEM_ACTIVE_SET_TEAMS=0");
     }
-    (0..SLOTS).find(|s| union & (1 << s) == 0).ok_or("no active-set slot is free on every member")
+    if union & BUSY != 0 {
+        return Err("a member was agreeing on another pair at the same time, in another thread");
+    }
+    (0..SLOTS)
+        .find(|s| union & (1 << s) == 0)
+        .map(Choice::Slot)
+        .ok_or("no active-set slot is free on every member")
 }
 
 #[cfg(test)]

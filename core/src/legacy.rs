@@ -47,16 +47,13 @@ fn on_active_set<R>(
     if crate::team::index_in(rt.my_pe, start, stride as c_int, size).is_none() {
         fatal(routine, &format!("PE {} is not in the active set it was called with", rt.my_pe));
     }
-    if let Some(t) = standing_team(routine, triplet) {
-        return f(t);
-    }
-    f(&crate::active_sets::team(routine, rt, psync, triplet))
+    f(&crate::active_sets::team(routine, rt, psync, triplet, || standing_team(routine, triplet)))
 }
 
 /// The world team, or the shared team, when the active set is exactly its PEs. Their members
 /// call their collectives in the same order as the active-set ones (an active set's PEs call
 /// its collectives in one order, and that order is the program order of each member), so the
-/// call runs there, at team speed, with no team built and the pSync untouched.
+/// call can run there (`active_sets` decides), with no team built and the pSync untouched.
 fn standing_team(routine: &CStr, (start, stride, size): (c_int, c_int, c_int)) -> Option<&'static TeamState> {
     let same = |t: &TeamState| {
         t.desc.start == start && t.desc.size == size && (size == 1 || t.desc.stride == stride)

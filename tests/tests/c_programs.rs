@@ -257,6 +257,13 @@ fn a_pe_that_cannot_map_its_peers_sends_its_whole_host_through_the_spml() {
     }
 }
 
+/// Under SHMEM_THREAD_MULTIPLE, two threads per PE run active-set collectives over all PEs at
+/// once, each on pSyncs of its own: they must not meet on the world team.
+#[test]
+fn active_sets_from_several_threads_at_once() {
+    run_everywhere("active_set_threads", &[]);
+}
+
 /// Active-set collectives on more (active set, pSync) pairs than the core keeps teams for.
 #[test]
 fn active_sets_beyond_the_cached_teams() {
