@@ -206,25 +206,9 @@ fn agree(
         | if alone { 0 } else { BUSY }
         | if rt.thread_level >= crate::ffi::THREAD_MULTIPLE { MULTI } else { 0 };
     let word = psync.wrapping_add(AGREE_WORD).cast::<u64>();
-    let first = eph.pe_of(0);
-    let ctx = crate::ctx::default();
-    // Everyone has entered (so the word is still zero from the last use of this pSync).
-    eph.barrier(routine);
-    // SAFETY: `word` is in the symmetric pSync (checked by the caller); the default context
-    // is always live.
-    unsafe {
-        crate::amo::rmw::<u64>(routine, ctx, word, crate::amo::AMO_OR, mine, first);
-        crate::rma::quiet(routine, ctx);
-    }
-    eph.barrier(routine);
-    // SAFETY: as above.
-    let union = unsafe { crate::amo::fetch::<u64>(routine, ctx, word, first) };
-    eph.barrier(routine);
-    if eph.desc.my_index == 0 {
-        // SAFETY: our own pSync word; every member has read it (the barrier above), and the
-        // pSync may be used again only after this call has returned here.
-        unsafe { word.write_volatile(0) };
-    }
+    // SAFETY: the pSync's last word is symmetric (checked by the caller), zero by the pSync
+    // contract, and no component of the ephemeral team touches it.
+    let union = unsafe { crate::teams::or_over(routine, eph, word, mine) };
     if standing && union & MULTI == 0 {
         return Ok(Choice::Standing);
     }

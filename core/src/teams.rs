@@ -232,22 +232,31 @@ pub fn sync(routine: &CStr, team: Team) -> c_int {
 /// The union of the used-slot masks of `parent`'s PEs (collective over `parent`).
 fn agree(routine: &CStr, parent: &TeamState) -> u64 {
     let mine = *registry().used.lock().unwrap_or_else(|e| e.into_inner());
-    let root = parent.pe_of(0);
-    let word = parent.core_word(0);
+    // SAFETY: the parent's own core word, zero between agreements.
+    unsafe { or_over(routine, parent, parent.core_word(0), mine) }
+}
+
+/// The OR of every member's `mine` (collective over `team`): each ORs it into `word` on the
+/// team's first PE and all read the union back; the word is zero again on return.
+///
+/// # Safety
+/// `word` must be a symmetric word that is zero on entry and that nothing else uses meanwhile.
+pub unsafe fn or_over(routine: &CStr, team: &TeamState, word: *mut u64, mine: u64) -> u64 {
+    let first = team.pe_of(0);
     let ctx = crate::ctx::default();
-    parent.barrier(routine);
-    // SAFETY: `word` is symmetric (the parent's slot); the default context is live.
+    // Everyone has entered, so nobody still reads the word from an earlier use.
+    team.barrier(routine);
+    // SAFETY: `word` is symmetric (caller); the default context is always live.
     unsafe {
-        crate::amo::rmw::<u64>(routine, ctx, word, crate::amo::AMO_OR, mine, root);
+        crate::amo::rmw::<u64>(routine, ctx, word, crate::amo::AMO_OR, mine, first);
         crate::rma::quiet(routine, ctx);
     }
-    parent.barrier(routine);
+    team.barrier(routine);
     // SAFETY: as above.
-    let union = unsafe { crate::amo::fetch::<u64>(routine, ctx, word, root) };
-    parent.barrier(routine);
-    if parent.desc.my_index == 0 {
-        // SAFETY: our own copy of the word; every PE has read it (the barrier above) and the
-        // next agreement starts with a barrier.
+    let union = unsafe { crate::amo::fetch::<u64>(routine, ctx, word, first) };
+    team.barrier(routine);
+    if team.desc.my_index == 0 {
+        // SAFETY: our own copy of the word; every member has read it (the barrier above).
         unsafe { word.write_volatile(0) };
     }
     union
