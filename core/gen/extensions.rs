@@ -149,7 +149,7 @@ pub const EXTENSIONS: &[Family] = &[
         W32_64,
         "void",
         "{TYPE} *addr, {TYPE} value",
-        "p2p::wait_until({NAME}, addr, crate::wait::CMP_NE, value)",
+        "p2p::wait_until({NAME}, addr, crate::ops::wait::CMP_NE, value)",
     ),
     ext(
         "wait_until",

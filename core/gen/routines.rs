@@ -188,7 +188,7 @@ const fn amo(
 
 pub const FAMILIES: &[Family] = &[
     // --- setup, query, exit (spec 9.1) ---
-    plain("setup", "shmem_init", "void", "void", "setup::init({NAME}, crate::ffi::THREAD_SINGLE);"),
+    plain("setup", "shmem_init", "void", "void", "setup::init({NAME}, crate::ops::THREAD_SINGLE);"),
     plain(
         "setup",
         "shmem_init_thread",
@@ -659,9 +659,9 @@ pub const FAMILIES: &[Family] = &[
     Family { category: "deprecated", over: &[Over::Types(&["short", "ushort"])], generic: Some("shmem_test"),
         ..p2p("test", "int", "{TYPE} *ivar, int cmp, {TYPE} cmp_value", "p2p::test({NAME}, ivar, cmp, cmp_value)") },
     plain("deprecated", "shmem_wait_until", "void", "long *ivar, int cmp, long cmp_value", "p2p::wait_until({NAME}, ivar, cmp, cmp_value)"),
-    plain("deprecated", "shmem_wait", "void", "long *ivar, long cmp_value", "p2p::wait_until({NAME}, ivar, crate::wait::CMP_NE, cmp_value)"),
+    plain("deprecated", "shmem_wait", "void", "long *ivar, long cmp_value", "p2p::wait_until({NAME}, ivar, crate::ops::wait::CMP_NE, cmp_value)"),
     Family { category: "deprecated", over: &[Over::Types(&["short", "int", "long", "longlong"])],
-        ..p2p("wait", "void", "{TYPE} *ivar, {TYPE} cmp_value", "p2p::wait_until({NAME}, ivar, crate::wait::CMP_NE, cmp_value)") },
+        ..p2p("wait", "void", "{TYPE} *ivar, {TYPE} cmp_value", "p2p::wait_until({NAME}, ivar, crate::ops::wait::CMP_NE, cmp_value)") },
     // --- locks (spec 9.11) ---
     plain("lock", "shmem_set_lock", "void", "long *lock", "lock::set_lock({NAME}, lock)"),
     plain("lock", "shmem_test_lock", "int", "long *lock", "lock::test_lock({NAME}, lock)"),
@@ -723,10 +723,10 @@ pub const FAMILIES: &[Family] = &[
     plain("signal", "shmem_signal_fetch", "uint64_t", "const uint64_t *sig_addr", "signal::fetch({NAME}, sig_addr)"),
     plain("signal", "shmem_signal_wait_until", "uint64_t", "uint64_t *sig_addr, int cmp, uint64_t cmp_value", "signal::wait_until({NAME}, sig_addr, cmp, cmp_value)"),
     // --- ordering (spec 9.12) ---
-    Family { ctx: true, ..plain("ordering", "shmem_quiet", "void", "void", "rma::quiet({NAME}, ctx)") },
-    Family { ctx: true, ..plain("ordering", "shmem_fence", "void", "void", "rma::fence({NAME}, ctx)") },
+    Family { ctx: true, ..plain("ordering", "shmem_quiet", "void", "void", "ctx::quiet({NAME}, ctx)") },
+    Family { ctx: true, ..plain("ordering", "shmem_fence", "void", "void", "ctx::fence({NAME}, ctx)") },
     // Completing everything on the context is a correct (if stronger) pe_quiet.
-    Family { ctx: true, ..plain("ordering", "shmem_pe_quiet", "void", "const int *target_pes, size_t npes", "rma::quiet({NAME}, ctx)") },
+    Family { ctx: true, ..plain("ordering", "shmem_pe_quiet", "void", "const int *target_pes, size_t npes", "ctx::quiet({NAME}, ctx)") },
     // --- teams (spec 9.5) ---
     plain("teams", "shmem_team_my_pe", "int", "shmem_team_t team", "teams::my_pe({NAME}, team)"),
     plain("teams", "shmem_team_n_pes", "int", "shmem_team_t team", "teams::n_pes({NAME}, team)"),

@@ -3,6 +3,8 @@
 //! message and a clean job abort is the only honest answer to bad input.
 
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 #[cold]
 #[inline(never)]
@@ -11,11 +13,32 @@ pub fn fatal(routine: &CStr, msg: &str) -> ! {
     abort_job(1, msg)
 }
 
-/// End the job with `code`.
+/// End the job with `code`: through the hook the runtime installs once it is live (the
+/// bootstrap then stops every PE), else by ending this process.
 pub fn abort_job(code: i32, msg: &str) -> ! {
-    crate::runtime::mark_exiting();
-    match crate::runtime::try_get() {
-        Some(rt) => rt.boot.abort(code, msg),
-        None => std::process::exit(code),
+    mark_exiting();
+    if let Some(hook) = JOB_ABORT.get() {
+        hook(code, msg);
     }
+    std::process::exit(code)
+}
+
+/// How to end the whole job; returns only when it cannot (no live runtime).
+pub type JobAbort = fn(code: i32, msg: &str);
+
+static JOB_ABORT: OnceLock<JobAbort> = OnceLock::new();
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Installed by the runtime when it goes live. This module sits below it and cannot call it.
+pub fn set_job_abort(hook: JobAbort) {
+    let _ = JOB_ABORT.set(hook);
+}
+
+/// The job is being ended (global exit or a fatal error): exit handlers must not synchronise.
+pub fn mark_exiting() {
+    EXITING.store(true, Ordering::Release);
+}
+
+pub fn is_exiting() -> bool {
+    EXITING.load(Ordering::Acquire)
 }

@@ -7,8 +7,8 @@
 //! comes from this user, claims a rank no other connection holds, and comes from that rank's
 //! process or one of its descendants. Anything else is refused, logged and never acted on.
 
-use shmem::bootstrap::secret;
-use shmem::bootstrap::wire::{self, Msg};
+use rshmem_boot::secret;
+use rshmem_boot::wire::{self, Msg};
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};

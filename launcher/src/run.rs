@@ -4,8 +4,8 @@
 //! once, with a message naming it, and its status becomes oshrun's.
 
 use crate::kvserver::Server;
+use rshmem_boot::{secret, wire};
 use rshmem_topology::{BindTo, Host};
-use shmem::bootstrap::{secret, wire};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;

@@ -215,26 +215,19 @@ pub fn unknown_settings<'a>(vars: impl Iterator<Item = &'a str>) -> Vec<(String,
     out
 }
 
-/// Warn about misspelt or foreign `SHMEM_*` variables and configuration-file keys (once per
-/// job: the caller is PE 0).
-pub fn warn_unknown() {
-    if let Ok(layer) = file::layer() {
-        for w in &layer.warnings {
-            crate::log::log(crate::log::WARN, "settings", w);
-        }
-    }
+/// The warnings about misspelt or foreign `SHMEM_*` variables and configuration-file keys (for
+/// the caller to log, once per job: the caller is PE 0; logging sits above this module).
+pub fn unknown_warnings() -> Vec<String> {
+    let mut out = file::layer().as_ref().map(|layer| layer.warnings.clone()).unwrap_or_default();
     let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
     for (name, near) in unknown_settings(names.iter().map(String::as_str)) {
         let hint = match near {
             Some(n) => format!("; did you mean {n}?"),
             None => " (shmem_info lists the settings)".to_string(),
         };
-        crate::log::log(
-            crate::log::WARN,
-            "settings",
-            &format!("{name} is not an rshmem setting and is ignored{hint}"),
-        );
+        out.push(format!("{name} is not an rshmem setting and is ignored{hint}"));
     }
+    out
 }
 
 #[cfg(test)]

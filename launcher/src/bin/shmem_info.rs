@@ -25,10 +25,10 @@ fn main() {
     let wants = |o: &str| all || args.iter().any(|a| a == o);
     out += &format!("rshmem {} (OpenSHMEM 1.6, vendor string \"rshmem\")\n", env!("CARGO_PKG_VERSION"));
     if wants("--settings") {
-        out += &format!("\n{}", shmem::info::settings_report());
+        out += &format!("\n{}", shmem::ops::info::settings_report());
     }
     if wants("--selection") || wants("--components") {
-        out += &format!("\n{}", shmem::info::components_report());
+        out += &format!("\n{}", shmem::ops::info::components_report());
     }
     if wants("--topology") {
         out += "\nTopology (hwloc; what `oshrun --bind-to core|numa` binds from):\n";

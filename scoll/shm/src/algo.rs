@@ -8,7 +8,8 @@
 //! that are the same everywhere), and anything that can make the call decline or fail is
 //! checked before the first signal.
 
-use crate::team::{Team, ACK, MID, SIG};
+use crate::layout::{ACK, MAX_PES, MID, SIG};
+use crate::team::Team;
 use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 use std::ptr::{copy, copy_nonoverlapping};
@@ -316,7 +317,7 @@ unsafe fn scatter_gather(
 ) {
     t.signal_all(SIG, e);
     t.wait_all(c, SIG, e);
-    let mut srcs = [std::ptr::null::<u8>(); crate::team::MAX_PES];
+    let mut srcs = [std::ptr::null::<u8>(); MAX_PES];
     for (j, s) in srcs.iter_mut().enumerate().take(t.n as usize) {
         *s = at(c, t, src.cast(), j as c_int);
     }

@@ -7,10 +7,11 @@
 //! so the next component ("basic") serves them.
 
 mod algo;
+mod layout;
 mod team;
 mod tuning;
 
-pub use team::{MAX_PES, SCRATCH_BYTES, STAGE_BYTES};
+pub use layout::{MAX_PES, SCRATCH_BYTES, STAGE_BYTES};
 pub use tuning::Tuning;
 
 use team::Team;

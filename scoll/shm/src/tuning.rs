@@ -9,7 +9,7 @@ use rshmem_plugin_api::{cstr, CoreServices, ParamDecl, LOG_DEBUG, PARAM_INT, PAR
 use std::ffi::c_int;
 use std::sync::OnceLock;
 
-use crate::team::STAGE_BYTES;
+use crate::layout::STAGE_BYTES;
 
 /// The declarations, in the descriptor.
 pub const PARAMS: &[ParamDecl] = &[

@@ -7,9 +7,9 @@
 //! first PE, and all read the union back.
 
 use crate::error::fatal;
-use crate::ffi::handles::{is_predefined, Ctx, Team, TeamObj};
-use crate::runtime;
-use crate::team::{TeamState, MAX_TEAMS};
+use crate::ops::handles::{is_predefined, Ctx, Team, TeamObj};
+use crate::ops::team::{TeamState, MAX_TEAMS};
+use crate::symm::runtime;
 use rshmem_plugin_api::ScollOps;
 use std::ffi::{c_int, c_long, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -71,7 +71,9 @@ pub fn init_shared(
     world: *mut std::ffi::c_void,
 ) -> *mut std::ffi::c_void {
     let local: Vec<bool> = (0..rt.n_pes)
-        .map(|pe| pe == rt.my_pe || !rt.segs.peer(pe as usize, crate::segments::SEG_HEAP).mapped.is_null())
+        .map(|pe| {
+            pe == rt.my_pe || !rt.segs.peer(pe as usize, crate::symm::segments::SEG_HEAP).mapped.is_null()
+        })
         .collect();
     if local.iter().all(|&l| l) {
         return world;
@@ -217,7 +219,7 @@ pub unsafe fn ptr(routine: &CStr, team: Team, dest: *const c_void, pe: c_int) ->
         return std::ptr::null_mut();
     }
     // SAFETY: forwarded.
-    unsafe { crate::rma::ptr(routine, dest, t.pe_of(pe)) }
+    unsafe { crate::ops::rma::ptr(routine, dest, t.pe_of(pe)) }
 }
 
 /// `shmem_team_sync`: synchronise the team's PEs (no completion of communication).
@@ -243,17 +245,17 @@ fn agree(routine: &CStr, parent: &TeamState) -> u64 {
 /// `word` must be a symmetric word that is zero on entry and that nothing else uses meanwhile.
 pub unsafe fn or_over(routine: &CStr, team: &TeamState, word: *mut u64, mine: u64) -> u64 {
     let first = team.pe_of(0);
-    let ctx = crate::ctx::default();
+    let ctx = crate::ops::ctx::default();
     // Everyone has entered, so nobody still reads the word from an earlier use.
     team.barrier(routine);
     // SAFETY: `word` is symmetric (caller); the default context is always live.
     unsafe {
-        crate::amo::rmw::<u64>(routine, ctx, word, crate::amo::AMO_OR, mine, first);
-        crate::rma::quiet(routine, ctx);
+        crate::ops::amo::rmw::<u64>(routine, ctx, word, crate::ops::amo::AMO_OR, mine, first);
+        crate::ops::ctx::quiet(routine, ctx);
     }
     team.barrier(routine);
     // SAFETY: as above.
-    let union = unsafe { crate::amo::fetch::<u64>(routine, ctx, word, first) };
+    let union = unsafe { crate::ops::amo::fetch::<u64>(routine, ctx, word, first) };
     team.barrier(routine);
     if team.desc.my_index == 0 {
         // SAFETY: our own copy of the word; every member has read it (the barrier above).
@@ -280,7 +282,7 @@ fn split(
         ));
     };
     if mine.is_some() {
-        let (base, len) = crate::team::slot_memory(slot);
+        let (base, len) = crate::ops::team::slot_memory(slot);
         // SAFETY: the slot is ours and unused; members use it only after the barrier below.
         unsafe { std::ptr::write_bytes(base, 0, len) };
         *registry().used.lock().unwrap_or_else(|e| e.into_inner()) |= 1u64 << slot;
@@ -368,7 +370,7 @@ pub unsafe fn split_strided(
     let cfg = config_of(routine, config, mask);
     let world = (p.pe_of(start), p.desc.stride * stride, size);
     let me = p.desc.my_index;
-    let member = crate::team::index_in(me, start, stride, size).is_some();
+    let member = crate::ops::team::index_in(me, start, stride, size).is_some();
     match split(routine, p, member.then_some(world), cfg) {
         Ok(t) => {
             // SAFETY: checked non-null.
@@ -463,7 +465,7 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
     let Some(t) = state(routine, team) else { return };
     // Nobody may still be in a collective on it, nor write to its scratch afterwards.
     // SAFETY: the default context is always live.
-    unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+    unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     t.barrier(routine);
     let slot = t.slot;
     // Out of the live list first, so that nobody walking it (live_in_space) meets a freed state.
@@ -491,7 +493,7 @@ pub unsafe fn create_ctx(routine: &CStr, team: Team, options: c_long, ctx: *mut 
         return -1;
     }
     // SAFETY: forwarded; `ctx` is writable.
-    let rc = unsafe { crate::ctx::create(routine, options, ctx) };
+    let rc = unsafe { crate::ops::ctx::create(routine, options, ctx) };
     if rc == 0 {
         // SAFETY: a context just created, not shared yet.
         unsafe { (**ctx).team.store(team as *mut TeamObj, Ordering::Release) };

@@ -2,7 +2,8 @@
 //! component found with its probe answer.
 
 use crate::config::{self, SETTINGS};
-use crate::plugin::{self, services};
+use crate::ops::services;
+use crate::plugin;
 use rshmem_plugin_api::Framework;
 use std::fmt::Write;
 
@@ -48,7 +49,7 @@ pub fn components_report() -> String {
         let _ = writeln!(s, "  {}", d.0.display());
     }
     let core = services::table(0, 1, 0, 1, &format!("info{}", std::process::id()));
-    crate::runtime::use_singleton_bootstrap();
+    crate::symm::runtime::use_singleton_bootstrap();
     for fw in Framework::ALL {
         let (spec, from) = config::resolve(&format!("SHMEM_MCA_{}", fw.name()));
         let _ = writeln!(s, "\n{} components (SHMEM_MCA_{}={:?} [{from}]):", fw.name(), fw.name(), spec);
@@ -114,7 +115,7 @@ pub fn components_report() -> String {
                 let _ = writeln!(s, "  => selected: {chosen}");
                 if fw == Framework::Spml {
                     // SAFETY: `core` is the services table built above.
-                    unsafe { crate::runtime::open_spml_for_tools(&sel, core) };
+                    unsafe { crate::symm::runtime::open_spml_for_tools(&sel, core) };
                 }
             }
             Err(e) => {

@@ -3,13 +3,13 @@
 //! that declines a call falls through to the next provider).
 //!
 //! Scratch comes from a pool of symmetric slots reserved at init ([`MAX_TEAMS`] for split
-//! and predefined teams, then `active_sets::SLOTS` for cached active sets), not from the
+//! and predefined teams, then `ACTIVE_SET_SLOTS` for cached active sets), not from the
 //! heap at team creation: only the parent team's PEs create a team, so per-team heap
 //! allocations would leave the PEs' heaps at different offsets. The PEs creating a team agree
 //! on a slot that none of them uses (see `teams.rs`), and teams with disjoint members may share
 //! one.
 
-use crate::runtime::Runtime;
+use crate::symm::runtime::Runtime;
 use rshmem_plugin_api::{
     ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL, TEAM_HOSTS_MAPPED, TEAM_MAPPED,
 };
@@ -37,6 +37,10 @@ macro_rules! slot {
 
 /// Teams that can exist at once on a PE (the world and the shared team included).
 pub const MAX_TEAMS: usize = 64;
+
+/// Scratch slots reserved for active-set teams (`crate::ops::active_sets`), after the
+/// [`MAX_TEAMS`] slots of split teams: splits never run short of slots because of that cache.
+pub const ACTIVE_SET_SLOTS: usize = 16;
 /// Words of each slot the core itself uses (slot agreement), before the components' scratch.
 pub const CORE_WORDS: usize = 8;
 
@@ -52,10 +56,10 @@ static POOL: OnceLock<Pool> = OnceLock::new();
 fn mapped_flags(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u32 {
     let all_here = (0..size).all(|i| rt.boot.is_local(start + i * stride));
     let mut flags = 0;
-    if all_here && crate::hosts::here_mapped() {
+    if all_here && crate::symm::hosts::here_mapped() {
         flags |= TEAM_MAPPED;
     }
-    if crate::hosts::all_mapped() {
+    if crate::symm::hosts::all_mapped() {
         flags |= TEAM_HOSTS_MAPPED;
     }
     flags
@@ -65,8 +69,8 @@ fn mapped_flags(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u
 pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, String)]) {
     let needs: usize = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).sum();
     let slot_bytes = CORE_WORDS * 8 + needs;
-    let slots = MAX_TEAMS + crate::active_sets::SLOTS;
-    let base = crate::heap::alloc_internal(rt, slots * slot_bytes, 64).unwrap_or_else(|| {
+    let slots = MAX_TEAMS + ACTIVE_SET_SLOTS;
+    let base = rt.alloc(slots * slot_bytes, 64).unwrap_or_else(|| {
         crate::error::fatal(routine, "the symmetric heap has no room for team scratch space")
     });
     // SAFETY: freshly allocated symmetric memory of that size.
@@ -76,7 +80,7 @@ pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, Str
 
 /// Slot `slot`'s scratch: its address and length.
 pub fn slot_memory(slot: usize) -> (*mut u8, usize) {
-    assert!(slot < MAX_TEAMS + crate::active_sets::SLOTS, "team slot {slot} is outside the pool");
+    assert!(slot < MAX_TEAMS + ACTIVE_SET_SLOTS, "team slot {slot} is outside the pool");
     let p = POOL.get().expect("team pool reserved at init");
     ((p.base + slot * p.slot_bytes) as *mut u8, p.slot_bytes)
 }

@@ -1,25 +1,25 @@
 //! Collectives: entry points that check arguments, then run the team's resolved scoll table.
 
 use crate::error::fatal;
-use crate::ffi::handles::Team;
-use crate::runtime;
-use crate::team::TeamState;
+use crate::ops::handles::Team;
+use crate::ops::team::TeamState;
+use crate::symm::runtime;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::Ordering;
 
 fn team_state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
-    crate::teams::state(routine, team)
+    crate::ops::teams::state(routine, team)
 }
 
 pub fn world(routine: &CStr) -> &'static TeamState {
     runtime::get(routine);
-    team_state(routine, &crate::ffi::handles::rshmem_team_world).expect("world team exists after init")
+    team_state(routine, &crate::ops::handles::rshmem_team_world).expect("world team exists after init")
 }
 
 /// `shmem_barrier_all`: complete all communication, then synchronise every PE.
 pub fn barrier_all(routine: &CStr) {
     // SAFETY: the default context is always live.
-    unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+    unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     world(routine).barrier(routine);
 }
 

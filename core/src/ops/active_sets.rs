@@ -22,16 +22,15 @@
 //! the pSync for good. Entries are never removed (a slot could only be given back by all
 //! members together), so every member keeps the same entries.
 
-use crate::runtime::Runtime;
-use crate::team::TeamState;
+use crate::ops::team::TeamState;
+use crate::symm::runtime::Runtime;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_long, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Scratch slots reserved for active-set teams, after the [`crate::team::MAX_TEAMS`] slots
-/// of split teams: splits never run short of slots because of this cache.
-pub const SLOTS: usize = 16;
+/// Scratch slots reserved for active-set teams (after the split teams': `team` owns the pool).
+pub use crate::ops::team::ACTIVE_SET_SLOTS as SLOTS;
 
 /// SHMEM_*_SYNC_SIZE (every one is 64 longs in shmem.h).
 pub const PSYNC_BYTES: usize = 64 * std::mem::size_of::<c_long>();
@@ -104,7 +103,7 @@ pub fn team(
     }
     let known = with_cache(|c| c.teams.get(&key).copied());
     let once = || {
-        let scolls = crate::teams::ephemeral_scolls();
+        let scolls = crate::ops::teams::ephemeral_scolls();
         TeamState::create_ephemeral(rt, psync.cast(), COMPONENT_BYTES, triplet, scolls)
     };
     match known {
@@ -148,14 +147,14 @@ pub fn team(
         "team",
         &format!("{pair}: cached as a team in active-set slot {slot}"),
     );
-    let pool_slot = crate::team::MAX_TEAMS + slot;
-    let (base, len) = crate::team::slot_memory(pool_slot);
+    let pool_slot = crate::ops::team::MAX_TEAMS + slot;
+    let (base, len) = crate::ops::team::slot_memory(pool_slot);
     // SAFETY: the slot is in the pool and no team of this PE uses it (agreed just now); no
     // member writes to it before the barrier below.
     unsafe { std::ptr::write_bytes(base, 0, len) };
     eph.barrier(routine);
     let t: &'static TeamState =
-        Box::leak(Box::new(TeamState::create(routine, rt, pool_slot, triplet, crate::teams::scolls())));
+        Box::leak(Box::new(TeamState::create(routine, rt, pool_slot, triplet, crate::ops::teams::scolls())));
     with_cache(|c| c.teams.insert(key, Some(t)));
     ActiveSetTeam::Cached(t)
 }
@@ -204,11 +203,11 @@ fn agree(
     let mine = with_cache(|c| c.used)
         | if rt.active_set_teams { 0 } else { NO_CACHE }
         | if alone { 0 } else { BUSY }
-        | if rt.thread_level >= crate::ffi::THREAD_MULTIPLE { MULTI } else { 0 };
+        | if rt.thread_level >= crate::ops::THREAD_MULTIPLE { MULTI } else { 0 };
     let word = psync.wrapping_add(AGREE_WORD).cast::<u64>();
     // SAFETY: the pSync's last word is symmetric (checked by the caller), zero by the pSync
     // contract, and no component of the ephemeral team touches it.
-    let union = unsafe { crate::teams::or_over(routine, eph, word, mine) };
+    let union = unsafe { crate::ops::teams::or_over(routine, eph, word, mine) };
     if standing && union & MULTI == 0 {
         return Ok(Choice::Standing);
     }

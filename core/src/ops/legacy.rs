@@ -7,11 +7,11 @@
 //! reductions keep their work space locally.
 
 use crate::error::fatal;
-use crate::runtime;
-use crate::team::TeamState;
+use crate::ops::team::TeamState;
+use crate::symm::runtime;
 use std::ffi::{c_int, c_long, c_void, CStr};
 
-use crate::active_sets::PSYNC_BYTES;
+use crate::ops::active_sets::PSYNC_BYTES;
 
 /// Run `f` on the active set's team (this PE must be a member).
 fn on_active_set<R>(
@@ -44,10 +44,10 @@ fn on_active_set<R>(
         fatal(routine, "pSync must be a symmetric array of SHMEM_*_SYNC_SIZE longs");
     }
     let triplet = (start, stride as c_int, size);
-    if crate::team::index_in(rt.my_pe, start, stride as c_int, size).is_none() {
+    if crate::ops::team::index_in(rt.my_pe, start, stride as c_int, size).is_none() {
         fatal(routine, &format!("PE {} is not in the active set it was called with", rt.my_pe));
     }
-    f(&crate::active_sets::team(routine, rt, psync, triplet, || standing_team(routine, triplet)))
+    f(&crate::ops::active_sets::team(routine, rt, psync, triplet, || standing_team(routine, triplet)))
 }
 
 /// The world team, or the shared team, when the active set is exactly its PEs. Their members
@@ -58,11 +58,11 @@ fn standing_team(routine: &CStr, (start, stride, size): (c_int, c_int, c_int)) -
     let same = |t: &TeamState| {
         t.desc.start == start && t.desc.size == size && (size == 1 || t.desc.stride == stride)
     };
-    let world = crate::coll::world(routine);
+    let world = crate::ops::coll::world(routine);
     if same(world) {
         return Some(world);
     }
-    crate::teams::state(routine, &crate::ffi::handles::rshmem_team_shared).filter(|t| same(t))
+    crate::ops::teams::state(routine, &crate::ops::handles::rshmem_team_shared).filter(|t| same(t))
 }
 
 /// `shmem_barrier` (`complete`: quiet first) and `shmem_sync`.
@@ -76,7 +76,7 @@ pub fn barrier(
 ) {
     if complete {
         // SAFETY: the default context is always live.
-        unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+        unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     } else {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
@@ -98,7 +98,7 @@ pub unsafe fn broadcast(
     (start, log_stride, pe_size): (c_int, c_int, c_int),
     psync: *mut c_long,
 ) {
-    let nbytes = crate::coll::total(routine, nelems, size);
+    let nbytes = crate::ops::coll::total(routine, nelems, size);
     on_active_set(routine, start, log_stride, pe_size, psync, |t| {
         if !(0..t.desc.size).contains(&root) {
             fatal(
@@ -125,7 +125,7 @@ pub unsafe fn collect(
     (start, log_stride, pe_size): (c_int, c_int, c_int),
     psync: *mut c_long,
 ) {
-    let nbytes = crate::coll::total(routine, nelems, size);
+    let nbytes = crate::ops::coll::total(routine, nelems, size);
     on_active_set(routine, start, log_stride, pe_size, psync, |t| {
         t.collect(routine, dest, source, nbytes, fixed)
     });
@@ -174,7 +174,12 @@ pub unsafe fn to_all(
         fatal(routine, &format!("nreduce {nreduce} is negative"));
     }
     let n = nreduce as usize;
-    crate::coll::check_range(routine, "source", source as usize, crate::coll::total(routine, n, size));
+    crate::ops::coll::check_range(
+        routine,
+        "source",
+        source as usize,
+        crate::ops::coll::total(routine, n, size),
+    );
     on_active_set(routine, start, log_stride, pe_size, psync, |t| {
         t.reduce(routine, dest, source, n, dtype, op, rshmem_plugin_api::REDUCE_ALL)
     });

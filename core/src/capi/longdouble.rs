@@ -3,9 +3,9 @@
 //! value instead and call ordinary Rust functions. Pointer-only `long double` routines
 //! (put/get...) are generated normally.
 
-use super::handles::Ctx;
 use super::{boundary, LongDouble};
-use crate::{ctx, rma};
+use crate::ops::handles::Ctx;
+use crate::ops::{ctx, rma};
 use std::ffi::c_int;
 
 unsafe extern "C" fn p_impl(dest: *mut LongDouble, pe: c_int, value: *const LongDouble) {

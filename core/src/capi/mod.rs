@@ -1,18 +1,12 @@
-//! The C ABI: generated entry points, the panic boundary every one of them runs inside,
-//! the predefined handles, and the long-double trampolines.
+//! Layer 4, the C entry points: the generated routines (`entry`, from the table in `core/gen/`),
+//! the panic boundary every one of them runs inside, and the long-double trampolines. Each
+//! entry point is one call into `ops`; nothing below this layer imports it.
 
-mod capi;
-pub mod handles;
+mod entry;
 #[cfg(target_arch = "x86_64")]
 mod longdouble;
 
-pub use capi::SYMBOLS;
-pub use handles::{Ctx, Team};
-
-pub const THREAD_SINGLE: i32 = 0;
-pub const THREAD_FUNNELED: i32 = 1;
-pub const THREAD_SERIALIZED: i32 = 2;
-pub const THREAD_MULTIPLE: i32 = 3;
+pub use entry::SYMBOLS;
 
 /// `long double` as storage: the library only moves its bytes.
 #[repr(C, align(16))]

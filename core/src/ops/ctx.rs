@@ -8,11 +8,11 @@
 //! only permit optimisations that are not made.
 
 use crate::error::fatal;
-use crate::ffi::handles::{rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Team};
-use crate::runtime;
+use crate::ops::handles::{rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Team};
+use crate::symm::runtime;
 use rshmem_plugin_api::SpmlCtx;
 use std::ffi::{c_int, c_long, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{self, AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 #[inline(always)]
@@ -110,7 +110,7 @@ pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
     }
     // SAFETY: a live context (just checked); nothing uses it after this call.
     let obj = unsafe {
-        crate::rma::quiet(routine, ctx);
+        quiet(routine, ctx);
         Box::from_raw(ctx as *mut CtxObj)
     };
     let spml_ctx = obj.spml.load(Ordering::Acquire);
@@ -154,4 +154,42 @@ pub fn session_start(routine: &CStr, _ctx: Ctx, _options: c_long, _config: *cons
 pub unsafe fn session_stop(routine: &CStr, ctx: Ctx) {
     // Ending a session completes nothing by itself, but flushing pending batches would go here.
     let _ = (routine, ctx, Ordering::Relaxed);
+}
+
+/// `shmem_quiet`: every put, get and AMO issued on `ctx` is complete and visible.
+///
+/// # Safety
+/// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
+pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
+    if ctx.is_null() {
+        return;
+    }
+    let rt = runtime::get(routine);
+    atomic::fence(Ordering::SeqCst);
+    // SAFETY: non-null contexts point at live CtxObj values.
+    let c = unsafe { &*ctx };
+    if c.spml_dirty.swap(false, Ordering::AcqRel) {
+        // SAFETY: plugin ABI call on the context's spml handle.
+        if unsafe { (rt.spml.quiet)(c.spml.load(Ordering::Relaxed)) } != 0 {
+            fatal(routine, "the spml failed to complete outstanding operations");
+        }
+    }
+}
+
+/// `shmem_fence`: operations to each PE are delivered in order.
+///
+/// # Safety
+/// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
+pub unsafe fn fence(routine: &CStr, ctx: Ctx) {
+    if ctx.is_null() {
+        return;
+    }
+    let rt = runtime::get(routine);
+    atomic::fence(Ordering::Release);
+    // SAFETY: as in `quiet`.
+    let c = unsafe { &*ctx };
+    if c.spml_dirty.load(Ordering::Relaxed) {
+        // SAFETY: plugin ABI call.
+        unsafe { (rt.spml.fence)(c.spml.load(Ordering::Relaxed)) };
+    }
 }

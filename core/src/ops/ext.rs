@@ -3,7 +3,7 @@
 //! name, heap queries and OSHMEM's hint-based allocation. docs/extensions.md lists them all.
 
 use crate::error::fatal;
-use crate::runtime;
+use crate::symm::runtime;
 use std::ffi::{c_char, c_long, c_void, CStr, CString};
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
@@ -76,8 +76,8 @@ pub fn malloc_with_hint(routine: &CStr, size: usize, hint: c_long) -> *mut c_voi
     runtime::get(routine);
     match hint_isolates(hint) {
         Err(e) => fatal(routine, &e),
-        Ok(true) => crate::heap::malloc_isolated(routine, size),
-        Ok(false) => crate::heap::malloc(routine, size),
+        Ok(true) => crate::ops::heap::malloc_isolated(routine, size),
+        Ok(false) => crate::ops::heap::malloc(routine, size),
     }
 }
 

@@ -1,121 +1,28 @@
-//! The runtime: start-up (bootstrap, component selection, symmetric memory, wiring to peers),
-//! the global state the API reads, and shutdown.
+//! Start-up and shutdown: `shmem_init` (bootstrap, component selection, symmetric memory,
+//! wiring to peers, the predefined teams and spaces), the implicit finalize at exit, and
+//! `shmem_finalize`. The state it builds is published in `crate::symm::runtime`.
 
-use crate::bootstrap::{self, Bootstrap};
-use crate::ffi::handles::{rshmem_ctx_default, rshmem_team_world};
-use crate::plugin::{self, services, Selection};
-use crate::segments::{PeerSeg, SegmentTable, SEG_DATA, SEG_HEAP};
-use crate::static_data::{self, DataSegment};
-use crate::team::TeamState;
+use crate::ops::handles::{rshmem_ctx_default, rshmem_team_world};
+use crate::ops::services;
+use crate::ops::team::TeamState;
+use crate::plugin::{self, Selection};
+use crate::symm::limits::{available_cores, check_heap_fits};
+use crate::symm::peers::{decode_segment, encode_segment, map_peer, unmap_host_peers};
+use crate::symm::runtime::{self, get, Runtime};
+use crate::symm::segments::{PeerSeg, SegmentTable, SEG_DATA, SEG_HEAP};
+use crate::symm::static_data;
+use rshmem_boot::{self as bootstrap, Bootstrap};
 use rshmem_plugin_api::{
-    CoreServices, Framework, MemheapOps, ScollOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
-    MEMHEAP_DEVICE_CPU, RC_UNSUPPORTED,
+    CoreServices, Framework, ScollOps, SegmentDesc, SpmlOps, SshmemOps, MEMHEAP_DEVICE_CPU,
 };
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 /// Heap bytes the core reserves for its own use (team scratch) on top of SHMEM_SYMMETRIC_SIZE.
 const INTERNAL_HEAP: usize = 1 << 20;
 
-pub struct Runtime {
-    pub boot: &'static dyn Bootstrap,
-    pub my_pe: i32,
-    pub n_pes: i32,
-    pub spml: &'static SpmlOps,
-    pub sshmem: &'static SshmemOps,
-    /// The memheap of CPU memory (the default space's and the created CPU spaces').
-    pub memheap: &'static MemheapOps,
-    /// The memheaps serving other device types, one per type.
-    pub device_heaps: Vec<crate::plugin::memheaps::DeviceHeap>,
-    /// Why the GPU space is unavailable (which memheap was found, or why none was).
-    pub gpu_note: String,
-    pub heap: *mut c_void,
-    pub heap_lock: Mutex<()>,
-    pub segs: SegmentTable,
-    pub thread_level: i32,
-    pub debug: bool,
-    /// Some peer is reachable only through the spml: wait loops must drive it.
-    pub needs_progress: bool,
-    /// AMOs use CPU atomics on mapped memory (every peer is mapped); otherwise the spml's
-    /// atomics serve every target, so the two never mix on one word.
-    pub atomics_direct: bool,
-    /// Spins before a wait loop starts yielding: none when this node runs more PEs than it has
-    /// cores, so a waiting PE hands its core to the PE it waits for at once.
-    pub spin_limit: u32,
-    pub selected: Vec<(Framework, Vec<String>)>,
-    /// SHMEM_LOCAL_MAP: map the segments of PEs on this node.
-    pub local_map: bool,
-    /// SHMEM_ACTIVE_SET_TEAMS: cache a team per active set and pSync (`active_sets`).
-    pub active_set_teams: bool,
-    /// The largest power of two dividing the heap's base on every PE: allocations aligned to
-    /// at most this (as offsets, which is how the memheap aligns) are aligned addresses on all.
-    pub heap_align: usize,
-    /// The default heap's size as configured (`shmemx_heap_size`).
-    pub heap_size: usize,
-    /// Usable bytes of the user's live blocks in the default heap (`shmemx_heap_used`).
-    pub heap_used: std::sync::atomic::AtomicUsize,
-    heap_seg: Mutex<SegmentDesc>,
-    data_seg: Mutex<Option<DataSegment>>,
-    spml_regs: Vec<*mut c_void>,
-}
-
-// SAFETY: the raw pointers are plugin handles and mappings valid for the job; mutation after
-// init goes through the Mutex fields.
-unsafe impl Send for Runtime {}
-// SAFETY: as for Send.
-unsafe impl Sync for Runtime {}
-
-static RT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
-static BOOT: OnceLock<Box<dyn Bootstrap>> = OnceLock::new();
-/// The selected spml's transport, published for other components.
-struct Published(TransportHandle);
-// SAFETY: the handle's pointers are UCX objects that are safe to share by the transport's contract.
-unsafe impl Send for Published {}
-static TRANSPORT: Mutex<Published> = Mutex::new(Published(TransportHandle::NONE));
-const NOT_STARTED: u8 = 0;
-const RUNNING: u8 = 1;
-const FINALIZED: u8 = 2;
-static STATE: AtomicU8 = AtomicU8::new(NOT_STARTED);
 static INIT_LOCK: Mutex<()> = Mutex::new(());
-
-/// The runtime, or a fatal error naming `routine` when the library is not initialized.
-#[inline(always)]
-pub fn get(routine: &CStr) -> &'static Runtime {
-    let p = RT.load(Ordering::Acquire);
-    if p.is_null() {
-        not_initialized(routine)
-    }
-    // SAFETY: once published the runtime is never freed.
-    unsafe { &*p }
-}
-
-#[cold]
-#[inline(never)]
-fn not_initialized(routine: &CStr) -> ! {
-    let when =
-        if STATE.load(Ordering::Acquire) == FINALIZED { "after shmem_finalize" } else { "before shmem_init" };
-    crate::error::fatal(routine, &format!("called {when}"))
-}
-
-pub fn try_get() -> Option<&'static Runtime> {
-    let p = RT.load(Ordering::Acquire);
-    // SAFETY: as in `get`.
-    (!p.is_null()).then(|| unsafe { &*p })
-}
-
-pub fn is_initialized() -> bool {
-    STATE.load(Ordering::Acquire) == RUNNING
-}
-
-/// The bootstrap (exists from the start of init, before the runtime is complete).
-pub fn boot() -> &'static dyn Bootstrap {
-    BOOT.get().map(|b| b.as_ref()).expect("bootstrap used before shmem_init")
-}
-
-pub fn transport() -> TransportHandle {
-    TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0
-}
 
 fn fail(routine: &CStr, msg: &str) -> ! {
     crate::error::fatal(routine, msg)
@@ -146,34 +53,17 @@ fn open<T: rshmem_plugin_api::OpsTable>(
     fail(routine, &format!("no {} component could be opened ({})", sel.framework.name(), errors.join("; ")))
 }
 
-pub(crate) fn encode_segment(base: u64, len: u64, blob: &[u8], rkey: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(24 + blob.len() + rkey.len());
-    v.extend_from_slice(&base.to_le_bytes());
-    v.extend_from_slice(&len.to_le_bytes());
-    v.extend_from_slice(&(blob.len() as u32).to_le_bytes());
-    v.extend_from_slice(blob);
-    v.extend_from_slice(rkey);
-    v
-}
-
-pub(crate) fn decode_segment(v: &[u8]) -> Option<(u64, u64, &[u8], &[u8])> {
-    let base = u64::from_le_bytes(v.get(0..8)?.try_into().ok()?);
-    let len = u64::from_le_bytes(v.get(8..16)?.try_into().ok()?);
-    let bl = u32::from_le_bytes(v.get(16..20)?.try_into().ok()?) as usize;
-    let blob = v.get(20..20 + bl)?;
-    Some((base, len, blob, &v[20 + bl..]))
-}
-
 /// `shmem_init` / `shmem_init_thread`. Returns the provided thread level.
 pub fn init(routine: &CStr, requested: i32) -> i32 {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    match STATE.load(Ordering::Acquire) {
-        RUNNING => return get(routine).thread_level,
-        FINALIZED => fail(routine, "the library cannot be initialized again after shmem_finalize"),
-        _ => {}
+    if runtime::is_initialized() {
+        return get(routine).thread_level;
+    }
+    if runtime::is_finalized() {
+        fail(routine, "the library cannot be initialized again after shmem_finalize");
     }
     let boot: &'static dyn Bootstrap = match bootstrap::detect() {
-        Ok(b) => BOOT.get_or_init(|| b).as_ref(),
+        Ok(b) => runtime::set_boot(b),
         Err(e) => {
             eprintln!("rshmem {}: bootstrap failed: {e}", routine.to_string_lossy());
             std::process::exit(1)
@@ -197,14 +87,14 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         boot.local_rank() == 0,
     )
     .unwrap_or_else(|e| fail(routine, &e));
-    crate::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
+    crate::ops::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
     let debug = cfg(crate::config::get_bool("SHMEM_DEBUG"));
     let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
     let active_set_teams = cfg(crate::config::get_bool("SHMEM_ACTIVE_SET_TEAMS"));
     // Shared-memory names carry the job id (so a launcher can find a dead job's leftovers) and
     // a random tag of this PE (so nobody can create them first and make the job fail, or
     // hand it memory they control: names are also created exclusively).
-    let name_tag = format!("{}-{}", boot.job_id(), crate::bootstrap::secret::random_hex(6));
+    let name_tag = format!("{}-{}", boot.job_id(), bootstrap::secret::random_hex(6));
     let core = services::table(my_pe, n_pes, boot.local_rank(), boot.local_size(), &name_tag);
 
     // Components.
@@ -240,7 +130,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             why: "its PEs span several hosts",
         });
     }
-    if requested >= crate::ffi::THREAD_MULTIPLE {
+    if requested >= crate::ops::THREAD_MULTIPLE {
         spml_needs.push(plugin::select::Need {
             cap: rshmem_plugin_api::SPML_CAP_THREAD_MULTIPLE,
             name: "SPML_CAP_THREAD_MULTIPLE",
@@ -254,7 +144,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     };
     let spml_sel = sel(Framework::Spml);
     let (spml, spml_name): (&'static SpmlOps, _) = open(&spml_sel, core, routine);
-    TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = spml.transport;
+    runtime::set_transport(spml.transport);
     let sshmem_sel = sel(Framework::Sshmem);
     let (sshmem, sshmem_name): (&'static SshmemOps, _) = open(&sshmem_sel, core, routine);
     // Without SSHMEM_CAP_PEER_ATTACH, same-host peers' heaps are reached through the spml.
@@ -331,7 +221,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         );
     }
     // SAFETY: the segment sshmem just created and mapped.
-    unsafe { crate::placement::place("the symmetric heap", heap_seg.base.cast(), heap_seg.size) };
+    unsafe { crate::symm::placement::place("the symmetric heap", heap_seg.base.cast(), heap_seg.size) };
     // SAFETY: plugin ABI call over the segment just created.
     let heap = unsafe { (memheap.create)(heap_seg.base, heap_seg.size) };
     if heap.is_null() {
@@ -478,7 +368,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         .collect();
     let maps_host = unmapped.is_empty();
     let my_host = (0..n_pes).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe);
-    boot.put(crate::hosts::KEY, &crate::hosts::record(maps_host, my_host))
+    boot.put(crate::symm::hosts::KEY, &crate::symm::hosts::record(maps_host, my_host))
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
 
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
@@ -488,8 +378,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             if pe == my_pe {
                 return (maps_host, my_host);
             }
-            let v = boot.get(pe, crate::hosts::KEY).ok().flatten();
-            let r = v.as_deref().and_then(crate::hosts::parse);
+            let v = boot.get(pe, crate::symm::hosts::KEY).ok().flatten();
+            let r = v.as_deref().and_then(crate::symm::hosts::parse);
             r.unwrap_or_else(|| fail(routine, &format!("PE {pe} published no valid host record")))
         })
         .collect();
@@ -503,8 +393,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             ),
         );
     }
-    crate::hosts::set(&hosts, my_pe);
-    if !crate::hosts::here_mapped() {
+    crate::symm::hosts::set(&hosts, my_pe);
+    if !crate::symm::hosts::here_mapped() {
         // Some PE of this host could not map a peer here. Mapped or not is then not the same
         // on every PE of the host (the shared team, the atomics path, the space capabilities
         // are decided from it), so none of them uses its mappings of the others.
@@ -532,7 +422,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         heap,
         heap_lock: Mutex::new(()),
         segs,
-        thread_level: requested.clamp(crate::ffi::THREAD_SINGLE, crate::ffi::THREAD_MULTIPLE),
+        thread_level: requested.clamp(crate::ops::THREAD_SINGLE, crate::ops::THREAD_MULTIPLE),
         debug,
         needs_progress,
         atomics_direct: !needs_progress,
@@ -552,20 +442,21 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         data_seg: Mutex::new(data),
         spml_regs,
     }));
-    RT.store(rt, Ordering::Release);
-    STATE.store(RUNNING, Ordering::Release);
+    runtime::publish(rt);
+    let rt: &'static Runtime = get(routine);
 
     // The team scratch pool is the first heap allocation, so it is symmetric; the world team
     // holds slot 0. No PE uses a team before the closing fence below.
-    crate::team::init_pool(routine, rt, &scolls);
-    crate::teams::init(&scolls, &ephemeral);
+    crate::ops::team::init_pool(routine, rt, &scolls);
+    crate::ops::teams::init(&scolls, &ephemeral);
     let world = TeamState::create(routine, rt, 0, (0, 1, n_pes), &scolls);
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
-    let shared = crate::teams::init_shared(routine, rt, rshmem_team_world.state.load(Ordering::Acquire));
-    crate::ffi::handles::rshmem_team_shared.state.store(shared, Ordering::Release);
-    let node = crate::teams::init_node(routine, rt, rshmem_team_world.state.load(Ordering::Acquire), shared);
-    crate::ffi::handles::rshmem_team_node.state.store(node, Ordering::Release);
-    crate::spaces::init(rt);
+    let shared = crate::ops::teams::init_shared(routine, rt, rshmem_team_world.state.load(Ordering::Acquire));
+    crate::ops::handles::rshmem_team_shared.state.store(shared, Ordering::Release);
+    let node =
+        crate::ops::teams::init_node(routine, rt, rshmem_team_world.state.load(Ordering::Acquire), shared);
+    crate::ops::handles::rshmem_team_node.state.store(node, Ordering::Release);
+    crate::ops::spaces::init(rt);
     // SAFETY: plugin ABI call on our own segment.
     unsafe { (sshmem.unlink)(&mut *rt.heap_seg.lock().unwrap()) };
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {
@@ -579,16 +470,18 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
     if my_pe == 0 {
-        crate::config::warn_unknown();
+        for w in crate::config::unknown_warnings() {
+            crate::log::log(crate::log::WARN, "settings", &w);
+        }
         if crate::config::get_bool("SHMEM_VERSION").unwrap_or(false) {
             eprintln!("rshmem {} (OpenSHMEM 1.6)", env!("CARGO_PKG_VERSION"));
         }
         if crate::config::get_bool("SHMEM_INFO").unwrap_or(false) {
-            eprint!("{}", crate::info::settings_report());
+            eprint!("{}", crate::ops::info::settings_report());
             for (fw, names) in &rt.selected {
                 eprintln!("  selected {}: {}", fw.name(), names.join(", "));
             }
-            let w = crate::coll::world(routine);
+            let w = crate::ops::coll::world(routine);
             let first = |v: &[String]| v.first().cloned().unwrap_or_default();
             eprintln!(
                 "  world team collectives: barrier by {}, broadcast by {}",
@@ -600,116 +493,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     rt.thread_level
 }
 
-/// A heap larger than the machine's memory can never be backed: pages are only allocated when
-/// touched, so it would be accepted and the job killed later, far from the cause. Say so now.
-/// Heaps that fit one by one but not all together only get a warning (most programs touch a
-/// fraction of their heap).
-pub(crate) fn check_heap_fits(heap: usize, what: &str, local_pes: i32, report: bool) -> Result<(), String> {
-    let Some((ram, swap)) = machine_memory() else { return Ok(()) };
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    if heap as u64 > ram + swap {
-        return Err(format!(
-            "{what} of {heap} bytes ({:.1} GiB) per PE cannot be backed: this machine has {:.1} GiB of memory and {:.1} GiB of swap",
-            gib(heap as u64),
-            gib(ram),
-            gib(swap)
-        ));
-    }
-    let all = heap as u64 * local_pes.max(1) as u64;
-    if all > ram + swap && report {
-        crate::log::log(
-            crate::log::WARN,
-            "init",
-            &format!(
-                "{local_pes} PEs on this host with {:.1} GiB each for {what} need {:.1} GiB if filled; the machine has {:.1} GiB of memory and swap",
-                gib(heap as u64),
-                gib(all),
-                gib(ram + swap)
-            ),
-        );
-    }
-    Ok(())
-}
-
-/// (RAM, swap) in bytes.
-fn machine_memory() -> Option<(u64, u64)> {
-    // SAFETY: a zeroed sysinfo is a valid out-parameter.
-    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
-    // SAFETY: `si` is writable.
-    if unsafe { libc::sysinfo(&mut si) } != 0 {
-        return None;
-    }
-    let unit = si.mem_unit.max(1) as u64;
-    Some((si.totalram as u64 * unit, si.totalswap as u64 * unit))
-}
-
-/// Cores this process may run on.
-fn available_cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-}
-
-pub(crate) fn map_peer(
-    sshmem: &SshmemOps,
-    spml: &SpmlOps,
-    pe: i32,
-    seg: u32,
-    base: u64,
-    len: usize,
-    blob: &[u8],
-) -> *mut u8 {
-    if seg == SEG_DATA {
-        if let Ok(name) = std::str::from_utf8(blob) {
-            if let Ok(p) = static_data::attach(name, len) {
-                return p;
-            }
-        }
-    } else if !blob.is_empty() {
-        let mut addr = std::ptr::null_mut();
-        // SAFETY: plugin ABI call with the peer's attach blob.
-        let rc = unsafe { (sshmem.attach)(blob.as_ptr(), blob.len(), len, &mut addr) };
-        if rc == 0 && !addr.is_null() {
-            return addr as *mut u8;
-        }
-        if rc != RC_UNSUPPORTED {
-            crate::log::log(
-                crate::log::WARN,
-                "init",
-                &format!("could not map PE {pe}'s heap; using the spml"),
-            );
-        }
-    }
-    // SAFETY: plugin ABI call; NULL when the transport cannot map it.
-    unsafe { (spml.remote_ptr)(pe, seg, base) as *mut u8 }
-}
-
-/// Stop using the mappings of this host's other PEs (they stay mapped, unused, until exit);
-/// whether some peer is now reached through the spml.
-fn unmap_host_peers(segs: &SegmentTable, boot: &dyn Bootstrap, my_pe: i32, n_pes: i32, nseg: u32) -> bool {
-    let mut any = false;
-    for pe in (0..n_pes).filter(|&pe| pe != my_pe && boot.is_local(pe)) {
-        for seg in 0..nseg {
-            let p = segs.peer(pe as usize, seg);
-            segs.set_peer(
-                pe as usize,
-                seg,
-                PeerSeg { remote_base: p.remote_base, mapped: std::ptr::null_mut() },
-            );
-            any = true;
-        }
-    }
-    any
-}
-
 extern "C" {
     /// glibc: like `atexit`, but the handler receives the exit status.
     fn on_exit(f: extern "C" fn(std::ffi::c_int, *mut c_void), arg: *mut c_void) -> std::ffi::c_int;
-}
-
-static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The job is being ended (global exit or a fatal error): exit handlers must not synchronise.
-pub fn mark_exiting() {
-    EXITING.store(true, Ordering::Release);
 }
 
 /// The implicit `shmem_finalize` of a program that exits without calling it, as OSHMEM and
@@ -720,17 +506,17 @@ pub fn mark_exiting() {
 /// ends the job, naming itself. On an error exit it only completes this PE's communication:
 /// it must not block, and the launcher, not told of a finalize, stops the job.
 extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
-    if STATE.load(Ordering::Acquire) != RUNNING {
+    if !runtime::is_initialized() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        if status == 0 && !EXITING.load(Ordering::Acquire) {
+        if status == 0 && !crate::error::is_exiting() {
             let ms = crate::config::raw("SHMEM_EXIT_WAIT_MS").trim().parse::<u64>().unwrap_or(750);
             let limit = (ms > 0).then(|| std::time::Duration::from_millis(ms));
             finalize_within(c"shmem_finalize (implicit, at exit)", limit);
         } else {
             // SAFETY: the default context is always live.
-            unsafe { crate::rma::quiet(c"exit", crate::ctx::default()) };
+            unsafe { crate::ops::ctx::quiet(c"exit", crate::ops::ctx::default()) };
         }
     });
 }
@@ -784,15 +570,14 @@ pub fn finalize(routine: &CStr) {
 /// counts on it).
 fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if STATE.load(Ordering::Acquire) != RUNNING {
+    if !runtime::is_initialized() {
         return;
     }
     let rt = get(routine);
     // SAFETY: the default context is always live.
-    unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+    unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     fence_within(routine, rt, limit);
-    STATE.store(FINALIZED, Ordering::Release);
-    RT.store(std::ptr::null_mut(), Ordering::Release);
+    runtime::withdraw();
     for reg in &rt.spml_regs {
         // SAFETY: plugin ABI call on registrations made at init.
         unsafe { (rt.spml.mem_deregister)(*reg) };
@@ -802,22 +587,4 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     rt.boot.finalize();
     // The heap stays mapped: peers that have not finished exiting may still read through
     // their mappings, and the pages go with the process.
-}
-
-/// For tools (`shmem_info`): a one-PE bootstrap without initializing the library.
-pub fn use_singleton_bootstrap() {
-    BOOT.get_or_init(|| Box::new(bootstrap::singleton::Singleton::new()));
-}
-
-/// For tools: open the selected spml so that components needing its transport can be probed.
-///
-/// # Safety
-/// `core` must be the core services table.
-pub unsafe fn open_spml_for_tools(sel: &Selection, core: *const CoreServices) {
-    if let Some(c) = sel.ranked.first() {
-        // SAFETY: the caller's services table; `c` is an spml component.
-        if let Ok(ops) = unsafe { plugin::bind::open::<SpmlOps>(c, core) } {
-            TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = ops.transport;
-        }
-    }
 }

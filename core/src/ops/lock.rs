@@ -4,10 +4,10 @@
 //! for it (no starvation). `clear_lock` completes the holder's communication, then serves the
 //! next ticket. Every operation is an AMO, so the lock works through any spml.
 
-use crate::amo;
-use crate::ctx;
-use crate::runtime;
-use crate::wait::backoff;
+use crate::ops::amo;
+use crate::ops::ctx;
+use crate::ops::wait::backoff;
+use crate::symm::runtime;
 use std::ffi::{c_int, c_long, CStr};
 
 const TICKET: i64 = 1 << 32;
@@ -55,7 +55,7 @@ pub unsafe fn test_lock(routine: &CStr, lock: *mut c_long) -> c_int {
 /// As [`set_lock`]; the caller holds the lock.
 pub unsafe fn clear_lock(routine: &CStr, lock: *mut c_long) {
     // SAFETY: the default context is always live.
-    unsafe { crate::rma::quiet(routine, ctx::default()) };
+    unsafe { crate::ops::ctx::quiet(routine, ctx::default()) };
     // Serve the next ticket. The serving count lives in the low half; wrapping it would carry
     // into the ticket count only after 2^32 acquisitions of one lock.
     // SAFETY: forwarded.

@@ -7,7 +7,7 @@
 //! would need a timeout and be a slower poll. Yielding lets the writer run at once on an
 //! oversubscribed core (4 PEs on 2 cores make progress: tests/c/progress.c).
 
-use crate::runtime;
+use crate::symm::runtime;
 pub use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};

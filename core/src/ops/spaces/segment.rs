@@ -9,8 +9,8 @@
 //! peer; the caller agrees on the outcome; then [`connect`] exchanges and maps, or [`discard`]
 //! undoes a preparation the job gave up.
 
-use crate::runtime::Runtime;
-use crate::segments::PeerSeg;
+use crate::symm::runtime::Runtime;
+use crate::symm::segments::PeerSeg;
 use rshmem_plugin_api::SegmentDesc;
 use std::ffi::{c_int, c_void, CStr};
 
@@ -52,11 +52,11 @@ pub fn prepare(rt: &Runtime, size: usize) -> Result<Prepared, String> {
     let size = size
         .checked_next_multiple_of(GRANULE)
         .ok_or_else(|| format!("a space of {size} bytes per PE cannot be represented"))?;
-    crate::runtime::check_heap_fits(size, "a space", rt.boot.local_size(), rt.boot.local_rank() == 0)?;
+    crate::symm::limits::check_heap_fits(size, "a space", rt.boot.local_size(), rt.boot.local_rank() == 0)?;
     let seg = rt.segs.reserve().ok_or_else(|| {
         format!(
             "no room for another symmetric segment ({} at most, the heap and global data included): destroy spaces that are no longer needed",
-            crate::segments::MAX_SEGMENTS
+            crate::symm::segments::MAX_SEGMENTS
         )
     })?;
     let mut desc = SegmentDesc::default();
@@ -66,7 +66,7 @@ pub fn prepare(rt: &Runtime, size: usize) -> Result<Prepared, String> {
         return Err(format!("the sshmem component could not create a {size}-byte segment"));
     }
     // SAFETY: the segment sshmem just created and mapped.
-    unsafe { crate::placement::place("a space's segment", desc.base.cast(), desc.size) };
+    unsafe { crate::symm::placement::place("a space's segment", desc.base.cast(), desc.size) };
     let mut p =
         Prepared { seg, desc, heap: std::ptr::null_mut(), spml_reg: std::ptr::null_mut(), rkey: Vec::new() };
     // SAFETY: plugin ABI call over the segment just created.
@@ -119,7 +119,7 @@ pub fn discard(rt: &Runtime, mut p: Prepared) {
 /// over the world; an error here means the PEs did not create spaces in the same order.
 pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, String> {
     let mut rec = (p.seg as u64).to_le_bytes().to_vec();
-    rec.extend(crate::runtime::encode_segment(
+    rec.extend(crate::symm::peers::encode_segment(
         p.desc.base as u64,
         p.desc.size as u64,
         &p.desc.blob[..p.desc.blob_len],
@@ -129,11 +129,11 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         return Err(format!("the space's segment record needs {} bytes, more than {RECORD}", rec.len()));
     }
     let n = rt.n_pes as usize;
-    let all = crate::heap::alloc_internal(rt, n * RECORD, 64).ok_or("no room in the symmetric heap")?;
+    let all = rt.alloc(n * RECORD, 64).ok_or("no room in the symmetric heap")?;
     let mut mine = vec![0u8; RECORD];
     mine[..4].copy_from_slice(&(rec.len() as u32).to_le_bytes());
     mine[4..4 + rec.len()].copy_from_slice(&rec);
-    let world = crate::coll::world(routine);
+    let world = crate::ops::coll::world(routine);
     world.collect(routine, all.cast(), mine.as_ptr().cast(), RECORD, true);
     let (seg, size) = (p.seg, p.desc.size);
     let mut mapped = Vec::new();
@@ -144,7 +144,7 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         let len = u32::from_le_bytes(r[..4].try_into().expect("4 bytes")) as usize;
         let body = r.get(4..4 + len).ok_or_else(|| format!("PE {pe}: malformed space record"))?;
         let their_seg = u64::from_le_bytes(body[..8].try_into().expect("8 bytes")) as u32;
-        let (base, slen, blob, key) = crate::runtime::decode_segment(&body[8..])
+        let (base, slen, blob, key) = crate::symm::peers::decode_segment(&body[8..])
             .ok_or_else(|| format!("PE {pe}: malformed space record"))?;
         if their_seg != seg || slen as usize != size {
             return Err(format!(
@@ -161,7 +161,8 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         let at: *mut u8 = if pe == rt.my_pe as usize {
             p.desc.base as *mut u8
         } else if rt.local_map && rt.boot.is_local(pe as c_int) {
-            let m = crate::runtime::map_peer(rt.sshmem, rt.spml, pe as c_int, seg, base, slen as usize, blob);
+            let m =
+                crate::symm::peers::map_peer(rt.sshmem, rt.spml, pe as c_int, seg, base, slen as usize, blob);
             if !m.is_null() {
                 mapped.push(m);
             }

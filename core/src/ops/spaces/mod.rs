@@ -21,8 +21,8 @@
 mod segment;
 
 use crate::error::fatal;
-use crate::ffi::handles::{rshmem_team_world, Team, TeamObj};
-use crate::runtime::{self, Runtime};
+use crate::ops::handles::{rshmem_team_world, Team, TeamObj};
+use crate::symm::runtime::{self, Runtime};
 use std::ffi::{c_int, c_long, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -110,7 +110,7 @@ pub fn init(rt: &Runtime) {
     rshmem_space_cpu.store(default, Ordering::Release);
     rshmem_team_cpu.store(&rshmem_team_world as *const TeamObj as *mut TeamObj, Ordering::Release);
     // Two symmetric words for the agreements of create and destroy (same order on every PE).
-    let words = crate::heap::alloc_internal(rt, 16, 16).unwrap_or_else(|| {
+    let words = rt.alloc(16, 16).unwrap_or_else(|| {
         crate::error::fatal(c"shmem_init", "no room in the symmetric heap for the space agreement words")
     });
     let _ = AGREE.set(words as usize);
@@ -136,7 +136,7 @@ fn agree_any(routine: &CStr, mine: bool) -> bool {
     // SAFETY: two symmetric u64 words set aside at init; the reduction below is the only user
     // and world collectives are not called concurrently (a spec rule).
     unsafe { w.write_volatile(u64::from(mine)) };
-    crate::coll::world(routine).reduce(
+    crate::ops::coll::world(routine).reduce(
         routine,
         w.wrapping_add(1).cast(),
         w.cast(),
@@ -175,7 +175,7 @@ pub fn is_available(routine: &CStr, s: *mut c_void) -> c_int {
 
 pub fn team_is_valid(routine: &CStr, team: Team) -> c_int {
     runtime::get(routine);
-    c_int::from(crate::teams::is_live(team))
+    c_int::from(crate::ops::teams::is_live(team))
 }
 
 /// # Safety
@@ -275,7 +275,7 @@ pub unsafe fn create(
     let mut team: Team = std::ptr::null();
     // SAFETY: the world handle is live; `team` is writable.
     let rc = unsafe {
-        crate::teams::split_strided(
+        crate::ops::teams::split_strided(
             routine,
             &rshmem_team_world,
             0,
@@ -292,7 +292,7 @@ pub unsafe fn create(
         return 1;
     }
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    if let Some(t) = crate::teams::state(routine, team) {
+    if let Some(t) = crate::ops::teams::state(routine, team) {
         t.space.store(id, Ordering::Release);
     }
     let caps = CAP_RMA
@@ -330,7 +330,7 @@ pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
         fatal(routine, "the predefined spaces cannot be destroyed");
     }
     // Teams exist per member: one PE may hold a sub-team the others do not, so agree.
-    let here = crate::teams::live_in_space(sp.id);
+    let here = crate::ops::teams::live_in_space(sp.id);
     if agree_any(routine, here > 0) {
         if here > 0 {
             crate::log::log(
@@ -343,8 +343,8 @@ pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
     }
     // Nobody may still use the memory (the space's team was the world).
     // SAFETY: the default context is always live.
-    unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
-    crate::coll::barrier_all(routine);
+    unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
+    crate::ops::coll::barrier_all(routine);
     let owned = sp.owned.lock().unwrap_or_else(|e| e.into_inner()).take();
     sp.alive.store(false, Ordering::Release);
     if let Some(o) = owned {
@@ -360,14 +360,14 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
         return std::ptr::null_mut();
     }
     let p = match &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
-        None => crate::heap::alloc_internal(rt, size, 16).unwrap_or(std::ptr::null_mut()),
+        None => rt.alloc(size, 16).unwrap_or(std::ptr::null_mut()),
         Some(o) => o.alloc(rt, size, 16),
     };
     if zero && !p.is_null() {
         // SAFETY: a fresh allocation of `size` bytes.
         unsafe { std::ptr::write_bytes(p, 0, size) };
     }
-    crate::coll::barrier_all(routine);
+    crate::ops::coll::barrier_all(routine);
     p.cast()
 }
 
@@ -398,7 +398,7 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
     }
     if sp.id == 0 {
         // SAFETY: forwarded (the default space is the heap of shmem_malloc).
-        return unsafe { crate::heap::free(routine, ptr) };
+        return unsafe { crate::ops::heap::free(routine, ptr) };
     }
     let guard = sp.owned.lock().unwrap_or_else(|e| e.into_inner());
     let o = guard.as_ref().expect("a live created space owns its segment");
@@ -406,7 +406,7 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
         fatal(routine, &format!("ptr {ptr:p} was not allocated from this space (or was already freed)"));
     }
     drop(guard);
-    crate::coll::barrier_all(routine);
+    crate::ops::coll::barrier_all(routine);
     if let Some(o) = &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
         o.free(rt, ptr);
     }
@@ -415,7 +415,7 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
 /// `shmem_malloc_with_hints`. Both defined hints say remote PEs will update the block with
 /// atomics or signals, and what hurts such words most on a host is false sharing with data
 /// the owner writes nearby: a hinted block gets cache lines of its own
-/// ([`crate::heap::malloc_isolated`]). The choice depends only on the arguments, which the spec
+/// ([`crate::ops::heap::malloc_isolated`]). The choice depends only on the arguments, which the spec
 /// requires to be equal on every PE, so the heap stays symmetric. Bits that are no defined
 /// hint are an error (a misspelt hint would otherwise be silently ignored).
 pub fn malloc_with_hints(routine: &CStr, size: usize, hints: c_long) -> *mut c_void {
@@ -429,8 +429,8 @@ pub fn malloc_with_hints(routine: &CStr, size: usize, hints: c_long) -> *mut c_v
         );
     }
     if hints == 0 {
-        crate::heap::malloc(routine, size)
+        crate::ops::heap::malloc(routine, size)
     } else {
-        crate::heap::malloc_isolated(routine, size)
+        crate::ops::heap::malloc_isolated(routine, size)
     }
 }

@@ -1,4 +1,4 @@
-//! Bootstrap: the small runtime contract the core needs from whatever started the PEs
+//! rshmem-boot: the small runtime contract the core needs from whatever started the PEs
 //! (rank, size, node-local layout, a key-value exchange, barrier, abort). Implementations:
 //! `oshrun`'s key-value server, a PMIx server (Open MPI's `mpirun`, Slurm's
 //! `srun --mpi=pmix`), and singleton (a program started without a launcher).

@@ -1,13 +1,14 @@
-//! RMA: put, get, their strided and non-blocking forms, and ordering. A peer whose segment is
+//! RMA: put, get, and their strided and non-blocking forms (ordering, `quiet` and `fence`, is
+//! per context: `crate::ops::ctx`). A peer whose segment is
 //! mapped here is reached with a plain copy into the mapping (no request, no lock, no
 //! allocation); any other peer goes through the spml.
 
 use crate::error::fatal;
-use crate::ffi::handles::Ctx;
-use crate::runtime::{self, Runtime};
-use crate::segments::PeerSeg;
+use crate::ops::handles::Ctx;
+use crate::symm::runtime::{self, Runtime};
+use crate::symm::segments::PeerSeg;
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{self, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cold]
 #[inline(never)]
@@ -78,7 +79,7 @@ pub(crate) unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
     let c = unsafe { &*ctx };
     c.spml_dirty.store(true, Ordering::Relaxed);
     if c.spml_pending.load(Ordering::Acquire) {
-        return crate::ctx::make_spml_ctx(c);
+        return crate::ops::ctx::make_spml_ctx(c);
     }
     c.spml.load(Ordering::Relaxed)
 }
@@ -380,44 +381,6 @@ fn check_block_strides(routine: &CStr, dst: isize, sst: isize, bsize: usize) {
     }
 }
 
-/// `shmem_quiet`: every put, get and AMO issued on `ctx` is complete and visible.
-///
-/// # Safety
-/// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
-pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
-    if ctx.is_null() {
-        return;
-    }
-    let rt = runtime::get(routine);
-    atomic::fence(Ordering::SeqCst);
-    // SAFETY: non-null contexts point at live CtxObj values.
-    let c = unsafe { &*ctx };
-    if c.spml_dirty.swap(false, Ordering::AcqRel) {
-        // SAFETY: plugin ABI call on the context's spml handle.
-        if unsafe { (rt.spml.quiet)(c.spml.load(Ordering::Relaxed)) } != 0 {
-            fatal(routine, "the spml failed to complete outstanding operations");
-        }
-    }
-}
-
-/// `shmem_fence`: operations to each PE are delivered in order.
-///
-/// # Safety
-/// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
-pub unsafe fn fence(routine: &CStr, ctx: Ctx) {
-    if ctx.is_null() {
-        return;
-    }
-    let rt = runtime::get(routine);
-    atomic::fence(Ordering::Release);
-    // SAFETY: as in `quiet`.
-    let c = unsafe { &*ctx };
-    if c.spml_dirty.load(Ordering::Relaxed) {
-        // SAFETY: plugin ABI call.
-        unsafe { (rt.spml.fence)(c.spml.load(Ordering::Relaxed)) };
-    }
-}
-
 /// `shmem_ptr`: a local address for `pe`'s copy of symmetric `addr`, or NULL.
 ///
 /// # Safety
@@ -451,7 +414,7 @@ pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_i
         // SAFETY: an aligned word inside a shared mapping; every PE uses atomics on it.
         unsafe { AtomicU64::from_ptr(p.mapped.add(off).cast()).fetch_add(value, Ordering::AcqRel) };
     } else {
-        let ctx = crate::ctx::default();
+        let ctx = crate::ops::ctx::default();
         let raddr = p.remote_base + off as u64;
         let null = std::ptr::null_mut();
         // SAFETY: plugin ABI call; no fetched value is asked for.

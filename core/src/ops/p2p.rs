@@ -6,8 +6,8 @@
 //! reached only through it.
 
 use crate::error::fatal;
-use crate::runtime;
-use crate::wait::{backoff, compare};
+use crate::ops::wait::{backoff, compare};
+use crate::symm::runtime;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{fence, Ordering};
 

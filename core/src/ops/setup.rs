@@ -1,16 +1,16 @@
 //! Library setup, exit and query routines (spec 9.1).
 
-use crate::runtime;
+use crate::symm::runtime;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 pub fn init(routine: &CStr, level: c_int) {
-    runtime::init(routine, level);
+    crate::ops::lifecycle::init(routine, level);
 }
 
 /// # Safety
 /// `provided` must be NULL or writable.
 pub unsafe fn init_thread(routine: &CStr, requested: c_int, provided: *mut c_int) -> c_int {
-    let level = runtime::init(routine, requested);
+    let level = crate::ops::lifecycle::init(routine, requested);
     if !provided.is_null() {
         // SAFETY: checked non-null; writable by contract.
         unsafe { *provided = level };
@@ -38,7 +38,7 @@ pub unsafe fn query_initialized(_routine: &CStr, initialized: *mut c_int) {
 }
 
 pub fn finalize(routine: &CStr) {
-    runtime::finalize(routine)
+    crate::ops::lifecycle::finalize(routine)
 }
 
 pub fn my_pe(routine: &CStr) -> c_int {
@@ -52,9 +52,9 @@ pub fn n_pes(routine: &CStr) -> c_int {
 pub fn global_exit(routine: &CStr, status: c_int) {
     match runtime::try_get() {
         Some(rt) => {
-            runtime::mark_exiting();
+            crate::error::mark_exiting();
             // SAFETY: the default context is always live.
-            unsafe { crate::rma::quiet(routine, crate::ctx::default()) };
+            unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
             rt.boot.abort(status, &format!("PE {} called shmem_global_exit({status})", rt.my_pe))
         }
         None => std::process::exit(status),
@@ -102,5 +102,5 @@ pub unsafe fn info_get_name(_routine: &CStr, name: *mut c_char) {
 pub fn no_op(_routine: &CStr) {}
 
 pub fn start_pes(routine: &CStr, _npes: c_int) {
-    runtime::init(routine, crate::ffi::THREAD_SINGLE);
+    crate::ops::lifecycle::init(routine, crate::ops::THREAD_SINGLE);
 }

@@ -2,10 +2,10 @@
 //! any put, then a fence orders it before the signal update, which is an AMO (SET or ADD) on the
 //! 64-bit signal word, so the receiver that sees the signal sees the data.
 
-use crate::amo;
 use crate::error::fatal;
-use crate::ffi::handles::Ctx;
-use crate::rma;
+use crate::ops::amo;
+use crate::ops::handles::Ctx;
+use crate::ops::rma;
 use std::ffi::{c_int, CStr};
 
 pub const SIGNAL_SET: c_int = 0;
@@ -41,7 +41,7 @@ pub unsafe fn put_signal<const NBI: bool>(
     // SAFETY: forwarded under the caller's guarantees.
     unsafe {
         rma::put_any::<NBI>(routine, ctx, dest, src, nelems, size, pe);
-        rma::fence(routine, ctx);
+        crate::ops::ctx::fence(routine, ctx);
         amo::run::<u64>(routine, ctx, sig_addr, op, signal, 0, pe);
     }
 }
@@ -61,7 +61,7 @@ pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, 
 /// # Safety
 /// `sig_addr` must be a valid, aligned local address.
 pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
-    crate::runtime::get(routine);
+    crate::symm::runtime::get(routine);
     // SAFETY: aligned word; peers update it atomically.
     let v = unsafe { std::ptr::read_volatile(sig_addr) };
     std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -75,7 +75,7 @@ pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
 pub unsafe fn wait_until(routine: &CStr, sig_addr: *const u64, cmp: c_int, value: u64) -> u64 {
     // SAFETY: forwarded.
     unsafe {
-        crate::p2p::wait_until(routine, sig_addr, cmp, value);
+        crate::ops::p2p::wait_until(routine, sig_addr, cmp, value);
         fetch(routine, sig_addr)
     }
 }

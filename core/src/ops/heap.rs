@@ -3,18 +3,15 @@
 //! every PE; each routine synchronises as the spec requires.
 
 use crate::error::fatal;
-use crate::runtime::{self, Runtime};
+use crate::symm::runtime::{self, Runtime};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::Ordering;
 
 const MIN_ALIGN: usize = 16;
 
 /// Allocate without synchronising (for the core's own symmetric data, created collectively).
-pub fn alloc_internal(rt: &Runtime, size: usize, align: usize) -> Option<*mut u8> {
-    let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: plugin ABI call on the heap created at init.
-    let p = unsafe { (rt.memheap.alloc)(rt.heap, size, align.max(MIN_ALIGN)) };
-    (!p.is_null()).then_some(p as *mut u8)
+fn alloc_internal(rt: &Runtime, size: usize, align: usize) -> Option<*mut u8> {
+    rt.alloc(size, align.max(MIN_ALIGN))
 }
 
 fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_void {
@@ -28,7 +25,7 @@ fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_v
         // SAFETY: fresh allocation of `size` bytes.
         unsafe { std::ptr::write_bytes(p, 0, size) };
     }
-    crate::coll::barrier_all(routine);
+    crate::ops::coll::barrier_all(routine);
     p.cast()
 }
 
@@ -121,7 +118,7 @@ pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
         return;
     }
     check_owned(routine, rt, ptr, "ptr");
-    crate::coll::barrier_all(routine);
+    crate::ops::coll::barrier_all(routine);
     let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
     count_used(rt, ptr, false);
     // SAFETY: plugin ABI call on a live allocation.
@@ -142,7 +139,7 @@ pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_v
         return std::ptr::null_mut();
     }
     // Nobody may still be reading the old block when it moves.
-    crate::coll::barrier_all(routine);
+    crate::ops::coll::barrier_all(routine);
     let p = {
         let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: plugin ABI call on a live allocation (the pointer stays live when it fails).
@@ -155,6 +152,6 @@ pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_v
         }
         p
     };
-    crate::coll::barrier_all(routine);
+    crate::ops::coll::barrier_all(routine);
     p
 }

@@ -5,9 +5,9 @@
 //! atomics and a NIC's or an active-message emulation's atomics are not atomic with each other).
 
 use crate::error::fatal;
-use crate::ffi::handles::Ctx;
-use crate::rma;
-use crate::runtime;
+use crate::ops::handles::Ctx;
+use crate::ops::rma;
+use crate::symm::runtime;
 use rshmem_plugin_api::{AMO_ADD, AMO_CSWAP, AMO_FETCH, AMO_SET, AMO_SWAP};
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};

@@ -1,7 +1,7 @@
 //! The `CoreServices` table handed to plugins: thin C-ABI shims over the bootstrap, the
 //! configuration and the core's one-sided operations.
 
-use crate::runtime;
+use crate::symm::runtime;
 use rshmem_plugin_api::{c_str, CoreServices, TransportHandle};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::OnceLock;
@@ -147,47 +147,63 @@ unsafe extern "C" fn transport() -> TransportHandle {
 
 unsafe extern "C" fn ptr(addr: *const c_void, pe: c_int) -> *mut c_void {
     // SAFETY: forwarded to the checked core routine.
-    guard("ptr", || unsafe { crate::rma::ptr(c"core service ptr", addr, pe) })
+    guard("ptr", || unsafe { crate::ops::rma::ptr(c"core service ptr", addr, pe) })
 }
 
 unsafe extern "C" fn putmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
     // SAFETY: forwarded to the checked core routine.
     guard("putmem", || unsafe {
-        crate::rma::put(c"core service putmem", crate::ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+        crate::ops::rma::put(
+            c"core service putmem",
+            crate::ops::ctx::default(),
+            dest.cast(),
+            src.cast(),
+            len,
+            1,
+            pe,
+        )
     })
 }
 
 unsafe extern "C" fn getmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
     // SAFETY: forwarded to the checked core routine.
     guard("getmem", || unsafe {
-        crate::rma::get(c"core service getmem", crate::ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+        crate::ops::rma::get(
+            c"core service getmem",
+            crate::ops::ctx::default(),
+            dest.cast(),
+            src.cast(),
+            len,
+            1,
+            pe,
+        )
     })
 }
 
 unsafe extern "C" fn quiet() {
     // SAFETY: the default context is always live.
-    guard("quiet", || unsafe { crate::rma::quiet(c"core service quiet", crate::ctx::default()) })
+    guard("quiet", || unsafe { crate::ops::ctx::quiet(c"core service quiet", crate::ops::ctx::default()) })
 }
 
 unsafe extern "C" fn fence() {
     // SAFETY: the default context is always live.
-    guard("fence", || unsafe { crate::rma::fence(c"core service fence", crate::ctx::default()) })
+    guard("fence", || unsafe { crate::ops::ctx::fence(c"core service fence", crate::ops::ctx::default()) })
 }
 
 unsafe extern "C" fn atomic_add_u64(dest: *mut u64, value: u64, pe: c_int) {
     // SAFETY: forwarded to the checked core routine.
     guard("atomic_add_u64", || unsafe {
-        crate::rma::atomic_add_u64(c"core service atomic_add_u64", dest, value, pe)
+        crate::ops::rma::atomic_add_u64(c"core service atomic_add_u64", dest, value, pe)
     })
 }
 
 unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
     // SAFETY: forwarded to the core wait routine.
     guard("wait_until_u64", || unsafe {
-        crate::wait::wait_until_u64(c"core service wait_until_u64", ivar, cmp, value)
+        crate::ops::wait::wait_until_u64(c"core service wait_until_u64", ivar, cmp, value)
     })
 }
 
 unsafe extern "C" fn host_of(pe: c_int) -> c_int {
-    crate::hosts::host_of(pe)
+    crate::symm::hosts::host_of(pe)
 }

@@ -1,0 +1,29 @@
+//! Layer 3, the operations: what the C entry points call. They read the runtime state and
+//! reach peers through the symmetric-memory table (`crate::symm`), and call the selected
+//! components through their ops tables.
+
+pub mod active_sets;
+pub mod amo;
+pub mod coll;
+pub mod ctx;
+pub mod ext;
+pub mod handles;
+pub mod heap;
+pub mod info;
+pub mod legacy;
+pub mod lifecycle;
+pub mod lock;
+pub mod p2p;
+pub mod rma;
+pub mod services;
+pub mod setup;
+pub mod signal;
+pub mod spaces;
+pub mod team;
+pub mod teams;
+pub mod wait;
+
+pub const THREAD_SINGLE: i32 = 0;
+pub const THREAD_FUNNELED: i32 = 1;
+pub const THREAD_SERIALIZED: i32 = 2;
+pub const THREAD_MULTIPLE: i32 = 3;

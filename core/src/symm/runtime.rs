@@ -1,0 +1,175 @@
+//! The runtime state the operations read: the selected components, this PE's place in the job,
+//! the symmetric-memory table, and the settings fixed at init. `crate::ops::lifecycle` builds it
+//! at `shmem_init` and publishes it here; it is never freed.
+
+use crate::plugin::{self, Selection};
+use crate::symm::segments::SegmentTable;
+use crate::symm::static_data::DataSegment;
+use rshmem_boot::{self as bootstrap, Bootstrap};
+use rshmem_plugin_api::{
+    CoreServices, Framework, MemheapOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
+};
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+pub struct Runtime {
+    pub boot: &'static dyn Bootstrap,
+    pub my_pe: i32,
+    pub n_pes: i32,
+    pub spml: &'static SpmlOps,
+    pub sshmem: &'static SshmemOps,
+    /// The memheap of CPU memory (the default space's and the created CPU spaces').
+    pub memheap: &'static MemheapOps,
+    /// The memheaps serving other device types, one per type.
+    pub device_heaps: Vec<crate::plugin::memheaps::DeviceHeap>,
+    /// Why the GPU space is unavailable (which memheap was found, or why none was).
+    pub gpu_note: String,
+    pub heap: *mut c_void,
+    pub heap_lock: Mutex<()>,
+    pub segs: SegmentTable,
+    pub thread_level: i32,
+    pub debug: bool,
+    /// Some peer is reachable only through the spml: wait loops must drive it.
+    pub needs_progress: bool,
+    /// AMOs use CPU atomics on mapped memory (every peer is mapped); otherwise the spml's
+    /// atomics serve every target, so the two never mix on one word.
+    pub atomics_direct: bool,
+    /// Spins before a wait loop starts yielding: none when this node runs more PEs than it has
+    /// cores, so a waiting PE hands its core to the PE it waits for at once.
+    pub spin_limit: u32,
+    pub selected: Vec<(Framework, Vec<String>)>,
+    /// SHMEM_LOCAL_MAP: map the segments of PEs on this node.
+    pub local_map: bool,
+    /// SHMEM_ACTIVE_SET_TEAMS: cache a team per active set and pSync (`active_sets`).
+    pub active_set_teams: bool,
+    /// The largest power of two dividing the heap's base on every PE: allocations aligned to
+    /// at most this (as offsets, which is how the memheap aligns) are aligned addresses on all.
+    pub heap_align: usize,
+    /// The default heap's size as configured (`shmemx_heap_size`).
+    pub heap_size: usize,
+    /// Usable bytes of the user's live blocks in the default heap (`shmemx_heap_used`).
+    pub heap_used: std::sync::atomic::AtomicUsize,
+    pub(crate) heap_seg: Mutex<SegmentDesc>,
+    pub(crate) data_seg: Mutex<Option<DataSegment>>,
+    pub(crate) spml_regs: Vec<*mut c_void>,
+}
+
+// SAFETY: the raw pointers are plugin handles and mappings valid for the job; mutation after
+// init goes through the Mutex fields.
+unsafe impl Send for Runtime {}
+// SAFETY: as for Send.
+unsafe impl Sync for Runtime {}
+
+impl Runtime {
+    /// `size` bytes of the default heap aligned to `align`, by the memheap; not collective:
+    /// callers keep the heap symmetric by allocating alike on every PE.
+    pub fn alloc(&self, size: usize, align: usize) -> Option<*mut u8> {
+        let _g = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plugin ABI call on the heap created at init.
+        let p = unsafe { (self.memheap.alloc)(self.heap, size, align) };
+        (!p.is_null()).then_some(p as *mut u8)
+    }
+}
+
+static RT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+static BOOT: OnceLock<Box<dyn Bootstrap>> = OnceLock::new();
+/// The selected spml's transport, published for other components.
+struct Published(TransportHandle);
+// SAFETY: the handle's pointers are UCX objects that are safe to share by the transport's contract.
+unsafe impl Send for Published {}
+static TRANSPORT: Mutex<Published> = Mutex::new(Published(TransportHandle::NONE));
+const NOT_STARTED: u8 = 0;
+const RUNNING: u8 = 1;
+const FINALIZED: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(NOT_STARTED);
+
+/// The runtime, or a fatal error naming `routine` when the library is not initialized.
+#[inline(always)]
+pub fn get(routine: &CStr) -> &'static Runtime {
+    let p = RT.load(Ordering::Acquire);
+    if p.is_null() {
+        not_initialized(routine)
+    }
+    // SAFETY: once published the runtime is never freed.
+    unsafe { &*p }
+}
+
+#[cold]
+#[inline(never)]
+fn not_initialized(routine: &CStr) -> ! {
+    let when =
+        if STATE.load(Ordering::Acquire) == FINALIZED { "after shmem_finalize" } else { "before shmem_init" };
+    crate::error::fatal(routine, &format!("called {when}"))
+}
+
+pub fn try_get() -> Option<&'static Runtime> {
+    let p = RT.load(Ordering::Acquire);
+    // SAFETY: as in `get`.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+pub fn is_initialized() -> bool {
+    STATE.load(Ordering::Acquire) == RUNNING
+}
+
+/// The bootstrap (exists from the start of init, before the runtime is complete).
+pub fn boot() -> &'static dyn Bootstrap {
+    BOOT.get().map(|b| b.as_ref()).expect("bootstrap used before shmem_init")
+}
+
+pub fn transport() -> TransportHandle {
+    TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0
+}
+
+pub fn is_finalized() -> bool {
+    STATE.load(Ordering::Acquire) == FINALIZED
+}
+
+/// Install the job's bootstrap (the first one stays: init runs once per process).
+pub(crate) fn set_boot(b: Box<dyn Bootstrap>) -> &'static dyn Bootstrap {
+    BOOT.get_or_init(|| b).as_ref()
+}
+
+pub(crate) fn set_transport(t: TransportHandle) {
+    TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0 = t;
+}
+
+/// Publish the runtime built by init: from here the API may run, and a fatal error ends the
+/// whole job through the bootstrap.
+pub(crate) fn publish(rt: &'static mut Runtime) {
+    RT.store(rt, Ordering::Release);
+    STATE.store(RUNNING, Ordering::Release);
+    crate::error::set_job_abort(abort_job);
+}
+
+/// Withdraw the runtime at finalize (it stays allocated: late readers hold references).
+pub(crate) fn withdraw() {
+    STATE.store(FINALIZED, Ordering::Release);
+    RT.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+/// `crate::error`'s way to end the job: through the bootstrap while the runtime is live.
+fn abort_job(code: i32, msg: &str) {
+    if let Some(rt) = try_get() {
+        rt.boot.abort(code, msg)
+    }
+}
+
+/// For tools (`shmem_info`): a one-PE bootstrap without initializing the library.
+pub fn use_singleton_bootstrap() {
+    BOOT.get_or_init(|| Box::new(bootstrap::singleton::Singleton::new()));
+}
+
+/// For tools: open the selected spml so that components needing its transport can be probed.
+///
+/// # Safety
+/// `core` must be the core services table.
+pub unsafe fn open_spml_for_tools(sel: &Selection, core: *const CoreServices) {
+    if let Some(c) = sel.ranked.first() {
+        // SAFETY: the caller's services table; `c` is an spml component.
+        if let Ok(ops) = unsafe { plugin::bind::open::<SpmlOps>(c, core) } {
+            set_transport(ops.transport);
+        }
+    }
+}

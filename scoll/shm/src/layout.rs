@@ -1,0 +1,16 @@
+//! The layout of a member's scratch: per-sender signal words, then the staging buffers. The
+//! team state (`team`) and the settings bounded by it (`tuning`) both read it.
+
+/// Largest team served: the arrays below have one word per member.
+pub const MAX_PES: usize = 64;
+/// Signal arrays (offsets in words): SIG "my data / my arrival for call e", MID "my partial
+/// result / my size for call e is ready", ACK "I have finished reading yours for call e".
+pub const SIG: usize = 0;
+pub const MID: usize = MAX_PES;
+pub const ACK: usize = 2 * MAX_PES;
+/// collect: each sender's byte count for the current call.
+pub const SIZE: usize = 3 * MAX_PES;
+/// Two staging buffers (alternate calls use alternate ones) for small reductions.
+pub const STAGE: usize = 4 * MAX_PES;
+pub const STAGE_BYTES: usize = 1024;
+pub const SCRATCH_BYTES: usize = STAGE * 8 + 2 * STAGE_BYTES;
