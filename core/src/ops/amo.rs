@@ -1,8 +1,9 @@
 //! Atomic memory operations (spec 9.7). Every AMO type is 4 or 8 bytes, so each operation runs
-//! on the bit pattern in a `u32`/`u64` word: CPU atomics on the mapped copy when every peer is
-//! mapped, otherwise the spml's atomics for every target, this PE included. The choice is made
-//! once at init and is the same for all PEs, so two paths never act on the same word (CPU
-//! atomics and a NIC's or an active-message emulation's atomics are not atomic with each other).
+//! on the bit pattern in a `u32`/`u64` word: CPU atomics on the mapped copy when every PE maps
+//! every copy of the word's segment, otherwise the spml's atomics for every target, this PE
+//! included. The choice is per segment and the same on all PEs (`crate::symm::segments`), so
+//! two paths never act on the same word (CPU atomics and a NIC's or an active-message
+//! emulation's atomics are not atomic with each other).
 
 use crate::error::fatal;
 use crate::ops::handles::Ctx;
@@ -106,7 +107,7 @@ pub unsafe fn run<T: Amo>(
     if !(dest as usize).is_multiple_of(T::SIZE) {
         fatal(routine, &format!("dest {dest:p} is not aligned to its {}-byte type", T::SIZE));
     }
-    if rt.atomics_direct && !p.mapped.is_null() {
+    if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
         // SAFETY: an aligned word inside the peer's mapping (located and checked above).
         let old = unsafe {
             let addr = p.mapped.add(off);

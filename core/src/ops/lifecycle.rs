@@ -410,6 +410,12 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         needs_progress |= unmap_host_peers(&segs, boot, my_pe, n_pes, nseg);
     }
 
+    // The heap's and global data's atomics rule (`crate::symm::segments`): every PE decided
+    // `needs_progress` alike (a job on several hosts has an unmapped peer everywhere; on one
+    // host the agreement above made every PE map all or none).
+    for seg in 0..nseg {
+        segs.set_cpu_atomics(seg, !needs_progress);
+    }
     let rt = Box::leak(Box::new(Runtime {
         boot,
         my_pe,
@@ -424,8 +430,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         segs,
         thread_level: requested.clamp(crate::ops::THREAD_SINGLE, crate::ops::THREAD_MULTIPLE),
         debug,
-        needs_progress,
-        atomics_direct: !needs_progress,
+        needs_progress: std::sync::atomic::AtomicBool::new(needs_progress),
         spin_limit: if boot.local_size() as usize > available_cores() { 0 } else { 128 },
         selected: vec![
             (Framework::Spml, vec![spml_name]),
@@ -540,7 +545,7 @@ fn fence_within(routine: &CStr, rt: &'static Runtime, limit: Option<std::time::D
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if rt.needs_progress {
+        if rt.needs_progress() {
             // SAFETY: plugin ABI call; the spml is live until finalize tears it down below.
             unsafe { (rt.spml.progress)() };
         }

@@ -410,7 +410,7 @@ pub unsafe fn ptr(routine: &CStr, addr: *const c_void, pe: c_int) -> *mut c_void
 pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_int) {
     let rt = runtime::get(routine);
     let (seg, off, p) = target(rt, routine, "dest", dest as usize, 8, pe);
-    if rt.atomics_direct && !p.mapped.is_null() {
+    if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
         // SAFETY: an aligned word inside a shared mapping; every PE uses atomics on it.
         unsafe { AtomicU64::from_ptr(p.mapped.add(off).cast()).fetch_add(value, Ordering::AcqRel) };
     } else {

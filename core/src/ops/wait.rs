@@ -31,7 +31,7 @@ pub fn backoff(iteration: &mut u32, rt: &runtime::Runtime) {
     // Every round: the peer's request may be waiting for this PE's answer (over TCP, a get or
     // an atomic needs the target to progress), and once the wait yields, rounds are a
     // microsecond apart; progressing every 16th round added about 3-4 us to an 8-byte get.
-    if rt.needs_progress {
+    if rt.needs_progress() {
         // SAFETY: plugin ABI call with no arguments.
         unsafe { (rt.spml.progress)() };
     }

@@ -10,7 +10,7 @@ use rshmem_plugin_api::{
     CoreServices, Framework, MemheapOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
 };
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub struct Runtime {
@@ -30,11 +30,9 @@ pub struct Runtime {
     pub segs: SegmentTable,
     pub thread_level: i32,
     pub debug: bool,
-    /// Some peer is reachable only through the spml: wait loops must drive it.
-    pub needs_progress: bool,
-    /// AMOs use CPU atomics on mapped memory (every peer is mapped); otherwise the spml's
-    /// atomics serve every target, so the two never mix on one word.
-    pub atomics_direct: bool,
+    /// Some peer's copy of some segment is reachable only through the spml: wait loops must
+    /// drive it. Set at init, and when a space's segment is not mapped everywhere.
+    pub(crate) needs_progress: AtomicBool,
     /// Spins before a wait loop starts yielding: none when this node runs more PEs than it has
     /// cores, so a waiting PE hands its core to the PE it waits for at once.
     pub spin_limit: u32,
@@ -62,6 +60,17 @@ unsafe impl Send for Runtime {}
 unsafe impl Sync for Runtime {}
 
 impl Runtime {
+    /// Whether wait loops must drive the spml (some peer's copy is reached only through it).
+    #[inline(always)]
+    pub fn needs_progress(&self) -> bool {
+        self.needs_progress.load(Ordering::Relaxed)
+    }
+
+    /// From now on some peer's copy is reached only through the spml.
+    pub(crate) fn set_needs_progress(&self) {
+        self.needs_progress.store(true, Ordering::Release);
+    }
+
     /// `size` bytes of the default heap aligned to `align`, by the memheap; not collective:
     /// callers keep the heap symmetric by allocating alike on every PE.
     pub fn alloc(&self, size: usize, align: usize) -> Option<*mut u8> {
@@ -69,6 +78,16 @@ impl Runtime {
         // SAFETY: plugin ABI call on the heap created at init.
         let p = unsafe { (self.memheap.alloc)(self.heap, size, align) };
         (!p.is_null()).then_some(p as *mut u8)
+    }
+
+    /// Return a block of [`Runtime::alloc`]'s.
+    ///
+    /// # Safety
+    /// `p` must be a live block of the default heap that nothing uses any more.
+    pub unsafe fn free(&self, p: *mut u8) {
+        let _g = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plugin ABI call on a live block of the heap created at init (the caller's contract).
+        unsafe { (self.memheap.free)(self.heap, p.cast()) };
     }
 }
 

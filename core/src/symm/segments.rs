@@ -1,12 +1,20 @@
-//! The symmetric segment table: which local ranges are symmetric, and for every peer where its
+//! The symmetric segment table: which local ranges are symmetric, for every peer where its
 //! copy of each segment lives (its base address for the spml, and a local mapping when the peer
-//! is on this node). Lookups scan the live segments, heap first: O(1) in practice.
+//! is on this node), and per segment how its words are updated atomically. Lookups scan the
+//! live segments, heap first: O(1) in practice.
+//!
+//! The atomics rule, per segment: CPU atomics on the mapped copies only when every PE maps
+//! every PE's copy of the segment, so that every PE that can update one of its words does so
+//! with CPU atomics; otherwise the spml's atomics serve every target of the segment, this PE
+//! included. CPU atomics and a transport's atomics are not atomic with each other, so one
+//! word never sees both. The flag is decided collectively (at init for the heap and global
+//! data, when a space is created for its segment), so it is the same on every PE.
 //!
 //! Segments are added after init too (memory spaces), while other threads look addresses up,
 //! so entries are atomics: a new segment's entries are written first and published by the
 //! count (Release); a removed one has its length set to 0 and may be reused later.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// As many as spml ucx holds keys for.
@@ -38,6 +46,8 @@ impl Default for PeerSeg {
 struct LocalCell {
     base: AtomicUsize,
     len: AtomicUsize,
+    /// CPU atomics serve this segment's words (see the module's rule).
+    cpu_atomics: AtomicBool,
 }
 
 #[derive(Default)]
@@ -110,6 +120,7 @@ impl SegmentTable {
         let c = &self.local[seg as usize];
         c.len.store(0, Ordering::Release);
         c.base.store(0, Ordering::Release);
+        c.cpu_atomics.store(false, Ordering::Release);
         for pe in 0..self.n_pes {
             self.set_peer(pe, seg, PeerSeg::default());
         }
@@ -118,6 +129,17 @@ impl SegmentTable {
     pub fn local(&self, seg: u32) -> LocalSeg {
         let c = &self.local[seg as usize];
         LocalSeg { base: c.base.load(Ordering::Acquire), len: c.len.load(Ordering::Acquire) }
+    }
+
+    /// Set before the segment is published (or, at init, before the runtime is).
+    pub fn set_cpu_atomics(&self, seg: u32, cpu: bool) {
+        self.local[seg as usize].cpu_atomics.store(cpu, Ordering::Release);
+    }
+
+    /// Whether CPU atomics serve segment `seg`'s words (else the spml's, for every target).
+    #[inline(always)]
+    pub fn cpu_atomics(&self, seg: u32) -> bool {
+        self.local[seg as usize].cpu_atomics.load(Ordering::Relaxed)
     }
 
     pub fn count(&self) -> usize {
@@ -217,8 +239,11 @@ mod tests {
         assert_eq!(t.lookup(0x9000), None, "reserved but not published");
         t.publish(s, 0x9000, 0x10);
         assert_eq!(t.lookup(0x9004), Some((s, 4)));
+        t.set_cpu_atomics(s, true);
+        assert!(t.cpu_atomics(s) && !t.cpu_atomics(0));
         t.remove(s);
         assert_eq!(t.lookup(0x9004), None);
+        assert!(!t.cpu_atomics(s), "a removed segment's atomics rule is reset");
         assert_eq!(t.reserve(), Some(s), "a removed id is reused");
         while t.reserve().is_some() {}
         assert_eq!(t.count(), MAX_SEGMENTS);

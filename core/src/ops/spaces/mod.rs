@@ -93,7 +93,7 @@ pub fn check_config() -> Result<(), String> {
 
 /// Set the predefined handles (after the world team exists).
 pub fn init(rt: &Runtime) {
-    let all_mapped = !rt.needs_progress;
+    let all_mapped = !rt.needs_progress();
     let default = Box::leak(Box::new(Space {
         device: DEVICE_CPU,
         caps: CAP_RMA
@@ -268,8 +268,8 @@ pub unsafe fn create(
         Ok(o) => o,
         Err(e) => fatal(routine, &e),
     };
-    // Load/store access only when every PE maps every peer's copy.
-    let direct = !agree_any(routine, !owned.all_mapped);
+    // Load/store access only when every PE maps every peer's copy (agreed by `connect`).
+    let direct = owned.all_mapped;
     let ident = owned.ident;
     // The space-associated team: every PE reaches CPU memory, so it has the world's members.
     let mut team: Team = std::ptr::null();

@@ -36,7 +36,8 @@ pub struct Owned {
     spml_reg: *mut c_void,
     /// Peers' mappings of the segment on this host, to detach at destroy.
     mapped: Vec<*mut u8>,
-    /// Whether this PE maps every peer's copy (load/store access to all of them).
+    /// Whether every PE maps every PE's copy (agreed: the same on every PE). CPU atomics then
+    /// serve the segment, and the space offers load/store access.
     pub all_mapped: bool,
     /// Whether every PE's copy starts at the same address.
     pub ident: bool,
@@ -130,6 +131,11 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
     }
     let n = rt.n_pes as usize;
     let all = rt.alloc(n * RECORD, 64).ok_or("no room in the symmetric heap")?;
+    let Some(all_flags) = rt.alloc(n * 8, 64) else {
+        // SAFETY: the block just allocated, seen by nobody.
+        unsafe { rt.free(all) };
+        return Err("no room in the symmetric heap".into());
+    };
     let mut mine = vec![0u8; RECORD];
     mine[..4].copy_from_slice(&(rec.len() as u32).to_le_bytes());
     mine[4..4 + rec.len()].copy_from_slice(&rec);
@@ -173,15 +179,54 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         all_mapped &= !at.is_null();
         rt.segs.set_peer(pe, seg, PeerSeg { remote_base: base, mapped: at });
     }
+    // What every PE maps decides how the segment is reached, alike everywhere (the rule of
+    // `crate::symm::segments`): the PEs of a host where one does not map every same-host
+    // peer's copy (SHMEM_LOCAL_MAP=0 there, or a mapping that failed) use none of their
+    // mappings of each other, and CPU atomics serve the segment only if every PE maps every
+    // copy. Otherwise PEs would update one word some with CPU atomics, some through the spml.
+    let me = rt.my_pe as usize;
+    let same_host: Vec<usize> = (0..n).filter(|&pe| pe != me && rt.boot.is_local(pe as c_int)).collect();
+    let maps_host = same_host.iter().all(|&pe| !rt.segs.peer(pe, seg).mapped.is_null());
+    let flags = gather_flags(routine, rt, u64::from(maps_host) | u64::from(all_mapped) << 1, all_flags);
+    let my_host = crate::symm::hosts::host_of(rt.my_pe);
+    let host_maps =
+        (0..n).filter(|&pe| crate::symm::hosts::host_of(pe as c_int) == my_host).all(|pe| flags[pe] & 1 != 0);
+    if !host_maps {
+        for &pe in &same_host {
+            let q = rt.segs.peer(pe, seg);
+            rt.segs.set_peer(pe, seg, PeerSeg { remote_base: q.remote_base, mapped: std::ptr::null_mut() });
+        }
+        crate::log::log(
+            crate::log::DEBUG,
+            "spaces",
+            &format!("segment {seg}: a PE of this host does not map its peers' copies; the host's PEs reach each other's through the spml"),
+        );
+    }
+    all_mapped = (0..n).all(|pe| flags[pe] & 2 != 0);
+    if (0..n).any(|pe| pe != me && rt.segs.peer(pe, seg).mapped.is_null()) {
+        rt.set_needs_progress();
+    }
+    rt.segs.set_cpu_atomics(seg, all_mapped);
     rt.segs.publish(seg, p.desc.base as usize, size);
     // Everyone has mapped everyone's segment: the names can go.
     world.barrier(routine);
-    // SAFETY: plugin ABI calls on our own segment and on the exchange buffer.
+    // SAFETY: plugin ABI call on our own segment; the exchange buffers, which every PE is done
+    // with (the barrier).
     unsafe {
         (rt.sshmem.unlink)(&mut p.desc);
-        (rt.memheap.free)(rt.heap, all.cast());
+        rt.free(all_flags);
+        rt.free(all);
     }
     Ok(Owned { seg, desc: p.desc, heap: p.heap, spml_reg: p.spml_reg, mapped, all_mapped, ident })
+}
+
+/// Every PE's `mine`, through an fcollect on the world team into `buf` (symmetric, `n_pes`
+/// words, not to be reused before the next world barrier: a peer may still read it).
+fn gather_flags(routine: &CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u64> {
+    let n = rt.n_pes as usize;
+    crate::ops::coll::world(routine).collect(routine, buf.cast(), (&mine as *const u64).cast(), 8, true);
+    // SAFETY: the fcollect filled `n` words of `buf`.
+    unsafe { std::slice::from_raw_parts(buf as *const u64, n) }.to_vec()
 }
 
 /// Release a connected segment nobody uses any more (the caller synchronised).
