@@ -354,6 +354,11 @@ pub const AMO_AND: u32 = 5;
 pub const AMO_OR: u32 = 6;
 pub const AMO_XOR: u32 = 7;
 
+/// Segment ids the core passes (to `add_segment`, `put`, `get`, `atomic`...) are below this:
+/// the heap, the global data and the segments of memory spaces. An spml may size per-segment
+/// tables by it.
+pub const MAX_SEGMENTS: u32 = 16;
+
 /// Opaque spml context (one per OpenSHMEM context).
 pub type SpmlCtx = *mut c_void;
 
@@ -364,7 +369,9 @@ pub type SpmlCtx = *mut c_void;
 /// which packs a remote key into bytes; the core carries those bytes, unread, to every PE
 /// (through the bootstrap for the world heap, through a collective for later segments) and
 /// hands each PE's key to `add_segment(pe, seg, base, len, key)`, this PE's own included. A
-/// segment id is the same on every PE and is never reused while the job runs. From then on
+/// segment id is the same on every PE and below [`MAX_SEGMENTS`]; the id of a removed segment
+/// (a destroyed space) may be given to a later one, and `add_segment` then replaces the old key
+/// (no operation names the old segment any more). From then on
 /// `put`, `get` and `atomic` name memory as (pe, seg, address in that PE's space), and the
 /// spml finds the unpacked key from (pe, seg). Every slot but `connect`, `finalize` and the
 /// registration slots may be called from any thread the job's thread level allows.

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Segments per PE the key table holds (the core uses a handful: heap, global data, ...).
-pub const MAX_SEGMENTS: usize = 16;
+/// Segments per PE the key table holds: every id the core may pass (the ABI's limit).
+pub const MAX_SEGMENTS: usize = rshmem_plugin_api::MAX_SEGMENTS as usize;
 
 /// How long a peer may stay unreachable before a waiting PE gives up on the job. Peers leave
 /// right after the final barrier, possibly before this PE has entered `finalize`; a short grace

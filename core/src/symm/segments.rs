@@ -17,8 +17,8 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// As many as spml ucx holds keys for.
-pub const MAX_SEGMENTS: usize = 16;
+/// The plugin ABI's limit, which the spml sizes its key tables by.
+pub const MAX_SEGMENTS: usize = rshmem_plugin_api::MAX_SEGMENTS as usize;
 pub const SEG_HEAP: u32 = 0;
 pub const SEG_DATA: u32 = 1;
 
