@@ -407,7 +407,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
                 ),
             );
         }
-        needs_progress |= unmap_host_peers(&segs, boot, my_pe, n_pes, nseg);
+        needs_progress |= unmap_host_peers(&segs, boot, my_pe, n_pes, 0..nseg);
     }
 
     // The heap's and global data's atomics rule (`crate::symm::segments`): every PE decided

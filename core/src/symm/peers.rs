@@ -59,18 +59,18 @@ pub(crate) fn map_peer(
     unsafe { (spml.remote_ptr)(pe, seg, base) as *mut u8 }
 }
 
-/// Stop using the mappings of this host's other PEs (they stay mapped, unused, until exit);
-/// whether some peer is now reached through the spml.
+/// Stop using the mappings of this host's other PEs for segments `segs_ids` (they stay mapped,
+/// unused, until detached or exit); whether some peer is now reached through the spml.
 pub(crate) fn unmap_host_peers(
     segs: &SegmentTable,
     boot: &dyn Bootstrap,
     my_pe: i32,
     n_pes: i32,
-    nseg: u32,
+    seg_ids: std::ops::Range<u32>,
 ) -> bool {
     let mut any = false;
     for pe in (0..n_pes).filter(|&pe| pe != my_pe && boot.is_local(pe)) {
-        for seg in 0..nseg {
+        for seg in seg_ids.clone() {
             let p = segs.peer(pe as usize, seg);
             segs.set_peer(
                 pe as usize,

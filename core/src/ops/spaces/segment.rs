@@ -184,18 +184,12 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
     // peer's copy (SHMEM_LOCAL_MAP=0 there, or a mapping that failed) use none of their
     // mappings of each other, and CPU atomics serve the segment only if every PE maps every
     // copy. Otherwise PEs would update one word some with CPU atomics, some through the spml.
-    let me = rt.my_pe as usize;
-    let same_host: Vec<usize> = (0..n).filter(|&pe| pe != me && rt.boot.is_local(pe as c_int)).collect();
-    let maps_host = same_host.iter().all(|&pe| !rt.segs.peer(pe, seg).mapped.is_null());
+    let me = rt.my_pe as c_int;
+    let on_host = |pe: usize| pe as c_int == me || rt.boot.is_local(pe as c_int);
+    let maps_host = (0..n).filter(|&pe| on_host(pe)).all(|pe| !rt.segs.peer(pe, seg).mapped.is_null());
     let flags = gather_flags(routine, rt, u64::from(maps_host) | u64::from(all_mapped) << 1, all_flags);
-    let my_host = crate::symm::hosts::host_of(rt.my_pe);
-    let host_maps =
-        (0..n).filter(|&pe| crate::symm::hosts::host_of(pe as c_int) == my_host).all(|pe| flags[pe] & 1 != 0);
-    if !host_maps {
-        for &pe in &same_host {
-            let q = rt.segs.peer(pe, seg);
-            rt.segs.set_peer(pe, seg, PeerSeg { remote_base: q.remote_base, mapped: std::ptr::null_mut() });
-        }
+    if !(0..n).filter(|&pe| on_host(pe)).all(|pe| flags[pe] & 1 != 0) {
+        crate::symm::peers::unmap_host_peers(&rt.segs, rt.boot, me, rt.n_pes, seg..seg + 1);
         crate::log::log(
             crate::log::DEBUG,
             "spaces",
@@ -203,7 +197,7 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         );
     }
     all_mapped = (0..n).all(|pe| flags[pe] & 2 != 0);
-    if (0..n).any(|pe| pe != me && rt.segs.peer(pe, seg).mapped.is_null()) {
+    if (0..n).any(|pe| pe as c_int != me && rt.segs.peer(pe, seg).mapped.is_null()) {
         rt.set_needs_progress();
     }
     rt.segs.set_cpu_atomics(seg, all_mapped);
