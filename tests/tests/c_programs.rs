@@ -193,6 +193,51 @@ fn collectives_per_component_on_1_to_8_pes() {
     }
 }
 
+/// scoll basic's algorithms are parameters: the conformance programs again with the choices
+/// its default (`auto`: binomial broadcast; reductions tree, or linear on 2 PEs, below 64 KiB
+/// and split above) does not make, so each algorithm runs at every size, on 3 to 5 PEs.
+#[test]
+fn basic_collectives_with_each_algorithm() {
+    if Launcher::from_env() != Launcher::Oshrun {
+        return;
+    }
+    let choices = [
+        (("linear", "split"), "algorithms: Tuning { bcast: Linear, reduce: Only(Split) }"),
+        (("binomial", "linear"), "algorithms: Tuning { bcast: Binomial, reduce: Only(Linear) }"),
+    ];
+    for ((bcast, reduce), want) in choices {
+        let env = [
+            ("SHMEM_MCA_scoll", "basic"),
+            ("SHMEM_MCA_scoll_basic_bcast_algorithm", bcast),
+            ("SHMEM_MCA_scoll_basic_reduce_algorithm", reduce),
+            ("RUST_LOG", "rshmem::scoll::basic=debug"),
+        ];
+        for np in [3, 4, 5] {
+            for name in ["collectives", "coll_shapes", "legacy_coll", "broadcast"] {
+                eprintln!("{name} on {np} PEs with {env:?}");
+                let r = job(np, &c_test(name), &env, DEFAULT_TIMEOUT);
+                r.assert_all_pes_ok(name, np);
+                // The component read the choices (one line per PE).
+                assert_eq!(r.stderr.matches(want).count(), np, "{name}: {}", r.stderr);
+            }
+        }
+    }
+    // shmem_info lists the choices with their values and origins.
+    let o = std::process::Command::new(target_dir().join("shmem_info"))
+        .arg("--selection")
+        .env("SHMEM_MCA_scoll_basic_reduce_algorithm", "tree")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "SHMEM_MCA_scoll_basic_reduce_algorithm = \"tree\"  [environment (SHMEM_MCA_scoll_basic_reduce_algorithm); string",
+        "SHMEM_MCA_scoll_basic_bcast_algorithm = \"auto\"  [default; string",
+        "SHMEM_MCA_scoll_basic_reduce_split_min = \"64K\"  [default; size",
+    ] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+}
+
 /// scoll shm's thresholds are parameters: the same programs with every threshold moved so the
 /// other algorithm runs at every size (dissemination barrier, pull broadcast, reduce-scatter
 /// reductions with odd blocks), and the other way (flat barrier and push broadcast on 8 PEs).

@@ -140,3 +140,15 @@ fn collective_parameters_that_differ_across_pes_fail_init_naming_them() {
     let r = oshrun(3, &c_test("init_mismatch"), &env, T);
     r.assert_ok(var);
 }
+
+/// An algorithm scoll basic does not have ends the job at init, naming the variable and the
+/// choices, on every PE alike.
+#[test]
+fn an_unknown_collective_algorithm_fails_init_naming_it() {
+    let env = [("SHMEM_MCA_scoll", "basic"), ("SHMEM_MCA_scoll_basic_reduce_algorithm", "ring")];
+    let r = oshrun(2, &c_test("hello"), &env, T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    let want = "SHMEM_MCA_scoll_basic_reduce_algorithm=\"ring\": not an algorithm of scoll basic (expected one of: auto, tree, split, linear)";
+    assert!(r.stderr.contains(want), "wanted `{want}` in:\n{}", r.stderr);
+    assert!(!r.stdout.contains("Hello"), "{}", r.stdout);
+}

@@ -1,8 +1,9 @@
 //! The algorithms, written only against the core's one-sided services (atomic add, wait,
 //! put, fence, quiet) so that they work over any spml and any team shape.
 
-use crate::team::{partner, rounds, Team, CHAIN_FLAG, CHAIN_OFF, DATA, READY};
-use rshmem_plugin_api::{arith, CoreServices, CMP_GE, RC_ERROR, RC_OK};
+use crate::team::{partner, rounds, tree, Team, BARRIER, CHAIN_FLAG, CHAIN_OFF, DATA, READY, TREE};
+use crate::tuning::{Bcast, Form};
+use rshmem_plugin_api::{arith, CoreServices, CMP_GE, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,8 +21,8 @@ pub unsafe fn barrier(c: &CoreServices, t: &Team) -> c_int {
         let to = t.pe(partner(t.me(), d, n));
         // SAFETY: the team's scratch words are symmetric and live for the call (caller).
         unsafe {
-            (c.atomic_add_u64)(t.word(k), 1, to);
-            take(c, t, k, 1);
+            (c.atomic_add_u64)(t.word(BARRIER + k), 1, to);
+            take(c, t, BARRIER + k, 1);
         }
     }
     RC_OK
@@ -46,8 +47,12 @@ unsafe fn take(c: &CoreServices, t: &Team, k: usize, count: u64) {
     }
 }
 
-/// Broadcast: non-roots announce themselves to the root, which puts to each and then signals
-/// it. With `keep_root`, the root's own `dest` is not written.
+/// Broadcast, by the algorithm the job chose. With `keep_root`, the root's own `dest` is not
+/// written (the active-set form).
+///
+/// # Safety
+/// `dest` (symmetric) and `src` must be valid for `nbytes` bytes (the core checked them), and
+/// the team's scratch live.
 pub unsafe fn broadcast(
     c: &CoreServices,
     t: &Team,
@@ -57,10 +62,83 @@ pub unsafe fn broadcast(
     root: c_int,
     keep_root: bool,
 ) -> c_int {
-    let (n, me) = (t.size(), t.me());
-    if !(0..n).contains(&root) {
+    if !(0..t.size()).contains(&root) {
         return RC_ERROR;
     }
+    // SAFETY: caller.
+    unsafe {
+        match t.tuning.bcast {
+            Bcast::Binomial => binomial(c, t, dest.cast(), src.cast(), nbytes, root, keep_root),
+            Bcast::Linear => linear(c, t, dest, src, nbytes, root, keep_root),
+        }
+    }
+}
+
+/// Binomial tree: a member waits for its parent's signal (its data is then in its `dest`),
+/// puts the data into each child's `dest`, fences, and signals the children. Nothing goes
+/// back to the root: the spec makes every `dest` ready to accept the data when the call is
+/// made, and each member receives on the word of its parent's distance, which nobody else
+/// signals, so a signal of a later broadcast (with another root, hence perhaps another
+/// parent) lands elsewhere or counts after this one.
+unsafe fn binomial(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut u8,
+    src: *const u8,
+    nbytes: usize,
+    root: c_int,
+    keep_root: bool,
+) -> c_int {
+    if nbytes == 0 {
+        // No data: nothing to wait for, on any member.
+        return RC_OK;
+    }
+    let (n, me) = (t.size(), t.me());
+    let (parent, kids) = tree(me, root, n);
+    // SAFETY: our own scratch word; then the members' `dest` (symmetric, `nbytes`) and their
+    // scratch words; `src` is readable for `nbytes` (caller).
+    unsafe {
+        let data = match parent {
+            Some(k) => {
+                take(c, t, TREE + k, 1);
+                dest as *const u8
+            }
+            None => src,
+        };
+        let mut signals = [(0usize, 0 as c_int); crate::team::ROUNDS];
+        let mut m = 0;
+        for (j, d) in kids {
+            let kid = t.pe(partner(me, d, n));
+            (c.putmem)(dest.cast(), data.cast(), nbytes, kid);
+            signals[m] = (j, kid);
+            m += 1;
+        }
+        // Last, so that the puts read the root's `src` intact even if it overlaps `dest`.
+        if parent.is_none() && !keep_root && !std::ptr::eq(dest, src) {
+            std::ptr::copy(src, dest, nbytes);
+        }
+        if m > 0 {
+            (c.fence)();
+            for &(j, kid) in &signals[..m] {
+                (c.atomic_add_u64)(t.word(TREE + j), 1, kid);
+            }
+        }
+    }
+    RC_OK
+}
+
+/// Linear: non-roots announce themselves to the root, which puts to each and then signals
+/// it.
+unsafe fn linear(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    root: c_int,
+    keep_root: bool,
+) -> c_int {
+    let (n, me) = (t.size(), t.me());
     let copy_local = nbytes > 0 && !std::ptr::eq(dest, src) && !keep_root;
     if me != root {
         // SAFETY: READY is symmetric scratch on the root; DATA is this PE's own scratch.
@@ -217,9 +295,19 @@ pub unsafe fn reduce(
 ) -> c_int {
     let me = t.me();
     // Check the call before anyone waits on us.
-    let Some(arith::Shape { nbytes, upto, .. }) = arith::shape(dtype, op, kind, nelems, t.size(), me) else {
+    let Some(arith::Shape { es, nbytes, upto }) = arith::shape(dtype, op, kind, nelems, t.size(), me) else {
         return RC_ERROR;
     };
+    if kind == REDUCE_ALL {
+        let (d, s) = (dest.cast(), src.cast());
+        match t.tuning.reduce_form(nbytes, t.size()) {
+            // SAFETY: the buffers and the scratch as the caller vouched for them.
+            Form::Split => return unsafe { split(c, t, d, s, (nelems, es), (dtype, op)) },
+            // SAFETY: as above.
+            Form::Tree => return unsafe { tree_reduce(c, t, d, s, nelems, (dtype, op)) },
+            Form::Linear => {}
+        }
+    }
     let (mut acc, mut buf) = (arith::buffer(nbytes), arith::buffer(nbytes));
     // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
     // live for the call (caller).
@@ -242,4 +330,106 @@ pub unsafe fn reduce(
         }
     }
     RC_OK
+}
+
+/// Element range `[lo, hi)` of member `i`'s chunk: equal shares of whole 64-byte lines (the
+/// last ones shorter or empty).
+fn chunk(i: c_int, n: c_int, nelems: usize, es: usize) -> (usize, usize) {
+    let line = (64 / es).max(1);
+    let per = nelems.div_ceil(n as usize).div_ceil(line) * line;
+    let lo = (i as usize).saturating_mul(per).min(nelems);
+    (lo, lo.saturating_add(per).min(nelems))
+}
+
+/// Reduction to all, split: after an entry barrier (every source is ready), member i reads
+/// chunk i of every source, in team order, and combines it (the bits the linear form gives);
+/// it then puts the result into chunk i of every member's `dest`; a quiet and a barrier
+/// complete it. Each member moves about 2 * nbytes instead of n * nbytes. In place is safe
+/// without a barrier between the two phases: chunk i of any member's source is read by
+/// member i alone, which has read it before it writes that chunk of `dest`. (Overlapping but
+/// different arrays are not allowed by the spec.)
+unsafe fn split(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut u8,
+    src: *const u8,
+    (nelems, es): (usize, usize),
+    (dtype, op): (u32, u32),
+) -> c_int {
+    let (n, me) = (t.size(), t.me());
+    let (lo, hi) = chunk(me, n, nelems, es);
+    let (off, len) = (lo * es, (hi - lo) * es);
+    let (mut acc, mut buf) = (arith::buffer(len), arith::buffer(len));
+    // SAFETY: `src` and `dest` hold `nelems` elements on every member (caller), so chunk
+    // [off, off + len) lies inside both; the private buffers hold `len` bytes.
+    unsafe {
+        barrier(c, t);
+        if len > 0 {
+            for j in 0..n {
+                let into = if j == 0 { &mut acc } else { &mut buf };
+                let to = into.as_mut_ptr().cast::<u8>();
+                if j == me {
+                    std::ptr::copy_nonoverlapping(src.add(off), to, len);
+                } else {
+                    (c.getmem)(to.cast(), src.add(off).cast(), len, t.pe(j));
+                }
+                if j > 0 {
+                    arith::combine(dtype, op, &mut acc, &buf, hi - lo);
+                }
+            }
+            // Start with the next member, so that members do not all write to one at once.
+            for k in 1..=n {
+                put_to(c, t, (me + k) % n, dest.add(off), acc.as_ptr().cast(), len);
+            }
+            (c.quiet)();
+        }
+        barrier(c, t);
+    }
+    RC_OK
+}
+
+/// Reduction to all, tree: the members' partials go up a binomial tree rooted at member 0,
+/// mirrored (member `i`'s children are `i - 2^j`, its parent `i + 2^k`), so that a member
+/// receives on the word of the sender's distance behind it, as in the broadcast tree: a child
+/// leaves its partial in its own `dest` and signals its parent, which gets and combines it.
+/// Member 0 then holds the result and broadcasts it down the binomial tree. One member
+/// computes the result, so every member gets the same bits (not those of the linear and split
+/// forms, whose order differs). 2 ceil(log2 n) steps, no barrier. Every signal on these words
+/// follows a fence, so one sender's signals arrive in order and the counts stay exact.
+unsafe fn tree_reduce(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    (dtype, op): (u32, u32),
+) -> c_int {
+    let (n, me) = (t.size(), t.me());
+    let nbytes = arith::elem_size(dtype).unwrap_or(0) * nelems;
+    if nbytes == 0 {
+        return RC_OK;
+    }
+    let (mut acc, mut buf) = (arith::buffer(nbytes), arith::buffer(nbytes));
+    let mirrored = (n - me) % n;
+    let (parent, kids) = tree(mirrored, 0, n);
+    // SAFETY: `src` and `dest` hold `nbytes` on every member (caller); the private buffers
+    // hold `nbytes`; our own scratch words, then the parent's.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, acc.as_mut_ptr().cast::<u8>(), nbytes);
+        for (j, d) in kids {
+            take(c, t, TREE + j, 1);
+            let kid = t.pe(partner(me, n - d, n));
+            (c.getmem)(buf.as_mut_ptr().cast(), dest.cast(), nbytes, kid);
+            arith::combine(dtype, op, &mut acc, &buf, nelems);
+        }
+        // Lend the partial (or, on member 0, the result) through `dest`: this member's source
+        // is read, and nobody writes its `dest` before it has signalled its parent.
+        std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), dest, nbytes);
+        if let Some(k) = parent {
+            std::sync::atomic::fence(Ordering::SeqCst);
+            (c.fence)();
+            (c.atomic_add_u64)(t.word(TREE + k), 1, t.pe(partner(me, 1 << k, n)));
+        }
+        binomial(c, t, dest, dest, nbytes, 0, true)
+    }
 }

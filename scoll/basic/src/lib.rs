@@ -1,9 +1,11 @@
-//! scoll "basic": barrier and broadcast correct for any team size and shape, built only on the
-//! core's one-sided services, so they work over any spml. This is the fallback every team can
-//! count on; faster components may take slots over.
+//! scoll "basic": every collective, for teams of any shape and up to 2^26 members, built only
+//! on the core's one-sided services, so they work over any spml. This is the fallback every
+//! team can count on; faster components may take slots over. The algorithm of each operation
+//! is a parameter (`tuning`).
 
 mod algo;
 mod team;
+mod tuning;
 
 pub use team::{partner, rounds, SCRATCH_BYTES};
 
@@ -11,14 +13,14 @@ use team::Team;
 
 rshmem_plugin_api::scoll_component! {
     name: "basic",
-    description: "dissemination barrier, flag-synchronised linear broadcast, linear collect/alltoall, get-based reductions and scans; any team size",
+    description: "dissemination barrier, binomial or linear broadcast, linear collect/alltoall, tree, split (reduce-scatter + allgather) or get-based reductions, get-based scans; teams of up to 2^26 PEs",
     priority: 10,
     caps: rshmem_plugin_api::SCOLL_CAP_EPHEMERAL,
-    params: &[],
+    params: tuning::PARAMS,
     reason: "portable algorithms over the core's one-sided services",
     scratch: SCRATCH_BYTES,
     team: Team,
-    new: |_core, desc| Team::new(desc),
+    new: Team::new,
     algo: crate::algo,
 }
 
