@@ -25,6 +25,16 @@ pub fn elem_size(dtype: u32) -> Option<usize> {
     })
 }
 
+/// Element range `[lo, hi)` of member `i`'s chunk when `nelems` elements of `es` bytes are
+/// shared among `n` members (a reduce-scatter): equal shares of whole 64-byte cache lines, so
+/// that two members never write one line; the last shares shorter or empty.
+pub fn chunk(i: c_int, n: c_int, nelems: usize, es: usize) -> (usize, usize) {
+    let line = (64 / es.max(1)).max(1);
+    let per = nelems.div_ceil(n.max(1) as usize).div_ceil(line) * line;
+    let lo = (i.max(0) as usize).saturating_mul(per).min(nelems);
+    (lo, lo.saturating_add(per).min(nelems))
+}
+
 /// A zeroed buffer of at least `bytes` bytes, aligned for every element type.
 pub fn buffer(bytes: usize) -> Vec<u128> {
     vec![0u128; bytes.div_ceil(16)]
@@ -192,6 +202,25 @@ pub fn combine(dtype: u32, op: u32, acc: &mut [u128], x: &[u128], n: usize) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_tile_the_elements_in_whole_lines() {
+        for (n, nelems, es) in
+            [(1, 0, 8), (2, 1, 4), (3, 100, 8), (4, 511, 8), (7, 4099, 4), (5, 3, 16), (8, 1000, 1)]
+        {
+            let mut next = 0;
+            for i in 0..n {
+                let (lo, hi) = chunk(i, n, nelems, es);
+                assert_eq!(lo, next, "n={n} nelems={nelems}: chunks follow each other");
+                assert!(hi <= nelems);
+                if hi < nelems {
+                    assert_eq!((hi * es) % 64, 0, "a chunk ends on a line boundary");
+                }
+                next = hi;
+            }
+            assert_eq!(next, nelems, "n={n}: every element in some chunk");
+        }
+    }
 
     fn view<T>(b: &mut [u128], n: usize) -> &mut [T] {
         assert!(n * std::mem::size_of::<T>() <= b.len() * 16);

@@ -105,22 +105,19 @@ unsafe fn binomial(
             }
             None => src,
         };
-        let mut signals = [(0usize, 0 as c_int); crate::team::ROUNDS];
-        let mut m = 0;
-        for (j, d) in kids {
-            let kid = t.pe(partner(me, d, n));
-            (c.putmem)(dest.cast(), data.cast(), nbytes, kid);
-            signals[m] = (j, kid);
-            m += 1;
+        let mut any = false;
+        for (_, d) in kids {
+            (c.putmem)(dest.cast(), data.cast(), nbytes, t.pe(partner(me, d, n)));
+            any = true;
         }
         // Last, so that the puts read the root's `src` intact even if it overlaps `dest`.
         if parent.is_none() && !keep_root && !std::ptr::eq(dest, src) {
             std::ptr::copy(src, dest, nbytes);
         }
-        if m > 0 {
+        if any {
             (c.fence)();
-            for &(j, kid) in &signals[..m] {
-                (c.atomic_add_u64)(t.word(TREE + j), 1, kid);
+            for (j, d) in tree(me, root, n).1 {
+                (c.atomic_add_u64)(t.word(TREE + j), 1, t.pe(partner(me, d, n)));
             }
         }
     }
@@ -304,7 +301,7 @@ pub unsafe fn reduce(
             // SAFETY: the buffers and the scratch as the caller vouched for them.
             Form::Split => return unsafe { split(c, t, d, s, (nelems, es), (dtype, op)) },
             // SAFETY: as above.
-            Form::Tree => return unsafe { tree_reduce(c, t, d, s, nelems, (dtype, op)) },
+            Form::Tree => return unsafe { tree_reduce(c, t, d, s, (nelems, nbytes), (dtype, op)) },
             Form::Linear => {}
         }
     }
@@ -332,15 +329,6 @@ pub unsafe fn reduce(
     RC_OK
 }
 
-/// Element range `[lo, hi)` of member `i`'s chunk: equal shares of whole 64-byte lines (the
-/// last ones shorter or empty).
-fn chunk(i: c_int, n: c_int, nelems: usize, es: usize) -> (usize, usize) {
-    let line = (64 / es).max(1);
-    let per = nelems.div_ceil(n as usize).div_ceil(line) * line;
-    let lo = (i as usize).saturating_mul(per).min(nelems);
-    (lo, lo.saturating_add(per).min(nelems))
-}
-
 /// Reduction to all, split: after an entry barrier (every source is ready), member i reads
 /// chunk i of every source, in team order, and combines it (the bits the linear form gives);
 /// it then puts the result into chunk i of every member's `dest`; a quiet and a barrier
@@ -357,7 +345,7 @@ unsafe fn split(
     (dtype, op): (u32, u32),
 ) -> c_int {
     let (n, me) = (t.size(), t.me());
-    let (lo, hi) = chunk(me, n, nelems, es);
+    let (lo, hi) = arith::chunk(me, n, nelems, es);
     let (off, len) = (lo * es, (hi - lo) * es);
     let (mut acc, mut buf) = (arith::buffer(len), arith::buffer(len));
     // SAFETY: `src` and `dest` hold `nelems` elements on every member (caller), so chunk
@@ -401,14 +389,10 @@ unsafe fn tree_reduce(
     t: &Team,
     dest: *mut u8,
     src: *const u8,
-    nelems: usize,
+    (nelems, nbytes): (usize, usize),
     (dtype, op): (u32, u32),
 ) -> c_int {
     let (n, me) = (t.size(), t.me());
-    let nbytes = arith::elem_size(dtype).unwrap_or(0) * nelems;
-    if nbytes == 0 {
-        return RC_OK;
-    }
     let (mut acc, mut buf) = (arith::buffer(nbytes), arith::buffer(nbytes));
     let mirrored = (n - me) % n;
     let (parent, kids) = tree(mirrored, 0, n);

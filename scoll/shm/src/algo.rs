@@ -296,14 +296,6 @@ unsafe fn staged(
     }
 }
 
-/// Element range of member `i`'s chunk: equal shares, rounded to whole cache lines.
-fn chunk(i: c_int, n: c_int, nelems: usize, es: usize) -> (usize, usize) {
-    let line = (64 / es).max(1);
-    let per = nelems.div_ceil(n as usize).div_ceil(line) * line;
-    let lo = (i as usize * per).min(nelems);
-    (lo, (lo + per).min(nelems))
-}
-
 #[allow(clippy::too_many_arguments)]
 unsafe fn scatter_gather(
     c: &CoreServices,
@@ -321,7 +313,7 @@ unsafe fn scatter_gather(
     for (j, s) in srcs.iter_mut().enumerate().take(t.n as usize) {
         *s = at(c, t, src.cast(), j as c_int);
     }
-    let (lo, hi) = chunk(t.me, t.n, nelems, es);
+    let (lo, hi) = arith::chunk(t.me, t.n, nelems, es);
     let block = (t.tuning.reduce_block / es).max(1);
     let acc = t.buffer(block * es).as_mut_ptr() as *mut u8;
     // SAFETY: every source holds `nelems` elements and this PE's chunk of `dest` is its own;
@@ -341,7 +333,7 @@ unsafe fn scatter_gather(
     publish();
     t.signal_all(MID, e);
     for k in t.others() {
-        let (lo, hi) = chunk(k, t.n, nelems, es);
+        let (lo, hi) = arith::chunk(k, t.n, nelems, es);
         t.wait(c, MID, k, e);
         // SAFETY: member k's chunk is final in its `dest`; k has read this PE's source chunk
         // k (the one overwritten here when in place) before signalling.
