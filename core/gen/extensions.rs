@@ -98,9 +98,9 @@ pub const EXTENSIONS: &[Family] = &[
         W32_64,
         "void",
         "{TYPE} *target, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, target, amo::ADD, value, pe);",
+        "amo::post({NAME}, ctx, target, amo::ADD, value, pe)",
     ),
-    ext("inc", W32_64, "void", "{TYPE} *target, int pe", "amo::fetch_inc({NAME}, ctx, target, pe);"),
+    ext("inc", W32_64, "void", "{TYPE} *target, int pe", "amo::post({NAME}, ctx, target, amo::ADD, 1, pe)"),
     ext(
         "atomic_fetch_and",
         BITS,
@@ -127,21 +127,21 @@ pub const EXTENSIONS: &[Family] = &[
         BITS,
         "void",
         "{TYPE} *target, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, target, amo::AMO_AND, value, pe);",
+        "amo::post({NAME}, ctx, target, amo::AMO_AND, value, pe)",
     ),
     ext(
         "atomic_or",
         BITS,
         "void",
         "{TYPE} *target, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, target, amo::AMO_OR, value, pe);",
+        "amo::post({NAME}, ctx, target, amo::AMO_OR, value, pe)",
     ),
     ext(
         "atomic_xor",
         BITS,
         "void",
         "{TYPE} *target, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, target, amo::AMO_XOR, value, pe);",
+        "amo::post({NAME}, ctx, target, amo::AMO_XOR, value, pe)",
     ),
     // --- OSHMEM's fixed-width waits (`wait`: while the value equals `value`) ---
     ext(

@@ -433,7 +433,7 @@ pub const FAMILIES: &[Family] = &[
         STD,
         "void",
         "{TYPE} *dest, int pe",
-        "amo::fetch_inc({NAME}, ctx, dest, pe);",
+        "amo::post({NAME}, ctx, dest, amo::ADD, 1, pe)",
     ),
     amo(
         "amo",
@@ -451,7 +451,7 @@ pub const FAMILIES: &[Family] = &[
         STD,
         "void",
         "{TYPE} *dest, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, dest, amo::ADD, value, pe);",
+        "amo::post({NAME}, ctx, dest, amo::ADD, value, pe)",
     ),
     amo(
         "amo",
@@ -469,7 +469,7 @@ pub const FAMILIES: &[Family] = &[
         BITWISE,
         "void",
         "{TYPE} *dest, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, dest, amo::AMO_AND, value, pe);",
+        "amo::post({NAME}, ctx, dest, amo::AMO_AND, value, pe)",
     ),
     amo(
         "amo",
@@ -487,7 +487,7 @@ pub const FAMILIES: &[Family] = &[
         BITWISE,
         "void",
         "{TYPE} *dest, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, dest, amo::AMO_OR, value, pe);",
+        "amo::post({NAME}, ctx, dest, amo::AMO_OR, value, pe)",
     ),
     amo(
         "amo",
@@ -505,7 +505,7 @@ pub const FAMILIES: &[Family] = &[
         BITWISE,
         "void",
         "{TYPE} *dest, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, dest, amo::AMO_XOR, value, pe);",
+        "amo::post({NAME}, ctx, dest, amo::AMO_XOR, value, pe)",
     ),
     // Non-blocking fetching AMOs complete at once here (allowed: completion by quiet is a bound).
     amo(
@@ -621,7 +621,7 @@ pub const FAMILIES: &[Family] = &[
         "{TYPE} *dest, int pe",
         "amo::fetch_inc({NAME}, ctx, dest, pe)",
     ),
-    dep("inc", "shmem_inc", DEP3, "void", "{TYPE} *dest, int pe", "amo::fetch_inc({NAME}, ctx, dest, pe);"),
+    dep("inc", "shmem_inc", DEP3, "void", "{TYPE} *dest, int pe", "amo::post({NAME}, ctx, dest, amo::ADD, 1, pe)"),
     dep(
         "fadd",
         "shmem_fadd",
@@ -636,7 +636,7 @@ pub const FAMILIES: &[Family] = &[
         DEP3,
         "void",
         "{TYPE} *dest, {TYPE} value, int pe",
-        "amo::rmw({NAME}, ctx, dest, amo::ADD, value, pe);",
+        "amo::post({NAME}, ctx, dest, amo::ADD, value, pe)",
     ),
     // --- point-to-point synchronization (spec 9.10) ---
     Family { generic: Some("shmem_wait_until"), ..p2p("wait_until", "void", "{TYPE} *ivar, int cmp, {TYPE} cmp_value", "p2p::wait_until({NAME}, ivar, cmp, cmp_value)") },

@@ -661,7 +661,10 @@ typedef struct {
   void (*finalize)(void);
   /**
    * Atomic `op` (`SHMEM_PLUGIN_AMO_*`) on the `size`-byte (4 or 8) word at `raddr`; the previous value
-   * goes to `*fetched` when it is not NULL. Returns when the operation is complete.
+   * goes to `*fetched` when it is not NULL. With `fetched` NULL the core needs no previous
+   * value, and the spml may return as soon as the operation is issued (spml ucx posts ADD,
+   * AND, OR and XOR without waiting for a reply); the operation then completes at the next
+   * `quiet` on `ctx`. Otherwise it returns when the operation is complete.
    */
   int (*atomic)(shmem_plugin_spml_ctx_t ctx,
                 int pe,

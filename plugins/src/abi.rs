@@ -458,7 +458,10 @@ pub struct SpmlOps {
     /// Tear down (collective: the core has synchronised all PEs before).
     pub finalize: unsafe extern "C" fn(),
     /// Atomic `op` (`AMO_*`) on the `size`-byte (4 or 8) word at `raddr`; the previous value
-    /// goes to `*fetched` when it is not NULL. Returns when the operation is complete.
+    /// goes to `*fetched` when it is not NULL. With `fetched` NULL the core needs no previous
+    /// value, and the spml may return as soon as the operation is issued (spml ucx posts ADD,
+    /// AND, OR and XOR without waiting for a reply); the operation then completes at the next
+    /// `quiet` on `ctx`. Otherwise it returns when the operation is complete.
     pub atomic: unsafe extern "C" fn(
         ctx: SpmlCtx,
         pe: c_int,

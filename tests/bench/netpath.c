@@ -1,6 +1,7 @@
 /* The figures of the network path between two PEs (PE 0 -> PE 1), for runs across hosts or with
  * every peer forced onto the network: 8-byte blocking put, put + quiet and get latency, 8-byte
- * AMO fetch-add latency, the 8-byte non-blocking put rate, and 1 MiB put and get bandwidth.
+ * AMO fetch-add, add (no fetch) and add + quiet latency, 8-byte put-with-signal latency (where
+ * the library has it: OpenSHMEM 1.5), the 8-byte non-blocking put rate, and 1 MiB put and get bandwidth.
  * Each figure is the median of NREP timed blocks (printed with the block minimum and maximum as
  * "RESULT name size median unit min max"), so one descheduled block does not move it.
  * While PE 0 times a block, PE 1 waits in shmem_long_wait_until for PE 0's "done" increment,
@@ -54,8 +55,15 @@ int main(void) {
     *word = 0;
     double v[NREP];
     shmem_barrier_all();
-    /* 0: put, 1: put + quiet, 2: get, 3: fetch-add (latencies, us per call) */
-    for (int op = 0; op < 4; op++) {
+    /* 0: put, 1: put + quiet, 2: get, 3: fetch-add, 4: add, 5: add + quiet, 6: put-with-signal
+     * (latencies, us per call) */
+#ifdef SHMEM_SIGNAL_ADD
+    static uint64_t sig;
+    const int nops = 7;
+#else
+    const int nops = 6;
+#endif
+    for (int op = 0; op < nops; op++) {
         for (int r = 0; r < NREP; r++) {
             block_start();
             if (me == 0) {
@@ -67,14 +75,20 @@ int main(void) {
                     case 0: shmem_putmem(buf, local, 8, 1); break;
                     case 1: shmem_putmem(buf, local, 8, 1); shmem_quiet(); break;
                     case 2: shmem_getmem(local, buf, 8, 1); break;
-                    default: (void)shmem_long_atomic_fetch_add(word, 1, 1); break;
+                    case 3: (void)shmem_long_atomic_fetch_add(word, 1, 1); break;
+                    case 4: shmem_long_atomic_add(word, 1, 1); break;
+                    case 5: shmem_long_atomic_add(word, 1, 1); shmem_quiet(); break;
+#ifdef SHMEM_SIGNAL_ADD
+                    default: shmem_putmem_signal(buf, local, 8, &sig, 1, SHMEM_SIGNAL_ADD, 1); break;
+#endif
                     }
                 }
                 v[r] = (now_us() - t0) / iters;
             }
             block_end(me);
         }
-        static const char *names[] = {"put_latency", "put_quiet_latency", "get_latency", "fadd_latency"};
+        static const char *names[] = {"put_latency", "put_quiet_latency", "get_latency", "fadd_latency",
+                                      "add_latency", "add_quiet_latency", "put_signal_latency"};
         report(names[op], 8, v, "us");
     }
     /* 8-byte put rate: windows of non-blocking puts, each completed by a quiet */

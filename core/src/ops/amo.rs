@@ -99,6 +99,35 @@ pub unsafe fn run<T: Amo>(
     cond: T,
     pe: c_int,
 ) -> T {
+    // SAFETY: forwarded.
+    unsafe { exec(routine, ctx, dest, op, value, cond, pe, true) }
+}
+
+/// `op` without the previous value (the non-fetching AMOs and signal updates). Through the
+/// spml this asks for no reply, so it costs one message instead of a round trip (ADD, AND, OR
+/// and XOR; UCX has no SET without one) and completes remotely at the next quiet, which the
+/// spec allows.
+///
+/// # Safety
+/// As [`run`].
+#[inline]
+pub unsafe fn post<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) {
+    // SAFETY: forwarded.
+    unsafe { exec(routine, ctx, dest, op, value, T::from_bits(0), pe, false) };
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn exec<T: Amo>(
+    routine: &CStr,
+    ctx: Ctx,
+    dest: *const T,
+    op: u32,
+    value: T,
+    cond: T,
+    pe: c_int,
+    fetch: bool,
+) -> T {
     if ctx.is_null() {
         return T::from_bits(0);
     }
@@ -120,7 +149,8 @@ pub unsafe fn run<T: Amo>(
         return T::from_bits(old);
     }
     let mut fetched = 0u64;
-    // SAFETY: plugin ABI call; `fetched` is a valid out-pointer.
+    let out: *mut u64 = if fetch { &mut fetched } else { std::ptr::null_mut() };
+    // SAFETY: plugin ABI call; `out` is a valid out-pointer or NULL.
     let rc = unsafe {
         (rt.spml.atomic)(
             rma::spml_ctx(ctx),
@@ -131,7 +161,7 @@ pub unsafe fn run<T: Amo>(
             T::SIZE as u32,
             value.bits(),
             cond.bits(),
-            &mut fetched,
+            out,
         )
     };
     if rc != 0 {
@@ -151,7 +181,7 @@ pub unsafe fn fetch<T: Amo>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_in
 /// As [`run`].
 pub unsafe fn set<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
     // SAFETY: forwarded.
-    unsafe { run(routine, ctx, dest, AMO_SET, value, T::from_bits(0), pe) };
+    unsafe { post(routine, ctx, dest, AMO_SET, value, pe) };
 }
 
 /// Read-modify-write with `op` (ADD, SWAP, AND, OR, XOR); returns the previous value.

@@ -42,7 +42,7 @@ pub unsafe fn put_signal<const NBI: bool>(
     unsafe {
         rma::put_any::<NBI>(routine, ctx, dest, src, nelems, size, pe);
         crate::ops::ctx::fence(routine, ctx);
-        amo::run::<u64>(routine, ctx, sig_addr, op, signal, 0, pe);
+        amo::post::<u64>(routine, ctx, sig_addr, op, signal, pe);
     }
 }
 
@@ -53,7 +53,7 @@ pub unsafe fn put_signal<const NBI: bool>(
 pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     let op = op_of(routine, sig_op);
     // SAFETY: forwarded.
-    unsafe { amo::run::<u64>(routine, ctx, sig_addr, op, signal, 0, pe) };
+    unsafe { amo::post::<u64>(routine, ctx, sig_addr, op, signal, pe) };
 }
 
 /// `shmem_signal_fetch`: the local signal word.

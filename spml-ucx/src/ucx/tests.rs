@@ -118,10 +118,31 @@ fn every_atomic_operation_in_both_widths() {
     assert_eq!(amo(a32, AMO_FETCH, 4, 0, 0), 7);
     assert_eq!(read(&words, 0), 0x0fef, "4-byte operations stay in their word");
 
-    // non-fetching forms
+    // non-fetching forms: posted without a reply, visible after a flush
     assert_eq!(u.atomic(0, 0, a64, AMO_ADD, 8, 1, 0, false), Ok(0));
     u.flush().unwrap();
     assert_eq!(read(&words, 0), 0x0ff0);
+    for (op, value, want) in [
+        (AMO_OR, 0xf000_0000_0000_0001, 0xf000_0000_0000_0ff1),
+        (AMO_AND, 0xffff_0000_0000_00ff, 0xf000_0000_0000_00f1),
+        (AMO_XOR, 0x1, 0xf000_0000_0000_00f0),
+        (AMO_ADD, 0x10, 0xf000_0000_0000_0100),
+    ] {
+        assert_eq!(u.atomic(0, 0, a64, op, 8, value, 0, false), Ok(0));
+        u.flush().unwrap();
+        assert_eq!(read(&words, 0), want, "64-bit post of op {op}");
+    }
+    for (op, value, want) in [
+        (AMO_ADD, u32::MAX as u64, 6),
+        (AMO_OR, 0x100, 0x106),
+        (AMO_AND, 0xf0f, 0x106 & 0xf0f),
+        (AMO_XOR, 0x3, (0x106 & 0xf0f) ^ 0x3),
+    ] {
+        assert_eq!(u.atomic(0, 0, a32, op, 4, value, 0, false), Ok(0));
+        u.flush().unwrap();
+        assert_eq!(read(&words, 1) as u32 as u64, want, "32-bit post of op {op}");
+    }
+    assert_eq!(read(&words, 1) >> 32, 0, "a 32-bit post stays in its word");
 
     assert_eq!(u.atomic(0, 0, a64, 99, 8, 0, 0, true), Err(OpError::Invalid));
     assert_eq!(u.atomic(0, 0, a64, AMO_ADD, 2, 0, 0, true), Err(OpError::Invalid));
