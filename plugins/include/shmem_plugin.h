@@ -368,7 +368,9 @@ typedef struct {
   void (*quiet)(void);
   void (*fence)(void);
   /**
-   * Atomically add `value` to the 64-bit symmetric word `dest` on PE `pe`.
+   * Atomically add `value` to the 64-bit symmetric word `dest` on PE `pe`. Through the spml
+   * it may return before the add is done there; the next `quiet` of this table completes it
+   * (the application's `shmem_quiet` does not: a collective's signals are not its operations).
    */
   void (*atomic_add_u64)(uint64_t *dest, uint64_t value, int pe);
   /**

@@ -214,7 +214,9 @@ pub struct CoreServices {
     pub getmem: unsafe extern "C" fn(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int),
     pub quiet: unsafe extern "C" fn(),
     pub fence: unsafe extern "C" fn(),
-    /// Atomically add `value` to the 64-bit symmetric word `dest` on PE `pe`.
+    /// Atomically add `value` to the 64-bit symmetric word `dest` on PE `pe`. Through the spml
+    /// it may return before the add is done there; the next `quiet` of this table completes it
+    /// (the application's `shmem_quiet` does not: a collective's signals are not its operations).
     pub atomic_add_u64: unsafe extern "C" fn(dest: *mut u64, value: u64, pe: c_int),
     /// Block until `*ivar <cmp> value` holds on this PE (`cmp` is a `CMP_*` value). Waits back
     /// off so that oversubscribed nodes keep making progress.

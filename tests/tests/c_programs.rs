@@ -194,21 +194,29 @@ fn collectives_per_component_on_1_to_8_pes() {
 }
 
 /// scoll basic's algorithms are parameters: the conformance programs again with the choices
-/// its default (`auto`: binomial broadcast; reductions tree, or linear on 2 PEs, below 64 KiB
-/// and split above) does not make, so each algorithm runs at every size, on 3 to 5 PEs.
+/// its default (`auto`: binomial broadcast, Bruck fcollect; reductions tree, or linear on 2
+/// PEs, below 64 KiB and split above) does not make, so each algorithm runs at every size, on
+/// 3 to 5 PEs.
 #[test]
 fn basic_collectives_with_each_algorithm() {
     if Launcher::from_env() != Launcher::Oshrun {
         return;
     }
     let choices = [
-        (("linear", "split"), "algorithms: Tuning { bcast: Linear, reduce: Only(Split) }"),
-        (("binomial", "linear"), "algorithms: Tuning { bcast: Binomial, reduce: Only(Linear) }"),
+        (
+            ("linear", "linear", "split"),
+            "algorithms: Tuning { bcast: Linear, fcollect: Linear, reduce: Only(Split) }",
+        ),
+        (
+            ("binomial", "bruck", "linear"),
+            "algorithms: Tuning { bcast: Binomial, fcollect: Bruck, reduce: Only(Linear) }",
+        ),
     ];
-    for ((bcast, reduce), want) in choices {
+    for ((bcast, fcollect, reduce), want) in choices {
         let env = [
             ("SHMEM_MCA_scoll", "basic"),
             ("SHMEM_MCA_scoll_basic_bcast_algorithm", bcast),
+            ("SHMEM_MCA_scoll_basic_fcollect_algorithm", fcollect),
             ("SHMEM_MCA_scoll_basic_reduce_algorithm", reduce),
             ("RUST_LOG", "rshmem::scoll::basic=debug"),
         ];
@@ -232,6 +240,7 @@ fn basic_collectives_with_each_algorithm() {
     for want in [
         "SHMEM_MCA_scoll_basic_reduce_algorithm = \"tree\"  [environment (SHMEM_MCA_scoll_basic_reduce_algorithm); string",
         "SHMEM_MCA_scoll_basic_bcast_algorithm = \"auto\"  [default; string",
+        "SHMEM_MCA_scoll_basic_fcollect_algorithm = \"auto\"  [default; string",
         "SHMEM_MCA_scoll_basic_reduce_split_min = \"64K\"  [default; size",
     ] {
         assert!(out.contains(want), "missing `{want}` in:\n{out}");

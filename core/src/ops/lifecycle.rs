@@ -579,6 +579,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
         return;
     }
     let rt = get(routine);
+    crate::ops::rma::include_signals_in_next_quiet();
     // SAFETY: the default context is always live.
     unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     fence_within(routine, rt, limit);

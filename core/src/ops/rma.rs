@@ -8,7 +8,7 @@ use crate::ops::handles::Ctx;
 use crate::symm::runtime::{self, Runtime};
 use crate::symm::segments::PeerSeg;
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[cold]
 #[inline(never)]
@@ -78,6 +78,18 @@ pub(crate) unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
     // SAFETY: non-null contexts point at live CtxObj values.
     let c = unsafe { &*ctx };
     c.spml_dirty.store(true, Ordering::Relaxed);
+    // SAFETY: as above.
+    unsafe { spml_handle(ctx) }
+}
+
+/// The spml handle of `ctx`, without marking the context as having traffic to complete.
+///
+/// # Safety
+/// As [`spml_ctx`].
+#[inline(always)]
+unsafe fn spml_handle(ctx: Ctx) -> *mut c_void {
+    // SAFETY: non-null contexts point at live CtxObj values.
+    let c = unsafe { &*ctx };
     if c.spml_pending.load(Ordering::Acquire) {
         return crate::ops::ctx::make_spml_ctx(c);
     }
@@ -403,7 +415,24 @@ pub unsafe fn ptr(routine: &CStr, addr: *const c_void, pe: c_int) -> *mut c_void
     }
 }
 
-/// 64-bit atomic add on a symmetric word (used by collectives).
+/// Set when a collective's signal (the core service `atomic_add_u64`) went through the spml
+/// since the core service `quiet` last completed them. Those signals do not make the default
+/// context's next `shmem_quiet` flush the transport: they are not the application's operations,
+/// and the collective that sent them needs no remote completion (its members learn of them by
+/// waiting for them). Before, every barrier's signals made the next barrier's quiet flush: a
+/// round trip plus UCX's acknowledgement, about half of a 2-PE barrier over TCP.
+static SIGNALS_OUT: AtomicBool = AtomicBool::new(false);
+
+/// Make the default context's next quiet complete the collectives' signals too (the core
+/// service `quiet`, and finalize, which must leave nothing in flight).
+pub(crate) fn include_signals_in_next_quiet() {
+    if SIGNALS_OUT.swap(false, Ordering::AcqRel) {
+        // SAFETY: the default context is always live.
+        unsafe { &*crate::ops::ctx::default() }.spml_dirty.store(true, Ordering::Relaxed);
+    }
+}
+
+/// 64-bit atomic add on a symmetric word (used by collectives; see [`SIGNALS_OUT`]).
 ///
 /// # Safety
 /// `dest` is checked to be symmetric and must be 8-byte aligned.
@@ -419,10 +448,12 @@ pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_i
         let null = std::ptr::null_mut();
         // SAFETY: plugin ABI call; no fetched value is asked for.
         if unsafe {
-            (rt.spml.atomic)(spml_ctx(ctx), pe, seg, raddr, rshmem_plugin_api::AMO_ADD, 8, value, 0, null)
+            (rt.spml.atomic)(spml_handle(ctx), pe, seg, raddr, rshmem_plugin_api::AMO_ADD, 8, value, 0, null)
         } != 0
         {
             spml_failed(routine, "atomic add on", pe);
         }
+        // After issuing it, so that a quiet that sees the flag covers the add.
+        SIGNALS_OUT.store(true, Ordering::Release);
     }
 }

@@ -2,7 +2,7 @@
 //! put, fence, quiet) so that they work over any spml and any team shape.
 
 use crate::team::{partner, rounds, tree, Team, BARRIER, CHAIN_FLAG, CHAIN_OFF, DATA, READY, TREE};
-use crate::tuning::{Bcast, Form};
+use crate::tuning::{Bcast, Fcollect, Form};
 use rshmem_plugin_api::{arith, CoreServices, CMP_GE, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -189,10 +189,77 @@ unsafe fn put_to(c: &CoreServices, t: &Team, j: c_int, dest: *mut u8, src: *cons
     }
 }
 
-/// fcollect (`fixed`) and collect. An entry barrier makes every `dest` free to write; collect
+/// fcollect (`fixed`) and collect, by the algorithm the job chose for fcollect; collect, whose
+/// blocks differ in size, is always linear.
+///
+/// # Safety
+/// `dest` (symmetric, the whole result) and `src` must be valid (the core checked them), and
+/// the team's scratch live.
+pub unsafe fn collect(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    nbytes: usize,
+    fixed: bool,
+) -> c_int {
+    // SAFETY: caller.
+    unsafe {
+        match t.tuning.fcollect {
+            Fcollect::Bruck if fixed => bruck(c, t, dest.cast(), src.cast(), nbytes),
+            _ => linear_collect(c, t, dest, src, nbytes, fixed),
+        }
+    }
+}
+
+/// fcollect by Bruck's concatenation, ceil(log2 n) rounds for any team size. Before round k a
+/// member holds the 2^k blocks ending at its own (team order, wrapping at 0), all in place in
+/// its `dest`; it puts them at the same offsets into the `dest` of the member 2^k places
+/// ahead (the last round only the n - 2^k that member lacks), fences, signals it on `TREE + k`
+/// and waits for the same from the member 2^k behind, whose blocks extend its own run. Every
+/// member sends (n - 1) blocks in all, as in the linear form, but in log2 n steps and with no
+/// barrier: the spec makes every `dest` ready to accept the result when the call is made.
+/// The signals follow the broadcast tree's rule (a member hears on `TREE + k` only from the
+/// member 2^k behind, after a fence), so these words stay exact across kinds of collectives.
+///
+/// # Safety
+/// As [`collect`].
+unsafe fn bruck(c: &CoreServices, t: &Team, dest: *mut u8, src: *const u8, nbytes: usize) -> c_int {
+    if nbytes == 0 {
+        // No data: nothing to wait for, on any member.
+        return RC_OK;
+    }
+    let (n, me) = (t.size(), t.me());
+    let at = |j: c_int| dest.wrapping_add(j as usize * nbytes);
+    // SAFETY: every member's `dest` holds n blocks and `src` one (caller); our own scratch
+    // words, then those of the member ahead.
+    unsafe {
+        std::ptr::copy(src, at(me), nbytes);
+        let (mut have, mut k) = (1, 0);
+        while have < n {
+            let count = have.min(n - have);
+            let to = t.pe(partner(me, have, n));
+            let first = me - count + 1;
+            if first >= 0 {
+                (c.putmem)(at(first).cast(), at(first).cast(), count as usize * nbytes, to);
+            } else {
+                (c.putmem)(at(0).cast(), at(0).cast(), (me + 1) as usize * nbytes, to);
+                (c.putmem)(at(n + first).cast(), at(n + first).cast(), -first as usize * nbytes, to);
+            }
+            (c.fence)();
+            (c.atomic_add_u64)(t.word(TREE + k), 1, to);
+            take(c, t, TREE + k, 1);
+            have += count;
+            k += 1;
+        }
+    }
+    RC_OK
+}
+
+/// Linear fcollect and collect. An entry barrier makes every `dest` free to write; collect
 /// learns its offset from a chain along the team (each PE passes its successor the running
 /// total); everyone then puts its block to every PE, and a quiet and barrier complete it.
-pub unsafe fn collect(
+unsafe fn linear_collect(
     c: &CoreServices,
     t: &Team,
     dest: *mut c_void,
@@ -236,8 +303,10 @@ pub unsafe fn collect(
     RC_OK
 }
 
-/// alltoall(s): the same shape of entry barrier, puts (contiguous, or element by element when
-/// strided), quiet and barrier.
+/// alltoall(s): puts (contiguous, or element by element when strided) on a shifted schedule
+/// (member i starts with member i + 1, so no member is everyone's first target), then a quiet
+/// and a barrier, after which every block has arrived. No entry barrier: the spec makes every
+/// `dest` ready to accept the data before any member calls.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn alltoall(
     c: &CoreServices,
@@ -257,7 +326,6 @@ pub unsafe fn alltoall(
     // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
     // live for the call (caller).
     unsafe {
-        barrier(c, t);
         for k in 1..=n {
             let j = (me + k) % n;
             let d = (dest as *mut u8).wrapping_add(me as usize * nelems * dst * es);

@@ -13,7 +13,7 @@ use team::Team;
 
 rshmem_plugin_api::scoll_component! {
     name: "basic",
-    description: "dissemination barrier, binomial or linear broadcast, linear collect/alltoall, tree, split (reduce-scatter + allgather) or get-based reductions, get-based scans; teams of up to 2^26 PEs",
+    description: "dissemination barrier, binomial or linear broadcast, Bruck or linear fcollect, linear collect, pairwise alltoall, tree, split (reduce-scatter + allgather) or get-based reductions, get-based scans; teams of up to 2^26 PEs",
     priority: 10,
     caps: rshmem_plugin_api::SCOLL_CAP_EPHEMERAL,
     params: tuning::PARAMS,

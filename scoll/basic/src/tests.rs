@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::team::{tree, Team};
-use crate::tuning::{Bcast, Form, Reduce, Tuning};
+use crate::tuning::{Bcast, Fcollect, Form, Reduce, Tuning};
 use rshmem_plugin_api::testing::job::{self as fake, run_job, HEAP_BYTES};
 use rshmem_plugin_api::{
     Framework, QueryResult, ScollOps, TeamDesc, ABI_VERSION, DT_F64, DT_I64, OP_MAX, OP_SUM, RC_ERROR, RC_OK,
@@ -29,11 +29,15 @@ const GARBAGE: u8 = 0xee;
 // Four scratch slots fit before the buffers, and the buffers (plus a guard) fit in the heap.
 const _: () = assert!(4 * SCRATCH_SLOT <= SRC && DEST + DESTS * DEST_STRIDE <= HEAP_BYTES);
 
-/// Both broadcast algorithms, and each form of reduction at every size.
-const BINOMIAL: Tuning = Tuning { bcast: Bcast::Binomial, reduce: Reduce::Only(Form::Linear) };
-const LINEAR: Tuning = Tuning { bcast: Bcast::Linear, reduce: Reduce::Only(Form::Linear) };
-const SPLIT: Tuning = Tuning { bcast: Bcast::Binomial, reduce: Reduce::Only(Form::Split) };
-const TREE: Tuning = Tuning { bcast: Bcast::Binomial, reduce: Reduce::Only(Form::Tree) };
+/// Both broadcast and fcollect algorithms, and each form of reduction at every size.
+const BINOMIAL: Tuning =
+    Tuning { bcast: Bcast::Binomial, fcollect: Fcollect::Bruck, reduce: Reduce::Only(Form::Linear) };
+const LINEAR: Tuning =
+    Tuning { bcast: Bcast::Linear, fcollect: Fcollect::Linear, reduce: Reduce::Only(Form::Linear) };
+const SPLIT: Tuning =
+    Tuning { bcast: Bcast::Binomial, fcollect: Fcollect::Bruck, reduce: Reduce::Only(Form::Split) };
+const TREE: Tuning =
+    Tuning { bcast: Bcast::Binomial, fcollect: Fcollect::Bruck, reduce: Reduce::Only(Form::Tree) };
 
 /// Make the team `t` (from `enable`) use `tuning` instead of the job's.
 fn set_tuning(t: *mut c_void, tuning: Tuning) {
@@ -97,6 +101,11 @@ fn barrier(t: *mut c_void) -> c_int {
 fn broadcast(t: *mut c_void, dest: *mut u8, src: *const u8, nbytes: usize, root: c_int) -> c_int {
     // SAFETY: state from enable; dest and src are symmetric buffers of MAX_BYTES.
     unsafe { (ops().broadcast.unwrap())(t, dest.cast(), src.cast(), nbytes, root) }
+}
+
+fn fcollect(t: *mut c_void, dest: *mut u8, src: *const u8, nbytes: usize) -> c_int {
+    // SAFETY: state from enable; dest holds n * nbytes and src nbytes (symmetric buffers).
+    unsafe { (ops().collect.unwrap())(t, dest.cast(), src.cast(), nbytes, 1) }
 }
 
 fn disable(t: *mut c_void) {
@@ -244,6 +253,73 @@ fn broadcast_delivers_from_every_root_at_every_size() {
                     // Not `errors.lock().extend(checked_broadcast(..))`: that would hold the
                     // lock through the collective and deadlock the other PEs.
                     let e = checked_broadcast(t, heap, seq, pe, n as c_int);
+                    errors.lock().unwrap().extend(e);
+                }
+                disable(t);
+            });
+            let errors = errors.into_inner().unwrap();
+            assert!(errors.is_empty(), "{tuning:?} n={n}: {errors:#?}");
+        }
+    }
+}
+
+/// One fcollect of a test sequence into destination `seq % DESTS`: every member contributes
+/// `nbytes` of its own pattern. Returns what went wrong, if anything.
+fn checked_fcollect(
+    t: *mut c_void,
+    heap: *mut u8,
+    seq: usize,
+    me: c_int,
+    n: c_int,
+    nbytes: usize,
+) -> Option<String> {
+    let dest = dest_slot(heap, seq);
+    let src = heap.wrapping_add(SRC);
+    let block = |i: usize, j: usize| pattern(seq + 3 * i, j);
+    // SAFETY: the source lies inside this PE's heap with room for MAX_BYTES.
+    let src_buf = unsafe { std::slice::from_raw_parts_mut(src, MAX_BYTES) };
+    for (j, b) in src_buf.iter_mut().enumerate().take(nbytes) {
+        *b = block(me as usize, j);
+    }
+    let rc = fcollect(t, dest, src, nbytes);
+    // SAFETY: as above; the fcollect has completed on this PE.
+    let got = unsafe { std::slice::from_raw_parts(dest, MAX_BYTES + 16) };
+    if rc != RC_OK {
+        return Some(format!("fcollect {seq}: rc {rc}"));
+    }
+    let total = n as usize * nbytes;
+    if let Some(k) = (0..total).find(|&k| got[k] != block(k / nbytes, k % nbytes)) {
+        return Some(format!(
+            "fcollect {seq} ({nbytes} bytes each): byte {k} (block {}) wrong on {me}",
+            k / nbytes
+        ));
+    }
+    if got[total..].iter().any(|b| *b != GARBAGE) {
+        return Some(format!("fcollect {seq} ({nbytes} bytes each): wrote past the end on {me}"));
+    }
+    None
+}
+
+#[test]
+fn fcollect_in_both_forms_amid_broadcasts() {
+    // Back to back, alternating with broadcasts from every root: Bruck's signals share the
+    // broadcast tree's words, so a signal of either kind landing in the other would show here.
+    for tuning in [BINOMIAL, LINEAR] {
+        for n in 1..=9usize {
+            let errors = Mutex::new(Vec::new());
+            run_job(n, |pe, heap| {
+                let t = enable_team(pe, heap, 0, 0, 1, n as c_int);
+                set_tuning(t, tuning);
+                let sizes = [0, 1, 7, 8, 13, 64, MAX_BYTES / n];
+                for seq in 0..sizes.len() * 4 {
+                    if seq % DESTS == 0 {
+                        fresh_dests(t, heap);
+                    }
+                    let e = if seq % 2 == 0 {
+                        checked_fcollect(t, heap, seq, pe, n as c_int, sizes[seq / 2 % sizes.len()])
+                    } else {
+                        checked_broadcast(t, heap, seq, pe, n as c_int)
+                    };
                     errors.lock().unwrap().extend(e);
                 }
                 disable(t);

@@ -8,6 +8,9 @@
 //! The table `auto` applies (docs/architecture.md, "Collectives"):
 //! - broadcast: the binomial tree at every size and team size (ceil(log2 n) levels, no
 //!   handshake with the root); `linear` makes the root wait for every member and put to each.
+//! - fcollect: Bruck's concatenation (ceil(log2 n) rounds, no barrier) at every size and
+//!   team size; `linear` puts every block to every member between two barriers. collect
+//!   (blocks of different sizes) is always linear.
 //! - reductions to all: a split (reduce-scatter, then allgather) from `reduce_split_min`
 //!   bytes up (4 times that on teams of 2); below it a tree (partials up a binomial tree to
 //!   member 0, the result down another), or on teams of 2 the linear form, where every member
@@ -28,6 +31,12 @@ pub const PARAMS: &[ParamDecl] = &[
         doc: cstr!("Broadcast: auto (binomial), binomial (log2 n levels, each member passing the data on to its children) or linear (the root waits for every member, then puts to each)"),
     },
     ParamDecl {
+        name: cstr!("fcollect_algorithm"),
+        kind: PARAM_STRING,
+        default_value: cstr!("auto"),
+        doc: cstr!("fcollect: auto (bruck), bruck (log2 n rounds, each member passing on the blocks it has to the member 2^k ahead) or linear (every member puts its block to every member, between two barriers); collect is always linear"),
+    },
+    ParamDecl {
         name: cstr!("reduce_algorithm"),
         kind: PARAM_STRING,
         default_value: cstr!("auto"),
@@ -44,6 +53,12 @@ pub const PARAMS: &[ParamDecl] = &[
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bcast {
     Binomial,
+    Linear,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fcollect {
+    Bruck,
     Linear,
 }
 
@@ -73,12 +88,17 @@ pub enum Reduce {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
     pub bcast: Bcast,
+    pub fcollect: Fcollect,
     pub reduce: Reduce,
 }
 
 impl Default for Tuning {
     fn default() -> Tuning {
-        Tuning { bcast: Bcast::Binomial, reduce: Reduce::Auto { split_min: SPLIT_MIN } }
+        Tuning {
+            bcast: Bcast::Binomial,
+            fcollect: Fcollect::Bruck,
+            reduce: Reduce::Auto { split_min: SPLIT_MIN },
+        }
     }
 }
 
@@ -148,6 +168,10 @@ fn from(read: impl Fn(&str) -> Option<String>) -> Result<Tuning, String> {
         None | Some(0) | Some(1) => Bcast::Binomial,
         _ => Bcast::Linear,
     };
+    let fcollect = match choice("fcollect_algorithm", &["auto", "bruck", "linear"])? {
+        None | Some(0) | Some(1) => Fcollect::Bruck,
+        _ => Fcollect::Linear,
+    };
     let min = read("reduce_split_min").and_then(|v| parse_size(&v));
     let reduce = match choice("reduce_algorithm", &["auto", "tree", "split", "linear"])? {
         None | Some(0) => Reduce::Auto { split_min: min.unwrap_or(SPLIT_MIN) },
@@ -155,7 +179,7 @@ fn from(read: impl Fn(&str) -> Option<String>) -> Result<Tuning, String> {
         Some(2) => Reduce::Only(Form::Split),
         _ => Reduce::Only(Form::Linear),
     };
-    Ok(Tuning { bcast, reduce })
+    Ok(Tuning { bcast, fcollect, reduce })
 }
 
 #[cfg(test)]
@@ -170,7 +194,22 @@ mod tests {
             "reduce_split_min" => Some("1.5k".into()),
             _ => None,
         });
-        assert_eq!(t, Ok(Tuning { bcast: Bcast::Linear, reduce: Reduce::Auto { split_min: 1536 } }));
+        assert_eq!(
+            t,
+            Ok(Tuning {
+                bcast: Bcast::Linear,
+                fcollect: Fcollect::Bruck,
+                reduce: Reduce::Auto { split_min: 1536 }
+            })
+        );
+        let f = from(|n| (n == "fcollect_algorithm").then(|| "LINEAR".into())).unwrap();
+        assert_eq!(f.fcollect, Fcollect::Linear);
+        let e = from(|n| (n == "fcollect_algorithm").then(|| "ring".into())).unwrap_err();
+        assert!(
+            e.contains("SHMEM_MCA_scoll_basic_fcollect_algorithm=\"ring\"")
+                && e.contains("auto, bruck, linear"),
+            "{e}"
+        );
         let algo = |a: &str| from(|n| (n == "reduce_algorithm").then(|| a.to_string())).unwrap();
         let split = algo("split");
         assert_eq!(split.reduce_form(1, 2), Form::Split);
