@@ -84,25 +84,6 @@ macro_rules! direct {
 direct!(direct32, AtomicU32, u32);
 direct!(direct64, AtomicU64, u64);
 
-/// The one AMO routine: `op` on `pe`'s copy of `dest`, returning the previous value (zero for
-/// SET, and for SHMEM_CTX_INVALID).
-///
-/// # Safety
-/// `dest` is checked to be symmetric and aligned.
-#[inline]
-pub unsafe fn run<T: Amo>(
-    routine: &CStr,
-    ctx: Ctx,
-    dest: *const T,
-    op: u32,
-    value: T,
-    cond: T,
-    pe: c_int,
-) -> T {
-    // SAFETY: forwarded.
-    unsafe { exec(routine, ctx, dest, op, value, cond, pe, true) }
-}
-
 /// `op` without the previous value (the non-fetching AMOs and signal updates). Through the
 /// spml this asks for no reply, so it costs one message instead of a round trip (ADD, AND, OR
 /// and XOR; UCX has no SET without one) and completes remotely at the next quiet, which the
@@ -113,12 +94,17 @@ pub unsafe fn run<T: Amo>(
 #[inline]
 pub unsafe fn post<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) {
     // SAFETY: forwarded.
-    unsafe { exec(routine, ctx, dest, op, value, T::from_bits(0), pe, false) };
+    unsafe { run(routine, ctx, dest, op, value, T::from_bits(0), pe, false) };
 }
 
+/// The one AMO routine: `op` on `pe`'s copy of `dest`, returning the previous value (zero for
+/// SET, for SHMEM_CTX_INVALID, and when `fetch` is false, see [`post`]).
+///
+/// # Safety
+/// `dest` is checked to be symmetric and aligned.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn exec<T: Amo>(
+pub unsafe fn run<T: Amo>(
     routine: &CStr,
     ctx: Ctx,
     dest: *const T,
@@ -174,7 +160,7 @@ unsafe fn exec<T: Amo>(
 /// As [`run`].
 pub unsafe fn fetch<T: Amo>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
     // SAFETY: forwarded.
-    unsafe { run(routine, ctx, source, AMO_FETCH, T::from_bits(0), T::from_bits(0), pe) }
+    unsafe { run(routine, ctx, source, AMO_FETCH, T::from_bits(0), T::from_bits(0), pe, true) }
 }
 
 /// # Safety
@@ -190,14 +176,14 @@ pub unsafe fn set<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: 
 /// As [`run`].
 pub unsafe fn rmw<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) -> T {
     // SAFETY: forwarded.
-    unsafe { run(routine, ctx, dest, op, value, T::from_bits(0), pe) }
+    unsafe { run(routine, ctx, dest, op, value, T::from_bits(0), pe, true) }
 }
 
 /// # Safety
 /// As [`run`].
 pub unsafe fn fetch_inc<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, pe: c_int) -> T {
     // SAFETY: forwarded.
-    unsafe { run(routine, ctx, dest, AMO_ADD, T::from_bits(1), T::from_bits(0), pe) }
+    unsafe { run(routine, ctx, dest, AMO_ADD, T::from_bits(1), T::from_bits(0), pe, true) }
 }
 
 /// # Safety
@@ -211,7 +197,7 @@ pub unsafe fn compare_swap<T: Amo>(
     pe: c_int,
 ) -> T {
     // SAFETY: forwarded.
-    unsafe { run(routine, ctx, dest, AMO_CSWAP, value, cond, pe) }
+    unsafe { run(routine, ctx, dest, AMO_CSWAP, value, cond, pe, true) }
 }
 
 #[cfg(test)]
