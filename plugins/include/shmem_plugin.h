@@ -386,6 +386,24 @@ typedef struct {
    * covers the slot before reading it (the Rust accessor of the same name does).
    */
   int (*host_of)(int pe);
+  /**
+   * Put `len` bytes from `src` to symmetric `dest` on PE `pe`, then add `value` to the
+   * 64-bit symmetric word `sig` there, which changes only once the data is in place. Returns
+   * when `src` may be reused; the receiver learns of the delivery by waiting on `sig`, and
+   * this table's `quiet` completes whatever the sender still has in flight. Through an spml
+   * with `shmem_plugin_spml_ops_t.put_signal` (spml ucx: a UCX active message) this is one message instead
+   * of a put and an atomic. A word signalled through this service must be updated through
+   * it alone (or by local loads, stores and waits), never through `atomic_add_u64`: the
+   * target's CPU applies these signals, and a transport's atomics need not be atomic with
+   * its CPU's. Nothing orders it after the caller's earlier puts to `pe` (a `quiet` does).
+   * Appended within ABI v2, like `host_of`: read it through the accessor of the same name.
+   */
+  void (*put_signal_u64)(void *dest,
+                         const void *src,
+                         size_t len,
+                         uint64_t *sig,
+                         uint64_t value,
+                         int pe);
 } shmem_plugin_core_t;
 
 /**
@@ -688,6 +706,28 @@ typedef struct {
    * Optional, paired with `ctx_create`: release a context it made (the core has quieted it).
    */
   void (*ctx_destroy)(shmem_plugin_spml_ctx_t ctx);
+  /**
+   * Optional (may be NULL, and absent from shorter tables): put `len` bytes from `src` to
+   * `raddr` in PE `pe`'s segment `seg`, then add `value` to the 64-bit word `sig_raddr` of
+   * its segment `sig_seg`, as one message the target applies: the data is in place before
+   * the word changes there, and the target's CPU updates the word with an atomic
+   * read-modify-write. Returns when `src` may be reused; the receiver learns of the
+   * delivery by waiting on the word, and no `quiet` is needed for it. A word updated through
+   * this slot must never be updated through `atomic` as well: a transport's atomics (a
+   * NIC's) need not be atomic with respect to the target CPU's. Nothing orders it after the
+   * caller's earlier puts to `pe`. SHMEM_PLUGIN_RC_DECLINED (for a size the
+   * component does not carry this way, say) lets the core do it another way; the core
+   * uses it only for collectives' words, never for an application's signal.
+   */
+  int (*put_signal)(shmem_plugin_spml_ctx_t ctx,
+                    int pe,
+                    uint32_t seg,
+                    uint64_t raddr,
+                    const void *src,
+                    size_t len,
+                    uint32_t sig_seg,
+                    uint64_t sig_raddr,
+                    uint64_t value);
 } shmem_plugin_spml_ops_t;
 
 /**

@@ -227,7 +227,30 @@ pub struct CoreServices {
     /// symmetric heap exists. Appended within ABI v2, so a plugin checks that `struct_size`
     /// covers the slot before reading it (the Rust accessor of the same name does).
     pub host_of: Option<unsafe extern "C" fn(pe: c_int) -> c_int>,
+    /// Put `len` bytes from `src` to symmetric `dest` on PE `pe`, then add `value` to the
+    /// 64-bit symmetric word `sig` there, which changes only once the data is in place. Returns
+    /// when `src` may be reused; the receiver learns of the delivery by waiting on `sig`, and
+    /// this table's `quiet` completes whatever the sender still has in flight. Through an spml
+    /// with `SpmlOps::put_signal` (spml ucx: a UCX active message) this is one message instead
+    /// of a put and an atomic. A word signalled through this service must be updated through
+    /// it alone (or by local loads, stores and waits), never through `atomic_add_u64`: the
+    /// target's CPU applies these signals, and a transport's atomics need not be atomic with
+    /// its CPU's. Nothing orders it after the caller's earlier puts to `pe` (a `quiet` does).
+    /// Appended within ABI v2, like `host_of`: read it through the accessor of the same name.
+    pub put_signal_u64: Option<
+        unsafe extern "C" fn(
+            dest: *mut c_void,
+            src: *const c_void,
+            len: usize,
+            sig: *mut u64,
+            value: u64,
+            pe: c_int,
+        ),
+    >,
 }
+
+/// The signature of [`CoreServices::put_signal_u64`].
+pub type PutSignalU64 = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut u64, u64, c_int);
 
 impl CoreServices {
     /// `host_of(pe)`, or None when the core's table predates the slot or leaves it NULL.
@@ -239,6 +262,15 @@ impl CoreServices {
         // SAFETY: the slot lies inside the table the core described by `struct_size`, and the
         // core's service takes any PE number.
         self.host_of.map(|f| unsafe { f(pe) })
+    }
+
+    /// The `put_signal_u64` service, or None when the core's table predates it.
+    pub fn put_signal_u64(&self) -> Option<PutSignalU64> {
+        let end = std::mem::offset_of!(CoreServices, put_signal_u64) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.put_signal_u64
     }
 }
 
@@ -482,7 +514,35 @@ pub struct SpmlOps {
     pub ctx_create: Option<unsafe extern "C" fn(options: c_long, out: *mut SpmlCtx) -> c_int>,
     /// Optional, paired with `ctx_create`: release a context it made (the core has quieted it).
     pub ctx_destroy: Option<unsafe extern "C" fn(ctx: SpmlCtx)>,
+    /// Optional (may be NULL, and absent from shorter tables): put `len` bytes from `src` to
+    /// `raddr` in PE `pe`'s segment `seg`, then add `value` to the 64-bit word `sig_raddr` of
+    /// its segment `sig_seg`, as one message the target applies: the data is in place before
+    /// the word changes there, and the target's CPU updates the word with an atomic
+    /// read-modify-write. Returns when `src` may be reused; the receiver learns of the
+    /// delivery by waiting on the word, and no `quiet` is needed for it. A word updated through
+    /// this slot must never be updated through `atomic` as well: a transport's atomics (a
+    /// NIC's) need not be atomic with respect to the target CPU's. Nothing orders it after the
+    /// caller's earlier puts to `pe`. RC_DECLINED (for a size the
+    /// component does not carry this way, say) lets the core do it another way; the core
+    /// uses it only for collectives' words, never for an application's signal.
+    pub put_signal: Option<
+        unsafe extern "C" fn(
+            ctx: SpmlCtx,
+            pe: c_int,
+            seg: u32,
+            raddr: u64,
+            src: *const c_void,
+            len: usize,
+            sig_seg: u32,
+            sig_raddr: u64,
+            value: u64,
+        ) -> c_int,
+    >,
 }
+
+/// The signature of [`SpmlOps::put_signal`].
+pub type SpmlPutSignal =
+    unsafe extern "C" fn(SpmlCtx, c_int, u32, u64, *const c_void, usize, u32, u64, u64) -> c_int;
 
 /// Options of `SpmlOps::ctx_create` (the values of the matching `SHMEM_CTX_*`).
 pub const SPML_CTX_SERIALIZED: c_long = 1 << 0;
@@ -499,6 +559,15 @@ impl SpmlOps {
             return None;
         }
         Some((self.ctx_create?, self.ctx_destroy?))
+    }
+
+    /// The `put_signal` slot, when the component's table has it.
+    pub fn put_signal_slot(&self) -> Option<SpmlPutSignal> {
+        let end = std::mem::offset_of!(SpmlOps, put_signal) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.put_signal
     }
 }
 

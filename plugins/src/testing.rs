@@ -91,5 +91,6 @@ pub fn fake_core(
         atomic_add_u64: atomic_add,
         wait_until_u64: wait_until,
         host_of: None,
+        put_signal_u64: None,
     }))
 }

@@ -199,7 +199,15 @@ fn open(c: &'static CoreServices) -> *const c_void {
         atomic,
         ctx_create: Some(ctx_create),
         ctx_destroy: Some(ctx_destroy),
+        put_signal: match u.put_signal_ready() {
+            Ok(()) => Some(put_signal),
+            Err(e) => {
+                log(LOG_WARN, &format!("no put-with-signal messages: {e}"));
+                None
+            }
+        },
     }));
+    u.on_refused_message(fatal_hook);
     ops as *const SpmlOps as *const c_void
 }
 
@@ -286,21 +294,39 @@ unsafe extern "C" fn mem_register(
         unsafe {
             std::ptr::copy_nonoverlapping(packed.as_ptr(), rkey, packed.len());
             *rkey_len = packed.len();
-            *reg = if ours { handle as *mut c_void } else { std::ptr::null_mut() };
         }
         if !ours {
             u.borrow_registration();
         }
+        u.add_region(base as usize, len);
+        let record = Registration { memh: ours.then_some(handle), base: base as usize, len };
+        // SAFETY: `reg` is a valid out-pointer (core).
+        unsafe { *reg = Box::into_raw(Box::new(record)) as *mut c_void };
         RC_OK
     })
 }
 
+/// What `mem_register` hands the core as `reg`: the range (which put-with-signal messages may
+/// write until `mem_deregister`) and the registration made here, if any (a borrowed sshmem
+/// registration stays with sshmem).
+struct Registration {
+    memh: Option<sys::ucp_mem_h>,
+    base: usize,
+    len: usize,
+}
+
 unsafe extern "C" fn mem_deregister(reg: *mut c_void) {
     slot(COMPONENT, "mem_deregister", || {
-        if !reg.is_null() {
-            // SAFETY: non-NULL handles are registrations `mem_register` made (borrowed sshmem
-            // registrations are handed out as NULL and stay with sshmem).
-            unsafe { state().mem_unmap(reg as sys::ucp_mem_h) };
+        if reg.is_null() {
+            return;
+        }
+        // SAFETY: handles are the records `mem_register` boxed, each released once by the core.
+        let r = unsafe { Box::from_raw(reg as *mut Registration) };
+        let u = state();
+        u.remove_region(r.base, r.len);
+        if let Some(memh) = r.memh {
+            // SAFETY: the registration `mem_register` made, no longer used by any peer.
+            unsafe { u.mem_unmap(memh) };
         }
     })
 }
@@ -406,6 +432,30 @@ unsafe extern "C" fn get_nbi(
         match unsafe { u.get(pe as usize, seg as usize, raddr, dst, len, false) } {
             Ok(()) => RC_OK,
             Err(e) => op_failed(u, "get_nbi from", pe, e),
+        }
+    })
+}
+
+/// Put-with-signal as one UCX active message (collectives' signal words only: the target's
+/// CPU applies the signal, see `ucx::am`).
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn put_signal(
+    ctx: SpmlCtx,
+    pe: c_int,
+    _seg: u32,
+    raddr: u64,
+    src: *const c_void,
+    len: usize,
+    _sig_seg: u32,
+    sig_raddr: u64,
+    value: u64,
+) -> c_int {
+    slot(COMPONENT, "put_signal", || {
+        let u = ctx_state(ctx);
+        // SAFETY: the core guarantees `src` is readable for `len` bytes.
+        match unsafe { u.put_signal(pe as usize, raddr, src, len, sig_raddr, value) } {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(u, "put with signal to", pe, e),
         }
     })
 }

@@ -4,8 +4,10 @@
 //! OpenSHMEM context gets another. Nothing here knows the core: `lib.rs` is a thin C table over
 //! these types, and the unit tests drive them directly in one process.
 
+mod am;
 mod channel;
 mod mapping;
+pub use am::{Complaint, Header as AmHeader};
 pub use channel::{Channel, WorkerList};
 
 use rshmem_ucx_sys as sys;
@@ -70,10 +72,10 @@ pub fn net_devices(opts: &Options, user: Option<&str>) -> Option<String> {
     }
 }
 
-/// Context features: RMA and both atomic widths; wake-up events when a progress thread will
-/// sleep on the worker's fd.
+/// Context features: RMA, both atomic widths and active messages (put-with-signal, see `am`);
+/// wake-up events when a progress thread will sleep on the worker's fd.
 pub fn features(opts: &Options) -> u64 {
-    let mut f = sys::UCP_FEATURE_RMA | sys::UCP_FEATURE_AMO32 | sys::UCP_FEATURE_AMO64;
+    let mut f = sys::UCP_FEATURE_RMA | sys::UCP_FEATURE_AMO32 | sys::UCP_FEATURE_AMO64 | sys::UCP_FEATURE_AM;
     if opts.progress_thread {
         f |= sys::UCP_FEATURE_WAKEUP;
     }
@@ -287,6 +289,11 @@ pub struct Ucx {
     context_released: AtomicBool,
     progress: Mutex<Option<ProgressThread>>,
     peers: Mutex<Peers>,
+    /// The default worker's put-with-signal handler and the memory it may write. Leaked: a
+    /// worker left to the process exit (see [`Ucx::finalize`]) may still call its handler.
+    receiver: &'static am::Receiver,
+    /// Whether the handler is installed (else why not): `put_signal` is offered only then.
+    am_ready: Result<(), String>,
     /// Workers of the created channels, which the waits of the default channel and
     /// [`Ucx::progress_all`] drive too (not the progress thread: a second thread driving a
     /// worker its context's thread is busy with made operations on it 10-40 times slower,
@@ -348,8 +355,12 @@ impl Ucx {
                 return Err(e);
             }
         };
+        let receiver: &'static am::Receiver = Box::leak(Box::new(am::Receiver::new(chan.worker())));
+        let am_ready = receiver.install();
         Ok(Ucx {
             context,
+            receiver,
+            am_ready,
             address,
             n_pes,
             wakeup: opts.progress_thread,
@@ -377,6 +388,32 @@ impl Ucx {
 
     pub fn n_pes(&self) -> usize {
         self.n_pes
+    }
+
+    /// Whether peers can send this PE put-with-signal messages (else why not).
+    pub fn put_signal_ready(&self) -> Result<(), &str> {
+        self.am_ready.as_ref().map(|_| ()).map_err(|e| e.as_str())
+    }
+
+    /// Who hears of a refused put-with-signal message (a destination outside the registered
+    /// memory): `lib.rs` ends the job.
+    pub fn on_refused_message(&self, f: Complaint) {
+        self.receiver.on_complaint(f);
+    }
+
+    /// How many put-with-signal messages this PE refused.
+    pub fn refused_messages(&self) -> usize {
+        self.receiver.refused()
+    }
+
+    /// Note memory registered for remote access: put-with-signal messages may write it.
+    pub fn add_region(&self, base: usize, len: usize) {
+        self.receiver.regions.add(base, len);
+    }
+
+    /// Undo one [`Ucx::add_region`].
+    pub fn remove_region(&self, base: usize, len: usize) {
+        self.receiver.regions.remove(base, len);
     }
 
     fn peers(&self) -> std::sync::MutexGuard<'_, Peers> {

@@ -457,3 +457,77 @@ pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_i
         SIGNALS_OUT.store(true, Ordering::Release);
     }
 }
+
+/// Put `len` bytes, then add `value` to the 64-bit word `sig`, on PE `pe`: the core service
+/// `put_signal_u64` (collectives only; see its contract in the plugin ABI). With an spml that
+/// has `put_signal`, the word is only ever updated by CPU atomics: through the mapping when
+/// the peer is mapped here, else by the target applying the spml's one message. Without the
+/// slot (or when the spml declines a size), it is a put, then the add as [`atomic_add_u64`]
+/// makes it, after a fence, or after a quiet where the word must stay the target CPU's.
+///
+/// # Safety
+/// `src` readable for `len` bytes; `dest` and `sig` are checked to be symmetric, and `sig`
+/// must be 8-byte aligned.
+pub unsafe fn put_signal_u64(
+    routine: &CStr,
+    dest: *mut u8,
+    src: *const u8,
+    len: usize,
+    sig: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    let rt = runtime::get(routine);
+    let Some(slot) = rt.spml.put_signal_slot() else {
+        let ctx = crate::ops::ctx::default();
+        // SAFETY: the caller's contract; the default context is always live.
+        unsafe {
+            put(routine, ctx, dest, src, len, 1, pe);
+            crate::ops::ctx::fence(routine, ctx);
+            atomic_add_u64(routine, sig, value, pe);
+        }
+        return;
+    };
+    let (sseg, soff, sp) = target(rt, routine, "sig", sig as usize, 8, pe);
+    let (dseg, doff, dp) = if len > 0 {
+        if src.is_null() {
+            null_buffer(routine, "src", len);
+        }
+        target(rt, routine, "dest", dest as usize, len, pe)
+    } else {
+        (sseg, soff, sp)
+    };
+    if !sp.mapped.is_null() && (len == 0 || !dp.mapped.is_null()) {
+        // SAFETY: both lie inside shared mappings of `pe`'s segments (checked above); the word
+        // is aligned (caller) and only ever updated atomically.
+        unsafe {
+            if len > 0 {
+                std::ptr::copy(src, dp.mapped.add(doff), len);
+            }
+            std::sync::atomic::fence(Ordering::SeqCst);
+            AtomicU64::from_ptr(sp.mapped.add(soff).cast()).fetch_add(value, Ordering::AcqRel);
+        }
+        return;
+    }
+    let ctx = crate::ops::ctx::default();
+    let (draddr, sraddr) = (dp.remote_base + doff as u64, sp.remote_base + soff as u64);
+    // SAFETY: plugin ABI call on checked targets; `src` is readable for `len` (caller).
+    let rc = unsafe { slot(spml_handle(ctx), pe, dseg, draddr, src.cast(), len, sseg, sraddr, value) };
+    if rc == rshmem_plugin_api::RC_OK {
+        return;
+    }
+    if rc != rshmem_plugin_api::RC_DECLINED || len == 0 {
+        spml_failed(routine, "put with signal to", pe);
+    }
+    // The data another way, complete at the target before the signal goes as the slot's alone.
+    // SAFETY: as above; the default context is always live.
+    unsafe {
+        put(routine, ctx, dest, src, len, 1, pe);
+        crate::ops::ctx::quiet(routine, ctx);
+    }
+    // SAFETY: as above, without data.
+    let rc = unsafe { slot(spml_handle(ctx), pe, sseg, sraddr, std::ptr::null(), 0, sseg, sraddr, value) };
+    if rc != rshmem_plugin_api::RC_OK {
+        spml_failed(routine, "signal to", pe);
+    }
+}

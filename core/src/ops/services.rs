@@ -44,6 +44,7 @@ pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str
                 atomic_add_u64,
                 wait_until_u64,
                 host_of: Some(host_of),
+                put_signal_u64: Some(put_signal_u64),
             },
             job,
         )
@@ -198,6 +199,28 @@ unsafe extern "C" fn atomic_add_u64(dest: *mut u64, value: u64, pe: c_int) {
     // SAFETY: forwarded to the checked core routine.
     guard("atomic_add_u64", || unsafe {
         crate::ops::rma::atomic_add_u64(c"core service atomic_add_u64", dest, value, pe)
+    })
+}
+
+unsafe extern "C" fn put_signal_u64(
+    dest: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    sig: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    // SAFETY: forwarded to the checked core routine.
+    guard("put_signal_u64", || unsafe {
+        crate::ops::rma::put_signal_u64(
+            c"core service put_signal_u64",
+            dest.cast(),
+            src.cast(),
+            len,
+            sig,
+            value,
+            pe,
+        )
     })
 }
 

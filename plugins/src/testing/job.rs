@@ -113,8 +113,47 @@ unsafe extern "C" fn getmem(dest: *mut c_void, src: *const c_void, len: usize, p
 unsafe extern "C" fn ordering() {
     fence(Ordering::SeqCst);
 }
+/// How each signal word has been updated in this job (by PE and offset): the ABI forbids
+/// updating one word both through `atomic_add_u64` and through `put_signal_u64`.
+static SIGNAL_KIND: Mutex<Vec<(c_int, usize, bool)>> = Mutex::new(Vec::new());
+
+/// How many times the job's PEs called `atomic_add_u64` and `put_signal_u64` (what
+/// [`run_job_on_hosts`] returns).
+static SENT: [std::sync::atomic::AtomicUsize; 2] =
+    [std::sync::atomic::AtomicUsize::new(0), std::sync::atomic::AtomicUsize::new(0)];
+
+fn note_signal(dest: *const c_void, pe: c_int, through_put_signal: bool) {
+    let base = HEAPS.read().unwrap_or_else(|e| e.into_inner())[ME.get() as usize];
+    let off = (dest as usize).wrapping_sub(base);
+    SENT[usize::from(through_put_signal)].fetch_add(1, Ordering::AcqRel);
+    let mut kinds = SIGNAL_KIND.lock().unwrap_or_else(|e| e.into_inner());
+    match kinds.iter().find(|(p, o, _)| (*p, *o) == (pe, off)) {
+        Some((_, _, k)) if *k != through_put_signal => fail(&format!(
+            "the word at heap offset {off} of PE {pe} is updated through both atomic_add_u64 and put_signal_u64"
+        )),
+        Some(_) => {}
+        None => kinds.push((pe, off, through_put_signal)),
+    }
+}
+
 unsafe extern "C" fn atomic_add_u64(dest: *mut u64, value: u64, pe: c_int) {
+    note_signal(dest.cast(), pe, false);
     word(translate(dest.cast(), 8, pe)).fetch_add(value, Ordering::SeqCst);
+}
+unsafe extern "C" fn put_signal_u64(
+    dest: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    sig: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    note_signal(sig.cast(), pe, true);
+    if len > 0 {
+        // SAFETY: as for putmem.
+        unsafe { putmem(dest, src, len, pe) };
+    }
+    word(translate(sig.cast(), 8, pe)).fetch_add(value, Ordering::SeqCst);
 }
 unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
     let w = word(translate(ivar.cast(), 8, ME.get()));
@@ -168,6 +207,7 @@ pub fn core() -> *const CoreServices {
             atomic_add_u64,
             wait_until_u64,
             host_of: Some(host_of),
+            put_signal_u64: Some(put_signal_u64),
         };
         Box::leak(Box::new(c)) as *const CoreServices as usize
     }) as *const CoreServices
@@ -176,12 +216,13 @@ pub fn core() -> *const CoreServices {
 /// Run `pe_main(pe, heap_base)` on `n` threads, each playing one PE with a fresh zeroed heap,
 /// all on one host.
 pub fn run_job<F: Fn(c_int, *mut u8) + Sync>(n: usize, pe_main: F) {
-    run_job_on_hosts(&vec![0; n], pe_main)
+    run_job_on_hosts(&vec![0; n], pe_main);
 }
 
 /// As [`run_job`], with PE `i` on the host `hosts[i]` names (PEs with equal entries share a
-/// host); `hosts.len()` PEs.
-pub fn run_job_on_hosts<F: Fn(c_int, *mut u8) + Sync>(hosts: &[c_int], pe_main: F) {
+/// host); `hosts.len()` PEs. Returns how many signals the PEs sent through `atomic_add_u64`
+/// and through `put_signal_u64`.
+pub fn run_job_on_hosts<F: Fn(c_int, *mut u8) + Sync>(hosts: &[c_int], pe_main: F) -> (usize, usize) {
     let n = hosts.len();
     let _job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     // Name each host by its lowest PE, as the core does.
@@ -192,6 +233,10 @@ pub fn run_job_on_hosts<F: Fn(c_int, *mut u8) + Sync>(hosts: &[c_int], pe_main: 
         (0..n).map(|_| Box::into_raw(vec![0u64; HEAP_BYTES / 8].into_boxed_slice())).collect();
     let bases: Vec<usize> = heaps.iter().map(|h| h.cast::<u64>() as usize).collect();
     *HEAPS.write().unwrap_or_else(|e| e.into_inner()) = bases.clone();
+    SIGNAL_KIND.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    for c in &SENT {
+        c.store(0, Ordering::Release);
+    }
     std::thread::scope(|s| {
         for (pe, base) in bases.into_iter().enumerate() {
             let pe_main = &pe_main;
@@ -203,8 +248,10 @@ pub fn run_job_on_hosts<F: Fn(c_int, *mut u8) + Sync>(hosts: &[c_int], pe_main: 
     });
     HEAPS.write().unwrap_or_else(|e| e.into_inner()).clear();
     HOSTS.write().unwrap_or_else(|e| e.into_inner()).clear();
+    let sent = (SENT[0].load(Ordering::Acquire), SENT[1].load(Ordering::Acquire));
     for h in heaps {
         // SAFETY: leaked above; every thread that used it has been joined.
         drop(unsafe { Box::from_raw(h) });
     }
+    sent
 }

@@ -57,25 +57,15 @@ pub fn barrier(c: &CoreServices, t: &Team) -> c_int {
     RC_OK
 }
 
-/// Send `data` down the binomial tree of leaders rooted at group `root`: put it into each
-/// child leader's `dest`, then, after a fence orders the data first, signal the children.
+/// Send `data` down the binomial tree of leaders rooted at group `root`: into each child
+/// leader's `dest`, with the signal that announces it.
 ///
 /// # Safety
 /// `dest` symmetric and `data` readable for `nbytes`.
 unsafe fn send_down(c: &CoreServices, t: &Team, dest: *mut u8, data: *const u8, nbytes: usize, root: usize) {
-    let (_, kids) = tree(t.g, root, t.hosts());
-    let mut any = false;
-    for k in kids {
+    for k in tree(t.g, root, t.hosts()).1 {
         // SAFETY: caller.
-        unsafe { t.put_leader(c, k, dest, data, nbytes) };
-        any = true;
-    }
-    if any {
-        // SAFETY: core service.
-        unsafe { (c.fence)() };
-        for k in tree(t.g, root, t.hosts()).1 {
-            t.nsignal(c, k);
-        }
+        unsafe { t.nsend(c, k, dest, data, nbytes) };
     }
 }
 
@@ -181,18 +171,16 @@ pub unsafe fn collect(
         }
         gather(c, t, e);
         let h = t.hosts();
+        // Each run of consecutive blocks goes with a signal of its own (one message each);
+        // the receiver knows how many runs every group has.
         for k in (1..h).map(|d| (t.g + d) % h) {
             for (i, len) in runs(t.members(t.g)) {
-                t.put_leader(c, k, at(i), at(i), len * nbytes);
+                t.nsend(c, k, at(i), at(i), len * nbytes);
             }
-        }
-        (c.fence)();
-        for k in (1..h).map(|d| (t.g + d) % h) {
-            t.nsignal(c, k);
         }
         let mut transported = false;
         for k in (1..h).map(|d| (t.g + h - d) % h) {
-            t.nwait(c, k);
+            t.nwait_n(c, k, runs(t.members(k)).count() as u64);
             for j in 1..t.group_len() {
                 for (i, len) in runs(t.members(k)) {
                     transported |= t.put_local(c, j, at(i), at(i), len * nbytes);
@@ -280,6 +268,22 @@ pub unsafe fn reduce(
             arith::combine(dtype, op, mine, tmp, nelems);
         }
         let h = t.hosts();
+        if h == 2 && !std::ptr::eq(src, dest) {
+            // Two hosts, not in place: each leader pushes its partial straight into the other's
+            // `dest` (ready to be written from the start, and not the other's source), one
+            // message each way instead of a signal, a get and a second signal. Both combine
+            // group 0's partial with group 1's, in that order, so they get the same bits.
+            let other = 1 - t.g;
+            t.nsend(c, other, dest, bytes(mine), nbytes);
+            t.nwait(c, other);
+            std::ptr::copy_nonoverlapping(dest, bytes(tmp), nbytes);
+            let (first, second): (&[u128], &[u128]) = if t.g == 0 { (mine, tmp) } else { (tmp, mine) };
+            res.copy_from_slice(first);
+            arith::combine(dtype, op, res, second, nelems);
+            std::ptr::copy_nonoverlapping(bytes(res), dest, nbytes);
+            deliver(c, t, dest, bytes(res), nbytes, e);
+            return RC_OK;
+        }
         // Lend the partial through `dest` (this PE's own source is already read).
         std::ptr::copy_nonoverlapping(bytes(mine), dest, nbytes);
         for k in (1..h).map(|d| (t.g + d) % h) {

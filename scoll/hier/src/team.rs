@@ -10,12 +10,17 @@
 //!   the team has a number `e`, the same on every member, and "word j >= e" means that local
 //!   member `j` has done what it signals in call `e` or later. Nothing is reset and nothing is
 //!   read-modified-written.
-//! - between hosts, counts added by the spml's atomics (`NET`, one word per sending group on
-//!   each leader): the leaders follow the same schedule, so the i-th signal a leader consumes
-//!   from group `s` is the i-th that `s`'s leader sent it, and the leader keeps the tally. Only
-//!   the spml's atomics touch these words (the rule of docs/architecture.md, "Atomics").
+//! - between hosts, counts added to `NET` (one word per sending group on each leader): the
+//!   leaders follow the same schedule, so the i-th signal a leader consumes from group `s` is
+//!   the i-th that `s`'s leader sent it, and the leader keeps the tally. A signal comes with
+//!   the data it announces, in one message, through the core's `put_signal_u64` where the core
+//!   has it; else the data goes by put and the count by the spml's atomics, after a fence. Each
+//!   word is only ever updated one of the two ways (the rule of docs/architecture.md,
+//!   "Atomics").
 
-use rshmem_plugin_api::{CoreServices, TeamDesc, CMP_GE, TEAM_EPHEMERAL, TEAM_HOSTS_MAPPED, TEAM_MAPPED};
+use rshmem_plugin_api::{
+    CoreServices, PutSignalU64, TeamDesc, CMP_GE, TEAM_EPHEMERAL, TEAM_HOSTS_MAPPED, TEAM_MAPPED,
+};
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -56,6 +61,8 @@ pub struct Team {
     seen: Vec<Cell<u64>>,
     /// Private buffers for reductions, grown once to the largest size a call needed.
     bufs: [UnsafeCell<Vec<u128>>; 3],
+    /// The core's put-with-signal, when it has one: data and signal in one message.
+    put_signal: Option<PutSignalU64>,
 }
 
 impl Team {
@@ -108,6 +115,7 @@ impl Team {
             scratch: d.scratch as *mut u64,
             epoch: Cell::new(0),
             bufs: std::array::from_fn(|_| UnsafeCell::new(Vec::new())),
+            put_signal: c.put_signal_u64(),
         })
     }
 
@@ -179,30 +187,46 @@ impl Team {
 
     /// One signal to group `to`'s leader (this PE leads its group).
     pub fn nsignal(&self, c: &CoreServices, to: usize) {
+        // SAFETY: no data.
+        unsafe { self.nsend(c, to, std::ptr::null_mut(), std::ptr::null(), 0) };
+    }
+
+    /// Put `len` bytes from `src` at symmetric `dest` of group `to`'s leader, then one signal
+    /// that arrives after them: one message through the core's `put_signal_u64`, else a put,
+    /// a fence and an atomic add.
+    ///
+    /// # Safety
+    /// `dest` symmetric and `src` readable for `len` bytes.
+    pub unsafe fn nsend(&self, c: &CoreServices, to: usize, dest: *mut u8, src: *const u8, len: usize) {
         debug_assert!(self.l == 0 && to != self.g);
-        // SAFETY: core service; the word is symmetric scratch of this team on every leader.
-        unsafe { (c.atomic_add_u64)(self.scratch.wrapping_add(NET + self.g), 1, self.leader_pe(to)) };
+        let (sig, pe) = (self.scratch.wrapping_add(NET + self.g), self.leader_pe(to));
+        // SAFETY: core services; the word is symmetric scratch of this team on every leader,
+        // and the data as the caller promised.
+        unsafe {
+            if let Some(f) = self.put_signal {
+                return f(dest.cast(), src.cast(), len, sig, 1, pe);
+            }
+            if len > 0 {
+                (c.putmem)(dest.cast(), src.cast(), len, pe);
+                (c.fence)();
+            }
+            (c.atomic_add_u64)(sig, 1, pe);
+        }
     }
 
     /// Wait for the next signal from group `from`'s leader.
     pub fn nwait(&self, c: &CoreServices, from: usize) {
-        let want = self.seen[from].get() + 1;
+        self.nwait_n(c, from, 1);
+    }
+
+    /// Wait for the next `n` signals from group `from`'s leader.
+    pub fn nwait_n(&self, c: &CoreServices, from: usize, n: u64) {
+        let want = self.seen[from].get() + n;
         self.seen[from].set(want);
         let w = self.scratch.wrapping_add(NET + from);
         // SAFETY: core service on an aligned word of this PE's symmetric scratch.
         unsafe { (c.wait_until_u64)(w, CMP_GE, want) };
         fence(Ordering::Acquire);
-    }
-
-    /// Put `len` bytes at symmetric `dest` of leader of group `h`, from `src`.
-    ///
-    /// # Safety
-    /// `dest` symmetric and `src` readable for `len` bytes.
-    pub unsafe fn put_leader(&self, c: &CoreServices, h: usize, dest: *mut u8, src: *const u8, len: usize) {
-        if len > 0 {
-            // SAFETY: caller.
-            unsafe { (c.putmem)(dest.cast(), src.cast(), len, self.leader_pe(h)) };
-        }
     }
 
     /// Get `len` bytes from symmetric `src` on group `h`'s leader into `dest`.

@@ -396,3 +396,83 @@ fn calls_without_a_hierarchical_form_are_declined_alike_everywhere() {
         barrier(t);
     });
 }
+
+/// The fake core's table, or the same without `put_signal_u64` (as a core that predates the
+/// service gives), shared by the PE threads.
+struct Core(rshmem_plugin_api::CoreServices);
+// SAFETY: function pointers and a pointer to a static string, never written.
+unsafe impl Sync for Core {}
+
+impl Core {
+    fn get(&self) -> &rshmem_plugin_api::CoreServices {
+        &self.0
+    }
+}
+
+fn fake_core(put_signal: bool) -> Core {
+    // SAFETY: the fake's table is plain data: integers and pointers, nothing to drop.
+    let mut c = unsafe { std::ptr::read(fake::core()) };
+    if !put_signal {
+        c.put_signal_u64 = None;
+    }
+    Core(c)
+}
+
+#[test]
+fn leaders_send_data_with_its_signal_or_put_fence_and_add_without_the_service() {
+    const NBYTES: usize = 104;
+    for put_signal in [true, false] {
+        for layout in [&[0, 0, 1, 1][..], &[0, 1, 2], &[3, 1, 1, 2, 2, 0, 2]] {
+            let n = layout.len() as c_int;
+            let core = fake_core(put_signal);
+            let errors = Mutex::new(Vec::new());
+            let (adds, put_signals) = run_job_on_hosts(layout, |me, heap| {
+                let c = core.get();
+                let Some(t) = crate::team::Team::new(c, &desc(me, heap, n, TEAM_HOSTS_MAPPED)) else {
+                    errors.lock().unwrap().push(format!("pe {me}: declined"));
+                    return;
+                };
+                let (dest, src) = (heap.wrapping_add(DEST[0]), heap.wrapping_add(SRC));
+                for root in 0..n {
+                    buf(heap, DEST[0], 16384).fill(GARBAGE);
+                    for (j, b) in buf(heap, SRC, NBYTES).iter_mut().enumerate() {
+                        *b = pattern(root as usize, j);
+                    }
+                    crate::algo::barrier(c, &t);
+                    // SAFETY: symmetric buffers of the layout.
+                    let rc = unsafe {
+                        crate::algo::broadcast(c, &t, dest.cast(), src.cast(), NBYTES, root, false)
+                    };
+                    let got = buf(heap, DEST[0], NBYTES + 1);
+                    if rc != RC_OK
+                        || (0..NBYTES).any(|j| got[j] != pattern(root as usize, j))
+                        || got[NBYTES] != GARBAGE
+                    {
+                        errors.lock().unwrap().push(format!("broadcast from {root}: rc {rc}, wrong on {me}"));
+                    }
+                }
+                buf(heap, DEST[0], 16384).fill(GARBAGE);
+                for (j, b) in buf(heap, SRC, 16).iter_mut().enumerate() {
+                    *b = pattern(me as usize, j);
+                }
+                crate::algo::barrier(c, &t);
+                // SAFETY: as above; `dest` has room for n blocks.
+                let rc = unsafe { crate::algo::collect(c, &t, dest.cast(), src.cast(), 16, true) };
+                let got = buf(heap, DEST[0], n as usize * 16);
+                if rc != RC_OK || (0..n as usize * 16).any(|k| got[k] != pattern(k / 16, k % 16)) {
+                    errors.lock().unwrap().push(format!("fcollect: rc {rc}, wrong on {me}"));
+                }
+                crate::algo::barrier(c, &t);
+            });
+            let errors = errors.into_inner().unwrap();
+            assert!(errors.is_empty(), "layout {layout:?}, put_signal {put_signal}: {errors:#?}");
+            // The fake aborts if one word was updated both ways; here each path is used alone.
+            let used = if put_signal { (adds, put_signals > 0) } else { (put_signals, adds > 0) };
+            assert_eq!(
+                used,
+                (0, true),
+                "layout {layout:?}, put_signal {put_signal}: {adds} adds, {put_signals} put-signals"
+            );
+        }
+    }
+}

@@ -332,6 +332,40 @@ impl Channel {
         status(if blocking { self.wait(r) } else { Self::release(r) })
     }
 
+    /// Put `len` bytes from `src` to `dest` of PE `pe`, then add `value` to its word at `sig`,
+    /// as one active message the target applies (see `am`). Returns when `src` may be reused.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes (it may be NULL when `len` is 0).
+    pub unsafe fn put_signal(
+        &self,
+        pe: usize,
+        dest: u64,
+        src: *const c_void,
+        len: usize,
+        sig: u64,
+        value: u64,
+    ) -> Result<(), OpError> {
+        let ep = self.ep(pe)?;
+        self.touch();
+        let h = super::AmHeader { dest, sig, value };
+        let param = sys::ucp_request_param_t::default();
+        // SAFETY: a live endpoint; the header and `src` stay valid until the request is
+        // complete (waited for below).
+        let r = unsafe {
+            sys::ucp_am_send_nbx(
+                ep,
+                super::am::PUT_SIGNAL,
+                &h as *const super::AmHeader as *const c_void,
+                std::mem::size_of::<super::AmHeader>(),
+                src,
+                len,
+                &param,
+            )
+        };
+        status(self.wait(r))
+    }
+
     /// Atomically add `value` to the 64-bit word at `raddr` (no fetch). Returns at once; the
     /// update is remotely complete at the next flush.
     #[inline(always)]

@@ -378,3 +378,81 @@ fn a_job_on_one_host_uses_the_loopback_device_unless_the_user_chose() {
     assert_eq!(net_devices(&one_host, Some("eth0")).as_deref(), Some("eth0"));
     assert_eq!(net_devices(&Options::default(), None), None);
 }
+
+/// Progress until `v[i]` reads `want` (10 s at most).
+fn await_word(u: &Ucx, v: &[u64], i: usize, want: u64) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while read(v, i) != want {
+        if Instant::now() > deadline {
+            return false;
+        }
+        u.progress();
+    }
+    true
+}
+
+#[test]
+fn put_with_signal_lands_the_data_before_the_word_and_refuses_unregistered_memory() {
+    let u = connected(Options { progress_thread: false, loopback_only: true });
+    assert_eq!(u.put_signal_ready(), Ok(()));
+    // Words 0..8 are signals; the data goes from word 8 on. 8 MiB: a rendezvous over TCP.
+    const WORDS: usize = 8 + (8 << 20) / 8;
+    let mut target = vec![0u64; WORDS];
+    let base = target.as_mut_ptr() as usize;
+    let (memh, _) = u.mem_map(base as *mut c_void, WORDS * 8, false).unwrap();
+    u.add_region(base, WORDS * 8);
+    let mut expected = 0u64;
+    for (k, len) in [0usize, 1, 100, 8192, 64 << 10, 1 << 20, 8 << 20].into_iter().enumerate() {
+        let src: Vec<u8> = (0..len).map(|j| (j * 7 + k) as u8).collect();
+        let (dest, sig) = (base as u64 + 64, base as u64 + 8 * (k as u64 % 8));
+        // SAFETY: `src` outlives the blocking call.
+        unsafe { u.put_signal(0, dest, src.as_ptr().cast(), len, sig, 10 + k as u64) }
+            .expect("put with signal");
+        let before = read(&target, k % 8);
+        assert!(await_word(&u, &target, k % 8, before + 10 + k as u64), "{len} B: the signal never came");
+        // SAFETY: the data was delivered before the word changed.
+        let got = unsafe { std::slice::from_raw_parts((base + 64) as *const u8, len) };
+        assert!(got == &src[..], "{len} B: the data was not in place when the signal came");
+        expected += 1;
+    }
+    assert_eq!(u.refused_messages(), 0);
+
+    // Outside every registration: refused, nothing written; a small message is dropped at the
+    // target, a rendezvous fails at the sender too.
+    let outside = [0u64; 2];
+    let small = [1u8; 16];
+    // SAFETY: as above.
+    let r = unsafe { u.put_signal(0, dest_of(&outside), small.as_ptr().cast(), 16, base as u64, 1) };
+    assert!(r.is_ok(), "eager messages complete at the sender either way: {r:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while u.refused_messages() < 1 && Instant::now() < deadline {
+        u.progress();
+    }
+    assert_eq!(u.refused_messages(), 1, "data outside the registered memory");
+    // SAFETY: as above; a misaligned signal word inside the registration.
+    let r = unsafe { u.put_signal(0, base as u64 + 64, small.as_ptr().cast(), 16, base as u64 + 3, 1) };
+    assert!(r.is_ok());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while u.refused_messages() < 2 && Instant::now() < deadline {
+        u.progress();
+    }
+    assert_eq!(u.refused_messages(), 2, "a misaligned signal word");
+    assert_eq!(outside, [0, 0]);
+    assert_eq!(read(&target, 0) & 0xff, 10, "signal word 0 got exactly its one signal");
+    let big = vec![3u8; 8 << 20];
+    // SAFETY: as above: 8 MiB, past the end of the registration.
+    let r = unsafe { u.put_signal(0, base as u64 + 128, big.as_ptr().cast(), big.len(), base as u64, 1) };
+    assert!(r.is_err(), "a refused rendezvous fails at the sender");
+    assert_eq!(u.refused_messages(), 3);
+    assert_eq!(expected, 7);
+
+    u.remove_region(base, WORDS * 8);
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+    drop(target);
+}
+
+fn dest_of(v: &[u64]) -> u64 {
+    v.as_ptr() as u64
+}
