@@ -8,7 +8,7 @@
 //! are the same everywhere), and whatever can make a call decline or fail is checked before
 //! the first signal.
 
-use crate::team::{tree, Team, LDATA, LSIG};
+use crate::team::{tree, Team, LDATA, LSIG, STAGE_BYTES};
 use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 
@@ -268,20 +268,14 @@ pub unsafe fn reduce(
             arith::combine(dtype, op, mine, tmp, nelems);
         }
         let h = t.hosts();
-        if h == 2 && !std::ptr::eq(src, dest) {
-            // Two hosts, not in place: each leader pushes its partial straight into the other's
-            // `dest` (ready to be written from the start, and not the other's source), one
-            // message each way instead of a signal, a get and a second signal. Both combine
-            // group 0's partial with group 1's, in that order, so they get the same bits.
-            let other = 1 - t.g;
-            t.nsend(c, other, dest, bytes(mine), nbytes);
-            t.nwait(c, other);
-            std::ptr::copy_nonoverlapping(dest, bytes(tmp), nbytes);
-            let (first, second): (&[u128], &[u128]) = if t.g == 0 { (mine, tmp) } else { (tmp, mine) };
-            res.copy_from_slice(first);
-            arith::combine(dtype, op, res, second, nelems);
-            std::ptr::copy_nonoverlapping(bytes(res), dest, nbytes);
-            deliver(c, t, dest, bytes(res), nbytes, e);
+        if nbytes <= STAGE_BYTES {
+            let at = |step| t.stage(e, step);
+            exchange(c, t, at, mine, tmp, res, nbytes, |acc, x| {
+                arith::combine(dtype, op, acc, x, nelems);
+            });
+            // `exchange` leaves the result in `mine`.
+            std::ptr::copy_nonoverlapping(bytes(mine), dest, nbytes);
+            deliver(c, t, dest, bytes(mine), nbytes, e);
             return RC_OK;
         }
         // Lend the partial through `dest` (this PE's own source is already read).
@@ -314,4 +308,63 @@ pub unsafe fn reduce(
         deliver(c, t, dest, bytes(res), nbytes, e);
     }
     RC_OK
+}
+
+/// Recursive doubling between the leaders on partials of at most `STAGE_BYTES`, sent with
+/// their signals into the receivers' staging slots (`at(step)`): the groups beyond the largest
+/// power of two `p` first fold their partial into group `g - p`'s, then the `p` groups swap
+/// partials with the group 2^k away in round k, each pair combining the lower groups' partial
+/// with the upper's, so both get the same bits, and at last the folded groups get the result.
+/// log2(hosts) + 2 messages in sequence, against a signal, a get per other host and another
+/// signal. On return `mine` holds the result, the same bits on every leader.
+///
+/// # Safety
+/// `at(step)` are the symmetric staging slots of this call, `nbytes` at most `STAGE_BYTES`,
+/// and the buffers at least `nbytes` long.
+#[allow(clippy::too_many_arguments)]
+unsafe fn exchange(
+    c: &CoreServices,
+    t: &Team,
+    at: impl Fn(usize) -> *mut u8,
+    mine: &mut [u128],
+    tmp: &mut [u128],
+    res: &mut [u128],
+    nbytes: usize,
+    combine: impl Fn(&mut [u128], &[u128]),
+) {
+    let (h, g) = (t.hosts(), t.g);
+    let p = 1usize << (usize::BITS - 1 - h.leading_zeros());
+    let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
+    // SAFETY: the slots are symmetric scratch of this call (caller), and the private buffers
+    // hold `nbytes`.
+    unsafe {
+        let receive = |from: usize, step: usize, tmp: &mut [u128]| {
+            t.nwait(c, from);
+            std::ptr::copy_nonoverlapping(at(step), bytes(tmp), nbytes);
+        };
+        if g >= p {
+            t.nsend(c, g - p, at(0), bytes(mine), nbytes);
+            receive(g - p, 0, tmp);
+            mine.copy_from_slice(tmp);
+            return;
+        }
+        if g + p < h {
+            receive(g + p, 0, tmp);
+            combine(mine, tmp);
+        }
+        let mut k = 0;
+        while 1 << k < p {
+            let q = g ^ (1 << k);
+            t.nsend(c, q, at(1 + k), bytes(mine), nbytes);
+            receive(q, 1 + k, tmp);
+            let (lower, upper): (&[u128], &[u128]) = if g < q { (mine, tmp) } else { (tmp, mine) };
+            res.copy_from_slice(lower);
+            combine(res, upper);
+            mine.copy_from_slice(res);
+            k += 1;
+        }
+        if g + p < h {
+            t.nsend(c, g + p, at(0), bytes(mine), nbytes);
+        }
+    }
 }

@@ -36,7 +36,15 @@ pub const LSIG: usize = 0;
 pub const LDATA: usize = MAX_LOCAL;
 /// On a leader: word `s` counts the signals group `s`'s leader has sent it.
 pub const NET: usize = 2 * MAX_LOCAL;
-pub const SCRATCH_WORDS: usize = NET + MAX_HOSTS;
+/// On a leader: where other leaders send reduction partials of up to [`STAGE_BYTES`], one
+/// slot per step of the exchange (the fold of a host beyond the largest power of two, then
+/// one per round of recursive doubling), twice over by call parity, so that a partner one call
+/// ahead cannot overwrite a slot not read yet.
+pub const STAGE: usize = NET + MAX_HOSTS;
+pub const STAGE_BYTES: usize = 256;
+/// Fold + log2(MAX_HOSTS) rounds.
+pub const STAGE_STEPS: usize = 1 + MAX_HOSTS.trailing_zeros() as usize;
+pub const SCRATCH_WORDS: usize = STAGE + 2 * STAGE_STEPS * STAGE_BYTES / 8;
 pub const SCRATCH_BYTES: usize = SCRATCH_WORDS * 8;
 
 pub struct Team {
@@ -212,6 +220,13 @@ impl Team {
             }
             (c.atomic_add_u64)(sig, 1, pe);
         }
+    }
+
+    /// Staging slot `step` of call `e`'s parity, at the symmetric address every leader uses.
+    pub fn stage(&self, e: u64, step: usize) -> *mut u8 {
+        debug_assert!(step < STAGE_STEPS);
+        let slot = (e % 2) as usize * STAGE_STEPS + step;
+        self.scratch.wrapping_add(STAGE).cast::<u8>().wrapping_add(slot * STAGE_BYTES)
     }
 
     /// Wait for the next signal from group `from`'s leader.

@@ -17,8 +17,8 @@ use std::sync::Mutex;
 
 /// Heap layout: the team's scratch, a source and two result buffers.
 const SCRATCH: usize = 0;
-const SRC: usize = 2048;
-const DEST: [usize; 2] = [8192, 8192 + 16384];
+const SRC: usize = 8192;
+const DEST: [usize; 2] = [16384, 16384 + 16384];
 const MAX_BYTES: usize = 2048;
 const SIZES: [usize; 6] = [0, 8, 16, 104, 1000, MAX_BYTES];
 const GARBAGE: u8 = 0xee;
@@ -34,6 +34,8 @@ const LAYOUTS: &[&[c_int]] = &[
     &[0, 1, 2],
     &[0, 0, 1, 1, 2, 2, 2],
     &[3, 1, 1, 2, 2, 0, 2],
+    &[0, 1, 2, 3, 4],
+    &[5, 4, 3, 2, 1, 0],
 ];
 
 fn ops() -> &'static ScollOps {
@@ -475,4 +477,45 @@ fn leaders_send_data_with_its_signal_or_put_fence_and_add_without_the_service() 
             );
         }
     }
+}
+
+#[test]
+fn back_to_back_reductions_into_one_dest_need_no_barrier() {
+    // What users expect (and tests/c/collectives.c does): the next reduction into the same
+    // `dest` right after this one returned. Nothing may write a peer's `dest` before that peer
+    // has read its own result there.
+    on_every_layout(|me, n, heap, t, errs| {
+        for size in [8usize, 1000] {
+            for seq in 0..40i64 {
+                let ne = size / 8;
+                // SAFETY: 8-aligned buffers of the layout.
+                let (src, dest) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut i64, ne),
+                        heap.wrapping_add(DEST[0]) as *mut i64,
+                    )
+                };
+                src.fill(i64::from(me) + seq);
+                // SAFETY: state from enable; symmetric buffers of `ne` elements.
+                let rc = unsafe {
+                    (ops().reduce.unwrap())(
+                        t,
+                        dest.cast(),
+                        src.as_ptr().cast(),
+                        ne,
+                        DT_I64,
+                        OP_SUM,
+                        REDUCE_ALL,
+                    )
+                };
+                let want = i64::from(n) * (i64::from(n) - 1) / 2 + i64::from(n) * seq;
+                // SAFETY: the reduction is complete here.
+                let got = unsafe { std::slice::from_raw_parts(dest, ne) };
+                // Keep calling after a failure: a PE that stopped would leave the others waiting.
+                if (rc != RC_OK || got.iter().any(|v| *v != want)) && errs.is_empty() {
+                    errs.push(format!("{size} B, call {seq}: {:?} on {me}, want {want}", &got[..1]));
+                }
+            }
+        }
+    });
 }
