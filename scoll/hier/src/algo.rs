@@ -226,10 +226,11 @@ pub unsafe fn alltoall(
 }
 
 /// Reductions to all (scans are declined to `basic`): each leader combines its group's sources
-/// in team order into a partial result, which it leaves in its own `dest`; every leader reads
-/// every other's partial and combines the partials in group order, so every PE gets the same
-/// bits; once all have read its partial, a leader writes the result to its `dest` and its
-/// members'.
+/// in team order into a partial result. Up to `STAGE_BYTES` the leaders then run
+/// [`exchange`]; above it each leaves its partial in its own `dest`, reads every other's and
+/// combines the partials in group order, and once all have read its partial writes the result.
+/// Either way every PE gets the same bits, and the leader writes the result to its `dest` and
+/// its members'.
 ///
 /// # Safety
 /// `dest` (symmetric) and `src` (symmetric) must be valid for the call (the core checked them).
