@@ -4,7 +4,8 @@
  * implements 1.4; rshmem runs them on the same algorithms as its team forms.
  *
  * Each figure is the median over 5 blocks of the average call time in a block, on PE 0.
- * COLL_MAX (bytes, default 1 MiB) bounds the sizes; COLL_ONLY=name runs one benchmark. */
+ * COLL_MAX (bytes, default 1 MiB) bounds the sizes, COLL_MIN (default 4) starts them and
+ * COLL_FACTOR (default 4) steps them; COLL_ONLY=name runs one benchmark. */
 #include "bench.h"
 
 #define BLOCKS 5
@@ -71,6 +72,13 @@ int main(void) {
     shmem_init();
     int n = shmem_n_pes();
     size_t max = getenv("COLL_MAX") ? strtoul(getenv("COLL_MAX"), NULL, 10) : (size_t)1 << 20;
+    /* sizes min, min * factor, ... up to max (4, 16, ..., 1 MiB by default) */
+    size_t min = getenv("COLL_MIN") ? strtoul(getenv("COLL_MIN"), NULL, 10) : 4;
+    size_t factor = getenv("COLL_FACTOR") ? strtoul(getenv("COLL_FACTOR"), NULL, 10) : 4;
+    if (min < 4 || min % 4 || factor < 2) {
+        fprintf(stderr, "coll_sizes: COLL_MIN must be a multiple of 4, COLL_FACTOR at least 2\n");
+        shmem_global_exit(1);
+    }
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[k][i] = SHMEM_SYNC_VALUE;
     for (int i = 0; i < SHMEM_BARRIER_SYNC_SIZE; i++) bsync[i] = SHMEM_SYNC_VALUE;
@@ -86,13 +94,13 @@ int main(void) {
     for (size_t i = 0; i < max / 4; i++) ((float *)src)[i] = (float)(i % 7);
     shmem_barrier_all();
     if (wanted("barrier")) run("coll_barrier", BARRIER, 0, dst, src, wrk);
-    for (size_t s = 4; s <= max; s *= 4)
+    for (size_t s = min; s <= max; s *= factor)
         if (wanted("broadcast")) run("coll_broadcast", BCAST, s, dst, src, wrk);
-    for (size_t s = 4; s <= max; s *= 4)
+    for (size_t s = min; s <= max; s *= factor)
         if (wanted("reduce")) run("coll_float_sum", REDUCE, s, dst, src, wrk);
-    for (size_t s = 4; s <= max; s *= 4)
+    for (size_t s = min; s <= max; s *= factor)
         if (wanted("fcollect")) run("coll_fcollect", FCOLLECT, s, dst, src, wrk);
-    for (size_t s = 4; s <= max / 4; s *= 4)
+    for (size_t s = min; s <= max / 4; s *= factor)
         if (wanted("alltoall")) run("coll_alltoall", ALLTOALL, s, dst, src, wrk);
     shmem_finalize();
     return 0;

@@ -19,7 +19,8 @@ use std::ffi::{c_void, CStr};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-/// Heap bytes the core reserves for its own use (team scratch) on top of SHMEM_SYMMETRIC_SIZE.
+/// Heap bytes the core reserves for its own use on top of SHMEM_SYMMETRIC_SIZE, besides the
+/// team scratch the scoll components ask for (`team::pool_bytes`).
 const INTERNAL_HEAP: usize = 1 << 20;
 
 static INIT_LOCK: Mutex<()> = Mutex::new(());
@@ -210,14 +211,12 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
 
     // Symmetric memory: the heap from sshmem, and the program's global data.
     let mut heap_seg = SegmentDesc::default();
+    let heap_bytes = heap_size + INTERNAL_HEAP + crate::ops::team::pool_bytes(&scolls);
     // SAFETY: plugin ABI call with a valid out-pointer.
-    if unsafe { (sshmem.create)(heap_size + INTERNAL_HEAP, std::ptr::null_mut(), &mut heap_seg) } != 0 {
+    if unsafe { (sshmem.create)(heap_bytes, std::ptr::null_mut(), &mut heap_seg) } != 0 {
         fail(
             routine,
-            &format!(
-                "sshmem {sshmem_name} could not create a symmetric heap of {} bytes",
-                heap_size + INTERNAL_HEAP
-            ),
+            &format!("sshmem {sshmem_name} could not create a symmetric heap of {heap_bytes} bytes"),
         );
     }
     // SAFETY: the segment sshmem just created and mapped.

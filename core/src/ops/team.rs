@@ -65,10 +65,21 @@ fn mapped_flags(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u
     flags
 }
 
+/// Bytes of one slot of the pool for these components: the core's words, then each
+/// component's scratch, 64-byte aligned.
+fn slot_bytes(scolls: &[(&'static ScollOps, String)]) -> usize {
+    let needs: usize = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).sum();
+    CORE_WORDS * 8 + needs
+}
+
+/// Bytes [`init_pool`] takes from the symmetric heap (so init can make room for them).
+pub fn pool_bytes(scolls: &[(&'static ScollOps, String)]) -> usize {
+    (MAX_TEAMS + ACTIVE_SET_SLOTS) * slot_bytes(scolls)
+}
+
 /// Reserve the slots (collective: part of init, so the heap stays symmetric).
 pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, String)]) {
-    let needs: usize = scolls.iter().map(|(o, _)| round_up(o.scratch_needed.max(64), 64)).sum();
-    let slot_bytes = CORE_WORDS * 8 + needs;
+    let slot_bytes = slot_bytes(scolls);
     let slots = MAX_TEAMS + ACTIVE_SET_SLOTS;
     let base = rt.alloc(slots * slot_bytes, 64).unwrap_or_else(|| {
         crate::error::fatal(routine, "the symmetric heap has no room for team scratch space")

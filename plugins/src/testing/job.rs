@@ -13,7 +13,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-pub const HEAP_BYTES: usize = 64 * 1024;
+pub const HEAP_BYTES: usize = 256 * 1024;
 /// A wait this long means the algorithm deadlocked: fail loudly rather than hang the test run.
 const DEADLOCK: Duration = Duration::from_secs(60);
 
@@ -27,6 +27,11 @@ static HEAPS: RwLock<Vec<usize>> = RwLock::new(Vec::new());
 static HOSTS: RwLock<Vec<c_int>> = RwLock::new(Vec::new());
 /// One simulated job at a time (the heaps and the component's core pointer are global).
 static ONE_JOB: Mutex<()> = Mutex::new(());
+/// The PE whose every wait starts with a nap ([`run_job_lagging`]), or -1.
+static LAGGARD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// The laggard's nap: long beside a whole collective of the other PEs, so whatever they can
+/// do before the laggard reads what it waits for, they do.
+const NAP: Duration = Duration::from_millis(2);
 
 /// The fake's checks run inside extern "C" functions, where a panic cannot unwind.
 fn fail(msg: &str) -> ! {
@@ -157,6 +162,9 @@ unsafe extern "C" fn put_signal_u64(
 }
 unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
     let w = word(translate(ivar.cast(), 8, ME.get()));
+    if LAGGARD.load(Ordering::Relaxed) == ME.get() {
+        std::thread::sleep(NAP);
+    }
     let deadline = Instant::now() + DEADLOCK;
     loop {
         let v = w.load(Ordering::SeqCst);
@@ -223,8 +231,20 @@ pub fn run_job<F: Fn(c_int, *mut u8) + Sync>(n: usize, pe_main: F) {
 /// host); `hosts.len()` PEs. Returns how many signals the PEs sent through `atomic_add_u64`
 /// and through `put_signal_u64`.
 pub fn run_job_on_hosts<F: Fn(c_int, *mut u8) + Sync>(hosts: &[c_int], pe_main: F) -> (usize, usize) {
+    run_job_lagging(hosts, -1, pe_main)
+}
+
+/// As [`run_job_on_hosts`], with PE `laggard` (if any) napping at the start of every wait it
+/// makes: a PE descheduled between its own send and reading what its partner sent, which is
+/// when a partner running ahead into the next call could overwrite what it has not read.
+pub fn run_job_lagging<F: Fn(c_int, *mut u8) + Sync>(
+    hosts: &[c_int],
+    laggard: c_int,
+    pe_main: F,
+) -> (usize, usize) {
     let n = hosts.len();
     let _job = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    LAGGARD.store(laggard, Ordering::Relaxed);
     // Name each host by its lowest PE, as the core does.
     let named: Vec<c_int> =
         hosts.iter().map(|h| hosts.iter().position(|x| x == h).unwrap_or(0) as c_int).collect();
@@ -248,6 +268,7 @@ pub fn run_job_on_hosts<F: Fn(c_int, *mut u8) + Sync>(hosts: &[c_int], pe_main: 
     });
     HEAPS.write().unwrap_or_else(|e| e.into_inner()).clear();
     HOSTS.write().unwrap_or_else(|e| e.into_inner()).clear();
+    LAGGARD.store(-1, Ordering::Relaxed);
     let sent = (SENT[0].load(Ordering::Acquire), SENT[1].load(Ordering::Acquire));
     for h in heaps {
         // SAFETY: leaked above; every thread that used it has been joined.

@@ -8,7 +8,7 @@
 //! are the same everywhere), and whatever can make a call decline or fail is checked before
 //! the first signal.
 
-use crate::team::{tree, Team, LDATA, LSIG, STAGE_BYTES};
+use crate::team::{tree, Team, LDATA, LSIG};
 use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 
@@ -226,11 +226,10 @@ pub unsafe fn alltoall(
 }
 
 /// Reductions to all (scans are declined to `basic`): each leader combines its group's sources
-/// in team order into a partial result. Up to `STAGE_BYTES` the leaders then run
-/// [`exchange`]; above it each leaves its partial in its own `dest`, reads every other's and
-/// combines the partials in group order, and once all have read its partial writes the result.
-/// Either way every PE gets the same bits, and the leader writes the result to its `dest` and
-/// its members'.
+/// in team order into a partial result, the leaders run [`exchange`] on their partials, and
+/// each writes the result to its `dest` and its members'. Partials that fit a staging slot
+/// land there; larger ones land in the receiving leader's own `dest` after it says it is
+/// ready for them. Either way every PE gets the same bits.
 ///
 /// # Safety
 /// `dest` (symmetric) and `src` (symmetric) must be valid for the call (the core checked them).
@@ -257,10 +256,11 @@ pub unsafe fn reduce(
         return RC_OK;
     }
     let (dest, src) = (dest as *mut u8, src as *const u8);
-    let [mine, res, tmp] = t.buffers(nbytes);
+    let [mine, tmp] = t.buffers(nbytes);
     let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
     // SAFETY: `src` and `dest` hold `nbytes` on every member (caller); the private buffers
-    // hold at least `nbytes`.
+    // hold at least `nbytes`; `dest` is written by others only between this leader's "ready"
+    // and its reading what arrived (or by the staging slots' rule).
     unsafe {
         std::ptr::copy_nonoverlapping(src, bytes(mine), nbytes);
         for j in 1..t.group_len() {
@@ -268,104 +268,110 @@ pub unsafe fn reduce(
             t.get_local(c, j, bytes(tmp), src, nbytes);
             arith::combine(dtype, op, mine, tmp, nelems);
         }
-        let h = t.hosts();
-        if nbytes <= STAGE_BYTES {
-            let at = |step| t.stage(e, step);
-            exchange(c, t, at, mine, tmp, res, nbytes, |acc, x| {
-                arith::combine(dtype, op, acc, x, nelems);
-            });
-            // `exchange` leaves the result in `mine`.
-            std::ptr::copy_nonoverlapping(bytes(mine), dest, nbytes);
-            deliver(c, t, dest, bytes(mine), nbytes, e);
-            return RC_OK;
+        let combine = |acc: &mut [u128], x: &[u128]| {
+            arith::combine(dtype, op, acc, x, nelems);
+        };
+        if nbytes <= t.slot_bytes() {
+            let x = t.next_exchange();
+            exchange(c, t, Landing::Staged(&|step| t.stage(x, step)), mine, tmp, nbytes, combine);
+        } else {
+            exchange(c, t, Landing::Dest(dest), mine, tmp, nbytes, combine);
         }
-        // Lend the partial through `dest` (this PE's own source is already read).
+        // `exchange` leaves the result in `mine`.
         std::ptr::copy_nonoverlapping(bytes(mine), dest, nbytes);
-        for k in (1..h).map(|d| (t.g + d) % h) {
-            t.nsignal(c, k);
-        }
-        for k in 0..h {
-            let part: &[u128] = if k == t.g {
-                mine
-            } else {
-                t.nwait(c, k);
-                t.get_leader(c, k, bytes(tmp), dest, nbytes);
-                tmp
-            };
-            if k == 0 {
-                res.copy_from_slice(part);
-            } else {
-                arith::combine(dtype, op, res, part, nelems);
-            }
-        }
-        // Done reading the others' partials; wait until they are done with ours.
-        for k in (1..h).map(|d| (t.g + d) % h) {
-            t.nsignal(c, k);
-        }
-        for k in (1..h).map(|d| (t.g + h - d) % h) {
-            t.nwait(c, k);
-        }
-        std::ptr::copy_nonoverlapping(bytes(res), dest, nbytes);
-        deliver(c, t, dest, bytes(res), nbytes, e);
+        deliver(c, t, dest, bytes(mine), nbytes, e);
     }
     RC_OK
 }
 
-/// Recursive doubling between the leaders on partials of at most `STAGE_BYTES`, sent with
-/// their signals into the receivers' staging slots (`at(step)`): the groups beyond the largest
-/// power of two `p` first fold their partial into group `g - p`'s, then the `p` groups swap
-/// partials with the group 2^k away in round k, each pair combining the lower groups' partial
-/// with the upper's, so both get the same bits, and at last the folded groups get the result.
-/// log2(hosts) + 2 messages in sequence, against a signal, a get per other host and another
-/// signal. On return `mine` holds the result, the same bits on every leader.
+/// Where a leader's partials arrive in [`exchange`].
+enum Landing<'a> {
+    /// In the staging slot of each step (the symmetric slots of one exchange): a partner may
+    /// send at once (the rule of [`Team::next_exchange`]).
+    Staged(&'a dyn Fn(usize) -> *mut u8),
+    /// In the receiver's own `dest`, which is free during the call (its source was copied
+    /// before the exchange, and its result is written after): one arrival at a time, so the
+    /// receiver sends a "ready" before each and the sender waits for it. One more message
+    /// in each step, which a large partial's transfer outweighs.
+    Dest(*mut u8),
+}
+
+/// Recursive doubling between the leaders on their partials, each sent with its signal in one
+/// message to where `landing` says: the groups beyond the largest power of two `p` first fold
+/// their partial into group `g - p`'s, then the `p` groups swap partials with the group 2^k
+/// away in round k, each pair combining the lower groups' partial with the upper's, so both
+/// get the same bits, and at last the folded groups get the result. log2(hosts) + 2 messages
+/// in sequence (twice that with `Landing::Dest`). On return `mine` holds the result, the same
+/// bits on every leader.
 ///
 /// # Safety
-/// `at(step)` are the symmetric staging slots of this call, `nbytes` at most `STAGE_BYTES`,
-/// and the buffers at least `nbytes` long.
+/// `landing` names symmetric memory of at least `nbytes` for every step, and the buffers are
+/// at least `nbytes` long.
 #[allow(clippy::too_many_arguments)]
 unsafe fn exchange(
     c: &CoreServices,
     t: &Team,
-    at: impl Fn(usize) -> *mut u8,
+    landing: Landing,
     mine: &mut [u128],
     tmp: &mut [u128],
-    res: &mut [u128],
     nbytes: usize,
     combine: impl Fn(&mut [u128], &[u128]),
 ) {
     let (h, g) = (t.hosts(), t.g);
     let p = 1usize << (usize::BITS - 1 - h.leading_zeros());
     let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
-    // SAFETY: the slots are symmetric scratch of this call (caller), and the private buffers
-    // hold `nbytes`.
+    let (at, ready): (&dyn Fn(usize) -> *mut u8, bool) = match landing {
+        Landing::Staged(at) => (at, false),
+        Landing::Dest(d) => (&move |_| d, true),
+    };
+    // Every transfer from X to Y is: Y's "ready" (with `Landing::Dest`), then X's data. Each
+    // leader sends its signals to a partner in the order that partner consumes them.
+    // SAFETY: as the caller promised for `at` and the buffers.
     unsafe {
+        let send = |to: usize, step: usize, data: &mut [u128]| {
+            if ready {
+                t.nwait(c, to);
+            }
+            t.nsend(c, to, at(step), bytes(data), nbytes);
+        };
+        let expect = |from: usize| {
+            if ready {
+                t.nsignal(c, from);
+            }
+        };
         let receive = |from: usize, step: usize, tmp: &mut [u128]| {
             t.nwait(c, from);
             std::ptr::copy_nonoverlapping(at(step), bytes(tmp), nbytes);
         };
         if g >= p {
-            t.nsend(c, g - p, at(0), bytes(mine), nbytes);
+            send(g - p, 0, mine);
+            expect(g - p);
             receive(g - p, 0, tmp);
             mine.copy_from_slice(tmp);
             return;
         }
         if g + p < h {
+            expect(g + p);
             receive(g + p, 0, tmp);
             combine(mine, tmp);
         }
         let mut k = 0;
         while 1 << k < p {
             let q = g ^ (1 << k);
-            t.nsend(c, q, at(1 + k), bytes(mine), nbytes);
+            expect(q);
+            send(q, 1 + k, mine);
             receive(q, 1 + k, tmp);
-            let (lower, upper): (&[u128], &[u128]) = if g < q { (mine, tmp) } else { (tmp, mine) };
-            res.copy_from_slice(lower);
-            combine(res, upper);
-            mine.copy_from_slice(res);
+            // lower groups' partial first, whichever side this is
+            if g < q {
+                combine(mine, tmp);
+            } else {
+                combine(tmp, mine);
+                mine.copy_from_slice(tmp);
+            }
             k += 1;
         }
         if g + p < h {
-            t.nsend(c, g + p, at(0), bytes(mine), nbytes);
+            send(g + p, 0, mine);
         }
     }
 }

@@ -36,15 +36,14 @@ pub const LSIG: usize = 0;
 pub const LDATA: usize = MAX_LOCAL;
 /// On a leader: word `s` counts the signals group `s`'s leader has sent it.
 pub const NET: usize = 2 * MAX_LOCAL;
-/// On a leader: where other leaders send reduction partials of up to [`STAGE_BYTES`], one
-/// slot per step of the exchange (the fold of a host beyond the largest power of two, then
-/// one per round of recursive doubling), twice over by call parity, so that a partner one call
-/// ahead cannot overwrite a slot not read yet.
+/// On a leader: where other leaders send reduction partials ([`Team::stage`]): one slot per
+/// step of an exchange (the fold of a host beyond the largest power of two, then one per round
+/// of recursive doubling), twice over by the exchange's parity, so that a partner one exchange
+/// ahead cannot overwrite a slot not read yet. The slots share `STAGE_AREA` bytes, so teams on
+/// fewer hosts (fewer steps) get larger slots.
 pub const STAGE: usize = NET + MAX_HOSTS;
-pub const STAGE_BYTES: usize = 256;
-/// Fold + log2(MAX_HOSTS) rounds.
-pub const STAGE_STEPS: usize = 1 + MAX_HOSTS.trailing_zeros() as usize;
-pub const SCRATCH_WORDS: usize = STAGE + 2 * STAGE_STEPS * STAGE_BYTES / 8;
+pub const STAGE_AREA: usize = 16384;
+pub const SCRATCH_WORDS: usize = STAGE + STAGE_AREA / 8;
 pub const SCRATCH_BYTES: usize = SCRATCH_WORDS * 8;
 
 pub struct Team {
@@ -65,10 +64,16 @@ pub struct Team {
     scratch: *mut u64,
     /// The number of the last call.
     epoch: Cell<u64>,
+    /// On a leader: the number of the last exchange of partials ([`Team::next_exchange`]).
+    exchanges: Cell<u64>,
+    /// Whether some hosts fold into others first (the host count is not a power of two), and
+    /// the bytes of one staging slot.
+    folds: bool,
+    slot_bytes: usize,
     /// Signals consumed from each group's leader.
     seen: Vec<Cell<u64>>,
     /// Private buffers for reductions, grown once to the largest size a call needed.
-    bufs: [UnsafeCell<Vec<u128>>; 3],
+    bufs: [UnsafeCell<Vec<u128>>; 2],
     /// The core's put-with-signal, when it has one: data and signal in one message.
     put_signal: Option<PutSignalU64>,
 }
@@ -110,7 +115,14 @@ impl Team {
             }
             local.push(p);
         }
+        let h = groups.len();
+        let rounds = (usize::BITS - 1 - h.leading_zeros()) as usize;
+        let folds = !h.is_power_of_two();
+        let slot_bytes = STAGE_AREA / (2 * (rounds + usize::from(folds))) / 64 * 64;
         Some(Team {
+            exchanges: Cell::new(0),
+            folds,
+            slot_bytes,
             n: d.size,
             me: d.my_index,
             seen: (0..groups.len()).map(|_| Cell::new(0)).collect(),
@@ -222,11 +234,32 @@ impl Team {
         }
     }
 
-    /// Staging slot `step` of call `e`'s parity, at the symmetric address every leader uses.
-    pub fn stage(&self, e: u64, step: usize) -> *mut u8 {
-        debug_assert!(step < STAGE_STEPS);
-        let slot = (e % 2) as usize * STAGE_STEPS + step;
-        self.scratch.wrapping_add(STAGE).cast::<u8>().wrapping_add(slot * STAGE_BYTES)
+    /// Start an exchange of partials between the leaders: its number. Every leader runs the
+    /// same exchanges in the same order, so the numbers agree. Why the slots may alternate by
+    /// its parity: a leader finishes exchange `x` only with every host's contribution to it,
+    /// so when it starts `x + 2` and writes the slots of `x`'s parity, every leader has
+    /// started `x + 1`, so has finished reading those of `x`. A call number would not do: a
+    /// broadcast's root returns without hearing from anyone, so a leader can be a broadcast
+    /// and a reduction ahead of a partner still reading its slot.
+    pub fn next_exchange(&self) -> u64 {
+        let x = self.exchanges.get() + 1;
+        self.exchanges.set(x);
+        x
+    }
+
+    /// Bytes of one staging slot: the most a leader sends in one step of an exchange.
+    pub fn slot_bytes(&self) -> usize {
+        self.slot_bytes
+    }
+
+    /// Staging slot `step` (0: the fold, 1 + k: round k of recursive doubling) of exchange
+    /// `x`, at the symmetric address every leader uses.
+    pub fn stage(&self, x: u64, step: usize) -> *mut u8 {
+        let steps = STAGE_AREA / 2 / self.slot_bytes;
+        let i = step - usize::from(!self.folds);
+        debug_assert!(i < steps);
+        let slot = (x % 2) as usize * steps + i;
+        self.scratch.wrapping_add(STAGE).cast::<u8>().wrapping_add(slot * self.slot_bytes)
     }
 
     /// Wait for the next signal from group `from`'s leader.
@@ -242,17 +275,6 @@ impl Team {
         // SAFETY: core service on an aligned word of this PE's symmetric scratch.
         unsafe { (c.wait_until_u64)(w, CMP_GE, want) };
         fence(Ordering::Acquire);
-    }
-
-    /// Get `len` bytes from symmetric `src` on group `h`'s leader into `dest`.
-    ///
-    /// # Safety
-    /// `src` symmetric and `dest` writable for `len` bytes.
-    pub unsafe fn get_leader(&self, c: &CoreServices, h: usize, dest: *mut u8, src: *const u8, len: usize) {
-        if len > 0 {
-            // SAFETY: caller.
-            unsafe { (c.getmem)(dest.cast(), src.cast(), len, self.leader_pe(h)) };
-        }
     }
 
     /// Write `len` bytes from `src` to local member `j`'s copy of symmetric `dest`: a copy
@@ -319,9 +341,9 @@ impl Team {
         fence(Ordering::SeqCst);
     }
 
-    /// The three private buffers, each at least `bytes` long and 16-byte aligned.
+    /// The two private buffers, each at least `bytes` long and 16-byte aligned.
     #[allow(clippy::mut_from_ref)]
-    pub fn buffers(&self, bytes: usize) -> [&mut [u128]; 3] {
+    pub fn buffers(&self, bytes: usize) -> [&mut [u128]; 2] {
         let words = bytes.div_ceil(16);
         self.bufs.each_ref().map(|b| {
             // SAFETY: a team's collectives run one at a time on one thread (the OpenSHMEM rule

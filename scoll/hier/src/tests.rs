@@ -15,15 +15,18 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Mutex;
 
-/// Heap layout: the team's scratch, a source and two result buffers.
+/// Heap layout: the team's scratch, a source and two result buffers of `DEST_LEN`.
 const SCRATCH: usize = 0;
-const SRC: usize = 8192;
-const DEST: [usize; 2] = [16384, 16384 + 16384];
-const MAX_BYTES: usize = 2048;
-const SIZES: [usize; 6] = [0, 8, 16, 104, 1000, MAX_BYTES];
+const SRC: usize = 32768;
+const DEST_LEN: usize = 65536;
+const DEST: [usize; 2] = [65536, 65536 + DEST_LEN];
+/// Sizes up to more than a staging slot holds on two hosts (the largest slot), so that
+/// reductions take both paths on every layout.
+const MAX_BYTES: usize = 20000;
+const SIZES: [usize; 8] = [0, 8, 16, 104, 1000, 2048, 9000, MAX_BYTES];
 const GARBAGE: u8 = 0xee;
 const _: () = assert!(SCRATCH_BYTES <= SRC && SRC + MAX_BYTES <= DEST[0]);
-const _: () = assert!(DEST[1] + 16384 <= HEAP_BYTES && 7 * MAX_BYTES < 16384);
+const _: () = assert!(DEST[1] + DEST_LEN <= HEAP_BYTES && MAX_BYTES > crate::team::STAGE_AREA / 2);
 
 /// Host layouts: PE i runs on host `layout[i]`.
 const LAYOUTS: &[&[c_int]] = &[
@@ -216,7 +219,7 @@ fn round<F: Fn(usize, usize) -> Option<String>>(
     call: F,
 ) {
     for d in DEST {
-        buf(heap, d, 16384).fill(GARBAGE);
+        buf(heap, d, DEST_LEN).fill(GARBAGE);
     }
     barrier(t);
     for (b, d) in DEST.iter().enumerate() {
@@ -343,7 +346,9 @@ fn reductions_give_every_pe_the_same_result_in_place_or_not() {
 #[test]
 fn fcollect_gathers_every_block_in_team_order() {
     on_every_layout(|me, n, heap, t, errs| {
-        for (seq, &nbytes) in SIZES.iter().enumerate() {
+        // n blocks must fit one result buffer (every PE skips the same sizes).
+        let fits = |s: &(usize, &usize)| n as usize * *s.1 + 16 <= DEST_LEN;
+        for (seq, &nbytes) in SIZES.iter().enumerate().filter(fits) {
             round(t, heap, seq, errs, |seq, d| {
                 for (j, b) in buf(heap, SRC, nbytes).iter_mut().enumerate() {
                     *b = pattern(seq + me as usize, j);
@@ -436,7 +441,7 @@ fn leaders_send_data_with_its_signal_or_put_fence_and_add_without_the_service() 
                 };
                 let (dest, src) = (heap.wrapping_add(DEST[0]), heap.wrapping_add(SRC));
                 for root in 0..n {
-                    buf(heap, DEST[0], 16384).fill(GARBAGE);
+                    buf(heap, DEST[0], DEST_LEN).fill(GARBAGE);
                     for (j, b) in buf(heap, SRC, NBYTES).iter_mut().enumerate() {
                         *b = pattern(root as usize, j);
                     }
@@ -453,7 +458,7 @@ fn leaders_send_data_with_its_signal_or_put_fence_and_add_without_the_service() 
                         errors.lock().unwrap().push(format!("broadcast from {root}: rc {rc}, wrong on {me}"));
                     }
                 }
-                buf(heap, DEST[0], 16384).fill(GARBAGE);
+                buf(heap, DEST[0], DEST_LEN).fill(GARBAGE);
                 for (j, b) in buf(heap, SRC, 16).iter_mut().enumerate() {
                     *b = pattern(me as usize, j);
                 }
@@ -485,7 +490,7 @@ fn back_to_back_reductions_into_one_dest_need_no_barrier() {
     // `dest` right after this one returned. Nothing may write a peer's `dest` before that peer
     // has read its own result there.
     on_every_layout(|me, n, heap, t, errs| {
-        for size in [8usize, 1000] {
+        for size in [8usize, 1000, MAX_BYTES] {
             for seq in 0..40i64 {
                 let ne = size / 8;
                 // SAFETY: 8-aligned buffers of the layout.
@@ -518,4 +523,61 @@ fn back_to_back_reductions_into_one_dest_need_no_barrier() {
             }
         }
     });
+}
+
+#[test]
+fn a_partner_ahead_by_a_broadcast_cannot_overwrite_a_partial_not_yet_read() {
+    // A broadcast's root returns without hearing from anyone, so a leader can finish a
+    // reduction, broadcast, and send its next reduction's partial while a partner host's
+    // leader (the laggard, napping in every wait) has not yet read this one's.
+    let cases: &[(&[c_int], c_int)] =
+        &[(&[0, 1], 1), (&[0, 0, 1, 1], 2), (&[0, 1, 2], 1), (&[0, 1, 2], 2), (&[0, 1, 2, 3, 4], 1)];
+    for &(layout, laggard) in cases {
+        let n = layout.len() as c_int;
+        let errors = Mutex::new(Vec::new());
+        fake::run_job_lagging(layout, laggard, |me, heap| {
+            let t = enable(me, heap, n);
+            let mut errs = Vec::new();
+            for seq in 0..12i64 {
+                let nbytes = [8usize, 8, 1000, 8, MAX_BYTES, 8][seq as usize % 6];
+                let ne = nbytes / 8;
+                // SAFETY: 8-aligned buffers of the layout.
+                let (src, dest) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut i64, ne),
+                        heap.wrapping_add(DEST[0]) as *mut i64,
+                    )
+                };
+                src.fill(i64::from(me) + seq);
+                // SAFETY: state from enable; symmetric buffers of the layout.
+                let rc = unsafe {
+                    (ops().reduce.unwrap())(
+                        t,
+                        dest.cast(),
+                        src.as_ptr().cast(),
+                        ne,
+                        DT_I64,
+                        OP_SUM,
+                        REDUCE_ALL,
+                    )
+                };
+                let want = i64::from(n) * (i64::from(n) - 1) / 2 + i64::from(n) * seq;
+                // SAFETY: the reduction is complete here.
+                let got = unsafe { std::slice::from_raw_parts(dest, ne) };
+                if (rc != RC_OK || got.iter().any(|v| *v != want)) && errs.is_empty() {
+                    errs.push(format!("{nbytes} B, call {seq}: {:?} on {me}, want {want}", &got[..1]));
+                }
+                let b = heap.wrapping_add(DEST[1]);
+                // SAFETY: as above; every root's source is the same constant.
+                let rc = unsafe { (ops().broadcast.unwrap())(t, b.cast(), src.as_ptr().cast(), 0, 0) };
+                if rc != RC_OK && errs.is_empty() {
+                    errs.push(format!("broadcast after call {seq}: rc {rc} on {me}"));
+                }
+            }
+            disable(t);
+            errors.lock().unwrap().extend(errs);
+        });
+        let errors = errors.into_inner().unwrap();
+        assert!(errors.is_empty(), "layout {layout:?}, laggard {laggard}: {errors:#?}");
+    }
 }
