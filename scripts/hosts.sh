@@ -172,7 +172,14 @@ run() {
     # --bind-to none: every host's daemon believes the machine's cores are its own and would
     # bind its first rank to core 0, so the ranks of all hosts shared one core (an 8-byte get
     # across 2 hosts took 23 us instead of 12).
+    # Open MPI's session directories (mpirun's and each host's daemon's) go in a directory of
+    # this run's, removed when mpirun has ended however it ended: a daemon or mpirun that is
+    # killed leaves its own behind, which under /tmp would outlive the job. (The name does not
+    # start with rshmem-: the tests' leak check would take a concurrent test's run for its own.)
+    local sessions
+    sessions=$(mktemp -d /tmp/hosts-sh-mpirun.XXXXXX)
     (in_host 0 env -i "${envs[@]}" mpirun --allow-run-as-root --oversubscribe --bind-to none \
+        --mca orte_tmpdir_base "$sessions" \
         --mca plm_rsh_agent "bash $SELF agent" \
         --mca oob_tcp_if_include "$NET.0/24" --mca btl_tcp_if_include "$NET.0/24" \
         --host "$hosts" -np "$np" "${fwd[@]}" "$@") <&0 &
@@ -184,6 +191,7 @@ run() {
         kill -0 "$pid" 2>/dev/null || break # wait was cut short by a signal: mpirun still ends it
     done
     trap - INT TERM
+    rm -rf "$sessions"
     return $((rc ? rc : i))
 }
 
