@@ -207,22 +207,81 @@ fn runs(members: &[c_int]) -> impl Iterator<Item = (c_int, usize)> + '_ {
     })
 }
 
-/// alltoall has no hierarchical form here: `basic` serves it.
+/// alltoall: every member writes its blocks for its own group's members into their `dest`;
+/// each leader, once its group has arrived, sends every other group the blocks its members
+/// owe that group's members (one put per run of consecutive senders into each member's
+/// `dest`, the leader's with the signal; a quiet first when there were puts to members, so
+/// they are in place before the signal); once every other group's blocks have arrived, it
+/// releases its members. The strided form (alltoalls) is declined to `basic`.
 ///
 /// # Safety
-/// Nothing is touched.
+/// `dest` (symmetric, n blocks) and `src` (symmetric, n blocks) must be valid (the core
+/// checked them).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn alltoall(
-    _c: &CoreServices,
-    _t: &Team,
-    _dest: *mut c_void,
-    _src: *const c_void,
-    _es: usize,
-    _nelems: usize,
-    _dst: isize,
-    _sst: isize,
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut c_void,
+    src: *const c_void,
+    es: usize,
+    nelems: usize,
+    dst: isize,
+    sst: isize,
 ) -> c_int {
-    RC_DECLINED
+    if dst != 1 || sst != 1 {
+        return RC_DECLINED;
+    }
+    let bs = es * nelems;
+    let e = t.next();
+    let (dest, src) = (dest as *mut u8, src as *const u8);
+    let block = |base: *mut u8, i: c_int| base.wrapping_add(i as usize * bs);
+    let src_block = |i: c_int| src.wrapping_add(i as usize * bs);
+    // SAFETY: `dest` and `src` hold n blocks on every member (caller); a member writes only
+    // its own block of each `dest`, which no `src` overlaps (spec); the private buffer holds
+    // the longest run of blocks.
+    unsafe {
+        let mut transported = false;
+        for (j, &tj) in t.members(t.g).iter().enumerate() {
+            transported |= t.put_local(c, j, block(dest, t.me), src_block(tj), bs);
+        }
+        t.publish(c, transported);
+        if as_member(c, t, e) {
+            return RC_OK;
+        }
+        gather(c, t, e);
+        let h = t.hosts();
+        let longest = runs(t.members(t.g)).map(|(_, len)| len).max().unwrap_or(0);
+        let [buf, _] = t.buffers(longest * bs);
+        let buf = buf.as_mut_ptr().cast::<u8>();
+        // This group's blocks for team member `to`, run (first, len) of senders, into `buf`.
+        let assemble = |to: c_int, (first, len): (c_int, usize)| {
+            for i in first..first + len as c_int {
+                let at = buf.wrapping_add((i - first) as usize * bs);
+                t.get_local(c, t.place_of(i).1, at, src_block(to), bs);
+            }
+        };
+        for k in (1..h).map(|d| (t.g + d) % h) {
+            let theirs = t.members(k);
+            for &to in &theirs[1..] {
+                for run in runs(t.members(t.g)) {
+                    assemble(to, run);
+                    t.put_member(c, to, block(dest, run.0), buf, run.1 * bs);
+                }
+            }
+            if theirs.len() > 1 {
+                (c.quiet)();
+            }
+            for run in runs(t.members(t.g)) {
+                assemble(theirs[0], run);
+                t.nsend(c, k, block(dest, run.0), buf, run.1 * bs);
+            }
+        }
+        for k in (1..h).map(|d| (t.g + h - d) % h) {
+            t.nwait_n(c, k, runs(t.members(k)).count() as u64);
+        }
+        t.lsignal_all(LDATA, e);
+    }
+    RC_OK
 }
 
 /// Reductions to all (scans are declined to `basic`): each leader combines its group's sources

@@ -1,10 +1,12 @@
 //! scoll "hier": collectives for teams whose PEs span several hosts. The team is cut into one
 //! group per host; inside a group, data and signals move by load/store on the members' mapped
 //! memory (no transport, no atomics); between groups only one leader per host talks, over the
-//! spml, in O(log hosts) steps for barrier and broadcast. Teams within one host are left to
-//! `shm`, and teams it cannot serve (hosts that do not map their PEs, more than
-//! [`MAX_LOCAL`] PEs on a host or [`MAX_HOSTS`] hosts, active-set teams on a pSync) to `basic`,
-//! as are the calls it has no hierarchical form for (variable-size collect, alltoall, scans).
+//! spml, in O(log hosts) steps for barrier, broadcast and reductions, and one message per
+//! other host (per run of consecutive members) for fcollect and alltoall. Teams within one
+//! host are left to `shm`, and teams it cannot serve (hosts that do not map their PEs, more
+//! than [`MAX_LOCAL`] PEs on a host or [`MAX_HOSTS`] hosts, active-set teams on a pSync) to
+//! `basic`, as are the calls it has no hierarchical form for (variable-size collect, strided
+//! alltoalls, scans).
 
 mod algo;
 mod team;

@@ -252,6 +252,18 @@ impl Team {
         self.slot_bytes
     }
 
+    /// Put `len` bytes from `src` at symmetric `dest` of team member `to` (on another host),
+    /// through the spml: complete at the next quiet.
+    ///
+    /// # Safety
+    /// `dest` symmetric and `src` readable for `len` bytes.
+    pub unsafe fn put_member(&self, c: &CoreServices, to: c_int, dest: *mut u8, src: *const u8, len: usize) {
+        if len > 0 {
+            // SAFETY: caller.
+            unsafe { (c.putmem)(dest.cast(), src.cast(), len, self.pes[to as usize]) };
+        }
+    }
+
     /// Staging slot `step` (0: the fold, 1 + k: round k of recursive doubling) of exchange
     /// `x`, at the symmetric address every leader uses.
     pub fn stage(&self, x: u64, step: usize) -> *mut u8 {

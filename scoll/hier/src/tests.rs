@@ -379,6 +379,52 @@ fn fcollect_gathers_every_block_in_team_order() {
     });
 }
 
+/// What PE `from` sends PE `to` in alltoall call `seq`: byte `k` of its block.
+fn a2a(seq: usize, from: c_int, to: c_int, k: usize) -> u8 {
+    pattern(seq + from as usize * 7 + to as usize * 13, k)
+}
+
+/// One alltoall of `bs`-byte blocks from `SRC` into `d`; what went wrong on this PE, if anything.
+fn alltoall_round(
+    t: *mut c_void,
+    heap: *mut u8,
+    me: c_int,
+    n: c_int,
+    seq: usize,
+    bs: usize,
+    d: usize,
+) -> Option<String> {
+    for to in 0..n {
+        for (k, b) in buf(heap, SRC + to as usize * bs, bs).iter_mut().enumerate() {
+            *b = a2a(seq, me, to, k);
+        }
+    }
+    // SAFETY: state from enable; `dest` and the source have room for n blocks.
+    let rc = unsafe {
+        (ops().alltoall.unwrap())(t, heap.wrapping_add(d).cast(), heap.wrapping_add(SRC).cast(), 1, bs, 1, 1)
+    };
+    let got = buf(heap, d, n as usize * bs + 16);
+    let bad = (0..n as usize * bs).find(|&k| got[k] != a2a(seq, (k / bs) as c_int, me, k % bs));
+    if rc != RC_OK {
+        Some(format!("alltoall {seq}: rc {rc}"))
+    } else if let Some(k) = bad {
+        Some(format!("alltoall {seq} ({bs} B blocks): byte {k} wrong on {me}"))
+    } else if got[n as usize * bs..].iter().any(|b| *b != GARBAGE) {
+        Some(format!("alltoall {seq}: wrote past the end on {me}"))
+    } else {
+        None
+    }
+}
+
+#[test]
+fn alltoall_gives_every_pe_its_block_from_every_pe() {
+    on_every_layout(|me, n, heap, t, errs| {
+        for (seq, bs) in [0usize, 1, 8, 104, 1000, 4096].into_iter().enumerate() {
+            round(t, heap, seq, errs, |seq, d| alltoall_round(t, heap, me, n, seq, bs, d));
+        }
+    });
+}
+
 #[test]
 fn calls_without_a_hierarchical_form_are_declined_alike_everywhere() {
     on_every_layout(|_, _, heap, t, errs| {
@@ -387,7 +433,7 @@ fn calls_without_a_hierarchical_form_are_declined_alike_everywhere() {
         let rcs = unsafe {
             [
                 (ops().collect.unwrap())(t, d, s, 8, 0),
-                (ops().alltoall.unwrap())(t, d, s, 8, 1, 1, 1),
+                (ops().alltoall.unwrap())(t, d, s, 8, 1, 2, 1),
                 (ops().reduce.unwrap())(t, d, s, 1, DT_I64, OP_SUM, REDUCE_INSCAN),
             ]
         };
@@ -468,6 +514,22 @@ fn leaders_send_data_with_its_signal_or_put_fence_and_add_without_the_service() 
                 let got = buf(heap, DEST[0], n as usize * 16);
                 if rc != RC_OK || (0..n as usize * 16).any(|k| got[k] != pattern(k / 16, k % 16)) {
                     errors.lock().unwrap().push(format!("fcollect: rc {rc}, wrong on {me}"));
+                }
+                crate::algo::barrier(c, &t);
+                buf(heap, DEST[0], DEST_LEN).fill(GARBAGE);
+                for to in 0..n {
+                    for (k, b) in buf(heap, SRC + to as usize * 24, 24).iter_mut().enumerate() {
+                        *b = a2a(0, me, to, k);
+                    }
+                }
+                crate::algo::barrier(c, &t);
+                // SAFETY: as above; `dest` and the source have room for n blocks.
+                let rc = unsafe { crate::algo::alltoall(c, &t, dest.cast(), src.cast(), 8, 3, 1, 1) };
+                let got = buf(heap, DEST[0], n as usize * 24);
+                if rc != RC_OK
+                    || (0..n as usize * 24).any(|k| got[k] != a2a(0, (k / 24) as c_int, me, k % 24))
+                {
+                    errors.lock().unwrap().push(format!("alltoall: rc {rc}, wrong on {me}"));
                 }
                 crate::algo::barrier(c, &t);
             });
