@@ -27,7 +27,7 @@ static int wanted(const char *name) {
     return !only || !*only || strcmp(only, name) == 0;
 }
 
-enum op { BARRIER, BCAST, REDUCE, FCOLLECT, ALLTOALL };
+enum op { BARRIER, BCAST, REDUCE, FCOLLECT, COLLECT, ALLTOALL };
 
 /* One call of `op` on `bytes` bytes per PE; `k` alternates the pSync arrays. */
 static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int k) {
@@ -44,6 +44,9 @@ static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int
         break;
     case FCOLLECT:
         shmem_fcollect32(dst, src, bytes / 4, 0, 0, n, psync[k]);
+        break;
+    case COLLECT: /* the variable-size form, here with the same size on every PE */
+        shmem_collect32(dst, src, bytes / 4, 0, 0, n, psync[k]);
         break;
     case ALLTOALL:
         shmem_alltoall32(dst, src, bytes / 4, 0, 0, n, psync[k]);
@@ -100,6 +103,8 @@ int main(void) {
         if (wanted("reduce")) run("coll_float_sum", REDUCE, s, dst, src, wrk);
     for (size_t s = min; s <= max; s *= factor)
         if (wanted("fcollect")) run("coll_fcollect", FCOLLECT, s, dst, src, wrk);
+    for (size_t s = min; s <= max; s *= factor)
+        if (wanted("collect")) run("coll_collect", COLLECT, s, dst, src, wrk);
     for (size_t s = min; s <= max / 4; s *= factor)
         if (wanted("alltoall")) run("coll_alltoall", ALLTOALL, s, dst, src, wrk);
     shmem_finalize();

@@ -30,5 +30,6 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         let r = oshrun(np, &coll, &[("COLL_MAX", "4096")], DEFAULT_TIMEOUT);
         r.assert_ok("coll_sizes");
         assert!(r.stdout.contains("RESULT coll_alltoall 1024 "), "{}", r.stdout);
+        assert!(r.stdout.contains("RESULT coll_collect 4096 "), "{}", r.stdout);
     }
 }

@@ -9,7 +9,7 @@
 //! the first signal.
 
 use crate::team::{tree, Team, LDATA, LSIG};
-use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
+use rshmem_plugin_api::{arith, CoreServices, DT_U64, OP_SUM, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 
 /// Members wait for their group's leader (or, in a broadcast, the root) to deliver call `e`.
@@ -140,7 +140,7 @@ pub unsafe fn broadcast(
 /// fcollect: every member writes its block into its group's members' `dest`; each leader,
 /// once its group's blocks are in, puts them into every other leader's `dest` and signals it;
 /// once every other group's blocks have arrived, it copies them to its members. Variable-size
-/// collect is declined (`basic` serves it).
+/// collect is [`collect_sizes`].
 ///
 /// # Safety
 /// `dest` (symmetric, n * nbytes) and `src` must be valid (the core checked them).
@@ -153,7 +153,8 @@ pub unsafe fn collect(
     fixed: bool,
 ) -> c_int {
     if !fixed {
-        return RC_DECLINED;
+        // SAFETY: as the caller promised.
+        return unsafe { collect_sizes(c, t, dest as *mut u8, src as *const u8, nbytes) };
     }
     let e = t.next();
     let dest = dest as *mut u8;
@@ -184,6 +185,78 @@ pub unsafe fn collect(
             for j in 1..t.group_len() {
                 for (i, len) in runs(t.members(k)) {
                     transported |= t.put_local(c, j, at(i), at(i), len * nbytes);
+                }
+            }
+        }
+        t.publish(c, transported);
+        t.lsignal_all(LDATA, e);
+    }
+    RC_OK
+}
+
+/// collect with a size per member: each member leaves its size in its scratch; the leaders
+/// gather every member's size by an [`exchange`] of size vectors through the staging slots
+/// (each leader's vector holds its group's sizes and zeros, so the sum is the whole vector),
+/// then go as fcollect does, at offsets from the sizes, the leader copying every block to its
+/// members. Declined to `basic` (alike on every member) when the vector does not fit a slot.
+///
+/// # Safety
+/// `dest` (symmetric, room for every member's block) and `src` (`nbytes`) must be valid.
+unsafe fn collect_sizes(c: &CoreServices, t: &Team, dest: *mut u8, src: *const u8, nbytes: usize) -> c_int {
+    let n = t.n as usize;
+    if n * 8 > t.slot_bytes() {
+        return RC_DECLINED;
+    }
+    let e = t.next();
+    t.set_size(nbytes as u64);
+    if as_member(c, t, e) {
+        return RC_OK;
+    }
+    gather(c, t, e);
+    let [sizes, tmp] = t.buffers(n * 8);
+    // SAFETY: the private buffers hold n * 8 bytes, 16-aligned (so 8-aligned).
+    let words = |b: &mut [u128]| unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<u64>(), n) };
+    words(sizes).fill(0);
+    for (j, &i) in t.members(t.g).iter().enumerate() {
+        words(sizes)[i as usize] = t.size_of(j);
+    }
+    let x = t.next_exchange();
+    // SAFETY: the staging slots of exchange `x` hold a slot of bytes, at least n * 8.
+    unsafe {
+        exchange(c, t, Landing::Staged(&|step| t.stage(x, step)), sizes, tmp, n * 8, |acc, v| {
+            arith::combine(DT_U64, OP_SUM, acc, v, n);
+        });
+    }
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(0usize);
+    for &sz in words(sizes).iter() {
+        offsets.push(offsets[offsets.len() - 1] + sz as usize);
+    }
+    let at = |i: c_int| dest.wrapping_add(offsets[i as usize]);
+    let span = |(first, len): (c_int, usize)| offsets[first as usize + len] - offsets[first as usize];
+    // SAFETY: `dest` has room for every block (caller); members' sources are readable until
+    // the leader releases them; no `src` overlaps a `dest` (spec).
+    unsafe {
+        for (j, &i) in t.members(t.g).iter().enumerate() {
+            t.get_local(c, j, at(i), src, offsets[i as usize + 1] - offsets[i as usize]);
+        }
+        let h = t.hosts();
+        for k in (1..h).map(|d| (t.g + d) % h) {
+            for run in runs(t.members(t.g)) {
+                t.nsend(c, k, at(run.0), at(run.0), span(run));
+            }
+        }
+        let mut transported = false;
+        for j in 1..t.group_len() {
+            for run in runs(t.members(t.g)) {
+                transported |= t.put_local(c, j, at(run.0), at(run.0), span(run));
+            }
+        }
+        for k in (1..h).map(|d| (t.g + h - d) % h) {
+            t.nwait_n(c, k, runs(t.members(k)).count() as u64);
+            for j in 1..t.group_len() {
+                for run in runs(t.members(k)) {
+                    transported |= t.put_local(c, j, at(run.0), at(run.0), span(run));
                 }
             }
         }

@@ -36,12 +36,14 @@ pub const LSIG: usize = 0;
 pub const LDATA: usize = MAX_LOCAL;
 /// On a leader: word `s` counts the signals group `s`'s leader has sent it.
 pub const NET: usize = 2 * MAX_LOCAL;
+/// On a member: its block's size in the current variable-size collect (its leader reads it).
+pub const SIZE: usize = NET + MAX_HOSTS;
 /// On a leader: where other leaders send reduction partials ([`Team::stage`]): one slot per
 /// step of an exchange (the fold of a host beyond the largest power of two, then one per round
 /// of recursive doubling), twice over by the exchange's parity, so that a partner one exchange
 /// ahead cannot overwrite a slot not read yet. The slots share `STAGE_AREA` bytes, so teams on
 /// fewer hosts (fewer steps) get larger slots.
-pub const STAGE: usize = NET + MAX_HOSTS;
+pub const STAGE: usize = SIZE + 8;
 pub const STAGE_AREA: usize = 16384;
 pub const SCRATCH_WORDS: usize = STAGE + STAGE_AREA / 8;
 pub const SCRATCH_BYTES: usize = SCRATCH_WORDS * 8;
@@ -203,6 +205,16 @@ impl Team {
             unsafe { (c.wait_until_u64)(w.as_ptr(), CMP_GE, e) };
             fence(Ordering::Acquire);
         }
+    }
+
+    /// Leave this member's block size for its leader (before signalling it).
+    pub fn set_size(&self, bytes: u64) {
+        self.word(self.l, SIZE, 0).store(bytes, Ordering::Relaxed);
+    }
+
+    /// The size local member `j` left (after its signal).
+    pub fn size_of(&self, j: usize) -> u64 {
+        self.word(j, SIZE, 0).load(Ordering::Relaxed)
     }
 
     /// One signal to group `to`'s leader (this PE leads its group).
