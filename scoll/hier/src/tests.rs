@@ -587,6 +587,29 @@ fn leaders_send_data_with_its_signal_or_put_fence_and_add_without_the_service() 
     }
 }
 
+/// One i64 sum of `nbytes` from `SRC` into `DEST[0]`, call `seq` (each PE gives `me + seq`);
+/// what went wrong on this PE, if anything.
+fn sum_round(t: *mut c_void, heap: *mut u8, me: c_int, n: c_int, nbytes: usize, seq: i64) -> Option<String> {
+    let ne = nbytes / 8;
+    // SAFETY: 8-aligned buffers of the layout.
+    let (src, dest) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut i64, ne),
+            heap.wrapping_add(DEST[0]) as *mut i64,
+        )
+    };
+    src.fill(i64::from(me) + seq);
+    // SAFETY: state from enable; symmetric buffers of `ne` elements.
+    let rc = unsafe {
+        (ops().reduce.unwrap())(t, dest.cast(), src.as_ptr().cast(), ne, DT_I64, OP_SUM, REDUCE_ALL)
+    };
+    let want = i64::from(n) * (i64::from(n) - 1) / 2 + i64::from(n) * seq;
+    // SAFETY: the reduction is complete here.
+    let got = unsafe { std::slice::from_raw_parts(dest, ne) };
+    (rc != RC_OK || got.iter().any(|v| *v != want))
+        .then(|| format!("{nbytes} B, call {seq}: rc {rc}, {:?} on {me}, want {want}", got.first()))
+}
+
 #[test]
 fn back_to_back_reductions_into_one_dest_need_no_barrier() {
     // What users expect (and tests/c/collectives.c does): the next reduction into the same
@@ -595,33 +618,10 @@ fn back_to_back_reductions_into_one_dest_need_no_barrier() {
     on_every_layout(|me, n, heap, t, errs| {
         for size in [8usize, 1000, MAX_BYTES] {
             for seq in 0..40i64 {
-                let ne = size / 8;
-                // SAFETY: 8-aligned buffers of the layout.
-                let (src, dest) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut i64, ne),
-                        heap.wrapping_add(DEST[0]) as *mut i64,
-                    )
-                };
-                src.fill(i64::from(me) + seq);
-                // SAFETY: state from enable; symmetric buffers of `ne` elements.
-                let rc = unsafe {
-                    (ops().reduce.unwrap())(
-                        t,
-                        dest.cast(),
-                        src.as_ptr().cast(),
-                        ne,
-                        DT_I64,
-                        OP_SUM,
-                        REDUCE_ALL,
-                    )
-                };
-                let want = i64::from(n) * (i64::from(n) - 1) / 2 + i64::from(n) * seq;
-                // SAFETY: the reduction is complete here.
-                let got = unsafe { std::slice::from_raw_parts(dest, ne) };
                 // Keep calling after a failure: a PE that stopped would leave the others waiting.
-                if (rc != RC_OK || got.iter().any(|v| *v != want)) && errs.is_empty() {
-                    errs.push(format!("{size} B, call {seq}: {:?} on {me}, want {want}", &got[..1]));
+                let e = sum_round(t, heap, me, n, size, seq);
+                if errs.is_empty() {
+                    errs.extend(e);
                 }
             }
         }
@@ -643,36 +643,13 @@ fn a_partner_ahead_by_a_broadcast_cannot_overwrite_a_partial_not_yet_read() {
             let mut errs = Vec::new();
             for seq in 0..12i64 {
                 let nbytes = [8usize, 8, 1000, 8, MAX_BYTES, 8][seq as usize % 6];
-                let ne = nbytes / 8;
-                // SAFETY: 8-aligned buffers of the layout.
-                let (src, dest) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut i64, ne),
-                        heap.wrapping_add(DEST[0]) as *mut i64,
-                    )
-                };
-                src.fill(i64::from(me) + seq);
-                // SAFETY: state from enable; symmetric buffers of the layout.
-                let rc = unsafe {
-                    (ops().reduce.unwrap())(
-                        t,
-                        dest.cast(),
-                        src.as_ptr().cast(),
-                        ne,
-                        DT_I64,
-                        OP_SUM,
-                        REDUCE_ALL,
-                    )
-                };
-                let want = i64::from(n) * (i64::from(n) - 1) / 2 + i64::from(n) * seq;
-                // SAFETY: the reduction is complete here.
-                let got = unsafe { std::slice::from_raw_parts(dest, ne) };
-                if (rc != RC_OK || got.iter().any(|v| *v != want)) && errs.is_empty() {
-                    errs.push(format!("{nbytes} B, call {seq}: {:?} on {me}, want {want}", &got[..1]));
+                let e = sum_round(t, heap, me, n, nbytes, seq);
+                if errs.is_empty() {
+                    errs.extend(e);
                 }
                 let b = heap.wrapping_add(DEST[1]);
-                // SAFETY: as above; every root's source is the same constant.
-                let rc = unsafe { (ops().broadcast.unwrap())(t, b.cast(), src.as_ptr().cast(), 0, 0) };
+                // SAFETY: state from enable; an empty broadcast, which only signals.
+                let rc = unsafe { (ops().broadcast.unwrap())(t, b.cast(), b.cast(), 0, 0) };
                 if rc != RC_OK && errs.is_empty() {
                     errs.push(format!("broadcast after call {seq}: rc {rc} on {me}"));
                 }
