@@ -1,7 +1,7 @@
 //! Where this copy of rshmem is installed, found from the object the core is linked into
-//! (`PREFIX/lib/libshmem.so`, or `PREFIX/bin/shmem_info` for a tool that links the core into
-//! itself). Plugin directories and the install-wide configuration file are found from here, so
-//! a relocated install keeps working without environment variables.
+//! (`PREFIX/lib/libshmem.so`; `shmem_info` loads that library too). Plugin directories and the
+//! install-wide configuration file are found from here, so a relocated install keeps working
+//! without environment variables.
 
 use std::path::{Path, PathBuf};
 

@@ -235,6 +235,29 @@ fn a_plugin_shadowing_a_built_in_is_reported() {
 }
 
 #[test]
+fn shmem_info_reports_from_the_library_beside_it_and_says_when_there_is_none() {
+    let o = Command::new(target_dir().join("shmem_info")).arg("--settings").output().unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lib_dir = target_dir().canonicalize().unwrap();
+    let first = out.lines().next().unwrap_or_default();
+    assert!(first.ends_with(&format!("library in {}", lib_dir.display())), "{out}");
+    // Alone in a directory, and no libshmem.so.0 on the loader's path: a clear error, no report.
+    let alone = Scratch::new("shmem-info-alone");
+    std::fs::copy(target_dir().join("shmem_info"), alone.0.join("shmem_info")).unwrap();
+    let o = Command::new(alone.0.join("shmem_info")).env_remove("LD_LIBRARY_PATH").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    // (A system could have another OpenSHMEM's libshmem.so.0: then it is named as not ours.)
+    assert!(
+        err.contains("cannot load the rshmem library") && err.contains("libshmem.so.0")
+            || err.contains("is not rshmem's"),
+        "{err}"
+    );
+}
+
+#[test]
 fn shmem_info_lists_components_and_settings() {
     let o = Command::new(target_dir().join("shmem_info")).env("SHMEM_MCA_sshmem", "^ucx").output().unwrap();
     assert!(o.status.success());

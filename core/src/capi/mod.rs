@@ -1,10 +1,12 @@
 //! Layer 4, the C entry points: the generated routines (`entry`, from the table in `core/gen/`),
-//! the panic boundary every one of them runs inside, and the long-double trampolines. Each
-//! entry point is one call into `ops`; nothing below this layer imports it.
+//! the panic boundary every one of them runs inside, the long-double trampolines, and the two
+//! entry points of rshmem's own tools (`tools`). Each entry point is one call into `ops`;
+//! nothing below this layer imports it.
 
 mod entry;
 #[cfg(target_arch = "x86_64")]
 mod longdouble;
+pub mod tools;
 
 pub use entry::SYMBOLS;
 

@@ -61,23 +61,17 @@ pub struct Discovery {
 }
 
 /// The directories searched, in order: `SHMEM_MCA_plugin_path` entries, then the library's own
-/// directory's `rshmem/` subdirectory and the directory itself; for a tool that links the core
-/// into itself (`shmem_info` in an install's `bin/`), the install's `lib/rshmem/` as well.
+/// directory's `rshmem/` subdirectory and the directory itself (`shmem_info` loads the library,
+/// so it searches the same ones).
 pub fn plugin_dirs() -> Vec<(PathBuf, bool)> {
     let mut dirs = Vec::new();
     for d in crate::config::raw("SHMEM_MCA_plugin_path").split(':').filter(|d| !d.is_empty()) {
         dirs.push((PathBuf::from(d), true));
     }
     if let Some(own) = crate::paths::own_dir() {
-        let installed = own.join("../lib/rshmem");
         dirs.push((own.join("rshmem"), true));
         // The build directory also holds unrelated libraries: only our own naming there.
-        dirs.push((own.clone(), false));
-        if let Ok(installed) = std::fs::canonicalize(installed) {
-            if installed != own.join("rshmem") {
-                dirs.push((installed, true));
-            }
-        }
+        dirs.push((own, false));
     }
     dirs
 }

@@ -1,6 +1,14 @@
 //! `shmem_info`: the library version, every setting and component parameter with its value and
 //! where it came from, every component found with its probe answer (available with a priority,
 //! or why not) and what would be selected, and this host's topology as hwloc reports it.
+//!
+//! The reports come from the library itself, loaded with `dlopen` (`rshmem_info_report`): the
+//! one beside this tool (`../lib/libshmem.so.0` in an install, the same directory in a build
+//! tree), else whichever `libshmem.so.0` the loader finds. So they describe what that library
+//! would do, with its own plugins and configuration files.
+
+use std::ffi::{c_char, c_uint, CStr};
+use std::path::PathBuf;
 
 const USAGE: &str = "usage: shmem_info [--all | --settings | --selection | --topology]...
   --all        everything below (the default)
@@ -8,6 +16,61 @@ const USAGE: &str = "usage: shmem_info [--all | --settings | --selection | --top
   --selection  every component found: its parameters, its probe answer on this machine and
                what a job started here would select (no job is started; also --components)
   --topology   this host's topology as hwloc reports it";
+
+/// The sections of `rshmem_info_report` (core/src/capi/tools.rs).
+const INFO_SETTINGS: c_uint = 1;
+const INFO_COMPONENTS: c_uint = 2;
+
+/// The library to ask: the candidates beside this tool first, then the loader's search.
+fn open_library() -> Result<libloading::Library, String> {
+    let mut tried = Vec::new();
+    let exe_dir =
+        std::env::current_exe().ok().and_then(|e| e.canonicalize().ok()?.parent().map(PathBuf::from));
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(d) = exe_dir {
+        candidates.extend([d.join("../lib/libshmem.so.0"), d.join("libshmem.so.0"), d.join("libshmem.so")]);
+    }
+    for path in candidates.iter().filter(|p| p.exists()) {
+        // SAFETY: loading libshmem runs no initialisation of a job; its constructors only set
+        // up statics.
+        match unsafe { libloading::Library::new(path) } {
+            Ok(lib) => return Ok(lib),
+            Err(e) => tried.push(format!("{}: {e}", path.display())),
+        }
+    }
+    // SAFETY: as above, for the loader's choice.
+    match unsafe { libloading::Library::new("libshmem.so.0") } {
+        Ok(lib) => Ok(lib),
+        Err(e) => {
+            tried.push(format!("libshmem.so.0 on the loader's path: {e}"));
+            Err(format!("cannot load the rshmem library:\n  {}", tried.join("\n  ")))
+        }
+    }
+}
+
+/// The library's report of `sections`.
+fn report(lib: &libloading::Library, sections: c_uint) -> Result<String, String> {
+    type Report = unsafe extern "C" fn(c_uint) -> *mut c_char;
+    type Free = unsafe extern "C" fn(*mut c_char);
+    let missing = |e: libloading::Error| format!("the library loaded is not rshmem's ({e})");
+    // SAFETY: the symbols have these signatures in rshmem's library (capi/tools.rs).
+    let (rep, free) = unsafe {
+        (
+            lib.get::<Report>(b"rshmem_info_report\0").map_err(missing)?,
+            lib.get::<Free>(b"rshmem_info_free\0").map_err(missing)?,
+        )
+    };
+    // SAFETY: the report is a NUL-terminated string the library allocated, handed back once.
+    unsafe {
+        let p = rep(sections);
+        if p.is_null() {
+            return Err("the library gave no report".into());
+        }
+        let text = CStr::from_ptr(p).to_string_lossy().into_owned();
+        free(p);
+        Ok(text)
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,16 +83,23 @@ fn main() {
         eprintln!("shmem_info: unknown option {bad}\n{USAGE}");
         std::process::exit(2);
     }
-    let mut out = String::new();
     let all = args.is_empty() || args.iter().any(|a| a == "--all");
     let wants = |o: &str| all || args.iter().any(|a| a == o);
-    out += &format!("rshmem {} (OpenSHMEM 1.6, vendor string \"rshmem\")\n", env!("CARGO_PKG_VERSION"));
+    let mut sections = 0;
     if wants("--settings") {
-        out += &format!("\n{}", shmem::ops::info::settings_report());
+        sections |= INFO_SETTINGS;
     }
     if wants("--selection") || wants("--components") {
-        out += &format!("\n{}", shmem::ops::info::components_report());
+        sections |= INFO_COMPONENTS;
     }
+    let lib = open_library();
+    let mut out = match lib.as_ref().map_err(Clone::clone).and_then(|l| report(l, sections)) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("shmem_info: {e}");
+            std::process::exit(1);
+        }
+    };
     if wants("--topology") {
         out += "\nTopology (hwloc; what `oshrun --bind-to core|numa` binds from):\n";
         match rshmem_topology::Host::load() {
