@@ -1,8 +1,10 @@
 //! The algorithms: each is an intra-host phase by load/store, an inter-host phase between the
-//! group leaders over the spml, and an intra-host phase again. Data is pushed into the peers'
-//! destinations, which the spec lets a collective write as soon as it is called (as `shm`
-//! does), so there is no entry synchronisation: a PE returns once what it is owed has arrived
-//! and whatever it lent has been read.
+//! group leaders over the spml, and an intra-host phase again. Results are pushed into the
+//! peers' destinations, which the spec lets a collective write as soon as it is called (as
+//! `shm` does), so there is no entry synchronisation: a PE returns once what it is owed has
+//! arrived. Reductions are the exception for their partials, which land in staging slots or,
+//! after a "ready", in the receiving leader's `dest` ([`exchange`]): the next reduction into
+//! the same buffer may follow at once.
 //!
 //! Every member takes the same path through a call (the choice depends only on arguments that
 //! are the same everywhere), and whatever can make a call decline or fail is checked before

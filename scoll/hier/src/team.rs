@@ -38,7 +38,8 @@ pub const LDATA: usize = MAX_LOCAL;
 pub const NET: usize = 2 * MAX_LOCAL;
 /// On a member: its block's size in the current variable-size collect (its leader reads it).
 pub const SIZE: usize = NET + MAX_HOSTS;
-/// On a leader: where other leaders send reduction partials ([`Team::stage`]): one slot per
+/// On a leader: where other leaders send reduction partials and collect's size vectors
+/// ([`Team::stage`]), starting a cache line after `SIZE`: one slot per
 /// step of an exchange (the fold of a host beyond the largest power of two, then one per round
 /// of recursive doubling), twice over by the exchange's parity, so that a partner one exchange
 /// ahead cannot overwrite a slot not read yet. The slots share `STAGE_AREA` bytes, so teams on
