@@ -10,10 +10,10 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 pub struct Options {
     pub np: usize,
@@ -156,12 +156,14 @@ fn catch_signals() {
 struct Leftovers {
     dir: PathBuf,
     job_id: String,
+    /// When the job started (before its first PE).
+    since: SystemTime,
 }
 
 impl Leftovers {
-    /// Every PE has ended: remove the directory and the shared-memory names of this job that
-    /// a PE stopped during `shmem_init` had no time to unlink (PEs unlink theirs at the end of
-    /// init, so a job that started normally has none left).
+    /// Every PE has ended: remove the directory, the shared-memory names of this job that a PE
+    /// stopped during `shmem_init` had no time to unlink (PEs unlink theirs at the end of
+    /// init, so a job that started normally has none left), and UCX's ([`ucx_orphans`]).
     fn remove(&self) {
         let _ = std::fs::remove_dir_all(&self.dir);
         let prefix = format!("rshmem-{}-", self.job_id);
@@ -171,7 +173,51 @@ impl Leftovers {
                 let _ = std::fs::remove_file(e.path());
             }
         }
+        // A second's slack: file times come from a coarser clock than `since`.
+        let since = self.since.checked_sub(Duration::from_secs(1)).unwrap_or(self.since);
+        for f in ucx_orphans(Path::new("/dev/shm"), since) {
+            let _ = std::fs::remove_file(f);
+        }
     }
+}
+
+/// The shared-memory files of UCX's posix transport in `dir` that are this user's, were made
+/// since `since`, and that no process holds open or mapped. UCX names such a file while it
+/// creates it and unlinks the name a moment later (peers reach it through /proc/PID/fd); a PE
+/// killed in between (oshrun stopped during start-up) leaves the name behind. A file no
+/// process holds is of no use to anyone, and one a live process holds (another job's, just
+/// being made) is left alone.
+pub fn ucx_orphans(dir: &Path, since: SystemTime) -> Vec<PathBuf> {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("ucx_shm_posix_"))
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid && m.modified().is_ok_and(|t| t >= since)))
+        .map(|e| e.path())
+        .collect();
+    if !found.is_empty() {
+        let held = held_files();
+        found.retain(|f| !held.contains(f));
+    }
+    found
+}
+
+/// Every file some process has open or mapped, as far as /proc shows them to this user.
+fn held_files() -> std::collections::HashSet<PathBuf> {
+    let mut held = std::collections::HashSet::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else { return held };
+    for p in procs.flatten().filter(|p| p.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit())) {
+        if let Ok(fds) = std::fs::read_dir(p.path().join("fd")) {
+            held.extend(fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()));
+        }
+        if let Ok(maps) = std::fs::read_to_string(p.path().join("maps")) {
+            // The path is the sixth field; a deleted file is marked " (deleted)".
+            held.extend(maps.lines().filter_map(|l| l.split_whitespace().nth(5)).map(PathBuf::from));
+        }
+    }
+    held
 }
 
 /// The hidden first argument that makes `oshrun` the clean-up keeper of another `oshrun`.
@@ -183,10 +229,12 @@ pub const KEEPER_ARG: &str = "--rshmem-cleanup-keeper";
 /// they left. After a normal end there is nothing left and it exits at once.
 fn start_keeper(left: &Leftovers) -> Option<std::process::ChildStdin> {
     let exe = std::env::current_exe().ok()?;
+    let since = left.since.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let mut cmd = Command::new(exe);
     cmd.arg(KEEPER_ARG)
         .arg(&left.dir)
         .arg(&left.job_id)
+        .arg(since.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -208,9 +256,12 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-/// The keeper's body (`oshrun --rshmem-cleanup-keeper DIR JOB`).
+/// The keeper's body (`oshrun --rshmem-cleanup-keeper DIR JOB SINCE`, SINCE in nanoseconds
+/// since the epoch).
 pub fn keeper(args: &[String]) -> i32 {
     let (Some(dir), Some(job_id)) = (args.first(), args.get(1)) else { return 2 };
+    let nanos: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let since = SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos);
     let mut input = String::new();
     let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input);
     let pids: Vec<u32> = input.lines().filter_map(|l| l.trim().parse().ok()).collect();
@@ -218,7 +269,7 @@ pub fn keeper(args: &[String]) -> i32 {
     while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    Leftovers { dir: PathBuf::from(dir), job_id: job_id.clone() }.remove();
+    Leftovers { dir: PathBuf::from(dir), job_id: job_id.clone(), since }.remove();
     0
 }
 
@@ -297,7 +348,11 @@ pub fn run(o: &Options) -> i32 {
         }
     };
     // Random, so that nobody can prepare the job's shared-memory names in advance.
-    let left = Leftovers { dir: dir.clone(), job_id: format!("o{}", secret::random_hex(8)) };
+    let left = Leftovers {
+        dir: dir.clone(),
+        job_id: format!("o{}", secret::random_hex(8)),
+        since: SystemTime::now(),
+    };
     let sock = dir.join("boot.sock");
     let server = match Server::start(&sock, o.np, key.clone()) {
         Ok(s) => s,
@@ -581,6 +636,50 @@ mod tests {
         assert_eq!(parse(&s(&["--bind-to", "none", "-np", "2", "p"])).unwrap().bind, BindTo::None);
         assert!(parse(&s(&["--bind-to", "socket", "-np", "2", "p"])).is_err());
         assert!(parse(&s(&["--bind-to", "socket", "p"])).is_err());
+    }
+
+    #[test]
+    fn ucx_files_no_process_holds_are_orphans_and_others_are_not() {
+        let dir = std::env::temp_dir().join(format!("launcher-orphans-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let since = SystemTime::now() - Duration::from_secs(1);
+        let make = |name: &str| {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(dir.join(name))
+                .unwrap();
+            f.set_len(4096).unwrap();
+            f
+        };
+        let open = make("ucx_shm_posix_open");
+        let mapped = make("ucx_shm_posix_mapped");
+        // SAFETY: a fresh shared mapping of a 4096-byte file we own; unmapped below.
+        let map = unsafe {
+            use std::os::fd::AsRawFd;
+            libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_SHARED, mapped.as_raw_fd(), 0)
+        };
+        assert_ne!(map, libc::MAP_FAILED);
+        drop(mapped); // held by the mapping alone
+        drop(make("ucx_shm_posix_orphan"));
+        drop(make("someone_elses"));
+        assert_eq!(ucx_orphans(&dir, since), vec![dir.join("ucx_shm_posix_orphan")]);
+        // Files from before the job are not its business.
+        assert!(ucx_orphans(&dir, SystemTime::now() + Duration::from_secs(60)).is_empty());
+        drop(open);
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(map, 4096) };
+        let mut all = ucx_orphans(&dir, since);
+        all.sort();
+        let want: Vec<PathBuf> = ["ucx_shm_posix_mapped", "ucx_shm_posix_open", "ucx_shm_posix_orphan"]
+            .iter()
+            .map(|n| dir.join(n))
+            .collect();
+        assert_eq!(all, want);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

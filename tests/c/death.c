@@ -1,9 +1,13 @@
 /* One way for PE 1 to end, chosen by DEATH (the others wait for it in a barrier, then sleep):
  * kill9, segv, abort, exit3, return (leave main without shmem_finalize), global_exit5, stop
- * (SIGSTOP), exit0_early (exit(0) while PE 0 still needs PE 1). The harness checks that oshrun
- * ends the job promptly, naming PE 1 and the right status. */
+ * (SIGSTOP), exit0_early (exit(0) while PE 0 still needs PE 1), ucx_window (SIGKILL while a
+ * shared-memory file named as UCX's posix transport names its own is still linked, as UCX's
+ * is for a moment while it starts: it prints the name). The harness checks that oshrun ends
+ * the job promptly, naming PE 1 and the right status. */
+#include <fcntl.h>
 #include <shmem.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +27,18 @@ int main(void) {
         if (!strcmp(how, "return")) return 0;
         if (!strcmp(how, "global_exit5")) shmem_global_exit(5);
         if (!strcmp(how, "stop")) raise(SIGSTOP);
+        if (!strcmp(how, "ucx_window")) {
+            char name[64];
+            snprintf(name, sizeof name, "/ucx_shm_posix_rshmemtest%ld", (long)getpid());
+            int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0 || ftruncate(fd, 4096) != 0) {
+                perror("shm_open");
+                exit(2);
+            }
+            printf("made %s\n", name);
+            fflush(stdout);
+            kill(getpid(), SIGKILL);
+        }
     }
     /* PE 0 waits for a flag PE 1 never sets once it has left; the others wait in a barrier
      * that PE 1 never reaches. */
