@@ -75,7 +75,8 @@ pub struct Team {
     slot_bytes: usize,
     /// Signals consumed from each group's leader.
     seen: Vec<Cell<u64>>,
-    /// Private buffers for reductions, grown once to the largest size a call needed.
+    /// Private buffers (reductions, alltoall, collect), grown once to the largest size a call
+    /// needed.
     bufs: [UnsafeCell<Vec<u128>>; 2],
     /// The core's put-with-signal, when it has one: data and signal in one message.
     put_signal: Option<PutSignalU64>,
