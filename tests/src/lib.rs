@@ -234,6 +234,19 @@ pub fn job(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> R
     launch(Launcher::from_env(), np, prog, env, timeout)
 }
 
+/// The names in `/dev/shm` that start with `prefix` (`rshmem-` for ours, `ucx_shm_posix_` for
+/// UCX's posix transport).
+pub fn shm_names(prefix: &str) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// rshmem's objects in the places a job may leave them: `/dev/shm` names and `/tmp`
 /// directories (oshrun's bootstrap socket).
 pub fn leftovers() -> std::collections::BTreeSet<String> {

@@ -73,18 +73,9 @@ fn oshrun_without_a_program_explains_usage() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("usage: oshrun -np N"));
 }
 
-fn shm_names() -> std::collections::BTreeSet<String> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("rshmem-"))
-        .collect()
-}
-
 #[test]
 fn a_job_whose_init_fails_leaves_no_shared_memory_behind() {
-    let before = shm_names();
+    let before = shm_names("rshmem-");
     let r = oshrun(3, &c_test("init_mismatch"), &[], T);
     assert_eq!(r.code(), Some(1), "{}", r.stderr);
     assert!(
@@ -95,7 +86,7 @@ fn a_job_whose_init_fails_leaves_no_shared_memory_behind() {
         r.stderr
     );
     assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
-    let left: Vec<_> = shm_names().difference(&before).cloned().collect();
+    let left: Vec<_> = shm_names("rshmem-").difference(&before).cloned().collect();
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 

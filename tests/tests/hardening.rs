@@ -225,7 +225,7 @@ fn a_heap_larger_than_the_machine_fails_init_saying_so() {
 fn kill_oshrun(sig: i32, after: Duration) {
     let _g = job_lock();
     let before = leftovers();
-    let ucx_before = ucx_shm_names();
+    let ucx_before = shm_names("ucx_shm_posix_");
     let mut child = Command::new(target_dir().join("oshrun"))
         .args(["-np", "3", "--timeout", "60", "--"])
         .arg(c_test("death"))
@@ -252,7 +252,7 @@ fn kill_oshrun(sig: i32, after: Duration) {
     }
     assert_nothing_left(&before, &format!("oshrun ended by signal {sig} after {after:?}"));
     // Nor UCX's: a PE stopped while UCX starts may leave the name of its shared memory.
-    let ucx_after = ucx_shm_names();
+    let ucx_after = shm_names("ucx_shm_posix_");
     let new: Vec<&String> = ucx_after.difference(&ucx_before).collect();
     assert!(new.is_empty(), "oshrun ended by signal {sig} after {after:?} left {new:?}");
     // No PE of the job survives its launcher.
@@ -262,18 +262,6 @@ fn kill_oshrun(sig: i32, after: Duration) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(pes_of(&prog), 0, "PEs of {prog} outlived oshrun (signal {sig})");
-}
-
-/// The names of UCX's posix shared-memory files in /dev/shm.
-fn ucx_shm_names() -> std::collections::BTreeSet<String> {
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("ucx_shm_posix_"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Running processes whose command line starts with `prog`.

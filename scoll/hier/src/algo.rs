@@ -222,25 +222,28 @@ unsafe fn collect_sizes(c: &CoreServices, t: &Team, dest: *mut u8, src: *const u
     for (j, &i) in t.members(t.g).iter().enumerate() {
         words(sizes)[i as usize] = t.size_of(j);
     }
-    let x = t.next_exchange();
-    // SAFETY: the staging slots of exchange `x` hold a slot of bytes, at least n * 8.
+    // SAFETY: the vector fits a slot (checked above), so nothing lands in `dest`.
     unsafe {
-        exchange(c, t, Landing::Staged(&|step| t.stage(x, step)), sizes, tmp, n * 8, |acc, v| {
+        exchange(c, t, std::ptr::null_mut(), sizes, tmp, n * 8, |acc, v| {
             arith::combine(DT_U64, OP_SUM, acc, v, n);
         });
     }
-    let mut offsets = Vec::with_capacity(n + 1);
-    offsets.push(0usize);
-    for &sz in words(sizes).iter() {
-        offsets.push(offsets[offsets.len() - 1] + sz as usize);
+    // The sizes become offsets in place (no allocation per call).
+    let offsets = words(sizes);
+    let mut total = 0usize;
+    for w in offsets.iter_mut() {
+        let size = *w as usize;
+        *w = total as u64;
+        total += size;
     }
-    let at = |i: c_int| dest.wrapping_add(offsets[i as usize]);
-    let span = |(first, len): (c_int, usize)| offsets[first as usize + len] - offsets[first as usize];
+    let offset = |i: usize| if i == n { total } else { offsets[i] as usize };
+    let at = |i: c_int| dest.wrapping_add(offset(i as usize));
+    let span = |(first, len): (c_int, usize)| offset(first as usize + len) - offset(first as usize);
     // SAFETY: `dest` has room for every block (caller); members' sources are readable until
     // the leader releases them; no `src` overlaps a `dest` (spec).
     unsafe {
         for (j, &i) in t.members(t.g).iter().enumerate() {
-            t.get_local(c, j, at(i), src, offsets[i as usize + 1] - offsets[i as usize]);
+            t.get_local(c, j, at(i), src, span((i, 1)));
         }
         let h = t.hosts();
         for k in (1..h).map(|d| (t.g + d) % h) {
@@ -405,12 +408,7 @@ pub unsafe fn reduce(
         let combine = |acc: &mut [u128], x: &[u128]| {
             arith::combine(dtype, op, acc, x, nelems);
         };
-        if nbytes <= t.slot_bytes() {
-            let x = t.next_exchange();
-            exchange(c, t, Landing::Staged(&|step| t.stage(x, step)), mine, tmp, nbytes, combine);
-        } else {
-            exchange(c, t, Landing::Dest(dest), mine, tmp, nbytes, combine);
-        }
+        exchange(c, t, dest, mine, tmp, nbytes, combine);
         // `exchange` leaves the result in `mine`.
         std::ptr::copy_nonoverlapping(bytes(mine), dest, nbytes);
         deliver(c, t, dest, bytes(mine), nbytes, e);
@@ -418,34 +416,29 @@ pub unsafe fn reduce(
     RC_OK
 }
 
-/// Where a leader's partials arrive in [`exchange`].
-enum Landing<'a> {
-    /// In the staging slot of each step (the symmetric slots of one exchange): a partner may
-    /// send at once (the rule of [`Team::next_exchange`]).
-    Staged(&'a dyn Fn(usize) -> *mut u8),
-    /// In the receiver's own `dest`, which is free during the call (its source was copied
-    /// before the exchange, and its result is written after): one arrival at a time, so the
-    /// receiver sends a "ready" before each and the sender waits for it. One more message
-    /// in each step, which a large partial's transfer outweighs.
-    Dest(*mut u8),
-}
-
 /// Recursive doubling between the leaders on their partials, each sent with its signal in one
-/// message to where `landing` says: the groups beyond the largest power of two `p` first fold
-/// their partial into group `g - p`'s, then the `p` groups swap partials with the group 2^k
-/// away in round k, each pair combining the lower groups' partial with the upper's, so both
-/// get the same bits, and at last the folded groups get the result. log2(hosts) + 2 messages
-/// in sequence (twice that with `Landing::Dest`). On return `mine` holds the result, the same
-/// bits on every leader.
+/// message: the groups beyond the largest power of two `p` first fold their partial into group
+/// `g - p`'s, then the `p` groups swap partials with the group 2^k away in round k, each pair
+/// combining the lower groups' partial with the upper's, so both get the same bits, and at
+/// last the folded groups get the result. On return `mine` holds the result, the same bits on
+/// every leader.
+///
+/// Where a partial lands:
+/// - up to a staging slot, in the receiver's slot for the step (the slots of this exchange):
+///   a partner may send at once (the rule of [`Team::next_exchange`]); log2(hosts) + 2
+///   messages in sequence;
+/// - above, in the receiver's own `dest`, which is free during the call (its source was copied
+///   before the exchange, and its result is written after): one arrival at a time, so the
+///   receiver sends a "ready" before each and the sender waits for it, one more message per
+///   step, which a large partial's transfer outweighs.
 ///
 /// # Safety
-/// `landing` names symmetric memory of at least `nbytes` for every step, and the buffers are
-/// at least `nbytes` long.
-#[allow(clippy::too_many_arguments)]
+/// `dest` is symmetric with room for `nbytes` (it may be null when `nbytes` fits a slot), and
+/// the buffers are at least `nbytes` long.
 unsafe fn exchange(
     c: &CoreServices,
     t: &Team,
-    landing: Landing,
+    dest: *mut u8,
     mine: &mut [u128],
     tmp: &mut [u128],
     nbytes: usize,
@@ -454,13 +447,13 @@ unsafe fn exchange(
     let (h, g) = (t.hosts(), t.g);
     let p = 1usize << (usize::BITS - 1 - h.leading_zeros());
     let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
-    let (at, ready): (&dyn Fn(usize) -> *mut u8, bool) = match landing {
-        Landing::Staged(at) => (at, false),
-        Landing::Dest(d) => (&move |_| d, true),
-    };
-    // Every transfer from X to Y is: Y's "ready" (with `Landing::Dest`), then X's data. Each
+    let ready = nbytes > t.slot_bytes();
+    let x = if ready { 0 } else { t.next_exchange() };
+    let at = |step: usize| if ready { dest } else { t.stage(x, step) };
+    // Every transfer from X to Y is: Y's "ready" (into `dest` only), then X's data. Each
     // leader sends its signals to a partner in the order that partner consumes them.
-    // SAFETY: as the caller promised for `at` and the buffers.
+    // SAFETY: the slots of exchange `x` hold a slot's worth, `dest` and the buffers what the
+    // caller promised.
     unsafe {
         let send = |to: usize, step: usize, data: &mut [u128]| {
             if ready {
