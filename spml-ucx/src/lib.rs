@@ -67,11 +67,16 @@ fn ctx_state(ctx: SpmlCtx) -> &'static Channel {
     }
 }
 
-/// The first endpoint failure of any channel.
-fn peer_failure() -> Option<(usize, sys::ucs_status_t)> {
+/// The component state, if `open` has run.
+fn state_if_open() -> Option<&'static Ucx> {
     let p = STATE.load(Ordering::Acquire);
     // SAFETY: the leaked state is never freed.
-    (!p.is_null()).then(|| unsafe { &*p }.peer_failure()).flatten()
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// The first endpoint failure of any channel.
+fn peer_failure() -> Option<(usize, sys::ucs_status_t)> {
+    state_if_open().and_then(Ucx::peer_failure)
 }
 
 #[cold]
@@ -79,8 +84,17 @@ fn not_open() -> ! {
     fatal("spml ucx: called before open")
 }
 
+/// Before an operation's failure ends the job: leave the launcher the time to report a dead
+/// peer first ([`ucx::Ucx::grace_before_failing`]).
+fn wait_for_the_launcher(e: &OpError) {
+    if let Some(u) = state_if_open() {
+        std::thread::sleep(u.grace_before_failing(e));
+    }
+}
+
 #[cold]
 fn op_failed(_: &Channel, what: &str, pe: c_int, e: OpError) -> ! {
+    wait_for_the_launcher(&e);
     let mut msg = format!("spml ucx: {what} PE {pe} failed: {e}");
     if let Some((p, st)) = peer_failure() {
         msg.push_str(&format!(" (the endpoint to PE {p} failed: {})", sys::status_string(st)));
@@ -90,6 +104,7 @@ fn op_failed(_: &Channel, what: &str, pe: c_int, e: OpError) -> ! {
 
 #[cold]
 fn flush_failed(_: &Channel, what: &str, e: OpError) -> ! {
+    wait_for_the_launcher(&e);
     let mut msg = format!("spml ucx: {what} failed: {e}");
     if let Some((p, st)) = peer_failure() {
         msg.push_str(&format!(" (PE {p} is unreachable: {})", sys::status_string(st)));

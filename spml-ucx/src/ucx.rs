@@ -106,6 +106,22 @@ impl fmt::Display for OpError {
     }
 }
 
+impl OpError {
+    /// Whether UCX said the peer is gone or cannot be reached: what operations on a dead
+    /// peer's endpoint complete with.
+    pub fn peer_lost(&self) -> bool {
+        matches!(
+            self,
+            OpError::Status(s) if [
+                sys::UCS_ERR_ENDPOINT_TIMEOUT,
+                sys::UCS_ERR_CONNECTION_RESET,
+                sys::UCS_ERR_UNREACHABLE,
+            ]
+            .contains(s)
+        )
+    }
+}
+
 fn check(what: &str, s: sys::ucs_status_t) -> Result<(), String> {
     if s == sys::UCS_OK {
         Ok(())
@@ -210,6 +226,17 @@ impl Health {
         let st = self.failed_status.load(Ordering::Relaxed) as sys::ucs_status_t;
         let since = self.start.elapsed().saturating_sub(Duration::from_millis(at - 1));
         Some((pe, st, since))
+    }
+
+    /// How long an operation that failed (`peer_lost`: with a peer-gone status) should still
+    /// wait before ending the job: the rest of the grace since the recorded failure, or the
+    /// whole grace when the endpoint's own report has not come yet.
+    fn grace_left(&self, peer_lost: bool) -> Duration {
+        match self.failure() {
+            Some((_, _, since)) => PEER_FAILURE_GRACE.saturating_sub(since),
+            None if peer_lost => PEER_FAILURE_GRACE,
+            None => Duration::ZERO,
+        }
     }
 
     /// A failure that is neither explained by this PE's shutdown nor younger than the grace.
@@ -586,6 +613,15 @@ impl Ucx {
     /// The first peer whose endpoint failed, with UCX's status, if any.
     pub fn peer_failure(&self) -> Option<(usize, sys::ucs_status_t)> {
         self.health.failure().map(|(pe, st, _)| (pe, st))
+    }
+
+    /// How long an operation that failed with `e` waits before it ends the job. A peer that
+    /// went away most likely died, and its launcher ends the job naming it with the real cause
+    /// (the signal that killed it); ending it here at once would race that and report only
+    /// "endpoint timeout". So it waits out [`PEER_FAILURE_GRACE`], as a waiting PE does, and
+    /// reports the failure itself if the job is still alive then.
+    pub fn grace_before_failing(&self, e: &OpError) -> Duration {
+        self.health.grace_left(e.peer_lost())
     }
 
     /// A peer failure that this PE should not wait out: older than [`PEER_FAILURE_GRACE`] and

@@ -260,6 +260,23 @@ fn peer_failures_wait_out_the_grace_and_are_ignored_when_finalizing() {
 }
 
 #[test]
+fn a_failed_operation_waits_out_the_rest_of_the_grace_only_for_a_lost_peer() {
+    let h = Health::new();
+    assert_eq!(h.grace_left(false), Duration::ZERO, "not a peer failure: fail at once");
+    assert_eq!(h.grace_left(true), PEER_FAILURE_GRACE, "the endpoint's report has not come yet");
+    h.record(2, sys::UCS_ERR_ENDPOINT_TIMEOUT);
+    let left = h.grace_left(false);
+    assert!(left > PEER_FAILURE_GRACE / 2 && left <= PEER_FAILURE_GRACE, "{left:?}");
+    h.failed_at.store(1, Ordering::Release);
+    let old = Health { start: Instant::now() - PEER_FAILURE_GRACE * 2, ..h };
+    assert_eq!(old.grace_left(true), Duration::ZERO, "a failure older than the grace");
+    assert!(OpError::Status(sys::UCS_ERR_ENDPOINT_TIMEOUT).peer_lost());
+    assert!(OpError::Status(sys::UCS_ERR_CONNECTION_RESET).peer_lost());
+    assert!(!OpError::Status(sys::UCS_ERR_INVALID_PARAM).peer_lost());
+    assert!(!OpError::NoKey.peer_lost());
+}
+
+#[test]
 fn two_workers_exchange_data_and_one_leaves_without_hanging() {
     // Two workers in one process stand in for two PEs; the second goes away.
     let a = Ucx::new(2, &Options { progress_thread: false, loopback_only: true }).unwrap();
