@@ -564,6 +564,29 @@ typedef struct {
    * serves CPU memory.
    */
   uint32_t device_type;
+  /**
+   * For a memheap of device memory: the segments of its memory, as an sshmem table. Its
+   * `create` allocates device memory (and a blob from which a same-host peer can map it,
+   * such as a CUDA IPC handle), `attach` maps a peer's, and so on, with the contracts of
+   * `shmem_plugin_sshmem_ops_t`. The core makes a device space's segment through it instead of the
+   * selected sshmem component. NULL for host memory. A device memheap without it, `copy`
+   * and `owns` serves no space: the core says so and the space is unavailable.
+   */
+  const shmem_plugin_sshmem_ops_t *segments;
+  /**
+   * Copy `len` bytes from `src` to `dst`, each of which is host memory or this memheap's
+   * memory (its own segments, segments attached from peers, or a buffer the program
+   * allocated on the device). Returns SHMEM_PLUGIN_RC_OK once the bytes are in place at `dst`, SHMEM_PLUGIN_RC_ERROR
+   * after logging why. The core never loads from or stores to device memory itself: every
+   * byte it moves there goes through this slot (or through an spml whose `memory_types`
+   * include the device).
+   */
+  int (*copy)(void *dst, const void *src, size_t len);
+  /**
+   * 1 when `ptr` is this memheap's device memory (see `copy`), else 0. The core asks when a
+   * local buffer of an RMA operation lies in no symmetric segment.
+   */
+  int (*owns)(const void *ptr);
 } shmem_plugin_memheap_ops_t;
 
 /**
@@ -728,6 +751,15 @@ typedef struct {
                     uint32_t sig_seg,
                     uint64_t sig_raddr,
                     uint64_t value);
+  /**
+   * Appended within ABI v2 (0 in shorter tables): a bit `1 << SHMEM_PLUGIN_MEMHEAP_DEVICE_*` for each
+   * device type whose memory this spml moves itself: `mem_register` takes such a segment
+   * and `put`, `get` and their `_nbi` forms accept such memory on either side (UCX built
+   * with CUDA support, for GPU memory). Without the bit, the core registers no segment of
+   * that device with the spml and stages local device buffers through host memory; a space
+   * of such memory then needs every PE to map every peer's copy (same host, IPC).
+   */
+  uint64_t memory_types;
 } shmem_plugin_spml_ops_t;
 
 /**

@@ -360,6 +360,37 @@ pub struct MemheapOps {
     /// vendor memheap for a device does not replace the CPU one. A table too short to hold it
     /// serves CPU memory.
     pub device_type: u32,
+    // --- appended within ABI v2 (device memory); NULL in shorter tables ---
+    /// For a memheap of device memory: the segments of its memory, as an sshmem table. Its
+    /// `create` allocates device memory (and a blob from which a same-host peer can map it,
+    /// such as a CUDA IPC handle), `attach` maps a peer's, and so on, with the contracts of
+    /// [`SshmemOps`]. The core makes a device space's segment through it instead of the
+    /// selected sshmem component. NULL for host memory. A device memheap without it, `copy`
+    /// and `owns` serves no space: the core says so and the space is unavailable.
+    pub segments: *const SshmemOps,
+    /// Copy `len` bytes from `src` to `dst`, each of which is host memory or this memheap's
+    /// memory (its own segments, segments attached from peers, or a buffer the program
+    /// allocated on the device). Returns RC_OK once the bytes are in place at `dst`, RC_ERROR
+    /// after logging why. The core never loads from or stores to device memory itself: every
+    /// byte it moves there goes through this slot (or through an spml whose `memory_types`
+    /// include the device).
+    pub copy: Option<unsafe extern "C" fn(dst: *mut c_void, src: *const c_void, len: usize) -> c_int>,
+    /// 1 when `ptr` is this memheap's device memory (see `copy`), else 0. The core asks when a
+    /// local buffer of an RMA operation lies in no symmetric segment.
+    pub owns: Option<unsafe extern "C" fn(ptr: *const c_void) -> c_int>,
+}
+
+// SAFETY: `segments` points at a component's immutable static table.
+unsafe impl Sync for MemheapOps {}
+// SAFETY: as for Sync.
+unsafe impl Send for MemheapOps {}
+
+/// A device memheap's [`MemheapOps::segments`], [`MemheapOps::copy`] and [`MemheapOps::owns`].
+#[derive(Copy, Clone)]
+pub struct DeviceSlots {
+    pub segments: *const SshmemOps,
+    pub copy: unsafe extern "C" fn(dst: *mut c_void, src: *const c_void, len: usize) -> c_int,
+    pub owns: unsafe extern "C" fn(ptr: *const c_void) -> c_int,
 }
 
 /// Device types of [`MemheapOps::device_type`] (the values of `SHMEM_DEVICE_*`).
@@ -374,6 +405,15 @@ impl MemheapOps {
         } else {
             MEMHEAP_DEVICE_CPU
         }
+    }
+
+    /// The device-memory slots (`segments`, `copy`, `owns`), when the table has all three.
+    pub fn device_slots(&self) -> Option<DeviceSlots> {
+        let end = std::mem::offset_of!(MemheapOps, owns) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end || self.segments.is_null() {
+            return None;
+        }
+        Some(DeviceSlots { segments: self.segments, copy: self.copy?, owns: self.owns? })
     }
 }
 
@@ -538,6 +578,13 @@ pub struct SpmlOps {
             value: u64,
         ) -> c_int,
     >,
+    /// Appended within ABI v2 (0 in shorter tables): a bit `1 << MEMHEAP_DEVICE_*` for each
+    /// device type whose memory this spml moves itself: `mem_register` takes such a segment
+    /// and `put`, `get` and their `_nbi` forms accept such memory on either side (UCX built
+    /// with CUDA support, for GPU memory). Without the bit, the core registers no segment of
+    /// that device with the spml and stages local device buffers through host memory; a space
+    /// of such memory then needs every PE to map every peer's copy (same host, IPC).
+    pub memory_types: u64,
 }
 
 /// The signature of [`SpmlOps::put_signal`].
@@ -559,6 +606,12 @@ impl SpmlOps {
             return None;
         }
         Some((self.ctx_create?, self.ctx_destroy?))
+    }
+
+    /// Whether this spml moves memory of device type `device` itself (see `memory_types`).
+    pub fn moves_device_memory(&self, device: u32) -> bool {
+        let end = std::mem::offset_of!(SpmlOps, memory_types) + std::mem::size_of::<u64>();
+        self.struct_size >= end && device < 64 && self.memory_types & (1 << device) != 0
     }
 
     /// The `put_signal` slot, when the component's table has it.

@@ -71,6 +71,9 @@ pub const fn table(
         usable_size,
         destroy,
         device_type,
+        segments: std::ptr::null(),
+        copy: None,
+        owns: None,
     }
 }
 

@@ -221,6 +221,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
                 None
             }
         },
+        memory_types: if u.moves_cuda_memory() { 1 << rshmem_plugin_api::MEMHEAP_DEVICE_GPU } else { 0 },
     }));
     u.on_refused_message(fatal_hook);
     ops as *const SpmlOps as *const c_void

@@ -408,6 +408,18 @@ impl Ucx {
         self.context
     }
 
+    /// Whether this context moves CUDA device memory itself (UCX built with CUDA support, its
+    /// CUDA transports loaded): the spml then declares GPU memory in `memory_types`.
+    pub fn moves_cuda_memory(&self) -> bool {
+        let mut attr = sys::ucp_context_attr_t {
+            field_mask: sys::UCP_ATTR_FIELD_MEMORY_TYPES as u64,
+            ..Default::default()
+        };
+        // SAFETY: a live context and an attribute struct asking for one plain field.
+        let st = unsafe { sys::ucp_context_query(self.context, &mut attr) };
+        st == sys::UCS_OK && attr.memory_types & (1u64 << sys::UCS_MEMORY_TYPE_CUDA) != 0
+    }
+
     /// The default channel's worker address, which peers need to create their endpoints to it.
     pub fn address(&self) -> &[u8] {
         &self.address

@@ -335,3 +335,86 @@ fn every_shmem_routine_has_a_pshmem_twin() {
         assert!(names.contains(format!("p{n}").as_str()), "p{n} is missing");
     }
 }
+
+/// The test memheap "fakedev" (tests/plugins/memheap_fakedev.c): GPU-type memory the CPU
+/// cannot touch at the addresses the core sees, reachable only through its `copy` slot.
+fn fakedev() -> PathBuf {
+    let dir = target_dir().join("rshmem-test-plugins/fakedev");
+    gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
+    dir
+}
+
+/// SHMEM_SPACE_GPU and a created GPU space on fake device memory: RMA between host and
+/// device memory both ways, strided and non-blocking forms, every kind of AMO, waits and
+/// put-with-signal on device words, calloc. A load or store the core made on device memory
+/// itself instead of through the memheap's copy would end the PE with SIGSEGV. Nothing of
+/// the fake device may be left in /dev/shm.
+#[test]
+fn gpu_spaces_move_data_only_through_the_device_memheap() {
+    let dir = fakedev().display().to_string();
+    let prog = c_test("device_space");
+    let env = [
+        ("SHMEM_MCA_plugin_path", dir.as_str()),
+        ("SHMEM_MCA_memheap", "fakedev,cpu"),
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
+    ];
+    let before = leftovers();
+    for np in [1, 2, 4] {
+        let r = oshrun(np, &prog, &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok("device_space", np);
+        assert!(shm_names("rshmem-fakedev-").is_empty(), "{:?}", shm_names("rshmem-fakedev-"));
+    }
+    assert_nothing_left(&before, "device_space");
+}
+
+/// A collective on device memory ends the job naming the routine and why (the GPU space does
+/// not offer SHMEM_SPACE_CAP_COLLECTIVES) instead of touching device memory.
+#[test]
+fn a_collective_on_gpu_memory_is_a_clear_error() {
+    let dir = fakedev().display().to_string();
+    let env = [
+        ("SHMEM_MCA_plugin_path", dir.as_str()),
+        ("SHMEM_MCA_memheap", "fakedev,cpu"),
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("DEVICE_MODE", "coll"),
+    ];
+    let r = oshrun(2, &c_test("device_space"), &env, DEFAULT_TIMEOUT);
+    assert!(!r.status.success(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("shmem_float_sum_reduce: dest 0x")
+            && r.stderr.contains("is in a GPU space, which does not offer SHMEM_SPACE_CAP_COLLECTIVES"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("ran a reduction"), "{}", r.stdout);
+}
+
+/// GPU memory that some PE can map neither itself nor through the spml (here SHMEM_LOCAL_MAP=0
+/// and an spml without device memory) is no space: SHMEM_SPACE_GPU stays invalid with a
+/// warning, and shmem_space_create returns nonzero on every PE. Without a GPU memheap
+/// (no SHMEM_MCA_memheap narrowing to fakedev), the same.
+#[test]
+fn gpu_memory_some_pe_cannot_reach_makes_no_space() {
+    let dir = fakedev().display().to_string();
+    let prog = c_test("device_space");
+    let unmapped = [
+        ("SHMEM_MCA_plugin_path", dir.as_str()),
+        ("SHMEM_MCA_memheap", "fakedev,cpu"),
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_LOCAL_MAP", "0"),
+        ("DEVICE_MODE", "absent"),
+    ];
+    let r = oshrun(2, &prog, &unmapped, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("device_space", 2);
+    for want in [
+        "some PE cannot map every peer's GPU memory",
+        "SHMEM_ENABLE_GPU_SPACE is set, but a GPU space of 268435456 bytes per PE could not be made",
+    ] {
+        assert!(r.stderr.contains(want), "missing `{want}`:\n{}", r.stderr);
+    }
+    let none = [("SHMEM_ENABLE_GPU_SPACE", "1"), ("CUDA_VISIBLE_DEVICES", ""), ("DEVICE_MODE", "absent")];
+    let r = oshrun(2, &prog, &none, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("device_space", 2);
+    assert!(shm_names("rshmem-fakedev-").is_empty());
+}

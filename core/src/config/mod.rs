@@ -61,14 +61,14 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "SHMEM_GPU_SYMMETRIC_SIZE",
         Kind::Size,
-        "",
-        "Bytes of the GPU space's symmetric heap per PE (the GPU space is not available yet: see SHMEM_ENABLE_GPU_SPACE)",
+        "256M",
+        "Bytes of the GPU space's symmetric heap per PE (SHMEM_SPACE_GPU, made at init when SHMEM_ENABLE_GPU_SPACE is set)",
     ),
     setting(
         "SHMEM_DEFAULT_SPACE",
         Kind::Str,
         "CPU",
-        "The space SHMEM_SPACE_DEFAULT (shmem_malloc) uses: CPU (GPU is not available yet, so asking for it fails init)",
+        "The space SHMEM_SPACE_DEFAULT (shmem_malloc) uses: CPU (GPU memory takes no collectives yet, which the default space must, so asking for GPU fails init)",
     ),
     setting(
         "SHMEM_ENABLE_CPU_SPACE",
@@ -80,7 +80,7 @@ pub const SETTINGS: &[Setting] = &[
         "SHMEM_ENABLE_GPU_SPACE",
         Kind::Str,
         "",
-        "Enable SHMEM_SPACE_GPU; rshmem cannot move data to and from device memory yet, so the handle stays SHMEM_SPACE_INVALID, with a warning saying why (no GPU memheap here, with its reason, or the missing data path)",
+        "Enable SHMEM_SPACE_GPU and SHMEM_TEAM_GPU: a symmetric heap of SHMEM_GPU_SYMMETRIC_SIZE bytes of GPU memory per PE, made at init by the GPU memheap (cuda). Where it cannot be made (no GPU memheap here, with its reason; a size the device cannot back) the handles stay invalid, with a warning saying why",
     ),
     setting(
         "SHMEM_EXIT_WAIT_MS",

@@ -3,7 +3,8 @@
 //! every copy of the word's segment, otherwise the spml's atomics for every target, this PE
 //! included. The choice is per segment and the same on all PEs (`crate::symm::segments`), so
 //! two paths never act on the same word (CPU atomics and a NIC's or an active-message
-//! emulation's atomics are not atomic with each other).
+//! emulation's atomics are not atomic with each other). Words of device memory take a third
+//! path, for every target alike: a locked read-modify-write (`crate::ops::device::amo`).
 
 use crate::error::fatal;
 use crate::ops::handles::Ctx;
@@ -59,7 +60,7 @@ macro_rules! direct {
     ($name:ident, $atomic:ty, $word:ty) => {
         /// # Safety
         /// `a` must be an aligned word of a shared mapping.
-        unsafe fn $name(a: *mut $word, op: u32, v: $word, cond: $word) -> $word {
+        pub(crate) unsafe fn $name(a: *mut $word, op: u32, v: $word, cond: $word) -> $word {
             // SAFETY: the caller guarantees an aligned word; every PE uses atomics on it.
             let a = unsafe { <$atomic>::from_ptr(a) };
             match op {
@@ -132,6 +133,12 @@ pub unsafe fn run<T: Amo>(
                 direct64(addr.cast(), op, value.bits(), cond.bits())
             }
         };
+        return T::from_bits(old);
+    }
+    if crate::ops::device::active(rt) && rt.segs.device(seg) != 0 {
+        let (size, v, c) = (T::SIZE, value.bits(), cond.bits());
+        // SAFETY: located and aligned above.
+        let old = unsafe { crate::ops::device::amo(rt, routine, ctx, (seg, off, p), pe, op, size, v, c) };
         return T::from_bits(old);
     }
     let mut fetched = 0u64;

@@ -161,11 +161,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let cpu_heap = memheaps.iter().find(|d| d.device == MEMHEAP_DEVICE_CPU).expect("resolve requires one");
     let (memheap, memheap_name) = (cpu_heap.ops, cpu_heap.name.clone());
     // Why there is no GPU space here, for the logs of SHMEM_ENABLE_GPU_SPACE and space creation.
-    let gpu_note = match memheaps.iter().find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU) {
-        Some(d) => format!(
-            "memheap {} serves GPU memory here, but rshmem cannot yet move data to and from device memory",
-            d.name
-        ),
+    let gpu = memheaps
+        .iter()
+        .find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU)
+        .map(plugin::memheaps::device_memory);
+    let gpu_note = match &gpu {
+        Some(Ok(g)) => format!("memheap {} serves GPU memory", g.name),
+        Some(Err(e)) => e.clone(),
         None => {
             let why: Vec<String> = memheap_sel
                 .answers
@@ -424,6 +426,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         memheap,
         device_heaps: memheaps.into_iter().filter(|d| d.device != MEMHEAP_DEVICE_CPU).collect(),
         gpu_note,
+        gpu: gpu.and_then(Result::ok),
+        any_device: std::sync::atomic::AtomicBool::new(false),
         heap,
         heap_lock: Mutex::new(()),
         segs,
@@ -471,6 +475,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // between that fence and its unlink, and under a launcher that does not know our names
     // (mpirun, srun) they would stay in /dev/shm.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    crate::ops::spaces::init_gpu(rt);
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
     if my_pe == 0 {

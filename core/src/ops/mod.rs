@@ -6,6 +6,7 @@ pub mod active_sets;
 pub mod amo;
 pub mod coll;
 pub mod ctx;
+pub mod device;
 pub mod ext;
 pub mod handles;
 pub mod heap;

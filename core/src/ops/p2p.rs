@@ -40,8 +40,25 @@ fn check(routine: &CStr, cmp: c_int) {
 #[inline(always)]
 unsafe fn holds<T: Copy + PartialOrd>(ivar: *const T, cmp: c_int, value: T) -> bool {
     // SAFETY: the caller guarantees the address; peers update it concurrently, which a
-    // volatile load of an aligned word tolerates.
-    compare(unsafe { std::ptr::read_volatile(ivar) }, cmp, value).unwrap_or(false)
+    // volatile load of an aligned word tolerates (or the device memheap's copy reads it).
+    compare(unsafe { read(ivar) }, cmp, value).unwrap_or(false)
+}
+
+/// The current value of local `ivar`: a volatile load, or through the device memheap for a
+/// word of device memory.
+///
+/// # Safety
+/// `ivar` must be a valid, aligned local address.
+#[inline(always)]
+pub(crate) unsafe fn read<T: Copy>(ivar: *const T) -> T {
+    if let Some(rt) = runtime::try_get() {
+        if crate::ops::device::in_device_segment(rt, ivar.cast()) {
+            // SAFETY: an aligned word of a device segment (the caller's address).
+            return unsafe { crate::ops::device::load(rt, c"point-to-point synchronization", ivar) };
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::read_volatile(ivar) }
 }
 
 /// Whether element `i` takes part (no status array, or status[i] == 0).

@@ -1,7 +1,8 @@
 //! RMA: put, get, and their strided and non-blocking forms (ordering, `quiet` and `fence`, is
 //! per context: `crate::ops::ctx`). A peer whose segment is
 //! mapped here is reached with a plain copy into the mapping (no request, no lock, no
-//! allocation); any other peer goes through the spml.
+//! allocation); any other peer goes through the spml. Once a device segment exists, both
+//! branches hand device memory to `crate::ops::device`.
 
 use crate::error::fatal;
 use crate::ops::handles::Ctx;
@@ -127,10 +128,21 @@ pub unsafe fn put_any<const NBI: bool>(
     }
     let rt = runtime::get(routine);
     let (seg, off, p) = target(rt, routine, "dest", dest as usize, len, pe);
+    let device = crate::ops::device::active(rt);
     if !p.mapped.is_null() {
         // SAFETY: the mapping covers the segment and the range was located inside it.
-        unsafe { std::ptr::copy(src, p.mapped.add(off), len) };
+        unsafe {
+            if device {
+                crate::ops::device::copy_mapped(rt, routine, p.mapped.add(off), src, len, src);
+            } else {
+                std::ptr::copy(src, p.mapped.add(off), len);
+            }
+        }
         return;
+    }
+    if device {
+        // SAFETY: forwarded under this function's contract.
+        return unsafe { crate::ops::device::put(rt, routine, ctx, NBI, (seg, off, p), pe, src, len) };
     }
     let op = if NBI { rt.spml.put_nbi } else { rt.spml.put };
     // SAFETY: plugin ABI call; `src` readable for `len` by contract.
@@ -162,10 +174,21 @@ pub unsafe fn get_any<const NBI: bool>(
     }
     let rt = runtime::get(routine);
     let (seg, off, p) = target(rt, routine, "source", src as usize, len, pe);
+    let device = crate::ops::device::active(rt);
     if !p.mapped.is_null() {
         // SAFETY: the mapping covers the range; `dest` is writable by contract.
-        unsafe { std::ptr::copy(p.mapped.add(off), dest, len) };
+        unsafe {
+            if device {
+                crate::ops::device::copy_mapped(rt, routine, dest, p.mapped.add(off), len, dest);
+            } else {
+                std::ptr::copy(p.mapped.add(off), dest, len);
+            }
+        }
         return;
+    }
+    if device {
+        // SAFETY: forwarded under this function's contract.
+        return unsafe { crate::ops::device::get(rt, routine, ctx, NBI, (seg, off, p), pe, dest, len) };
     }
     let op = if NBI { rt.spml.get_nbi } else { rt.spml.get };
     // SAFETY: plugin ABI call; `dest` writable for `len` by contract.

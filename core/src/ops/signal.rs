@@ -63,7 +63,7 @@ pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, 
 pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
     crate::symm::runtime::get(routine);
     // SAFETY: aligned word; peers update it atomically.
-    let v = unsafe { std::ptr::read_volatile(sig_addr) };
+    let v = unsafe { crate::ops::p2p::read(sig_addr) };
     std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
     v
 }

@@ -321,6 +321,7 @@ impl TeamState {
         nbytes: usize,
         root: c_int,
     ) {
+        refuse_device(routine, dest, src);
         Self::run(
             routine,
             "broadcast",
@@ -342,6 +343,7 @@ impl TeamState {
         nbytes: usize,
         root: c_int,
     ) {
+        refuse_device(routine, dest, src);
         let keeping = self.desc.my_index == root && nbytes > 0 && !std::ptr::eq(dest, src);
         let rcs = self.broadcast.iter().zip(&self.broadcast_keep_root).map(|((f, s, n), keep)| {
             let rc = match keep {
@@ -366,6 +368,7 @@ impl TeamState {
     }
 
     pub fn collect(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
+        refuse_device(routine, dest, src);
         Self::run(
             routine,
             "collect",
@@ -387,6 +390,7 @@ impl TeamState {
         dst: isize,
         sst: isize,
     ) {
+        refuse_device(routine, dest, src);
         Self::run(
             routine,
             "alltoall",
@@ -408,6 +412,7 @@ impl TeamState {
         op: u32,
         kind: u32,
     ) {
+        refuse_device(routine, dest, src);
         Self::run(
             routine,
             "reduction",
@@ -416,6 +421,16 @@ impl TeamState {
                 (unsafe { f(*s, dest, src, nelems, dtype, op, kind) }, n.as_str())
             }),
         );
+    }
+}
+
+/// Collectives on device memory end the job with a clear error (see `crate::ops::device`).
+fn refuse_device(routine: &CStr, dest: *mut c_void, src: *const c_void) {
+    if let Some(rt) = crate::symm::runtime::try_get() {
+        if crate::ops::device::active(rt) {
+            crate::ops::device::refuse_collective(routine, rt, "dest", dest as *const u8);
+            crate::ops::device::refuse_collective(routine, rt, "source", src as *const u8);
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! sits beside the CPU one instead of replacing it.
 
 use super::Selection;
-use rshmem_plugin_api::{CoreServices, MemheapOps, MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU};
+use rshmem_plugin_api::{CoreServices, MemheapOps, SshmemOps, MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU};
+use std::ffi::{c_int, c_void};
 
 /// The memheap chosen for one device type.
 pub struct DeviceHeap {
@@ -54,4 +55,37 @@ pub unsafe fn resolve(sel: &Selection, core: *const CoreServices) -> Result<Vec<
         ));
     }
     Ok(chosen)
+}
+
+/// A device memheap the core can move data with: its heap, its segments and its copy.
+pub struct DeviceMemory {
+    pub device: u32,
+    pub name: String,
+    pub heap: &'static MemheapOps,
+    pub segments: &'static SshmemOps,
+    pub copy: unsafe extern "C" fn(dst: *mut c_void, src: *const c_void, len: usize) -> c_int,
+    pub owns: unsafe extern "C" fn(ptr: *const c_void) -> c_int,
+}
+
+/// The data path of memheap `d`: `Err` says why the core cannot use it (a table without the
+/// device slots, or a segments table that fails the checks every table passes).
+pub fn device_memory(d: &DeviceHeap) -> Result<DeviceMemory, String> {
+    let slots = d.ops.device_slots().ok_or_else(|| {
+        format!(
+            "memheap {} serves {} memory but lacks the device slots (segments, copy, owns) the core moves data with",
+            d.name,
+            device_name(d.device)
+        )
+    })?;
+    // SAFETY: the plugin's `segments` points at an sshmem table (the ABI's contract for the slot).
+    let segments =
+        unsafe { super::bind::bind::<SshmemOps>(&format!("{} segments", d.name), slots.segments.cast()) }?;
+    Ok(DeviceMemory {
+        device: d.device,
+        name: d.name.clone(),
+        heap: d.ops,
+        segments,
+        copy: slots.copy,
+        owns: slots.owns,
+    })
 }

@@ -25,6 +25,10 @@ pub struct Runtime {
     pub device_heaps: Vec<crate::plugin::memheaps::DeviceHeap>,
     /// Why the GPU space is unavailable (which memheap was found, or why none was).
     pub gpu_note: String,
+    /// The GPU memheap's data path, when one serves GPU memory and has it.
+    pub gpu: Option<crate::plugin::memheaps::DeviceMemory>,
+    /// Some segment of device memory exists: RMA checks its buffers (`crate::ops::device`).
+    pub(crate) any_device: AtomicBool,
     pub heap: *mut c_void,
     pub heap_lock: Mutex<()>,
     pub segs: SegmentTable,

@@ -13,8 +13,13 @@
 //! Segments are added after init too (memory spaces), while other threads look addresses up,
 //! so entries are atomics: a new segment's entries are written first and published by the
 //! count (Release); a removed one has its length set to 0 and may be reused later.
+//!
+//! A segment of device memory (a GPU space's) records its device type, and its peers' copies
+//! mapped here (CUDA IPC) are kept apart from `PeerSeg::mapped`, which stays null for it: every
+//! path that loads or stores through `mapped` therefore never touches device memory, and the
+//! paths that go to the spml check the device type first (`crate::ops::device`).
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// The plugin ABI's limit, which the spml sizes its key tables by.
@@ -48,12 +53,17 @@ struct LocalCell {
     len: AtomicUsize,
     /// CPU atomics serve this segment's words (see the module's rule).
     cpu_atomics: AtomicBool,
+    /// The segment's memory: `MEMHEAP_DEVICE_CPU` (0) or a device type.
+    device: AtomicU32,
 }
 
 #[derive(Default)]
 struct PeerCell {
     remote_base: AtomicU64,
     mapped: AtomicPtr<u8>,
+    /// For a device segment: where the peer's copy is mapped here, reachable only through the
+    /// device memheap's `copy` (null when it is not mapped).
+    device_map: AtomicPtr<u8>,
 }
 
 pub struct SegmentTable {
@@ -121,8 +131,10 @@ impl SegmentTable {
         c.len.store(0, Ordering::Release);
         c.base.store(0, Ordering::Release);
         c.cpu_atomics.store(false, Ordering::Release);
+        c.device.store(0, Ordering::Release);
         for pe in 0..self.n_pes {
             self.set_peer(pe, seg, PeerSeg::default());
+            self.set_device_map(pe, seg, std::ptr::null_mut());
         }
     }
 
@@ -140,6 +152,27 @@ impl SegmentTable {
     #[inline(always)]
     pub fn cpu_atomics(&self, seg: u32) -> bool {
         self.local[seg as usize].cpu_atomics.load(Ordering::Relaxed)
+    }
+
+    /// Set before the segment is published: its memory is of device type `device`.
+    pub fn set_device(&self, seg: u32, device: u32) {
+        self.local[seg as usize].device.store(device, Ordering::Release);
+    }
+
+    /// The device type of segment `seg`'s memory (0: host memory).
+    #[inline(always)]
+    pub fn device(&self, seg: u32) -> u32 {
+        self.local[seg as usize].device.load(Ordering::Relaxed)
+    }
+
+    /// Where PE `pe`'s copy of device segment `seg` is mapped here (null: not mapped).
+    pub fn set_device_map(&self, pe: usize, seg: u32, at: *mut u8) {
+        self.peers[pe * MAX_SEGMENTS + seg as usize].device_map.store(at, Ordering::Release);
+    }
+
+    #[inline(always)]
+    pub fn device_map(&self, pe: usize, seg: u32) -> *mut u8 {
+        self.peers[pe * MAX_SEGMENTS + seg as usize].device_map.load(Ordering::Relaxed)
     }
 
     pub fn count(&self) -> usize {
@@ -240,10 +273,15 @@ mod tests {
         t.publish(s, 0x9000, 0x10);
         assert_eq!(t.lookup(0x9004), Some((s, 4)));
         t.set_cpu_atomics(s, true);
+        t.set_device(s, 1);
+        t.set_device_map(0, s, 0x5000 as *mut u8);
         assert!(t.cpu_atomics(s) && !t.cpu_atomics(0));
+        assert_eq!((t.device(s), t.device(0)), (1, 0));
         t.remove(s);
         assert_eq!(t.lookup(0x9004), None);
         assert!(!t.cpu_atomics(s), "a removed segment's atomics rule is reset");
+        assert_eq!(t.device(s), 0, "and its device type");
+        assert!(t.device_map(0, s).is_null(), "and its device mappings");
         assert_eq!(t.reserve(), Some(s), "a removed id is reused");
         while t.reserve().is_some() {}
         assert_eq!(t.count(), MAX_SEGMENTS);

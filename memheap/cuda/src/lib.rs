@@ -10,12 +10,26 @@
 //!
 //! The allocator is the CPU heap's (offsets, bookkeeping in host memory, never in the
 //! segment), with device-to-device copies when `realloc` moves a block.
+//!
+//! The device slots the core moves data with (`segments`, `copy`, `owns`):
+//! - a segment is one `cuMemAlloc` allocation; its attach blob is its CUDA IPC handle, which a
+//!   peer on the same host opens with `cuIpcOpenMemHandle` (CUDA IPC has no name to remove);
+//! - `copy` is `cuMemcpy` under unified addressing (either side host or device memory),
+//!   followed by a context synchronisation, because a device-to-device `cuMemcpy` may return
+//!   before the bytes are in place and the core relies on a finished copy (an atomic's
+//!   read-modify-write, the order of a put and its signal);
+//! - `owns` asks `cuPointerGetAttribute` for the memory type.
+//!
+//! Not yet run on a GPU: no session so far was lent one (docs/performance.md, "GPU check").
 
 use cudarc::driver::{result, sys};
 use rshmem_plugin_api::boundary;
 use rshmem_plugin_api::heap_slots;
-use rshmem_plugin_api::{CoreServices, Framework, MemheapOps, QueryResult, MEMHEAP_DEVICE_GPU};
-use std::ffi::c_void;
+use rshmem_plugin_api::{
+    CoreServices, Framework, MemheapOps, QueryResult, SegmentDesc, SshmemOps, MEMHEAP_DEVICE_GPU, RC_ERROR,
+    RC_OK,
+};
+use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 /// The device this PE uses and its primary context.
@@ -90,7 +104,145 @@ unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
     heap_slots::create_with("memheap cuda", base, size, device_copy)
 }
 
-static OPS: MemheapOps = heap_slots::table(create, MEMHEAP_DEVICE_GPU);
+/// Make this PE's device context current on the calling thread (the core calls from any).
+fn current() -> Result<(), String> {
+    let Some(Ok(d)) = DEVICE.get() else { return Err("the device was not opened".into()) };
+    // SAFETY: the context was retained in `device` and lives for the process.
+    unsafe { result::ctx::set_current(d.ctx) }.map_err(|e| format!("cuCtxSetCurrent failed: {e}"))
+}
+
+fn check(what: &str, r: sys::CUresult) -> Result<(), String> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{what} failed: {r:?}"))
+    }
+}
+
+/// An slot's result: RC_OK, or RC_ERROR after saying why (a panic counts as an error).
+fn rc(slot: &str, f: impl FnOnce() -> Result<(), String>) -> c_int {
+    match boundary::catch(f) {
+        Ok(Ok(())) => RC_OK,
+        Ok(Err(e)) | Err(e) => {
+            eprintln!("rshmem memheap cuda: {slot}: {e}");
+            RC_ERROR
+        }
+    }
+}
+
+unsafe extern "C" fn seg_create(size: usize, _hint: *mut c_void, out: *mut SegmentDesc) -> c_int {
+    rc("segment create", || {
+        current()?;
+        let mut dptr: sys::CUdeviceptr = 0;
+        // SAFETY: a valid out-pointer, in this PE's context.
+        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut dptr, size) })?;
+        let mut h = sys::CUipcMemHandle { reserved: [0; 64] };
+        // SAFETY: `dptr` is the allocation just made; `h` is writable.
+        let ipc = unsafe { sys::cuIpcGetMemHandle(&mut h, dptr) } == sys::CUresult::CUDA_SUCCESS;
+        // SAFETY: the caller's out-pointer.
+        let d = unsafe { &mut *out };
+        *d = SegmentDesc::default();
+        d.base = dptr as *mut c_void;
+        d.size = size;
+        if ipc {
+            for (b, c) in d.blob.iter_mut().zip(h.reserved) {
+                *b = c as u8;
+            }
+            d.blob_len = h.reserved.len();
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn seg_attach(
+    blob: *const u8,
+    blob_len: usize,
+    _size: usize,
+    addr: *mut *mut c_void,
+) -> c_int {
+    rc("segment attach", || {
+        current()?;
+        let mut h = sys::CUipcMemHandle { reserved: [0; 64] };
+        if blob_len != h.reserved.len() {
+            return Err(format!("an IPC handle of {blob_len} bytes"));
+        }
+        // SAFETY: the core passes `blob_len` readable bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(blob, blob_len) };
+        for (c, b) in h.reserved.iter_mut().zip(bytes) {
+            *c = *b as std::ffi::c_char;
+        }
+        let mut dptr: sys::CUdeviceptr = 0;
+        let flags = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32;
+        // SAFETY: a handle another process of this host exported; a valid out-pointer.
+        check("cuIpcOpenMemHandle", unsafe { sys::cuIpcOpenMemHandle_v2(&mut dptr, h, flags) })?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { *addr = dptr as *mut c_void };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn seg_detach(addr: *mut c_void, _size: usize) {
+    rc("segment detach", || {
+        current()?;
+        // SAFETY: an address `seg_attach` opened.
+        check("cuIpcCloseMemHandle", unsafe { sys::cuIpcCloseMemHandle(addr as sys::CUdeviceptr) })
+    });
+}
+
+unsafe extern "C" fn seg_unlink(_seg: *mut SegmentDesc) {}
+
+unsafe extern "C" fn seg_destroy(seg: *mut SegmentDesc) {
+    rc("segment destroy", || {
+        current()?;
+        // SAFETY: the caller's segment, made by `seg_create`.
+        let base = unsafe { (*seg).base } as sys::CUdeviceptr;
+        // SAFETY: an allocation of `seg_create` that nobody uses any more.
+        check("cuMemFree", unsafe { sys::cuMemFree_v2(base) })
+    });
+}
+
+static SEGMENTS: SshmemOps = SshmemOps {
+    struct_size: std::mem::size_of::<SshmemOps>(),
+    create: seg_create,
+    attach: seg_attach,
+    detach: seg_detach,
+    unlink: seg_unlink,
+    destroy: seg_destroy,
+};
+
+unsafe extern "C" fn copy(dst: *mut c_void, src: *const c_void, len: usize) -> c_int {
+    rc("copy", || {
+        current()?;
+        // SAFETY: the core's contract: both ranges valid for `len` bytes, host or device
+        // memory; unified addressing tells cuMemcpy which.
+        check("cuMemcpy", unsafe { sys::cuMemcpy(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len) })?;
+        // SAFETY: no arguments; waits for this context's work, the copy included.
+        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+    })
+}
+
+unsafe extern "C" fn owns(ptr: *const c_void) -> c_int {
+    let yes = boundary::catch(|| {
+        let mut kind: u32 = 0;
+        // SAFETY: asks about an address; writes one u32.
+        let r = unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut kind as *mut u32).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                ptr as sys::CUdeviceptr,
+            )
+        };
+        r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
+    });
+    c_int::from(yes.unwrap_or(false))
+}
+
+static OPS: MemheapOps = MemheapOps {
+    segments: &SEGMENTS,
+    copy: Some(copy),
+    owns: Some(owns),
+    ..heap_slots::table(create, MEMHEAP_DEVICE_GPU)
+};
 
 fn query(core: &'static CoreServices, r: &mut QueryResult) {
     let rank = core.local_rank;
@@ -160,5 +312,22 @@ mod tests {
     fn the_table_serves_gpu_memory() {
         assert_eq!(OPS.device(), MEMHEAP_DEVICE_GPU);
         assert_eq!(OPS.struct_size, std::mem::size_of::<MemheapOps>());
+        assert!(OPS.device_slots().is_some(), "segments, copy and owns are all there");
+    }
+
+    #[test]
+    fn without_a_device_the_slots_fail_cleanly() {
+        // SAFETY: only dlopens the driver library names.
+        if unsafe { sys::is_culib_present() } {
+            return;
+        }
+        let mut d = SegmentDesc::default();
+        // SAFETY: a valid out-pointer; no device was opened, so the slot must refuse.
+        assert_eq!(unsafe { seg_create(1 << 20, std::ptr::null_mut(), &mut d) }, RC_ERROR);
+        let mut x = 0u64;
+        // SAFETY: both ranges are a local word.
+        assert_eq!(unsafe { copy((&mut x as *mut u64).cast(), (&x as *const u64).cast(), 8) }, RC_ERROR);
+        // SAFETY: looks a pointer up; without a driver the answer is no.
+        assert_eq!(unsafe { owns((&x as *const u64).cast()) }, 0);
     }
 }

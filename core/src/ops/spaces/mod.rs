@@ -22,6 +22,7 @@ mod segment;
 
 use crate::error::fatal;
 use crate::ops::handles::{rshmem_team_world, Team, TeamObj};
+use crate::plugin::memheaps::DeviceMemory;
 use crate::symm::runtime::{self, Runtime};
 use std::ffi::{c_int, c_long, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -114,15 +115,42 @@ pub fn init(rt: &Runtime) {
         crate::error::fatal(c"shmem_init", "no room in the symmetric heap for the space agreement words")
     });
     let _ = AGREE.set(words as usize);
-    if !crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() && rt.my_pe == 0 {
-        crate::log::log(
-            crate::log::WARN,
-            "spaces",
-            &format!(
-                "SHMEM_ENABLE_GPU_SPACE is set, but {}: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID",
-                rt.gpu_note
-            ),
-        );
+}
+
+/// Make `SHMEM_SPACE_GPU` when `SHMEM_ENABLE_GPU_SPACE` asks for it: collective over the
+/// world, so init calls it once every PE has its teams ready (after init's closing fence).
+pub fn init_gpu(rt: &Runtime) {
+    if crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() {
+        return;
+    }
+    // The same on every PE: the variables were compared at init, and a GPU memheap that some
+    // PE lacks makes `make` fail on all.
+    let gpu = rt.gpu.as_ref();
+    let size = crate::config::get_size("SHMEM_GPU_SYMMETRIC_SIZE").unwrap_or(256 << 20);
+    let made = match gpu {
+        _ if agree_any(c"shmem_init", gpu.is_none()) => None,
+        Some(g) => make(c"shmem_init", rt, Some(g), size),
+        None => None,
+    };
+    match made {
+        Some(sp) => {
+            rshmem_space_gpu.store(sp as *const Space as *mut c_void, Ordering::Release);
+            rshmem_team_gpu.store(sp.team as *mut TeamObj, Ordering::Release);
+        }
+        None if rt.my_pe == 0 => {
+            let why = match gpu {
+                Some(_) => format!(
+                    "a GPU space of {size} bytes per PE could not be made (the reason is logged above)"
+                ),
+                None => rt.gpu_note.clone(),
+            };
+            crate::log::log(
+                crate::log::WARN,
+                "spaces",
+                &format!("SHMEM_ENABLE_GPU_SPACE is set, but {why}: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID"),
+            )
+        }
+        None => {}
     }
 }
 
@@ -242,17 +270,37 @@ pub unsafe fn create(
     }
     // The same answer on every PE (the same config everywhere, the same library): no PE can
     // be left in a collective the others skipped.
-    if cfg.device_type != DEVICE_CPU || cfg.size == 0 || cfg.flags != 0 {
-        if cfg.device_type == DEVICE_GPU && rt.my_pe == 0 {
-            crate::log::log(
-                crate::log::INFO,
-                "spaces",
-                &format!("GPU spaces cannot be created: {}", rt.gpu_note),
-            );
+    let device = match cfg.device_type {
+        DEVICE_CPU => None,
+        DEVICE_GPU if rt.gpu.is_some() => rt.gpu.as_ref(),
+        DEVICE_GPU => {
+            if rt.my_pe == 0 {
+                crate::log::log(
+                    crate::log::INFO,
+                    "spaces",
+                    &format!("GPU spaces cannot be created: {}", rt.gpu_note),
+                );
+            }
+            return 1;
         }
+        _ => return 1,
+    };
+    if cfg.size == 0 || cfg.flags != 0 {
         return 1;
     }
-    let made = segment::prepare(rt, cfg.size);
+    let Some(sp) = make(routine, rt, device, cfg.size) else { return 1 };
+    // SAFETY: checked non-null above.
+    unsafe {
+        *space_out = sp as *const Space as *mut c_void;
+        *team_out = sp.team;
+    }
+    0
+}
+
+/// Make a space of `size` bytes per PE of `device`'s memory (host memory for None): collective
+/// over the world; None on every PE when any PE failed (the reason logged where it happened).
+fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize) -> Option<&'static Space> {
+    let made = segment::prepare(rt, size, device);
     if agree_any(routine, made.is_err()) {
         match made {
             Ok(p) => segment::discard(rt, p),
@@ -262,16 +310,33 @@ pub unsafe fn create(
                 &format!("{why}; the space is not created (nonzero on every PE)"),
             ),
         }
-        return 1;
+        return None;
     }
     let owned = match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
         Ok(o) => o,
         Err(e) => fatal(routine, &e),
     };
-    // Load/store access only when every PE maps every peer's copy (agreed by `connect`).
-    let direct = owned.all_mapped;
+    if !owned.reachable {
+        // Agreed: every PE gathered the same flags.
+        if rt.my_pe == 0 {
+            crate::log::log(
+                crate::log::WARN,
+                &routine.to_string_lossy(),
+                &format!(
+                    "some PE cannot map every peer's {} memory (they are on other hosts, or SHMEM_LOCAL_MAP=0), and spml {} cannot move device memory; the space is not created (nonzero on every PE)",
+                    crate::plugin::memheaps::device_name(device.map_or(0, |d| d.device)),
+                    rt.selected.first().and_then(|s| s.1.first()).map_or("", String::as_str)
+                ),
+            );
+        }
+        segment::release(routine, rt, owned);
+        return None;
+    }
+    // Load/store access only when every PE maps every peer's copy (agreed by `connect`), and
+    // never for device memory, which the CPU cannot load or store.
+    let direct = owned.all_mapped && device.is_none();
     let ident = owned.ident;
-    // The space-associated team: every PE reaches CPU memory, so it has the world's members.
+    // The space-associated team: every PE reaches the space, so it has the world's members.
     let mut team: Team = std::ptr::null();
     // SAFETY: the world handle is live; `team` is writable.
     let rc = unsafe {
@@ -289,33 +354,29 @@ pub unsafe fn create(
     if rc != 0 {
         // No team slot left: the same on every PE (the slot agreement is collective).
         segment::release(routine, rt, owned);
-        return 1;
+        return None;
     }
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     if let Some(t) = crate::ops::teams::state(routine, team) {
         t.space.store(id, Ordering::Release);
     }
+    // Device memory: RMA and AMOs (`crate::ops::device`), no collectives yet.
     let caps = CAP_RMA
-        | CAP_COLLECTIVES
         | CAP_ATOMICS
         | CAP_WORLD_ACCESS
+        | if device.is_none() { CAP_COLLECTIVES } else { 0 }
         | if direct { CAP_DIRECT_ACCESS } else { 0 }
         | if ident { CAP_IDENT_ADDR } else { 0 };
-    let sp = Box::leak(Box::new(Space {
-        device: DEVICE_CPU,
+    let sp: &'static Space = Box::leak(Box::new(Space {
+        device: if device.is_some() { DEVICE_GPU } else { DEVICE_CPU },
         caps,
         team,
         id,
         alive: AtomicBool::new(true),
         owned: Mutex::new(Some(owned)),
-    })) as *mut Space as *mut c_void;
-    CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(sp as usize);
-    // SAFETY: checked non-null above.
-    unsafe {
-        *space_out = sp;
-        *team_out = team;
-    }
-    0
+    }));
+    CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(sp as *const Space as usize);
+    Some(sp)
 }
 
 /// `shmem_space_destroy`: collective on the space's team. Refuses (nonzero, the space intact)
@@ -359,16 +420,32 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
     if size == 0 {
         return std::ptr::null_mut();
     }
-    let p = match &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
-        None => rt.alloc(size, 16).unwrap_or(std::ptr::null_mut()),
-        Some(o) => o.alloc(rt, size, 16),
+    let (p, device) = match &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
+        None => (rt.alloc(size, 16).unwrap_or(std::ptr::null_mut()), false),
+        Some(o) => (o.alloc(rt, size, 16), o.is_device()),
     };
     if zero && !p.is_null() {
-        // SAFETY: a fresh allocation of `size` bytes.
-        unsafe { std::ptr::write_bytes(p, 0, size) };
+        if device {
+            zero_device(routine, rt, p, size);
+        } else {
+            // SAFETY: a fresh allocation of `size` bytes.
+            unsafe { std::ptr::write_bytes(p, 0, size) };
+        }
     }
     crate::ops::coll::barrier_all(routine);
     p.cast()
+}
+
+/// Zero `size` bytes of device memory at `p`, through the device memheap's `copy`.
+fn zero_device(routine: &CStr, rt: &Runtime, p: *mut u8, size: usize) {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    let mut done = 0;
+    while done < size {
+        let n = (size - done).min(ZEROS.len());
+        // SAFETY: `p` is a fresh device block of `size` bytes; ZEROS is readable for `n`.
+        unsafe { crate::ops::device::copy(rt, routine, p.add(done), ZEROS.as_ptr(), n) };
+        done += n;
+    }
 }
 
 pub fn malloc(routine: &CStr, s: *mut c_void, size: usize) -> *mut c_void {

@@ -8,16 +8,48 @@
 //! can fail for reasons of this PE alone (memory, segment slots, components) and touches no
 //! peer; the caller agrees on the outcome; then [`connect`] exchanges and maps, or [`discard`]
 //! undoes a preparation the job gave up.
+//!
+//! A device space's segment is made the same way through the device memheap's own segments
+//! table (device memory, CUDA IPC handles as attach blobs) instead of the sshmem component.
+//! Its peers' mappings go to the segment table's device maps, never to the load/store ones;
+//! the spml registers it only when it moves that device's memory, and then a peer that cannot
+//! map it reaches it through the spml. Otherwise a PE that cannot map every copy makes the
+//! space unreachable, and creation returns nonzero on every PE.
 
+use crate::plugin::memheaps::DeviceMemory;
 use crate::symm::runtime::Runtime;
 use crate::symm::segments::PeerSeg;
-use rshmem_plugin_api::SegmentDesc;
+use rshmem_plugin_api::{MemheapOps, SegmentDesc, SshmemOps};
 use std::ffi::{c_int, c_void, CStr};
 
 /// Bytes of each PE's record in the exchange, and what fits in it.
 const RECORD: usize = 2048;
 /// Segments are made in whole multiples of this.
 const GRANULE: usize = 1 << 16;
+
+/// Who makes and manages a segment: the sshmem component and the CPU memheap, or a device
+/// memheap with its segments table.
+#[derive(Copy, Clone)]
+struct Makers {
+    segments: &'static SshmemOps,
+    heap: &'static MemheapOps,
+    /// 0 for host memory, else the device type.
+    device: u32,
+}
+
+impl Makers {
+    fn of(rt: &Runtime, device: Option<&DeviceMemory>) -> Makers {
+        match device {
+            Some(d) => Makers { segments: d.segments, heap: d.heap, device: d.device },
+            None => Makers { segments: rt.sshmem, heap: rt.memheap, device: 0 },
+        }
+    }
+
+    /// Whether the spml registers and moves this memory itself.
+    fn spml_moves(&self, rt: &Runtime) -> bool {
+        self.device == 0 || rt.spml.moves_device_memory(self.device)
+    }
+}
 
 /// This PE's half of a segment, before any peer knows of it.
 pub struct Prepared {
@@ -26,6 +58,7 @@ pub struct Prepared {
     heap: *mut c_void,
     spml_reg: *mut c_void,
     rkey: Vec<u8>,
+    makers: Makers,
 }
 
 /// A connected segment with its heap.
@@ -34,6 +67,10 @@ pub struct Owned {
     desc: SegmentDesc,
     heap: *mut c_void,
     spml_reg: *mut c_void,
+    makers: Makers,
+    /// False when some PE can reach some copy neither by mapping nor through the spml (device
+    /// memory the spml cannot move): the caller releases it and reports failure everywhere.
+    pub reachable: bool,
     /// Peers' mappings of the segment on this host, to detach at destroy.
     mapped: Vec<*mut u8>,
     /// Whether every PE maps every PE's copy (agreed: the same on every PE). CPU atomics then
@@ -47,13 +84,22 @@ pub struct Owned {
 // keeps it behind a mutex and the spec makes destroy exclusive of other uses.
 unsafe impl Send for Owned {}
 
-/// Make this PE's segment of at least `size` bytes, its heap, a segment id and its
-/// registration. Nothing is visible to peers or lookups yet.
-pub fn prepare(rt: &Runtime, size: usize) -> Result<Prepared, String> {
+/// Make this PE's segment of at least `size` bytes (of `device`'s memory, or host memory),
+/// its heap, a segment id and its registration. Nothing is visible to peers or lookups yet.
+pub fn prepare(rt: &Runtime, size: usize, device: Option<&DeviceMemory>) -> Result<Prepared, String> {
+    let makers = Makers::of(rt, device);
     let size = size
         .checked_next_multiple_of(GRANULE)
         .ok_or_else(|| format!("a space of {size} bytes per PE cannot be represented"))?;
-    crate::symm::limits::check_heap_fits(size, "a space", rt.boot.local_size(), rt.boot.local_rank() == 0)?;
+    if makers.device == 0 {
+        // Device memory is checked by its allocation, which fails when the device is full.
+        crate::symm::limits::check_heap_fits(
+            size,
+            "a space",
+            rt.boot.local_size(),
+            rt.boot.local_rank() == 0,
+        )?;
+    }
     let seg = rt.segs.reserve().ok_or_else(|| {
         format!(
             "no room for another symmetric segment ({} at most, the heap and global data included): destroy spaces that are no longer needed",
@@ -62,19 +108,33 @@ pub fn prepare(rt: &Runtime, size: usize) -> Result<Prepared, String> {
     })?;
     let mut desc = SegmentDesc::default();
     // SAFETY: plugin ABI call with a valid out-pointer.
-    if unsafe { (rt.sshmem.create)(size, std::ptr::null_mut(), &mut desc) } != 0 {
+    if unsafe { (makers.segments.create)(size, std::ptr::null_mut(), &mut desc) } != 0 {
         rt.segs.remove(seg);
-        return Err(format!("the sshmem component could not create a {size}-byte segment"));
+        return Err(match device {
+            Some(d) => format!("memheap {} could not allocate {size} bytes of device memory", d.name),
+            None => format!("the sshmem component could not create a {size}-byte segment"),
+        });
     }
-    // SAFETY: the segment sshmem just created and mapped.
-    unsafe { crate::symm::placement::place("a space's segment", desc.base.cast(), desc.size) };
-    let mut p =
-        Prepared { seg, desc, heap: std::ptr::null_mut(), spml_reg: std::ptr::null_mut(), rkey: Vec::new() };
+    if makers.device == 0 {
+        // SAFETY: the segment sshmem just created and mapped.
+        unsafe { crate::symm::placement::place("a space's segment", desc.base.cast(), desc.size) };
+    }
+    let mut p = Prepared {
+        seg,
+        desc,
+        heap: std::ptr::null_mut(),
+        spml_reg: std::ptr::null_mut(),
+        rkey: Vec::new(),
+        makers,
+    };
     // SAFETY: plugin ABI call over the segment just created.
-    p.heap = unsafe { (rt.memheap.create)(p.desc.base, p.desc.size) };
+    p.heap = unsafe { (makers.heap.create)(p.desc.base, p.desc.size) };
     if p.heap.is_null() {
         discard(rt, p);
         return Err("the memheap component could not manage the space's segment".into());
+    }
+    if !makers.spml_moves(rt) {
+        return Ok(p);
     }
     let mut rkey = vec![0u8; RECORD];
     let mut rkey_len = 0usize;
@@ -108,10 +168,10 @@ pub fn discard(rt: &Runtime, mut p: Prepared) {
             (rt.spml.mem_deregister)(p.spml_reg);
         }
         if !p.heap.is_null() {
-            (rt.memheap.destroy)(p.heap);
+            (p.makers.heap.destroy)(p.heap);
         }
-        (rt.sshmem.unlink)(&mut p.desc);
-        (rt.sshmem.destroy)(&mut p.desc);
+        (p.makers.segments.unlink)(&mut p.desc);
+        (p.makers.segments.destroy)(&mut p.desc);
     }
     rt.segs.remove(p.seg);
 }
@@ -141,7 +201,8 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
     mine[4..4 + rec.len()].copy_from_slice(&rec);
     let world = crate::ops::coll::world(routine);
     world.collect(routine, all.cast(), mine.as_ptr().cast(), RECORD, true);
-    let (seg, size) = (p.seg, p.desc.size);
+    let (seg, size, makers) = (p.seg, p.desc.size, p.makers);
+    let device = makers.device != 0;
     let mut mapped = Vec::new();
     let (mut all_mapped, mut ident) = (true, true);
     for pe in 0..n {
@@ -158,14 +219,21 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
             ));
         }
         ident &= base == p.desc.base as u64;
-        // SAFETY: plugin ABI call with the peer's packed key.
-        if unsafe { (rt.spml.add_segment)(pe as c_int, seg, base, slen as usize, key.as_ptr(), key.len()) }
-            != 0
-        {
+        let add = || {
+            // SAFETY: plugin ABI call with the peer's packed key.
+            unsafe { (rt.spml.add_segment)(pe as c_int, seg, base, slen as usize, key.as_ptr(), key.len()) }
+        };
+        if makers.spml_moves(rt) && add() != 0 {
             return Err(format!("the spml could not unpack PE {pe}'s key for the space"));
         }
         let at: *mut u8 = if pe == rt.my_pe as usize {
             p.desc.base as *mut u8
+        } else if device && rt.local_map && rt.boot.is_local(pe as c_int) {
+            let m = attach(makers.segments, blob, slen as usize);
+            if !m.is_null() {
+                mapped.push(m);
+            }
+            m
         } else if rt.local_map && rt.boot.is_local(pe as c_int) {
             let m =
                 crate::symm::peers::map_peer(rt.sshmem, rt.spml, pe as c_int, seg, base, slen as usize, blob);
@@ -177,18 +245,31 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
             std::ptr::null_mut()
         };
         all_mapped &= !at.is_null();
-        rt.segs.set_peer(pe, seg, PeerSeg { remote_base: base, mapped: at });
+        if device {
+            rt.segs.set_device_map(pe, seg, at);
+            rt.segs.set_peer(pe, seg, PeerSeg { remote_base: base, mapped: std::ptr::null_mut() });
+        } else {
+            rt.segs.set_peer(pe, seg, PeerSeg { remote_base: base, mapped: at });
+        }
     }
     // What every PE maps decides how the segment is reached, alike everywhere (the rule of
     // `crate::symm::segments`): the PEs of a host where one does not map every same-host
     // peer's copy (SHMEM_LOCAL_MAP=0 there, or a mapping that failed) use none of their
     // mappings of each other, and CPU atomics serve the segment only if every PE maps every
     // copy. Otherwise PEs would update one word some with CPU atomics, some through the spml.
+    // Device memory takes neither CPU atomics nor load/store, so its mappings stay as made.
     let me = rt.my_pe as c_int;
     let on_host = |pe: usize| pe as c_int == me || rt.boot.is_local(pe as c_int);
-    let maps_host = (0..n).filter(|&pe| on_host(pe)).all(|pe| !rt.segs.peer(pe, seg).mapped.is_null());
+    let maps = |pe: usize| {
+        if device {
+            !rt.segs.device_map(pe, seg).is_null()
+        } else {
+            !rt.segs.peer(pe, seg).mapped.is_null()
+        }
+    };
+    let maps_host = (0..n).filter(|&pe| on_host(pe)).all(maps);
     let flags = gather_flags(routine, rt, u64::from(maps_host) | u64::from(all_mapped) << 1, all_flags);
-    if !(0..n).filter(|&pe| on_host(pe)).all(|pe| flags[pe] & 1 != 0) {
+    if !device && !(0..n).filter(|&pe| on_host(pe)).all(|pe| flags[pe] & 1 != 0) {
         crate::symm::peers::unmap_host_peers(&rt.segs, rt.boot, me, rt.n_pes, seg..seg + 1);
         crate::log::log(
             crate::log::DEBUG,
@@ -197,21 +278,70 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         );
     }
     all_mapped = (0..n).all(|pe| flags[pe] & 2 != 0);
-    if (0..n).any(|pe| pe as c_int != me && rt.segs.peer(pe, seg).mapped.is_null()) {
+    let reachable = all_mapped || makers.spml_moves(rt);
+    if (0..n).any(|pe| pe as c_int != me && !maps(pe)) {
         rt.set_needs_progress();
     }
-    rt.segs.set_cpu_atomics(seg, all_mapped);
-    rt.segs.publish(seg, p.desc.base as usize, size);
+    if device && reachable {
+        // Symmetric: every PE allocates them here, in the same order.
+        let words = crate::ops::device::LOCKS;
+        match rt.alloc(words * 8, 64) {
+            Some(l) => {
+                // SAFETY: a fresh block of `words` u64s; nobody takes a lock before the barrier below.
+                unsafe { std::ptr::write_bytes(l, 0, words * 8) };
+                crate::ops::device::set_locks(seg, l.cast());
+            }
+            None => fatal_no_room(routine),
+        }
+        rt.segs.set_device(seg, makers.device);
+    }
+    rt.segs.set_cpu_atomics(seg, all_mapped && !device);
+    if reachable {
+        rt.segs.publish(seg, p.desc.base as usize, size);
+        if device {
+            rt.any_device.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
     // Everyone has mapped everyone's segment: the names can go.
     world.barrier(routine);
     // SAFETY: plugin ABI call on our own segment; the exchange buffers, which every PE is done
     // with (the barrier).
     unsafe {
-        (rt.sshmem.unlink)(&mut p.desc);
+        (makers.segments.unlink)(&mut p.desc);
         rt.free(all_flags);
         rt.free(all);
     }
-    Ok(Owned { seg, desc: p.desc, heap: p.heap, spml_reg: p.spml_reg, mapped, all_mapped, ident })
+    Ok(Owned {
+        seg,
+        desc: p.desc,
+        heap: p.heap,
+        spml_reg: p.spml_reg,
+        makers,
+        reachable,
+        mapped,
+        all_mapped,
+        ident,
+    })
+}
+
+#[cold]
+fn fatal_no_room(routine: &CStr) -> ! {
+    crate::error::fatal(routine, "no room in the symmetric heap for a device space's lock words")
+}
+
+/// Map a same-host peer's device segment through the device memheap (null when it cannot).
+fn attach(segments: &SshmemOps, blob: &[u8], len: usize) -> *mut u8 {
+    if blob.is_empty() {
+        return std::ptr::null_mut();
+    }
+    let mut addr = std::ptr::null_mut();
+    // SAFETY: plugin ABI call with the peer's attach blob and a valid out-pointer.
+    let rc = unsafe { (segments.attach)(blob.as_ptr(), blob.len(), len, &mut addr) };
+    if rc == 0 {
+        addr.cast()
+    } else {
+        std::ptr::null_mut()
+    }
 }
 
 /// Every PE's `mine`, through an fcollect on the world team into `buf` (symmetric, `n_pes`
@@ -226,34 +356,46 @@ fn gather_flags(routine: &CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u6
 /// Release a connected segment nobody uses any more (the caller synchronised).
 pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
     rt.segs.remove(o.seg);
-    // SAFETY: plugin ABI calls releasing what `prepare` and `connect` made, now unused everywhere.
+    let locks = crate::ops::device::take_locks(o.seg);
+    // SAFETY: plugin ABI calls releasing what `prepare` and `connect` made, now unused
+    // everywhere; the lock words are a block of the default heap freed alike on every PE.
     unsafe {
-        (rt.spml.mem_deregister)(o.spml_reg);
-        for &m in &o.mapped {
-            (rt.sshmem.detach)(m.cast(), o.desc.size);
+        if !o.spml_reg.is_null() {
+            (rt.spml.mem_deregister)(o.spml_reg);
         }
-        (rt.memheap.destroy)(o.heap);
-        (rt.sshmem.destroy)(&mut o.desc);
+        for &m in &o.mapped {
+            (o.makers.segments.detach)(m.cast(), o.desc.size);
+        }
+        (o.makers.heap.destroy)(o.heap);
+        (o.makers.segments.destroy)(&mut o.desc);
+        if !locks.is_null() {
+            rt.free(locks.cast());
+        }
     }
 }
 
 impl Owned {
     /// A block from the space's heap, or null when it has no room. The caller holds the
     /// space's lock.
-    pub fn alloc(&self, rt: &Runtime, size: usize, align: usize) -> *mut u8 {
+    pub fn alloc(&self, _rt: &Runtime, size: usize, align: usize) -> *mut u8 {
         // SAFETY: plugin ABI call on the space's heap.
-        (unsafe { (rt.memheap.alloc)(self.heap, size, align) }) as *mut u8
+        (unsafe { (self.makers.heap.alloc)(self.heap, size, align) }) as *mut u8
+    }
+
+    /// Whether the segment is device memory (zeroed through the device memheap's `copy`).
+    pub fn is_device(&self) -> bool {
+        self.makers.device != 0
     }
 
     /// Whether `ptr` is a live block of this space's heap.
     pub fn owns(&self, rt: &Runtime, ptr: *mut c_void) -> bool {
         let inside = rt.segs.lookup(ptr as usize).is_some_and(|(seg, _)| seg == self.seg);
         // SAFETY: plugin ABI call; only looks the pointer up.
-        inside && unsafe { (rt.memheap.usable_size)(self.heap, ptr) } != 0
+        inside && unsafe { (self.makers.heap.usable_size)(self.heap, ptr) } != 0
     }
 
-    pub fn free(&self, rt: &Runtime, ptr: *mut c_void) {
+    pub fn free(&self, _rt: &Runtime, ptr: *mut c_void) {
         // SAFETY: plugin ABI call on a live allocation of this space (checked by `owns`).
-        unsafe { (rt.memheap.free)(self.heap, ptr) };
+        unsafe { (self.makers.heap.free)(self.heap, ptr) };
     }
 }

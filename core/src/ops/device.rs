@@ -1,0 +1,324 @@
+//! The data path of device memory (a GPU space's segments). The core never loads from or
+//! stores to device memory: every byte it moves there goes through the device memheap's `copy`
+//! slot, or through an spml whose `memory_types` include the device.
+//!
+//! - **Segments.** A device segment's peers' copies mapped here (CUDA IPC on one host) are kept
+//!   apart from the load/store mappings (`SegmentTable::device_map`), so the host fast paths,
+//!   which test `PeerSeg::mapped`, never reach them and fall through to the spml branch, where
+//!   [`active`] sends them here.
+//! - **RMA.** A mapped peer's copy is reached with `copy`. Otherwise through the spml; when the
+//!   spml cannot move device memory, a local device buffer is staged through a host buffer of
+//!   this thread (`put` copies out, then puts; `get` gets, then copies in; the non-blocking
+//!   forms complete before they return). A device segment that some PE cannot map is only
+//!   created when the spml moves device memory (`crate::ops::spaces`).
+//! - **Atomics.** Device memory takes no CPU atomics, and a transport's device atomics need not
+//!   exist, so an AMO on a device word is a read-modify-write under a lock: one of [`LOCKS`]
+//!   host words of the target PE (chosen by the word's offset), taken with a compare-and-swap
+//!   through the ordinary AMO path. Every AMO on device memory goes this way, so they are
+//!   atomic with respect to each other, which is what the spec asks of AMOs; they are not
+//!   atomic with respect to a device kernel's own stores.
+//! - **Waits.** `shmem_wait_until` and friends on a device word poll it with `copy`.
+//! - **Collectives** on device memory are refused with a clear error: the GPU space does not
+//!   offer `SHMEM_SPACE_CAP_COLLECTIVES`.
+//!
+//! None of this costs a job without device memory more than one relaxed load per operation.
+
+use crate::error::fatal;
+use crate::ops::handles::Ctx;
+use crate::ops::rma::spml_ctx;
+use crate::symm::runtime::Runtime;
+use crate::symm::segments::{PeerSeg, MAX_SEGMENTS};
+use rshmem_plugin_api::{AMO_CSWAP, AMO_FETCH, AMO_SET};
+use std::cell::RefCell;
+use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Host lock words per device segment and PE. More spread unrelated words over more locks;
+/// 64 words are one KiB of each PE's heap per space.
+pub const LOCKS: usize = 64;
+/// The bytes of host memory a staged transfer moves at a time.
+const STAGE_CHUNK: usize = 1 << 20;
+
+/// Per device segment: the address of its [`LOCKS`] lock words in the default heap
+/// (symmetric: allocated alike on every PE when the space is created).
+static LOCK_WORDS: [AtomicUsize; MAX_SEGMENTS] = [const { AtomicUsize::new(0) }; MAX_SEGMENTS];
+
+/// Record device segment `seg`'s lock words (zeroed, symmetric), before it is published.
+pub(crate) fn set_locks(seg: u32, words: *mut u64) {
+    LOCK_WORDS[seg as usize].store(words as usize, Ordering::Release);
+}
+
+/// Forget segment `seg`'s lock words and return them (to be freed), at release.
+pub(crate) fn take_locks(seg: u32) -> *mut u64 {
+    LOCK_WORDS[seg as usize].swap(0, Ordering::AcqRel) as *mut u64
+}
+
+/// Whether some device segment exists: the host paths then check their buffers.
+#[inline(always)]
+pub fn active(rt: &Runtime) -> bool {
+    rt.any_device.load(Ordering::Relaxed)
+}
+
+/// Whether local `addr` is device memory: in a device segment, or the device memheap's own
+/// (a buffer the program allocated on the device).
+pub fn is_device(rt: &Runtime, addr: *const u8) -> bool {
+    match rt.segs.lookup(addr as usize) {
+        Some((seg, _)) => rt.segs.device(seg) != 0,
+        // SAFETY: plugin ABI call; only looks the pointer up.
+        None => rt.gpu.as_ref().is_some_and(|g| unsafe { (g.owns)(addr.cast()) } != 0),
+    }
+}
+
+/// Whether symmetric `addr` lies in a device segment (waits and collectives, whose buffers
+/// are symmetric).
+#[inline]
+pub fn in_device_segment(rt: &Runtime, addr: *const u8) -> bool {
+    active(rt) && rt.segs.lookup(addr as usize).is_some_and(|(seg, _)| rt.segs.device(seg) != 0)
+}
+
+/// Copy `len` bytes, either side host or device memory, through the device memheap.
+///
+/// # Safety
+/// `dst` writable and `src` readable for `len` bytes, each host memory or the memheap's.
+pub unsafe fn copy(rt: &Runtime, routine: &CStr, dst: *mut u8, src: *const u8, len: usize) {
+    let Some(g) = rt.gpu.as_ref() else {
+        fatal(routine, "device memory without a device memheap (internal error)")
+    };
+    // SAFETY: plugin ABI call under the caller's contract.
+    if unsafe { (g.copy)(dst.cast(), src.cast(), len) } != 0 {
+        fatal(routine, &format!("memheap {} could not copy {len} bytes to or from device memory", g.name));
+    }
+}
+
+/// A copy into a mapped host peer's memory or out of it (`rma`'s fast path once [`active`]):
+/// through `copy` when the local side is device memory, else `memmove`.
+///
+/// # Safety
+/// As [`copy`]; `local` is the side that may be device memory.
+#[inline(never)]
+pub unsafe fn copy_mapped(
+    rt: &Runtime,
+    routine: &CStr,
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+    local: *const u8,
+) {
+    if is_device(rt, local) {
+        // SAFETY: the caller's contract.
+        unsafe { copy(rt, routine, dst, src, len) }
+    } else {
+        // SAFETY: the caller's contract: both host memory.
+        unsafe { std::ptr::copy(src, dst, len) }
+    }
+}
+
+thread_local! {
+    /// This thread's host staging buffer (grown to at most [`STAGE_CHUNK`]).
+    static STAGE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn with_stage<R>(len: usize, f: impl FnOnce(*mut u8) -> R) -> R {
+    STAGE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < len {
+            s.resize(len, 0);
+        }
+        f(s.as_mut_ptr())
+    })
+}
+
+#[cold]
+fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
+    fatal(routine, &format!("{what} PE {pe} failed in the spml"))
+}
+
+/// A put whose target is not mapped for load/store, once [`active`]: a device segment's mapped
+/// copy by `copy`, else the spml, staging a device `src` when the spml cannot read it.
+///
+/// # Safety
+/// As `rma::put_any`: `src` readable for `len`; (`seg`, `off`, `p`) located for `pe`.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+pub unsafe fn put(
+    rt: &Runtime,
+    routine: &CStr,
+    ctx: Ctx,
+    nbi: bool,
+    (seg, off, p): (u32, usize, PeerSeg),
+    pe: c_int,
+    src: *const u8,
+    len: usize,
+) {
+    let dev = rt.segs.device(seg);
+    if dev != 0 {
+        let m = rt.segs.device_map(pe as usize, seg);
+        if !m.is_null() {
+            // SAFETY: the mapping covers the segment; the range was located inside it.
+            return unsafe { copy(rt, routine, m.add(off), src, len) };
+        }
+    }
+    let raddr = p.remote_base + off as u64;
+    let staged =
+        rt.gpu.as_ref().is_some_and(|g| !rt.spml.moves_device_memory(g.device)) && is_device(rt, src);
+    if !staged {
+        let op = if nbi { rt.spml.put_nbi } else { rt.spml.put };
+        // SAFETY: plugin ABI call; `src` readable for `len` by contract.
+        if unsafe { op(spml_ctx(ctx), pe, seg, raddr, src.cast(), len) } != 0 {
+            spml_failed(routine, "put to", pe);
+        }
+        return;
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(STAGE_CHUNK);
+        with_stage(n, |b| {
+            // SAFETY: `b` holds `n` bytes; `src + done` is readable for `n` (contract). The
+            // blocking put returns when `b` may be reused.
+            unsafe {
+                copy(rt, routine, b, src.add(done), n);
+                if (rt.spml.put)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
+                    spml_failed(routine, "put to", pe);
+                }
+            }
+        });
+        done += n;
+    }
+}
+
+/// A get whose source is not mapped for load/store, once [`active`]; as [`put`].
+///
+/// # Safety
+/// As `rma::get_any`: `dest` writable for `len`; (`seg`, `off`, `p`) located for `pe`.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+pub unsafe fn get(
+    rt: &Runtime,
+    routine: &CStr,
+    ctx: Ctx,
+    nbi: bool,
+    (seg, off, p): (u32, usize, PeerSeg),
+    pe: c_int,
+    dest: *mut u8,
+    len: usize,
+) {
+    if rt.segs.device(seg) != 0 {
+        let m = rt.segs.device_map(pe as usize, seg);
+        if !m.is_null() {
+            // SAFETY: the mapping covers the segment; the range was located inside it.
+            return unsafe { copy(rt, routine, dest, m.add(off), len) };
+        }
+    }
+    let raddr = p.remote_base + off as u64;
+    let staged =
+        rt.gpu.as_ref().is_some_and(|g| !rt.spml.moves_device_memory(g.device)) && is_device(rt, dest);
+    if !staged {
+        let op = if nbi { rt.spml.get_nbi } else { rt.spml.get };
+        // SAFETY: plugin ABI call; `dest` writable for `len` by contract.
+        if unsafe { op(spml_ctx(ctx), pe, seg, raddr, dest.cast(), len) } != 0 {
+            spml_failed(routine, "get from", pe);
+        }
+        return;
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(STAGE_CHUNK);
+        with_stage(n, |b| {
+            // SAFETY: `b` holds `n` bytes; the blocking get has filled it when it returns.
+            unsafe {
+                if (rt.spml.get)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
+                    spml_failed(routine, "get from", pe);
+                }
+                copy(rt, routine, dest.add(done), b, n);
+            }
+        });
+        done += n;
+    }
+}
+
+/// An AMO (`op`, a `size`-byte word) on device segment `seg` of PE `pe`, under that PE's lock
+/// word for the offset; returns the previous value.
+///
+/// # Safety
+/// (`seg`, `off`, `p`) located for `pe`, the word aligned (checked by the caller).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+pub unsafe fn amo(
+    rt: &Runtime,
+    routine: &CStr,
+    ctx: Ctx,
+    at: (u32, usize, PeerSeg),
+    pe: c_int,
+    op: u32,
+    size: usize,
+    value: u64,
+    cond: u64,
+) -> u64 {
+    let (seg, off, _) = at;
+    let words = LOCK_WORDS[seg as usize].load(Ordering::Acquire) as *mut u64;
+    if words.is_null() {
+        fatal(routine, "a device segment without lock words (internal error)");
+    }
+    let lock = words.wrapping_add((off / 8) % LOCKS);
+    let token = rt.my_pe as u64 + 1;
+    let mut i = 0;
+    // SAFETY: `lock` is a symmetric, aligned host word of the default heap.
+    while unsafe { crate::ops::amo::run::<u64>(routine, ctx, lock, AMO_CSWAP, token, 0, pe, true) } != 0 {
+        crate::ops::wait::backoff(&mut i, rt);
+    }
+    let mut word = 0u64;
+    let w = (&mut word as *mut u64).cast::<u8>();
+    // SAFETY: `w` holds 8 bytes, of which `size` (4 or 8) are read; little-endian, so the low
+    // half of the u64 is the 4-byte word.
+    unsafe { get(rt, routine, ctx, false, at, pe, w, size) };
+    let old = if size == 4 {
+        let mut x = word as u32;
+        // SAFETY: a local aligned word.
+        let o = unsafe { crate::ops::amo::direct32(&mut x, op, value as u32, cond as u32) };
+        word = u64::from(x);
+        u64::from(o)
+    } else {
+        // SAFETY: a local aligned word.
+        unsafe { crate::ops::amo::direct64(&mut word, op, value, cond) }
+    };
+    if op != AMO_FETCH && word != old {
+        // SAFETY: as for the get; the blocking put then a quiet make the word's new value
+        // complete at the target before the lock is released.
+        unsafe {
+            put(rt, routine, ctx, false, at, pe, w, size);
+            crate::ops::ctx::quiet(routine, ctx);
+        }
+    }
+    // SAFETY: as for the lock above.
+    unsafe { crate::ops::amo::run::<u64>(routine, ctx, lock, AMO_SET, 0, 0, pe, false) };
+    if op == AMO_SET {
+        0
+    } else {
+        old
+    }
+}
+
+/// The value of local device word `ivar` (waits and tests).
+///
+/// # Safety
+/// `ivar` is an aligned word of a device segment.
+pub unsafe fn load<T: Copy>(rt: &Runtime, routine: &CStr, ivar: *const T) -> T {
+    let mut v = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: `v` is writable for size_of::<T>(); the caller's word is readable through `copy`.
+    unsafe {
+        copy(rt, routine, v.as_mut_ptr().cast(), ivar.cast(), std::mem::size_of::<T>());
+        v.assume_init()
+    }
+}
+
+/// End the job when a collective's buffer is device memory.
+pub fn refuse_collective(routine: &CStr, rt: &Runtime, what: &str, addr: *const u8) {
+    if in_device_segment(rt, addr) {
+        fatal(
+            routine,
+            &format!(
+                "{what} {addr:p} is in a GPU space, which does not offer SHMEM_SPACE_CAP_COLLECTIVES: run collectives on host (CPU space) buffers"
+            ),
+        );
+    }
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU check (issue 10): on a machine with an NVIDIA GPU and its driver, build rshmem and run
+# tests/c/device_space.c on 2 and 4 PEs with the memheap "cuda": SHMEM_SPACE_GPU and a created
+# GPU space in device memory, puts and gets between host and device memory both ways, strided
+# and non-blocking forms, every kind of atomic, a wait and a put-with-signal on device words,
+# each value read back from the device and compared. Then the same program with the device
+# hidden (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on.
+#
+# Usage: bash scripts/gpu-check.sh            (exit status 0: every check passed)
+# Needs what the README's build needs (Rust, UCX, PMIx and hwloc headers); not CUDA's toolkit:
+# cudarc loads libcuda.so at run time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
+    echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed); nothing to check" >&2
+    exit 2
+fi
+nvidia-smi -L
+cargo build --release --workspace
+out=$(mktemp -d /tmp/rshmem-gpu-check.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+target/release/oshcc -O2 -Itests/c -o "$out/device_space" tests/c/device_space.c
+target/release/shmem_info 2>&1 | grep -i cuda || true
+
+fail=0
+run() { # NP, then environment assignments
+    local np=$1
+    shift
+    local log="$out/np$np.log"
+    if env "$@" timeout 300 target/release/oshrun -np "$np" "$out/device_space" > "$log" 2>&1 &&
+        [ "$(grep -c '^device_space: PE [0-9]* ok$' "$log")" = "$np" ]; then
+        echo "gpu-check: $np PEs ($*): ok"
+    else
+        echo "gpu-check: $np PEs ($*): FAILED"
+        cat "$log"
+        fail=1
+    fi
+}
+for np in 2 4; do
+    run "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_INFO=1
+done
+run 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
+if [ $fail = 0 ]; then
+    echo "gpu-check: all passed ($(date -u +%Y-%m-%d), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+fi
+exit $fail

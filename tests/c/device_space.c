@@ -1,0 +1,172 @@
+/* GPU memory spaces: SHMEM_SPACE_GPU (made at init under SHMEM_ENABLE_GPU_SPACE) and a created
+ * GPU space, with RMA in every direction between host and device memory, strided and
+ * non-blocking forms, atomics, waits, put-with-signal and calloc on device memory. Every value
+ * in device memory is read back through shmem_getmem, never by a load: under the test memheap
+ * "fakedev" the device memory is inaccessible to the CPU, so a load by this program or by the
+ * library would end the PE; on a real GPU it is device memory.
+ *
+ * DEVICE_MODE (environment):
+ *   unset   the checks above
+ *   coll    a reduction on device memory, which must end the job with a clear error
+ *   absent  SHMEM_SPACE_GPU must be invalid and creating a GPU space must return nonzero */
+#include "check.h"
+#include <stdint.h>
+#include <string.h>
+
+#define N 1000
+
+static long dev_long(long *dev_word) { /* a device word's value, by a local get */
+    long v;
+    shmem_getmem(&v, dev_word, sizeof v, shmem_my_pe());
+    return v;
+}
+
+static void check_space(shmem_space_t gpu, int me, int n) {
+    int next = (me + 1) % n, prev = (me + n - 1) % n;
+    shmem_device_type_t dt = SHMEM_DEVICE_CPU;
+    CHECK(shmem_space_get_device_type(gpu, &dt) == 0 && dt == SHMEM_DEVICE_GPU);
+    shmem_space_cap_t caps = 0;
+    CHECK(shmem_space_get_caps(gpu, &caps) == 0);
+    CHECK(caps & SHMEM_SPACE_CAP_RMA && caps & SHMEM_SPACE_CAP_ATOMICS && caps & SHMEM_SPACE_CAP_WORLD_ACCESS);
+    CHECK(!(caps & SHMEM_SPACE_CAP_DIRECT_ACCESS) && !(caps & SHMEM_SPACE_CAP_COLLECTIVES));
+
+    int *a = shmem_space_malloc(gpu, N * sizeof(int));
+    int *b = shmem_space_calloc(gpu, N, sizeof(int));
+    long *ctr = shmem_space_calloc(gpu, 4, sizeof(long));
+    uint64_t *sig = shmem_space_calloc(gpu, 1, sizeof(uint64_t));
+    int *hostbuf = shmem_malloc(N * sizeof(int)); /* host symmetric memory */
+    int local[N], back[N];
+    CHECK(a && b && ctr && sig && hostbuf);
+    CHECK(shmem_ptr(a, next) == NULL || n == 1); /* not load/store memory */
+
+    /* calloc zeroes device memory */
+    shmem_getmem(back, b, sizeof back, me);
+    for (int i = 0; i < N; i++) CHECK(back[i] == 0);
+
+    /* host -> device on the next PE; device -> host back */
+    for (int i = 0; i < N; i++) local[i] = me * 10000 + i;
+    shmem_putmem(a, local, sizeof local, next);
+    shmem_barrier_all();
+    shmem_getmem(back, a, sizeof back, me);
+    for (int i = 0; i < N; i++) CHECK(back[i] == prev * 10000 + i);
+
+    /* device -> device (this PE's a to the next PE's b), non-blocking */
+    shmem_putmem_nbi(b, a, sizeof local, next);
+    shmem_quiet();
+    shmem_barrier_all();
+    shmem_getmem(back, b, sizeof back, me);
+    for (int i = 0; i < N; i++) CHECK(back[i] == ((prev + n - 1) % n) * 10000 + i);
+
+    /* device -> host symmetric on the next PE, and get from a peer's device memory */
+    shmem_putmem(hostbuf, a, sizeof local, next);
+    shmem_barrier_all();
+    for (int i = 0; i < N; i++) CHECK(hostbuf[i] == ((prev + n - 1) % n) * 10000 + i);
+    shmem_getmem_nbi(back, a, sizeof back, next);
+    shmem_quiet();
+    for (int i = 0; i < N; i++) CHECK(back[i] == me * 10000 + i);
+    /* a peer's device memory straight into this PE's device memory */
+    shmem_getmem(b, a, 16 * sizeof(int), next);
+    shmem_getmem(back, b, 16 * sizeof(int), me);
+    for (int i = 0; i < 16; i++) CHECK(back[i] == me * 10000 + i);
+
+    /* single elements and strides */
+    shmem_int_p(&a[3], -7, next);
+    shmem_barrier_all();
+    CHECK(shmem_int_g(&a[3], me) == -7);
+    int s[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    shmem_int_iput(b, s, 3, 1, 8, next); /* b[0,3,...,21] = 1..8 */
+    shmem_barrier_all();
+    int got[8];
+    shmem_int_iget(got, b, 1, 3, 8, me);
+    for (int i = 0; i < 8; i++) CHECK(got[i] == i + 1);
+
+    /* atomics on device words: every PE adds to PE 0's counter, with every kind of AMO */
+    shmem_barrier_all();
+    for (int i = 0; i < 100; i++) shmem_long_atomic_add(&ctr[0], 1, 0);
+    long f = shmem_long_atomic_fetch_inc(&ctr[1], 0);
+    CHECK(f >= 0 && f < n);
+    shmem_barrier_all();
+    if (me == 0) {
+        CHECK(dev_long(&ctr[0]) == 100L * n);
+        CHECK(dev_long(&ctr[1]) == n);
+    }
+    CHECK(shmem_long_atomic_fetch(&ctr[0], 0) == 100L * n);
+    shmem_barrier_all();
+    if (me == 0) {
+        shmem_long_atomic_set(&ctr[2], 5, next);
+        CHECK(shmem_long_atomic_swap(&ctr[2], 9, next) == 5);
+        CHECK(shmem_long_atomic_compare_swap(&ctr[2], 8, 1, next) == 9); /* fails */
+        CHECK(shmem_long_atomic_compare_swap(&ctr[2], 9, 1, next) == 9);
+        CHECK(shmem_ulong_atomic_fetch_xor((unsigned long *)&ctr[2], 3, next) == 1);
+        CHECK(shmem_long_atomic_fetch(&ctr[2], next) == 2);
+        int *w32 = (int *)&ctr[3];
+        CHECK(shmem_int_atomic_fetch_add(&w32[1], 40, next) == 0);
+        CHECK(shmem_int_atomic_fetch(&w32[1], next) == 40 && shmem_int_atomic_fetch(&w32[0], next) == 0);
+    }
+    shmem_barrier_all();
+
+    /* a wait on a device word, set by the previous PE; put-with-signal into device memory */
+    shmem_long_atomic_set(&ctr[3], 0, me);
+    shmem_barrier_all();
+    shmem_long_atomic_set(&ctr[3], me + 1, next);
+    shmem_long_wait_until(&ctr[3], SHMEM_CMP_EQ, prev + 1);
+    CHECK(dev_long(&ctr[3]) == prev + 1);
+    shmem_barrier_all();
+    shmem_putmem_signal(a, local, 64 * sizeof(int), sig, 1, SHMEM_SIGNAL_ADD, next);
+    CHECK(shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 1) == 1);
+    shmem_getmem(back, a, 64 * sizeof(int), me);
+    for (int i = 0; i < 64; i++) CHECK(back[i] == prev * 10000 + i);
+    CHECK(shmem_test(&ctr[3], SHMEM_CMP_EQ, prev + 1) == 1);
+
+    shmem_barrier_all();
+    shmem_space_free(gpu, a);
+    shmem_space_free(gpu, b);
+    shmem_space_free(gpu, ctr);
+    shmem_space_free(gpu, sig);
+    shmem_free(hostbuf);
+}
+
+int main(void) {
+    shmem_init();
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    const char *mode = getenv("DEVICE_MODE") ? getenv("DEVICE_MODE") : "";
+    shmem_space_config_t cfg = {.device_type = SHMEM_DEVICE_GPU, .size = 1 << 20, .flags = 0};
+    shmem_space_t made = SHMEM_SPACE_INVALID;
+    shmem_team_t team = SHMEM_TEAM_INVALID;
+
+    if (!strcmp(mode, "absent")) {
+        CHECK(SHMEM_SPACE_GPU == SHMEM_SPACE_INVALID && !shmem_team_is_valid(SHMEM_TEAM_GPU));
+        CHECK(shmem_space_create(&cfg, &made, &team) != 0);
+        CHECK(made == SHMEM_SPACE_INVALID && team == SHMEM_TEAM_INVALID);
+        shmem_finalize();
+        printf("device_space: PE %d ok\n", me);
+        return 0;
+    }
+
+    CHECK(SHMEM_SPACE_GPU != SHMEM_SPACE_INVALID && shmem_space_is_available(SHMEM_SPACE_GPU) == 0);
+    CHECK(shmem_team_is_valid(SHMEM_TEAM_GPU));
+    if (!strcmp(mode, "coll")) {
+        float *x = shmem_space_malloc(SHMEM_SPACE_GPU, 16 * sizeof(float));
+        float *y = shmem_space_malloc(SHMEM_SPACE_GPU, 16 * sizeof(float));
+        shmem_float_sum_reduce(SHMEM_TEAM_WORLD, y, x, 16);
+        printf("device_space: PE %d ran a reduction on device memory\n", me);
+        return 0;
+    }
+    check_space(SHMEM_SPACE_GPU, me, n);
+
+    CHECK(shmem_space_create(&cfg, &made, &team) == 0 && made != SHMEM_SPACE_INVALID);
+    check_space(made, me, n);
+    /* data in two spaces at once: the predefined one's stays while the created one is used */
+    int *keep = shmem_space_malloc(SHMEM_SPACE_GPU, sizeof(int));
+    shmem_int_p(keep, 42 + me, me);
+    check_space(made, me, n);
+    CHECK(shmem_int_g(keep, me) == 42 + me);
+    shmem_space_free(SHMEM_SPACE_GPU, keep);
+    CHECK(shmem_space_destroy(made) != 0); /* its team still exists */
+    shmem_team_destroy(team);
+    CHECK(shmem_space_destroy(made) == 0);
+
+    shmem_finalize();
+    printf("device_space: PE %d ok\n", me);
+    return 0;
+}

@@ -1,0 +1,311 @@
+/*
+ * memheap "fakedev": a stand-in for GPU memory, for testing the core's device data path on
+ * machines without a GPU. It serves device type GPU with memory the CPU cannot touch at the
+ * addresses the core sees: each segment's "device address" is an inaccessible (PROT_NONE)
+ * reservation, and the bytes live in a second, private read-write mapping of the same shared
+ * memory object that only this component uses, in `copy`. So any load or store the core makes
+ * on device memory itself, instead of going through `copy`, ends the PE with SIGSEGV.
+ *
+ * Same-host peers map each other's segments from a POSIX shared-memory name (the attach blob),
+ * as CUDA IPC handles do on a real GPU. The names are removed once every peer has attached.
+ *
+ * Build:  cc -shared -fPIC -I plugins/include -o libmemheap_fakedev.so tests/plugins/memheap_fakedev.c
+ * Use:    SHMEM_MCA_plugin_path=<dir> SHMEM_MCA_memheap=fakedev,cpu SHMEM_ENABLE_GPU_SPACE=1 oshrun ...
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "shmem_plugin.h"
+
+/* A segment, own or attached: where the core sees it and where its bytes are. */
+struct region {
+    uintptr_t dev; /* the PROT_NONE reservation, 0 when the slot is free */
+    char *view;    /* the read-write mapping */
+    size_t len;
+    char name[64];
+    int named; /* the creator has not unlinked the name yet */
+};
+
+#define MAX_REGIONS 256
+static struct region regions[MAX_REGIONS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_ulong created;
+static const shmem_plugin_core_t *core_services;
+
+static void say(const char *msg) {
+    if (core_services) core_services->log(SHMEM_PLUGIN_LOG_WARN, "memheap fakedev", msg);
+}
+
+/* The region holding [p, p+len), or NULL. Called with the lock held. */
+static struct region *find(uintptr_t p, size_t len) {
+    for (int i = 0; i < MAX_REGIONS; i++) {
+        struct region *r = &regions[i];
+        if (r->dev && p >= r->dev && p - r->dev <= r->len && len <= r->len - (p - r->dev)) return r;
+    }
+    return NULL;
+}
+
+static struct region *take_slot(void) {
+    for (int i = 0; i < MAX_REGIONS; i++)
+        if (!regions[i].dev) return &regions[i];
+    return NULL;
+}
+
+/* Map `fd` twice: inaccessible where the core sees it, read-write for `copy`. */
+static int map_region(struct region *r, int fd, size_t len) {
+    void *view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (view == MAP_FAILED) return -1;
+    void *dev = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (dev == MAP_FAILED) {
+        munmap(view, len);
+        return -1;
+    }
+    r->dev = (uintptr_t)dev;
+    r->view = view;
+    r->len = len;
+    return 0;
+}
+
+static void unmap_region(struct region *r) {
+    munmap((void *)r->dev, r->len);
+    munmap(r->view, r->len);
+    memset(r, 0, sizeof *r);
+}
+
+static int seg_create(size_t size, void *hint, shmem_plugin_segment_t *out) {
+    (void)hint;
+    char name[64];
+    snprintf(name, sizeof name, "/rshmem-fakedev-%d-%lu", (int)getpid(), atomic_fetch_add(&created, 1));
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) return SHMEM_PLUGIN_RC_ERROR;
+    int rc = SHMEM_PLUGIN_RC_ERROR;
+    pthread_mutex_lock(&lock);
+    struct region *r = take_slot();
+    if (r && ftruncate(fd, (off_t)size) == 0 && map_region(r, fd, size) == 0) {
+        strcpy(r->name, name);
+        r->named = 1;
+        memset(out, 0, sizeof *out);
+        out->base = (void *)r->dev;
+        out->size = size;
+        memcpy(out->blob, name, strlen(name));
+        out->blob_len = strlen(name);
+        out->handle = r;
+        rc = SHMEM_PLUGIN_RC_OK;
+    }
+    pthread_mutex_unlock(&lock);
+    close(fd);
+    if (rc != SHMEM_PLUGIN_RC_OK) {
+        shm_unlink(name);
+        say("could not make a segment");
+    }
+    return rc;
+}
+
+static int seg_attach(const uint8_t *blob, size_t blob_len, size_t size, void **addr) {
+    char name[64];
+    if (blob_len == 0 || blob_len >= sizeof name) return SHMEM_PLUGIN_RC_UNSUPPORTED;
+    memcpy(name, blob, blob_len);
+    name[blob_len] = 0;
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) return SHMEM_PLUGIN_RC_ERROR;
+    int rc = SHMEM_PLUGIN_RC_ERROR;
+    pthread_mutex_lock(&lock);
+    struct region *r = take_slot();
+    if (r && map_region(r, fd, size) == 0) {
+        *addr = (void *)r->dev;
+        rc = SHMEM_PLUGIN_RC_OK;
+    }
+    pthread_mutex_unlock(&lock);
+    close(fd);
+    return rc;
+}
+
+static void seg_detach(void *addr, size_t size) {
+    (void)size;
+    pthread_mutex_lock(&lock);
+    struct region *r = find((uintptr_t)addr, 0);
+    if (r && r->dev == (uintptr_t)addr) unmap_region(r);
+    pthread_mutex_unlock(&lock);
+}
+
+static void seg_unlink(shmem_plugin_segment_t *seg) {
+    pthread_mutex_lock(&lock);
+    struct region *r = seg->handle;
+    if (r && r->named) {
+        shm_unlink(r->name);
+        r->named = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void seg_destroy(shmem_plugin_segment_t *seg) {
+    seg_unlink(seg);
+    pthread_mutex_lock(&lock);
+    struct region *r = seg->handle;
+    if (r && r->dev) unmap_region(r);
+    seg->handle = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+static const shmem_plugin_sshmem_ops_t segments = {
+    .struct_size = sizeof(shmem_plugin_sshmem_ops_t),
+    .create = seg_create,
+    .attach = seg_attach,
+    .detach = seg_detach,
+    .unlink = seg_unlink,
+    .destroy = seg_destroy,
+};
+
+/* Where the bytes of [p, p+len) are: the view for fake device memory, else p itself. NULL
+ * when the range starts in a region but runs past its end. Called with the lock held. */
+static char *bytes_at(uintptr_t p, size_t len) {
+    struct region *r = find(p, len);
+    if (r) return r->view + (p - r->dev);
+    if (find(p, 0)) return NULL;
+    return (char *)p;
+}
+
+static int fake_copy(void *dst, const void *src, size_t len) {
+    pthread_mutex_lock(&lock);
+    char *d = bytes_at((uintptr_t)dst, len);
+    char *s = bytes_at((uintptr_t)src, len);
+    if (d && s) memmove(d, s, len);
+    pthread_mutex_unlock(&lock);
+    if (!d || !s) {
+        say("a copy runs past the end of a device segment");
+        return SHMEM_PLUGIN_RC_ERROR;
+    }
+    return SHMEM_PLUGIN_RC_OK;
+}
+
+static int fake_owns(const void *p) {
+    pthread_mutex_lock(&lock);
+    int yes = find((uintptr_t)p, 0) != NULL;
+    pthread_mutex_unlock(&lock);
+    return yes;
+}
+
+/* The allocator: bump allocation with host-side bookkeeping (a block is never reused), like
+ * the bump skeleton, except that realloc copies through `fake_copy`. */
+struct block {
+    uintptr_t addr;
+    size_t size;
+    int live;
+};
+
+struct heap {
+    uintptr_t base, end, next;
+    struct block *blocks;
+    size_t n, cap;
+};
+
+static void *heap_create(void *base, size_t size) {
+    struct heap *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->base = h->next = (uintptr_t)base;
+    h->end = (uintptr_t)base + size;
+    return h;
+}
+
+static struct block *block_of(struct heap *h, void *ptr) {
+    for (size_t i = 0; i < h->n; i++)
+        if (h->blocks[i].live && h->blocks[i].addr == (uintptr_t)ptr) return &h->blocks[i];
+    return NULL;
+}
+
+static void *heap_alloc(void *heap, size_t size, size_t align) {
+    struct heap *h = heap;
+    if (align < 16) align = 16;
+    uintptr_t at = (h->next + align - 1) & ~(uintptr_t)(align - 1);
+    if (size == 0) size = 1;
+    if (at < h->next || at > h->end || size > h->end - at) return NULL;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        struct block *b = realloc(h->blocks, cap * sizeof *b);
+        if (!b) return NULL;
+        h->blocks = b;
+        h->cap = cap;
+    }
+    h->blocks[h->n++] = (struct block){at, size, 1};
+    h->next = at + size;
+    return (void *)at;
+}
+
+static int heap_free(void *heap, void *ptr) {
+    struct block *b = block_of(heap, ptr);
+    if (!b) return SHMEM_PLUGIN_RC_ERROR;
+    b->live = 0;
+    return SHMEM_PLUGIN_RC_OK;
+}
+
+static void *heap_realloc(void *heap, void *ptr, size_t size) {
+    struct block *b = block_of(heap, ptr);
+    if (!b) return NULL;
+    if (size <= b->size) return ptr;
+    size_t old = b->size;
+    void *p = heap_alloc(heap, size, 16);
+    if (!p) return NULL;
+    if (fake_copy(p, ptr, old) != SHMEM_PLUGIN_RC_OK) return NULL;
+    heap_free(heap, ptr);
+    return p;
+}
+
+static size_t heap_usable_size(void *heap, void *ptr) {
+    struct block *b = block_of(heap, ptr);
+    return b ? b->size : 0;
+}
+
+static void heap_destroy(void *heap) {
+    struct heap *h = heap;
+    free(h->blocks);
+    free(h);
+}
+
+static const shmem_plugin_memheap_ops_t ops = {
+    .struct_size = sizeof(shmem_plugin_memheap_ops_t),
+    .create = heap_create,
+    .alloc = heap_alloc,
+    .free = heap_free,
+    .realloc = heap_realloc,
+    .usable_size = heap_usable_size,
+    .destroy = heap_destroy,
+    .device_type = SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU,
+    .segments = &segments,
+    .copy = fake_copy,
+    .owns = fake_owns,
+};
+
+static void fake_query(const shmem_plugin_core_t *core, shmem_plugin_query_t *result) {
+    (void)core;
+    result->available = 1;
+    result->priority = 5;
+    strcpy(result->reason, "stand-in GPU memory the CPU cannot touch (tests)");
+}
+
+static const void *fake_open(const shmem_plugin_core_t *core) {
+    core_services = core;
+    return &ops;
+}
+
+static const shmem_plugin_descriptor_t descriptor = {
+    .abi_version = SHMEM_PLUGIN_ABI_VERSION,
+    .framework = SHMEM_PLUGIN_FRAMEWORK_MEMHEAP,
+    .struct_size = sizeof(shmem_plugin_descriptor_t),
+    .name = "fakedev",
+    .version = "1.0",
+    .description = "test component: GPU-type memory reachable only through its copy slot",
+    .caps = 0,
+    .query = fake_query,
+    .open = fake_open,
+};
+
+__attribute__((visibility("default"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) {
+    return &descriptor;
+}
