@@ -12,7 +12,6 @@ use crate::ops::rma;
 use crate::symm::runtime;
 use rshmem_plugin_api::{AMO_ADD, AMO_CSWAP, AMO_FETCH, AMO_SET, AMO_SWAP};
 use std::ffi::{c_int, CStr};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
 pub use rshmem_plugin_api::{AMO_AND, AMO_OR, AMO_XOR};
 pub const ADD: u32 = AMO_ADD;
@@ -56,34 +55,7 @@ impl Amo for f64 {
     }
 }
 
-macro_rules! direct {
-    ($name:ident, $atomic:ty, $word:ty) => {
-        /// # Safety
-        /// `a` must be an aligned word of a shared mapping.
-        pub(crate) unsafe fn $name(a: *mut $word, op: u32, v: $word, cond: $word) -> $word {
-            // SAFETY: the caller guarantees an aligned word; every PE uses atomics on it.
-            let a = unsafe { <$atomic>::from_ptr(a) };
-            match op {
-                AMO_FETCH => a.load(SeqCst),
-                AMO_SET => {
-                    a.store(v, SeqCst);
-                    0
-                }
-                AMO_SWAP => a.swap(v, SeqCst),
-                AMO_CSWAP => match a.compare_exchange(cond, v, SeqCst, SeqCst) {
-                    Ok(x) | Err(x) => x,
-                },
-                AMO_ADD => a.fetch_add(v, SeqCst),
-                AMO_AND => a.fetch_and(v, SeqCst),
-                AMO_OR => a.fetch_or(v, SeqCst),
-                AMO_XOR => a.fetch_xor(v, SeqCst),
-                _ => unreachable!("unknown AMO {op}"),
-            }
-        }
-    };
-}
-direct!(direct32, AtomicU32, u32);
-direct!(direct64, AtomicU64, u64);
+use crate::ops::word::{direct32, direct64};
 
 /// `op` without the previous value (the non-fetching AMOs and signal updates). Through the
 /// spml this asks for no reply, so it costs one message instead of a round trip (ADD, AND, OR
@@ -137,8 +109,14 @@ pub unsafe fn run<T: Amo>(
     }
     if crate::ops::device::active(rt) && rt.segs.device(seg) != 0 {
         let (size, v, c) = (T::SIZE, value.bits(), cond.bits());
+        // The device path takes its lock word with an AMO of this module on host memory.
+        let lock = |word: *mut u64, op: u32, v: u64, c: u64| {
+            // SAFETY: `word` is a symmetric, aligned host word of the default heap.
+            unsafe { run::<u64>(routine, ctx, word, op, v, c, pe, op != AMO_SET) }
+        };
         // SAFETY: located and aligned above.
-        let old = unsafe { crate::ops::device::amo(rt, routine, ctx, (seg, off, p), pe, op, size, v, c) };
+        let old =
+            unsafe { crate::ops::device::amo(rt, routine, ctx, (seg, off, p), pe, (op, size, v, c), lock) };
         return T::from_bits(old);
     }
     let mut fetched = 0u64;
@@ -218,28 +196,5 @@ mod tests {
         assert_eq!(<f64 as Amo>::from_bits(2.5f64.bits()), 2.5);
         assert_eq!(<f32 as Amo>::from_bits(Amo::bits(1.5f32)), 1.5);
         assert_eq!(isize::from_bits((-7isize).bits()), -7);
-    }
-
-    #[test]
-    fn direct_operations_follow_the_spec() {
-        let mut w: u64 = 10;
-        // SAFETY: a local aligned word.
-        unsafe {
-            assert_eq!(direct64(&mut w, AMO_ADD, 5, 0), 10);
-            assert_eq!(direct64(&mut w, AMO_CSWAP, 99, 14), 15, "failed compare returns the old value");
-            assert_eq!(w, 15);
-            assert_eq!(direct64(&mut w, AMO_CSWAP, 99, 15), 15);
-            assert_eq!(w, 99);
-            assert_eq!(direct64(&mut w, AMO_AND, 0b1010, 0), 99);
-            assert_eq!(w, 99 & 0b1010);
-            assert_eq!(direct64(&mut w, AMO_SWAP, 7, 0), 2);
-            assert_eq!(direct64(&mut w, AMO_FETCH, 0, 0), 7);
-        }
-        let mut v: u32 = u32::MAX;
-        // SAFETY: a local aligned word.
-        unsafe {
-            assert_eq!(direct32(&mut v, AMO_ADD, 1, 0), u32::MAX);
-            assert_eq!(v, 0, "32-bit adds wrap at 32 bits");
-        }
     }
 }

@@ -193,3 +193,31 @@ pub unsafe fn fence(routine: &CStr, ctx: Ctx) {
         unsafe { (rt.spml.fence)(c.spml.load(Ordering::Relaxed)) };
     }
 }
+
+/// The spml handle of `ctx` for an operation: marks the context as having traffic for its
+/// next quiet.
+///
+/// # Safety
+/// `ctx` must be a live context.
+#[inline(always)]
+pub(crate) unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
+    // SAFETY: non-null contexts point at live CtxObj values.
+    let c = unsafe { &*ctx };
+    c.spml_dirty.store(true, Ordering::Relaxed);
+    // SAFETY: as above.
+    unsafe { spml_handle(ctx) }
+}
+
+/// The spml handle of `ctx`, without marking the context as having traffic to complete.
+///
+/// # Safety
+/// As [`spml_ctx`].
+#[inline(always)]
+pub(crate) unsafe fn spml_handle(ctx: Ctx) -> *mut c_void {
+    // SAFETY: non-null contexts point at live CtxObj values.
+    let c = unsafe { &*ctx };
+    if c.spml_pending.load(Ordering::Acquire) {
+        return make_spml_ctx(c);
+    }
+    c.spml.load(Ordering::Relaxed)
+}

@@ -24,8 +24,8 @@
 //! None of this costs a job without device memory more than one relaxed load per operation.
 
 use crate::error::fatal;
+use crate::ops::ctx::spml_ctx;
 use crate::ops::handles::Ctx;
-use crate::ops::rma::spml_ctx;
 use crate::symm::runtime::Runtime;
 use crate::symm::segments::{PeerSeg, MAX_SEGMENTS};
 use rshmem_plugin_api::{AMO_CSWAP, AMO_FETCH, AMO_SET};
@@ -236,12 +236,12 @@ pub unsafe fn get(
     }
 }
 
-/// An AMO (`op`, a `size`-byte word) on device segment `seg` of PE `pe`, under that PE's lock
-/// word for the offset; returns the previous value.
+/// An AMO (`op` with `value` and `cond` on a `size`-byte word) on device segment `seg` of PE
+/// `pe`, under that PE's lock word for the offset; returns the previous value. `lock(word, op,
+/// value, cond)` runs an AMO on a host lock word of `pe` (the caller's ordinary AMO path).
 ///
 /// # Safety
 /// (`seg`, `off`, `p`) located for `pe`, the word aligned (checked by the caller).
-#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 pub unsafe fn amo(
     rt: &Runtime,
@@ -249,10 +249,8 @@ pub unsafe fn amo(
     ctx: Ctx,
     at: (u32, usize, PeerSeg),
     pe: c_int,
-    op: u32,
-    size: usize,
-    value: u64,
-    cond: u64,
+    (op, size, value, cond): (u32, usize, u64, u64),
+    lock_op: impl Fn(*mut u64, u32, u64, u64) -> u64,
 ) -> u64 {
     let (seg, off, _) = at;
     let words = LOCK_WORDS[seg as usize].load(Ordering::Acquire) as *mut u64;
@@ -262,8 +260,7 @@ pub unsafe fn amo(
     let lock = words.wrapping_add((off / 8) % LOCKS);
     let token = rt.my_pe as u64 + 1;
     let mut i = 0;
-    // SAFETY: `lock` is a symmetric, aligned host word of the default heap.
-    while unsafe { crate::ops::amo::run::<u64>(routine, ctx, lock, AMO_CSWAP, token, 0, pe, true) } != 0 {
+    while lock_op(lock, AMO_CSWAP, token, 0) != 0 {
         crate::ops::wait::backoff(&mut i, rt);
     }
     let mut word = 0u64;
@@ -274,12 +271,12 @@ pub unsafe fn amo(
     let old = if size == 4 {
         let mut x = word as u32;
         // SAFETY: a local aligned word.
-        let o = unsafe { crate::ops::amo::direct32(&mut x, op, value as u32, cond as u32) };
+        let o = unsafe { crate::ops::word::direct32(&mut x, op, value as u32, cond as u32) };
         word = u64::from(x);
         u64::from(o)
     } else {
         // SAFETY: a local aligned word.
-        unsafe { crate::ops::amo::direct64(&mut word, op, value, cond) }
+        unsafe { crate::ops::word::direct64(&mut word, op, value, cond) }
     };
     if op != AMO_FETCH && word != old {
         // SAFETY: as for the get; the blocking put then a quiet make the word's new value
@@ -289,8 +286,7 @@ pub unsafe fn amo(
             crate::ops::ctx::quiet(routine, ctx);
         }
     }
-    // SAFETY: as for the lock above.
-    unsafe { crate::ops::amo::run::<u64>(routine, ctx, lock, AMO_SET, 0, 0, pe, false) };
+    lock_op(lock, AMO_SET, 0, 0);
     if op == AMO_SET {
         0
     } else {

@@ -23,6 +23,7 @@ pub mod spaces;
 pub mod team;
 pub mod teams;
 pub mod wait;
+pub mod word;
 
 pub const THREAD_SINGLE: i32 = 0;
 pub const THREAD_FUNNELED: i32 = 1;

@@ -74,28 +74,7 @@ fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
     }
 }
 
-#[inline(always)]
-pub(crate) unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
-    // SAFETY: non-null contexts point at live CtxObj values.
-    let c = unsafe { &*ctx };
-    c.spml_dirty.store(true, Ordering::Relaxed);
-    // SAFETY: as above.
-    unsafe { spml_handle(ctx) }
-}
-
-/// The spml handle of `ctx`, without marking the context as having traffic to complete.
-///
-/// # Safety
-/// As [`spml_ctx`].
-#[inline(always)]
-unsafe fn spml_handle(ctx: Ctx) -> *mut c_void {
-    // SAFETY: non-null contexts point at live CtxObj values.
-    let c = unsafe { &*ctx };
-    if c.spml_pending.load(Ordering::Acquire) {
-        return crate::ops::ctx::make_spml_ctx(c);
-    }
-    c.spml.load(Ordering::Relaxed)
-}
+pub(crate) use crate::ops::ctx::{spml_ctx, spml_handle};
 
 #[cold]
 fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {

@@ -7,10 +7,12 @@
 //! read literally, "SHMEM_ENABLE_CPU_SPACE unset disables the CPU heap" together with "both
 //! disabled fails init" would make every program that does not know the variables fail. The
 //! memheap framework is resolved per device type (memheap "cuda" serves GPU memory where a CUDA
-//! driver and device exist), but the core cannot move data to and from device memory yet, so
-//! `SHMEM_SPACE_GPU` and `SHMEM_TEAM_GPU` are invalid handles, the logs say why (no GPU
-//! memheap, with each memheap's reason, or the missing data path), and asking for a GPU
-//! default space fails init with a clear message.
+//! driver and device exist). Under `SHMEM_ENABLE_GPU_SPACE`, `SHMEM_SPACE_GPU` and
+//! `SHMEM_TEAM_GPU` are a GPU space made at the end of init; where none can be made they are
+//! invalid handles and the logs say why (no GPU memheap, with each memheap's reason, or the
+//! space's own failure). A GPU space offers RMA and atomics (`crate::ops::device`), not
+//! collectives, which the default space must take: asking for a GPU default space fails init
+//! with a clear message.
 //!
 //! A created CPU space is one more symmetric segment, made exactly like the heap at init: the
 //! sshmem component creates it, the spml registers it, every PE learns every other PE's record
@@ -87,7 +89,7 @@ pub static rshmem_team_gpu: AtomicPtr<TeamObj> = AtomicPtr::new(std::ptr::null_m
 pub fn check_config() -> Result<(), String> {
     match crate::config::raw("SHMEM_DEFAULT_SPACE").trim().to_ascii_uppercase().as_str() {
         "" | "CPU" => Ok(()),
-        "GPU" => Err("SHMEM_DEFAULT_SPACE=GPU: rshmem has no GPU symmetric heap yet; use CPU".into()),
+        "GPU" => Err("SHMEM_DEFAULT_SPACE=GPU: the default space must take collectives, which rshmem's GPU spaces do not offer yet; use CPU, and SHMEM_ENABLE_GPU_SPACE for SHMEM_SPACE_GPU".into()),
         other => Err(format!("SHMEM_DEFAULT_SPACE={other} is not CPU or GPU")),
     }
 }
