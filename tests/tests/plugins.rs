@@ -337,11 +337,18 @@ fn every_shmem_routine_has_a_pshmem_twin() {
 }
 
 /// The test memheap "fakedev" (tests/plugins/memheap_fakedev.c): GPU-type memory the CPU
-/// cannot touch at the addresses the core sees, reachable only through its `copy` slot.
+/// cannot touch at the addresses the core sees, reachable only through its `copy` slot. Built
+/// once per test process: tests run in parallel, and one rewriting the library while
+/// another's job loads it made that job find no component "fakedev".
 fn fakedev() -> PathBuf {
-    let dir = target_dir().join("rshmem-test-plugins/fakedev");
-    gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
-    dir
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = target_dir().join("rshmem-test-plugins/fakedev");
+            gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
+            dir
+        })
+        .clone()
 }
 
 /// SHMEM_SPACE_GPU and a created GPU space on fake device memory: RMA between host and
