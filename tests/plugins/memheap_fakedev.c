@@ -192,90 +192,19 @@ static int fake_owns(const void *p) {
     return yes;
 }
 
-/* The allocator: bump allocation with host-side bookkeeping (a block is never reused), like
- * the bump skeleton, except that realloc copies through `fake_copy`. */
-struct block {
-    uintptr_t addr;
-    size_t size;
-    int live;
-};
-
-struct heap {
-    uintptr_t base, end, next;
-    struct block *blocks;
-    size_t n, cap;
-};
-
-static void *heap_create(void *base, size_t size) {
-    struct heap *h = calloc(1, sizeof *h);
-    if (!h) return NULL;
-    h->base = h->next = (uintptr_t)base;
-    h->end = (uintptr_t)base + size;
-    return h;
-}
-
-static struct block *block_of(struct heap *h, void *ptr) {
-    for (size_t i = 0; i < h->n; i++)
-        if (h->blocks[i].live && h->blocks[i].addr == (uintptr_t)ptr) return &h->blocks[i];
-    return NULL;
-}
-
-static void *heap_alloc(void *heap, size_t size, size_t align) {
-    struct heap *h = heap;
-    if (align < 16) align = 16;
-    uintptr_t at = (h->next + align - 1) & ~(uintptr_t)(align - 1);
-    if (size == 0) size = 1;
-    if (at < h->next || at > h->end || size > h->end - at) return NULL;
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        struct block *b = realloc(h->blocks, cap * sizeof *b);
-        if (!b) return NULL;
-        h->blocks = b;
-        h->cap = cap;
-    }
-    h->blocks[h->n++] = (struct block){at, size, 1};
-    h->next = at + size;
-    return (void *)at;
-}
-
-static int heap_free(void *heap, void *ptr) {
-    struct block *b = block_of(heap, ptr);
-    if (!b) return SHMEM_PLUGIN_RC_ERROR;
-    b->live = 0;
-    return SHMEM_PLUGIN_RC_OK;
-}
-
-static void *heap_realloc(void *heap, void *ptr, size_t size) {
-    struct block *b = block_of(heap, ptr);
-    if (!b) return NULL;
-    if (size <= b->size) return ptr;
-    size_t old = b->size;
-    void *p = heap_alloc(heap, size, 16);
-    if (!p) return NULL;
-    if (fake_copy(p, ptr, old) != SHMEM_PLUGIN_RC_OK) return NULL;
-    heap_free(heap, ptr);
-    return p;
-}
-
-static size_t heap_usable_size(void *heap, void *ptr) {
-    struct block *b = block_of(heap, ptr);
-    return b ? b->size : 0;
-}
-
-static void heap_destroy(void *heap) {
-    struct heap *h = heap;
-    free(h->blocks);
-    free(h);
-}
+/* The allocator: the C skeletons' bump allocator (memory never reused, bookkeeping in host
+ * memory), with realloc copying through `fake_copy`. */
+#define BUMP_COPY(dst, src, n) fake_copy((dst), (src), (n))
+#include "../../plugins/c-example/bump_heap.h"
 
 static const shmem_plugin_memheap_ops_t ops = {
     .struct_size = sizeof(shmem_plugin_memheap_ops_t),
-    .create = heap_create,
-    .alloc = heap_alloc,
-    .free = heap_free,
-    .realloc = heap_realloc,
-    .usable_size = heap_usable_size,
-    .destroy = heap_destroy,
+    .create = bump_create,
+    .alloc = bump_alloc,
+    .free = bump_free,
+    .realloc = bump_realloc,
+    .usable_size = bump_usable_size,
+    .destroy = bump_destroy,
     .device_type = SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU,
     .segments = &segments,
     .copy = fake_copy,

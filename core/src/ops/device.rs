@@ -118,13 +118,21 @@ thread_local! {
     static STAGE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-fn with_stage<R>(len: usize, f: impl FnOnce(*mut u8) -> R) -> R {
+/// Walk `len` bytes in chunks of at most [`STAGE_CHUNK`]: `f(stage, done, n)` moves bytes
+/// `done..done + n` through this thread's staging buffer `stage`.
+fn in_stages(len: usize, mut f: impl FnMut(*mut u8, usize, usize)) {
     STAGE.with(|s| {
         let mut s = s.borrow_mut();
-        if s.len() < len {
-            s.resize(len, 0);
+        let need = len.min(STAGE_CHUNK);
+        if s.len() < need {
+            s.resize(need, 0);
         }
-        f(s.as_mut_ptr())
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(STAGE_CHUNK);
+            f(s.as_mut_ptr(), done, n);
+            done += n;
+        }
     })
 }
 
@@ -169,21 +177,16 @@ pub unsafe fn put(
         }
         return;
     }
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(STAGE_CHUNK);
-        with_stage(n, |b| {
-            // SAFETY: `b` holds `n` bytes; `src + done` is readable for `n` (contract). The
-            // blocking put returns when `b` may be reused.
-            unsafe {
-                copy(rt, routine, b, src.add(done), n);
-                if (rt.spml.put)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
-                    spml_failed(routine, "put to", pe);
-                }
+    in_stages(len, |b, done, n| {
+        // SAFETY: `b` holds `n` bytes; `src + done` is readable for `n` (contract). The
+        // blocking put returns when `b` may be reused.
+        unsafe {
+            copy(rt, routine, b, src.add(done), n);
+            if (rt.spml.put)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
+                spml_failed(routine, "put to", pe);
             }
-        });
-        done += n;
-    }
+        }
+    });
 }
 
 /// A get whose source is not mapped for load/store, once [`active`]; as [`put`].
@@ -220,20 +223,15 @@ pub unsafe fn get(
         }
         return;
     }
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(STAGE_CHUNK);
-        with_stage(n, |b| {
-            // SAFETY: `b` holds `n` bytes; the blocking get has filled it when it returns.
-            unsafe {
-                if (rt.spml.get)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
-                    spml_failed(routine, "get from", pe);
-                }
-                copy(rt, routine, dest.add(done), b, n);
+    in_stages(len, |b, done, n| {
+        // SAFETY: `b` holds `n` bytes; the blocking get has filled it when it returns.
+        unsafe {
+            if (rt.spml.get)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
+                spml_failed(routine, "get from", pe);
             }
-        });
-        done += n;
-    }
+            copy(rt, routine, dest.add(done), b, n);
+        }
+    });
 }
 
 /// An AMO (`op` with `value` and `cond` on a `size`-byte word) on device segment `seg` of PE

@@ -129,11 +129,8 @@ pub fn init_gpu(rt: &Runtime) {
     // PE lacks makes `make` fail on all.
     let gpu = rt.gpu.as_ref();
     let size = crate::config::get_size("SHMEM_GPU_SYMMETRIC_SIZE").unwrap_or(256 << 20);
-    let made = match gpu {
-        _ if agree_any(c"shmem_init", gpu.is_none()) => None,
-        Some(g) => make(c"shmem_init", rt, Some(g), size),
-        None => None,
-    };
+    let made =
+        if agree_any(c"shmem_init", gpu.is_none()) { None } else { make(c"shmem_init", rt, gpu, size) };
     match made {
         Some(sp) => {
             rshmem_space_gpu.store(sp as *const Space as *mut c_void, Ordering::Release);
@@ -424,7 +421,7 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
     }
     let (p, device) = match &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
         None => (rt.alloc(size, 16).unwrap_or(std::ptr::null_mut()), false),
-        Some(o) => (o.alloc(rt, size, 16), o.is_device()),
+        Some(o) => (o.alloc(size, 16), o.is_device()),
     };
     if zero && !p.is_null() {
         if device {
@@ -487,7 +484,7 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
     drop(guard);
     crate::ops::coll::barrier_all(routine);
     if let Some(o) = &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
-        o.free(rt, ptr);
+        o.free(ptr);
     }
 }
 

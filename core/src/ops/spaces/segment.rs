@@ -377,7 +377,7 @@ pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
 impl Owned {
     /// A block from the space's heap, or null when it has no room. The caller holds the
     /// space's lock.
-    pub fn alloc(&self, _rt: &Runtime, size: usize, align: usize) -> *mut u8 {
+    pub fn alloc(&self, size: usize, align: usize) -> *mut u8 {
         // SAFETY: plugin ABI call on the space's heap.
         (unsafe { (self.makers.heap.alloc)(self.heap, size, align) }) as *mut u8
     }
@@ -394,7 +394,7 @@ impl Owned {
         inside && unsafe { (self.makers.heap.usable_size)(self.heap, ptr) } != 0
     }
 
-    pub fn free(&self, _rt: &Runtime, ptr: *mut c_void) {
+    pub fn free(&self, ptr: *mut c_void) {
         // SAFETY: plugin ABI call on a live allocation of this space (checked by `owns`).
         unsafe { (self.makers.heap.free)(self.heap, ptr) };
     }
