@@ -346,6 +346,9 @@ fn fakedev() -> PathBuf {
         .get_or_init(|| {
             let dir = target_dir().join("rshmem-test-plugins/fakedev");
             gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
+            // The sshmem skeleton, whose segments no peer can map: host memory then goes
+            // through the spml while device memory stays mapped (the staged path).
+            gcc_plugin(&repo().join("plugins/c-example/sshmem_anon.c"), &dir, "libsshmem_anon.so");
             dir
         })
         .clone()
@@ -372,6 +375,12 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
         r.assert_all_pes_ok("device_space", np);
         assert!(shm_names("rshmem-fakedev-").is_empty(), "{:?}", shm_names("rshmem-fakedev-"));
     }
+    // Host memory reached only through the spml (sshmem anon cannot be mapped), device memory
+    // mapped: a put from device memory to a peer's host memory is staged through host memory.
+    let staged = [env.as_slice(), &[("SHMEM_MCA_sshmem", "anon")]].concat();
+    let r = oshrun(2, &prog, &staged, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("device_space", 2);
+    assert!(r.stderr.contains("reach each other through the spml"), "{}", r.stderr);
     assert_nothing_left(&before, "device_space");
 }
 
