@@ -3,7 +3,8 @@
 # tests/c/device_space.c on 2 and 4 PEs with the memheap "cuda": SHMEM_SPACE_GPU and a created
 # GPU space in device memory, puts and gets between host and device memory both ways, strided
 # and non-blocking forms, every kind of atomic, a wait and a put-with-signal on device words,
-# each value read back from the device and compared. Then the same program with the device
+# every collective (reductions, scans, broadcast, collects, alltoalls, active-set forms) on
+# device buffers, each value read back from the device and compared. Then the same program with the device
 # hidden (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on.
 #
 # Usage: bash scripts/gpu-check.sh            (exit status 0: every check passed)

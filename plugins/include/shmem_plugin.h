@@ -828,8 +828,9 @@ typedef struct {
                   ptrdiff_t sst);
   /**
    * Element-wise reduction (`kind` SHMEM_PLUGIN_REDUCE_ALL) or prefix scan (SHMEM_PLUGIN_REDUCE_INSCAN: over team
-   * PEs `0..=me`; SHMEM_PLUGIN_REDUCE_EXSCAN: over `0..me`, `dest` untouched on PE 0) of `nelems`
-   * elements of `dtype` (`SHMEM_PLUGIN_DT_*`) with `op` (`SHMEM_PLUGIN_OP_*`). `dest` may equal `src`.
+   * PEs `0..=me`; SHMEM_PLUGIN_REDUCE_EXSCAN: over `0..me`, `dest` left alone on PE 0, where the core
+   * writes the spec's 0 after the call) of `nelems` elements of `dtype` (`SHMEM_PLUGIN_DT_*`) with `op`
+   * (`SHMEM_PLUGIN_OP_*`). `dest` may equal `src`.
    */
   int (*reduce)(void *state,
                 void *dest,

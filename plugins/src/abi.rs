@@ -718,8 +718,9 @@ pub struct ScollOps {
         ) -> c_int,
     >,
     /// Element-wise reduction (`kind` REDUCE_ALL) or prefix scan (REDUCE_INSCAN: over team
-    /// PEs `0..=me`; REDUCE_EXSCAN: over `0..me`, `dest` untouched on PE 0) of `nelems`
-    /// elements of `dtype` (`DT_*`) with `op` (`OP_*`). `dest` may equal `src`.
+    /// PEs `0..=me`; REDUCE_EXSCAN: over `0..me`, `dest` left alone on PE 0, where the core
+    /// writes the spec's 0 after the call) of `nelems` elements of `dtype` (`DT_*`) with `op`
+    /// (`OP_*`). `dest` may equal `src`.
     pub reduce: Option<
         unsafe extern "C" fn(
             state: *mut c_void,

@@ -59,7 +59,8 @@ pub struct Shape {
     pub nbytes: usize,
     /// How many members' sources, in team order from index 0, this PE combines: all of them
     /// (`REDUCE_ALL`), up to itself (`REDUCE_INSCAN`) or up to before itself
-    /// (`REDUCE_EXSCAN`, 0 on the first member, whose `dest` stays untouched).
+    /// (`REDUCE_EXSCAN`, 0 on the first member, whose `dest` the component leaves alone: the
+    /// core writes the spec's 0 there).
     pub upto: c_int,
 }
 

@@ -46,6 +46,7 @@ static void on_team(shmem_team_t team) {
                 for (size_t i = 0; i < ne; i++) CHECK(ldst[b][i] == (long)me * (me + 1) / 2 + (long)me * (long)i);
             } else {
                 CHECK(shmem_long_sum_exscan(team, ldst[b], lsrc, ne) == 0);
+                for (size_t i = 0; i < ne; i++) CHECK(ldst[b][i] == 0); /* the spec's 0 */
             }
 
             /* broadcast from a different root each round */

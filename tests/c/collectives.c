@@ -102,7 +102,7 @@ static void on_team(shmem_team_t team) {
     idst[0] = -7;
     CHECK(shmem_int_sum_exscan(team, idst, isrc, K) == 0);
     if (me == 0)
-        CHECK(idst[0] == -7); /* untouched */
+        CHECK(idst[0] == 0 && idst[K - 1] == 0); /* the spec: 0 on the first PE */
     else
         CHECK(idst[0] == pre - (me + 1));
 }

@@ -1,13 +1,15 @@
 /* GPU memory spaces: SHMEM_SPACE_GPU (made at init under SHMEM_ENABLE_GPU_SPACE) and a created
  * GPU space, with RMA in every direction between host and device memory, strided and
- * non-blocking forms, atomics, waits, put-with-signal and calloc on device memory. Every value
+ * non-blocking forms, atomics, waits, put-with-signal, calloc and every kind of collective (team
+ * and active-set forms, device or host memory on either side) on device memory. Every value
  * in device memory is read back through shmem_getmem, never by a load: under the test memheap
  * "fakedev" the device memory is inaccessible to the CPU, so a load by this program or by the
  * library would end the PE; on a real GPU it is device memory.
  *
  * DEVICE_MODE (environment):
  *   unset   the checks above
- *   coll    a reduction on device memory, which must end the job with a clear error
+ *   coll    a reduction on device memory, which must end the job with a clear error (run with
+ *           SHMEM_GPU_COLLECTIVES=0, which makes GPU spaces without collectives)
  *   absent  SHMEM_SPACE_GPU must be invalid and creating a GPU space must return nonzero */
 #include "check.h"
 #include <stdint.h>
@@ -28,7 +30,7 @@ static void check_space(shmem_space_t gpu, int me, int n) {
     shmem_space_cap_t caps = 0;
     CHECK(shmem_space_get_caps(gpu, &caps) == 0);
     CHECK(caps & SHMEM_SPACE_CAP_RMA && caps & SHMEM_SPACE_CAP_ATOMICS && caps & SHMEM_SPACE_CAP_WORLD_ACCESS);
-    CHECK(!(caps & SHMEM_SPACE_CAP_DIRECT_ACCESS) && !(caps & SHMEM_SPACE_CAP_COLLECTIVES));
+    CHECK(!(caps & SHMEM_SPACE_CAP_DIRECT_ACCESS) && caps & SHMEM_SPACE_CAP_COLLECTIVES);
 
     int *a = shmem_space_malloc(gpu, N * sizeof(int));
     int *b = shmem_space_calloc(gpu, N, sizeof(int));
@@ -126,7 +128,129 @@ static void check_space(shmem_space_t gpu, int me, int n) {
     shmem_free(hostbuf);
 }
 
+
+static long pSync_b[SHMEM_BCAST_SYNC_SIZE], pSync_c[SHMEM_COLLECT_SYNC_SIZE];
+
+static void put_local(void *dev, const void *src, size_t bytes) { shmem_putmem(dev, src, bytes, shmem_my_pe()); }
+static void get_local(void *dst, const void *dev, size_t bytes) { shmem_getmem(dst, dev, bytes, shmem_my_pe()); }
+
+/* Collectives whose buffers are device memory (through the GPU space's host shadow): every
+ * result read back from the device and compared, and the bytes around each result checked
+ * untouched. READY() before each: a collective's dest must be ready on every PE before any PE
+ * calls it (a fast PE may write into a slow one's dest as soon as it enters). */
+#define READY() shmem_barrier_all()
+static void check_collectives(shmem_space_t gpu, int me, int n) {
+    enum { M = 64, K = 8 };
+    shmem_team_t team = SHMEM_TEAM_INVALID;
+    CHECK(shmem_space_get_team(gpu, &team) == 0 && shmem_team_n_pes(team) == n);
+    size_t cap = (size_t)2 * n * M + 8;
+    long *src = shmem_space_malloc(gpu, cap * sizeof(long));
+    long *dst = shmem_space_malloc(gpu, cap * sizeof(long));
+    long *hostdst = shmem_malloc(cap * sizeof(long));
+    long *h = malloc(cap * sizeof(long)), *back = malloc(cap * sizeof(long)), *fill = malloc(cap * sizeof(long));
+    CHECK(src && dst && hostdst && h && back && fill);
+    for (size_t i = 0; i < cap; i++) fill[i] = -1;
+
+    /* reductions, device to device, in place, and device to host */
+    for (int i = 0; i < M; i++) h[i] = (long)(me + 1) * i;
+    put_local(src, h, M * sizeof(long));
+    put_local(dst, fill, cap * sizeof(long));
+    READY();
+    CHECK(shmem_long_sum_reduce(team, dst, src, M) == 0);
+    get_local(back, dst, (M + 4) * sizeof(long));
+    for (int i = 0; i < M; i++) CHECK(back[i] == (long)i * n * (n + 1) / 2);
+    for (int i = M; i < M + 4; i++) CHECK(back[i] == -1);
+    READY();
+    CHECK(shmem_long_max_reduce(SHMEM_TEAM_WORLD, src, src, M) == 0);
+    get_local(back, src, M * sizeof(long));
+    for (int i = 0; i < M; i++) CHECK(back[i] == (long)n * i);
+    READY();
+    CHECK(shmem_long_min_reduce(SHMEM_TEAM_WORLD, hostdst, src, M) == 0);
+    for (int i = 0; i < M; i++) CHECK(hostdst[i] == (long)n * i);
+
+    /* scans */
+    put_local(src, h, M * sizeof(long));
+    READY();
+    CHECK(shmem_long_sum_inscan(team, dst, src, M) == 0);
+    get_local(back, dst, M * sizeof(long));
+    for (int i = 0; i < M; i++) CHECK(back[i] == (long)i * (me + 1) * (me + 2) / 2);
+    READY();
+    CHECK(shmem_long_sum_exscan(team, dst, src, M) == 0);
+    get_local(back, dst, M * sizeof(long));
+    for (int i = 0; i < M; i++) CHECK(back[i] == (long)i * me * (me + 1) / 2);
+
+    /* broadcast from the last PE */
+    for (int i = 0; i < M; i++) h[i] = 1000L * me + i;
+    put_local(src, h, M * sizeof(long));
+    READY();
+    CHECK(shmem_long_broadcast(team, dst, src, M, n - 1) == 0);
+    get_local(back, dst, M * sizeof(long));
+    for (int i = 0; i < M; i++) CHECK(back[i] == 1000L * (n - 1) + i);
+
+    /* fcollect, and a collect of me + 1 elements per PE (the bytes after the total untouched) */
+    for (int i = 0; i < M; i++) h[i] = 100L * me + i;
+    put_local(src, h, M * sizeof(long));
+    READY();
+    CHECK(shmem_long_fcollect(team, dst, src, M) == 0);
+    get_local(back, dst, (size_t)n * M * sizeof(long));
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < M; i++) CHECK(back[p * M + i] == 100L * p + i);
+    put_local(dst, fill, cap * sizeof(long));
+    READY();
+    CHECK(shmem_long_collect(team, dst, src, me + 1) == 0);
+    int total = n * (n + 1) / 2;
+    get_local(back, dst, (total + 4) * sizeof(long));
+    for (int p = 0, at = 0; p < n; at += ++p)
+        for (int i = 0; i <= p; i++) CHECK(back[at + i] == 100L * p + i);
+    for (int i = total; i < total + 4; i++) CHECK(back[i] == -1);
+
+    /* alltoall, and alltoalls into every other element (the gaps untouched) */
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < K; i++) h[p * K + i] = 1000L * me + 10L * p + i;
+    put_local(src, h, (size_t)n * K * sizeof(long));
+    READY();
+    CHECK(shmem_long_alltoall(team, dst, src, K) == 0);
+    get_local(back, dst, (size_t)n * K * sizeof(long));
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < K; i++) CHECK(back[p * K + i] == 1000L * p + 10L * me + i);
+    put_local(dst, fill, cap * sizeof(long));
+    READY();
+    CHECK(shmem_long_alltoalls(team, dst, src, 2, 1, K) == 0);
+    get_local(back, dst, (size_t)2 * n * K * sizeof(long));
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < K; i++) {
+            CHECK(back[2 * (p * K + i)] == 1000L * p + 10L * me + i);
+            CHECK(back[2 * (p * K + i) + 1] == -1);
+        }
+
+    /* the active-set forms: the root's dest stays as it was */
+    put_local(dst, fill, cap * sizeof(long));
+    for (int i = 0; i < M; i++) h[i] = 7000L + me * 100 + i;
+    put_local(src, h, M * sizeof(long));
+    READY();
+    shmem_broadcast64(dst, src, M, 0, 0, 0, n, pSync_b);
+    get_local(back, dst, M * sizeof(long));
+    for (int i = 0; i < M; i++) CHECK(back[i] == (me == 0 ? -1 : 7000L + i));
+    put_local(dst, fill, cap * sizeof(long));
+    READY();
+    shmem_collect64(dst, src, me + 1, 0, 0, n, pSync_c);
+    get_local(back, dst, (total + 1) * sizeof(long));
+    for (int p = 0, at = 0; p < n; at += ++p)
+        for (int i = 0; i <= p; i++) CHECK(back[at + i] == 7000L + p * 100 + i);
+    CHECK(back[total] == -1);
+
+    shmem_barrier_all();
+    free(h);
+    free(back);
+    free(fill);
+    shmem_free(hostdst);
+    shmem_space_free(gpu, dst);
+    shmem_space_free(gpu, src);
+}
+
 int main(void) {
+    for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++) pSync_b[i] = SHMEM_SYNC_VALUE;
+    for (int i = 0; i < SHMEM_COLLECT_SYNC_SIZE; i++) pSync_c[i] = SHMEM_SYNC_VALUE;
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
     const char *mode = getenv("DEVICE_MODE") ? getenv("DEVICE_MODE") : "";
@@ -153,9 +277,11 @@ int main(void) {
         return 0;
     }
     check_space(SHMEM_SPACE_GPU, me, n);
+    check_collectives(SHMEM_SPACE_GPU, me, n);
 
     CHECK(shmem_space_create(&cfg, &made, &team) == 0 && made != SHMEM_SPACE_INVALID);
     check_space(made, me, n);
+    check_collectives(made, me, n);
     /* data in two spaces at once: the predefined one's stays while the created one is used */
     int *keep = shmem_space_malloc(SHMEM_SPACE_GPU, sizeof(int));
     shmem_int_p(keep, 42 + me, me);

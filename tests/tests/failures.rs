@@ -104,8 +104,22 @@ fn space_variables_that_differ_across_pes_fail_init_naming_variable_and_pe() {
         assert!(r.stderr.contains(&want), "{var}: wanted `{want}` in:\n{}", r.stderr);
         assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
     }
-    // The same value spelt two ways is the same value (the default space unset means CPU).
-    for (var, a, b) in [("SHMEM_CPU_SYMMETRIC_SIZE", "4M", "4194304"), ("SHMEM_DEFAULT_SPACE", "", "cpu")] {
+    // Whether GPU spaces get a host shadow: made collectively, so it must match too.
+    let env = [("MISMATCH_VAR", "SHMEM_GPU_COLLECTIVES"), ("MISMATCH_A", "1"), ("MISMATCH_B", "0")];
+    let r = oshrun(3, &c_test("init_mismatch"), &env, T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("SHMEM_GPU_COLLECTIVES must have the same value on every PE (every PE makes a GPU space's host shadow, or none does), but PE 0 has 1, PE 1 has 0"),
+        "{}",
+        r.stderr
+    );
+    // The same value spelt two ways is the same value (the default space unset means CPU, a
+    // boolean unset its default).
+    for (var, a, b) in [
+        ("SHMEM_CPU_SYMMETRIC_SIZE", "4M", "4194304"),
+        ("SHMEM_DEFAULT_SPACE", "", "cpu"),
+        ("SHMEM_GPU_COLLECTIVES", "", "yes"),
+    ] {
         let env = [("MISMATCH_VAR", var), ("MISMATCH_A", a), ("MISMATCH_B", b)];
         let r = oshrun(3, &c_test("init_mismatch"), &env, T);
         r.assert_ok(var);

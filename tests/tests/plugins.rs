@@ -356,7 +356,7 @@ fn fakedev() -> PathBuf {
 
 /// SHMEM_SPACE_GPU and a created GPU space on fake device memory: RMA between host and
 /// device memory both ways, strided and non-blocking forms, every kind of AMO, waits and
-/// put-with-signal on device words, calloc. A load or store the core made on device memory
+/// put-with-signal on device words, calloc, and every collective (through the host shadow). A load or store the core made on device memory
 /// itself instead of through the memheap's copy would end the PE with SIGSEGV. Nothing of
 /// the fake device may be left in /dev/shm.
 #[test]
@@ -384,8 +384,9 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
     assert_nothing_left(&before, "device_space");
 }
 
-/// A collective on device memory ends the job naming the routine and why (the GPU space does
-/// not offer SHMEM_SPACE_CAP_COLLECTIVES) instead of touching device memory.
+/// Under SHMEM_GPU_COLLECTIVES=0 a GPU space has no host shadow and no collectives: a
+/// collective on its memory ends the job naming the routine and why instead of touching
+/// device memory.
 #[test]
 fn a_collective_on_gpu_memory_is_a_clear_error() {
     let dir = fakedev().display().to_string();
@@ -394,12 +395,13 @@ fn a_collective_on_gpu_memory_is_a_clear_error() {
         ("SHMEM_MCA_memheap", "fakedev,cpu"),
         ("SHMEM_ENABLE_GPU_SPACE", "1"),
         ("DEVICE_MODE", "coll"),
+        ("SHMEM_GPU_COLLECTIVES", "0"),
     ];
     let r = oshrun(2, &c_test("device_space"), &env, DEFAULT_TIMEOUT);
     assert!(!r.status.success(), "{}", r.stdout);
     assert!(
         r.stderr.contains("shmem_float_sum_reduce: dest 0x")
-            && r.stderr.contains("is in a GPU space, which does not offer SHMEM_SPACE_CAP_COLLECTIVES"),
+            && r.stderr.contains("is in a GPU space without SHMEM_SPACE_CAP_COLLECTIVES"),
         "{}",
         r.stderr
     );

@@ -19,13 +19,14 @@ use rshmem_plugin_api::{PARAM_BOOL, PARAM_INT, PARAM_SIZE};
 /// The bootstrap key carrying a PE's values.
 pub const KEY: &str = "rshmem.agreed_settings";
 
-const SPACE_VARS: [&str; 6] = [
+const SPACE_VARS: [&str; 7] = [
     "SHMEM_SYMMETRIC_SIZE",
     "SHMEM_CPU_SYMMETRIC_SIZE",
     "SHMEM_GPU_SYMMETRIC_SIZE",
     "SHMEM_DEFAULT_SPACE",
     "SHMEM_ENABLE_CPU_SPACE",
     "SHMEM_ENABLE_GPU_SPACE",
+    "SHMEM_GPU_COLLECTIVES",
 ];
 
 /// One line per setting, `NAME=effective value`: the space variables, then the parameters
@@ -47,6 +48,11 @@ fn effective(var: &str, raw: &str) -> String {
     match config::lookup(var).kind {
         config::Kind::Size if !raw.is_empty() => {
             config::parse_size(raw).map_or_else(|| raw.to_string(), |n| n.to_string())
+        }
+        config::Kind::Bool => {
+            // Unset is the default: `SHMEM_GPU_COLLECTIVES` unset and `yes` agree.
+            let v = if raw.is_empty() { config::lookup(var).default } else { raw };
+            config::parse_bool(v).map_or_else(|| raw.to_string(), |b| (b as u8).to_string())
         }
         _ if var.starts_with("SHMEM_ENABLE_") => if raw.is_empty() { "" } else { "set" }.into(),
         _ if var == "SHMEM_DEFAULT_SPACE" => raw.to_ascii_uppercase(),
@@ -88,6 +94,8 @@ pub fn compare(all: &[String]) -> Result<(), String> {
                 if differ.len() > 4 { format!(" and {} more", differ.len() - 4) } else { String::new() };
             let why = if var.starts_with("SHMEM_MCA_scoll_") {
                 "a collective component chooses its algorithm from it"
+            } else if var == "SHMEM_GPU_COLLECTIVES" {
+                "every PE makes a GPU space's host shadow, or none does"
             } else {
                 "memory-spaces rule"
             };
@@ -122,7 +130,7 @@ mod tests {
 
     fn fp(size: &str, enable_gpu: &str) -> String {
         format!(
-            "SHMEM_SYMMETRIC_SIZE={size}\nSHMEM_CPU_SYMMETRIC_SIZE=\nSHMEM_GPU_SYMMETRIC_SIZE=\nSHMEM_DEFAULT_SPACE=CPU\nSHMEM_ENABLE_CPU_SPACE=\nSHMEM_ENABLE_GPU_SPACE={enable_gpu}\n"
+            "SHMEM_SYMMETRIC_SIZE={size}\nSHMEM_CPU_SYMMETRIC_SIZE=\nSHMEM_GPU_SYMMETRIC_SIZE=\nSHMEM_DEFAULT_SPACE=CPU\nSHMEM_ENABLE_CPU_SPACE=\nSHMEM_ENABLE_GPU_SPACE={enable_gpu}\nSHMEM_GPU_COLLECTIVES=1\n"
         )
     }
 

@@ -65,6 +65,12 @@ pub const SETTINGS: &[Setting] = &[
         "Bytes of the GPU space's symmetric heap per PE (SHMEM_SPACE_GPU, made at init when SHMEM_ENABLE_GPU_SPACE is set)",
     ),
     setting(
+        "SHMEM_GPU_COLLECTIVES",
+        Kind::Bool,
+        "1",
+        "Give each GPU space SHMEM_SPACE_CAP_COLLECTIVES: a host shadow segment of its size (pages touched only where collectives run) through which collectives on its memory are staged; 0 makes GPU spaces without collectives, which then end the job with a clear error",
+    ),
+    setting(
         "SHMEM_DEFAULT_SPACE",
         Kind::Str,
         "CPU",

@@ -18,8 +18,12 @@
 //!   atomic with respect to each other, which is what the spec asks of AMOs; they are not
 //!   atomic with respect to a device kernel's own stores.
 //! - **Waits.** `shmem_wait_until` and friends on a device word poll it with `copy`.
-//! - **Collectives** on device memory are refused with a clear error: the GPU space does not
-//!   offer `SHMEM_SPACE_CAP_COLLECTIVES`.
+//! - **Collectives** run on host memory: a GPU space has a host shadow segment of the same
+//!   size (symmetric, like any host segment), and a collective whose buffers are device memory
+//!   runs on their shadows ([`Shadow`]): sources are copied in before, destinations out after.
+//!   Only the bytes a collective reads or writes are copied, so the shadow's pages are touched
+//!   only where collectives ran. Under `SHMEM_GPU_COLLECTIVES=0` a GPU space has no shadow and
+//!   no `SHMEM_SPACE_CAP_COLLECTIVES`, and a collective on it ends the job with a clear error.
 //!
 //! None of this costs a job without device memory more than one relaxed load per operation.
 
@@ -305,14 +309,131 @@ pub unsafe fn load<T: Copy>(rt: &Runtime, routine: &CStr, ivar: *const T) -> T {
     }
 }
 
-/// End the job when a collective's buffer is device memory.
-pub fn refuse_collective(routine: &CStr, rt: &Runtime, what: &str, addr: *const u8) {
-    if in_device_segment(rt, addr) {
-        fatal(
-            routine,
-            &format!(
-                "{what} {addr:p} is in a GPU space, which does not offer SHMEM_SPACE_CAP_COLLECTIVES: run collectives on host (CPU space) buffers"
-            ),
-        );
+/// Per device segment: the base of its host shadow segment (0: none, so no collectives).
+static SHADOWS: [AtomicUsize; MAX_SEGMENTS] = [const { AtomicUsize::new(0) }; MAX_SEGMENTS];
+
+/// Record device segment `seg`'s host shadow (symmetric, [`shadow_len`] bytes), before the
+/// space is handed out; null forgets it (at release).
+pub(crate) fn set_shadow(seg: u32, base: *mut u8) {
+    SHADOWS[seg as usize].store(base as usize, Ordering::Release);
+}
+
+/// Bytes of a device segment's host shadow: the segment's, then for each of `slots` team
+/// scratch slots the `n_pes + 1` words where a variable-size collect into device memory
+/// gathers its sizes ([`Shadow::sizes_words`]).
+pub fn shadow_len(seg_len: usize, n_pes: usize, slots: usize) -> Option<usize> {
+    slots.checked_mul(n_pes + 1)?.checked_mul(8)?.checked_add(seg_len)
+}
+
+/// A collective's buffer as the host collective sees it: a host buffer as it is, a buffer in a
+/// device segment replaced by the same offset of the segment's host shadow. The data is copied
+/// in (sources) before the collective and out (destinations) after it, through `copy`.
+#[derive(Copy, Clone)]
+pub struct Shadow {
+    /// What the collective reads or writes: the buffer itself, or its shadow.
+    pub host: *mut u8,
+    /// The device buffer (null for host memory).
+    device: *mut u8,
+    /// The device segment and the bytes from the buffer to its end.
+    seg: u32,
+    room: usize,
+}
+
+impl Shadow {
+    /// `addr`, of which a collective uses `len` bytes (0 when not known yet), as a collective
+    /// runs on it. Ends the job when `addr` is device memory without a shadow (a GPU space
+    /// made under SHMEM_GPU_COLLECTIVES=0), or the range leaves its segment.
+    pub fn of(rt: &Runtime, routine: &CStr, what: &str, addr: *const u8, len: usize) -> Shadow {
+        let host = Shadow { host: addr as *mut u8, device: std::ptr::null_mut(), seg: 0, room: 0 };
+        let Some((seg, off, room)) = rt.segs.locate(addr as usize) else {
+            if is_device(rt, addr) {
+                fatal(
+                    routine,
+                    &format!("{what} {addr:p} is device memory outside every GPU space: collectives take symmetric buffers"),
+                );
+            }
+            return host;
+        };
+        if rt.segs.device(seg) == 0 {
+            return host;
+        }
+        let base = SHADOWS[seg as usize].load(Ordering::Acquire);
+        if base == 0 {
+            fatal(
+                routine,
+                &format!(
+                    "{what} {addr:p} is in a GPU space without SHMEM_SPACE_CAP_COLLECTIVES (made under SHMEM_GPU_COLLECTIVES=0, or its host shadow could not be made): run collectives on host (CPU space) buffers"
+                ),
+            );
+        }
+        let s = Shadow { host: (base + off) as *mut u8, device: addr as *mut u8, seg, room };
+        s.check(routine, what, 0, len);
+        s
+    }
+
+    pub fn is_device(&self) -> bool {
+        !self.device.is_null()
+    }
+
+    fn check(&self, routine: &CStr, what: &str, off: usize, len: usize) {
+        if self.is_device() && off.checked_add(len).is_none_or(|end| end > self.room) {
+            fatal(
+                routine,
+                &format!(
+                    "{what} {:p}+{} runs past the end of its GPU space",
+                    self.device,
+                    off.saturating_add(len)
+                ),
+            );
+        }
+    }
+
+    /// Before the collective: the first `len` bytes of a device source into its shadow.
+    pub fn copy_in(&self, rt: &Runtime, routine: &CStr, len: usize) {
+        if self.is_device() && len > 0 {
+            self.check(routine, "source", 0, len);
+            // SAFETY: both ranges lie in their segments (checked): the shadow is host memory
+            // of the same length, the device range the memheap's.
+            unsafe { copy(rt, routine, self.host, self.device, len) };
+        }
+    }
+
+    /// After the collective: bytes `off..off + len` of a device destination from its shadow.
+    pub fn copy_out(&self, rt: &Runtime, routine: &CStr, off: usize, len: usize) {
+        if self.is_device() && len > 0 {
+            self.check(routine, "dest", off, len);
+            // SAFETY: as in `copy_in`.
+            unsafe { copy(rt, routine, self.device.add(off), self.host.add(off), len) };
+        }
+    }
+
+    /// After a strided collective: `count` elements of `es` bytes every `stride` elements.
+    /// The gaps between them are the program's, so the device range is read, the elements
+    /// laid over it from the shadow, and the range written back.
+    pub fn copy_out_strided(&self, rt: &Runtime, routine: &CStr, count: usize, es: usize, stride: usize) {
+        if !self.is_device() || count == 0 {
+            return;
+        }
+        let span = ((count - 1) * stride + 1) * es;
+        self.check(routine, "dest", 0, span);
+        let mut buf = vec![0u8; span];
+        // SAFETY: `buf` holds `span` bytes; the device range was checked.
+        unsafe { copy(rt, routine, buf.as_mut_ptr(), self.device, span) };
+        for i in 0..count {
+            let at = i * stride * es;
+            // SAFETY: `at + es <= span`, inside the checked shadow range and `buf`.
+            unsafe { std::ptr::copy_nonoverlapping(self.host.add(at), buf.as_mut_ptr().add(at), es) };
+        }
+        // SAFETY: as above.
+        unsafe { copy(rt, routine, self.device, buf.as_ptr(), span) };
+    }
+
+    /// The shadow's `n_pes + 1` words for team slot `slot` (below the `slots` of
+    /// [`shadow_len`]; symmetric), where a variable-size collect into device memory gathers
+    /// the sizes.
+    pub fn sizes_words(&self, rt: &Runtime, slot: usize) -> *mut u64 {
+        let seg_len = rt.segs.local(self.seg).len;
+        let base = SHADOWS[self.seg as usize].load(Ordering::Acquire);
+        (base + seg_len + slot * (rt.n_pes as usize + 1) * 8) as *mut u64
     }
 }

@@ -321,7 +321,24 @@ impl TeamState {
         nbytes: usize,
         root: c_int,
     ) {
-        refuse_device(routine, dest, src);
+        if let Some((rt, d, s)) = device_buffers(routine, (dest, nbytes), (src, nbytes)) {
+            if self.desc.my_index == root {
+                s.copy_in(rt, routine, nbytes);
+            }
+            self.broadcast_on(routine, d.host.cast(), s.host.cast(), nbytes, root);
+            return d.copy_out(rt, routine, 0, nbytes);
+        }
+        self.broadcast_on(routine, dest, src, nbytes, root);
+    }
+
+    fn broadcast_on(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        root: c_int,
+    ) {
         Self::run(
             routine,
             "broadcast",
@@ -343,7 +360,28 @@ impl TeamState {
         nbytes: usize,
         root: c_int,
     ) {
-        refuse_device(routine, dest, src);
+        if let Some((rt, d, s)) = device_buffers(routine, (dest, nbytes), (src, nbytes)) {
+            let me_root = self.desc.my_index == root;
+            if me_root {
+                s.copy_in(rt, routine, nbytes);
+            }
+            self.broadcast_keep_root_on(routine, d.host.cast(), s.host.cast(), nbytes, root);
+            if !me_root {
+                d.copy_out(rt, routine, 0, nbytes);
+            }
+            return;
+        }
+        self.broadcast_keep_root_on(routine, dest, src, nbytes, root);
+    }
+
+    fn broadcast_keep_root_on(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        root: c_int,
+    ) {
         let keeping = self.desc.my_index == root && nbytes > 0 && !std::ptr::eq(dest, src);
         let rcs = self.broadcast.iter().zip(&self.broadcast_keep_root).map(|((f, s, n), keep)| {
             let rc = match keep {
@@ -367,8 +405,21 @@ impl TeamState {
         Self::run(routine, "broadcast", rcs);
     }
 
+    /// `fixed`: every member's `nbytes`; else each its own, concatenated in team order.
     pub fn collect(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
-        refuse_device(routine, dest, src);
+        // The total of a variable collect is known once it has run.
+        let total = if fixed { nbytes.saturating_mul(self.desc.size as usize) } else { 0 };
+        if let Some((rt, d, s)) = device_buffers(routine, (dest, total), (src, nbytes)) {
+            s.copy_in(rt, routine, nbytes);
+            self.collect_on(routine, d.host.cast(), s.host.cast(), nbytes, fixed);
+            let total =
+                if fixed || !d.is_device() { total } else { self.collected_bytes(routine, rt, &d, nbytes) };
+            return d.copy_out(rt, routine, 0, total);
+        }
+        self.collect_on(routine, dest, src, nbytes, fixed);
+    }
+
+    fn collect_on(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
         Self::run(
             routine,
             "collect",
@@ -379,6 +430,29 @@ impl TeamState {
         );
     }
 
+    /// The bytes a variable collect wrote into device destination `d`: every member's
+    /// `nbytes`, gathered by an fcollect in the shadow's words for this team's slot (a team
+    /// made per call on a pSync uses the last).
+    fn collected_bytes(
+        &self,
+        routine: &CStr,
+        rt: &Runtime,
+        d: &crate::ops::device::Shadow,
+        nbytes: usize,
+    ) -> usize {
+        let words = d.sizes_words(rt, self.slot.min(MAX_TEAMS + ACTIVE_SET_SLOTS));
+        let n = rt.n_pes as usize;
+        // SAFETY: `n + 1` symmetric words of the shadow that only this team's members use
+        // for this, one collective at a time (the spec's rule for a team's collectives).
+        unsafe { words.add(n).write_volatile(nbytes as u64) };
+        self.collect_on(routine, words.cast(), words.wrapping_add(n).cast(), 8, true);
+        let size = self.desc.size as usize;
+        // SAFETY: the fcollect filled `size <= n` words.
+        let sizes = unsafe { std::slice::from_raw_parts(words, size) };
+        sizes.iter().fold(0usize, |t, &b| t.saturating_add(b as usize))
+    }
+
+    /// `nelems` elements of `es` bytes to each member, at strides `dst` and `sst` (elements).
     #[allow(clippy::too_many_arguments)]
     pub fn alltoall(
         &self,
@@ -390,7 +464,34 @@ impl TeamState {
         dst: isize,
         sst: isize,
     ) {
-        refuse_device(routine, dest, src);
+        let count = nelems.saturating_mul(self.desc.size as usize);
+        let span = |stride: isize| {
+            count
+                .checked_sub(1)
+                .map_or(0, |c| c.saturating_mul(stride as usize).saturating_add(1).saturating_mul(es))
+        };
+        if let Some((rt, d, s)) = device_buffers(routine, (dest, span(dst)), (src, span(sst))) {
+            s.copy_in(rt, routine, span(sst));
+            self.alltoall_on(routine, d.host.cast(), s.host.cast(), es, nelems, dst, sst);
+            if dst == 1 {
+                return d.copy_out(rt, routine, 0, span(dst));
+            }
+            return d.copy_out_strided(rt, routine, count, es, dst as usize);
+        }
+        self.alltoall_on(routine, dest, src, es, nelems, dst, sst);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn alltoall_on(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        es: usize,
+        nelems: usize,
+        dst: isize,
+        sst: isize,
+    ) {
         Self::run(
             routine,
             "alltoall",
@@ -412,7 +513,27 @@ impl TeamState {
         op: u32,
         kind: u32,
     ) {
-        refuse_device(routine, dest, src);
+        // An unknown type is the components' to refuse; its size does not matter then.
+        let len = nelems.saturating_mul(rshmem_plugin_api::arith::elem_size(dtype).unwrap_or(0));
+        if let Some((rt, d, s)) = device_buffers(routine, (dest, len), (src, len)) {
+            s.copy_in(rt, routine, len);
+            self.reduce_on(routine, d.host.cast(), s.host.cast(), nelems, dtype, op, kind);
+            return d.copy_out(rt, routine, 0, len);
+        }
+        self.reduce_on(routine, dest, src, nelems, dtype, op, kind);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_on(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nelems: usize,
+        dtype: u32,
+        op: u32,
+        kind: u32,
+    ) {
         Self::run(
             routine,
             "reduction",
@@ -421,17 +542,31 @@ impl TeamState {
                 (unsafe { f(*s, dest, src, nelems, dtype, op, kind) }, n.as_str())
             }),
         );
+        if kind == rshmem_plugin_api::REDUCE_EXSCAN && self.desc.my_index == 0 {
+            // The components leave the first member's `dest` alone; the spec defines it as
+            // 0 (the sum over no member), and the source may be reused once they return.
+            let len = nelems.saturating_mul(rshmem_plugin_api::arith::elem_size(dtype).unwrap_or(0));
+            // SAFETY: `dest` holds `nelems` elements (caller) and the collective is done.
+            unsafe { std::ptr::write_bytes(dest as *mut u8, 0, len) };
+        }
     }
 }
 
-/// Collectives on device memory end the job with a clear error (see `crate::ops::device`).
-fn refuse_device(routine: &CStr, dest: *mut c_void, src: *const c_void) {
-    if let Some(rt) = crate::symm::runtime::try_get() {
-        if crate::ops::device::active(rt) {
-            crate::ops::device::refuse_collective(routine, rt, "dest", dest as *const u8);
-            crate::ops::device::refuse_collective(routine, rt, "source", src as *const u8);
-        }
+/// A collective's `(dest, bytes)` and `(source, bytes)` as it runs them when either is device
+/// memory (`crate::ops::device::Shadow`): None, at the cost of one relaxed load, in a job
+/// without device memory, and when both are host memory.
+fn device_buffers(
+    routine: &CStr,
+    (dest, dest_len): (*mut c_void, usize),
+    (src, src_len): (*const c_void, usize),
+) -> Option<(&'static Runtime, crate::ops::device::Shadow, crate::ops::device::Shadow)> {
+    let rt = crate::symm::runtime::try_get()?;
+    if !crate::ops::device::active(rt) {
+        return None;
     }
+    let d = crate::ops::device::Shadow::of(rt, routine, "dest", dest as *const u8, dest_len);
+    let s = crate::ops::device::Shadow::of(rt, routine, "source", src as *const u8, src_len);
+    (d.is_device() || s.is_device()).then_some((rt, d, s))
 }
 
 impl Drop for TeamState {

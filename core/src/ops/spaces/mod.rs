@@ -10,9 +10,8 @@
 //! driver and device exist). Under `SHMEM_ENABLE_GPU_SPACE`, `SHMEM_SPACE_GPU` and
 //! `SHMEM_TEAM_GPU` are a GPU space made at the end of init; where none can be made they are
 //! invalid handles and the logs say why (no GPU memheap, with each memheap's reason, or the
-//! space's own failure). A GPU space offers RMA and atomics (`crate::ops::device`), not
-//! collectives, which the default space must take: asking for a GPU default space fails init
-//! with a clear message.
+//! space's own failure). A GPU space offers RMA, atomics and collectives (`crate::ops::device`;
+//! collectives through a host shadow segment, unless `SHMEM_GPU_COLLECTIVES=0`).
 //!
 //! A created CPU space is one more symmetric segment, made exactly like the heap at init: the
 //! sshmem component creates it, the spml registers it, every PE learns every other PE's record
@@ -311,7 +310,7 @@ fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize
         }
         return None;
     }
-    let owned = match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
+    let mut owned = match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
         Ok(o) => o,
         Err(e) => fatal(routine, &e),
     };
@@ -331,6 +330,10 @@ fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize
         segment::release(routine, rt, owned);
         return None;
     }
+    // Collectives on device memory run on a host shadow (`crate::ops::device::Shadow`).
+    let collectives = device.is_none()
+        || crate::config::get_bool("SHMEM_GPU_COLLECTIVES").unwrap_or(true)
+            && make_shadow(routine, rt, &mut owned);
     // Load/store access only when every PE maps every peer's copy (agreed by `connect`), and
     // never for device memory, which the CPU cannot load or store.
     let direct = owned.all_mapped && device.is_none();
@@ -359,11 +362,11 @@ fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize
     if let Some(t) = crate::ops::teams::state(routine, team) {
         t.space.store(id, Ordering::Release);
     }
-    // Device memory: RMA and AMOs (`crate::ops::device`), no collectives yet.
+    // Device memory: RMA, AMOs and collectives through `crate::ops::device`.
     let caps = CAP_RMA
         | CAP_ATOMICS
         | CAP_WORLD_ACCESS
-        | if device.is_none() { CAP_COLLECTIVES } else { 0 }
+        | if collectives { CAP_COLLECTIVES } else { 0 }
         | if direct { CAP_DIRECT_ACCESS } else { 0 }
         | if ident { CAP_IDENT_ADDR } else { 0 };
     let sp: &'static Space = Box::leak(Box::new(Space {
@@ -376,6 +379,35 @@ fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize
     }));
     CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(sp as *const Space as usize);
     Some(sp)
+}
+
+/// Give device segment `owned` its host shadow, of its size plus the words variable-size
+/// collects gather their sizes in: collective over the world; false on every PE when some PE
+/// could not make it (the space is then made without collectives, with a warning).
+fn make_shadow(routine: &CStr, rt: &Runtime, owned: &mut segment::Owned) -> bool {
+    let slots = crate::ops::team::MAX_TEAMS + crate::ops::team::ACTIVE_SET_SLOTS + 1;
+    let made = match crate::ops::device::shadow_len(owned.len(), rt.n_pes as usize, slots) {
+        Some(len) => segment::prepare(rt, len, None),
+        None => Err(format!("a host shadow for {} bytes per PE cannot be represented", owned.len())),
+    };
+    if agree_any(routine, made.is_err()) {
+        match made {
+            Ok(p) => segment::discard(rt, p),
+            Err(why) => crate::log::log(
+                crate::log::WARN,
+                &routine.to_string_lossy(),
+                &format!("{why} (a GPU space's host shadow, for collectives); the space is made without SHMEM_SPACE_CAP_COLLECTIVES on every PE"),
+            ),
+        }
+        return false;
+    }
+    match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
+        Ok(shadow) => {
+            owned.set_shadow(shadow);
+            true
+        }
+        Err(e) => fatal(routine, &e),
+    }
 }
 
 /// `shmem_space_destroy`: collective on the space's team. Refuses (nonzero, the space intact)

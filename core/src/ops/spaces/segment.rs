@@ -78,6 +78,9 @@ pub struct Owned {
     pub all_mapped: bool,
     /// Whether every PE's copy starts at the same address.
     pub ident: bool,
+    /// A device segment's host shadow, through which collectives on it run
+    /// (`crate::ops::device::Shadow`); released with it.
+    shadow: Option<Box<Owned>>,
 }
 
 // SAFETY: the raw pointers are plugin handles and mappings owned by this value; the space
@@ -321,6 +324,7 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         mapped,
         all_mapped,
         ident,
+        shadow: None,
     })
 }
 
@@ -355,6 +359,10 @@ fn gather_flags(routine: &CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u6
 
 /// Release a connected segment nobody uses any more (the caller synchronised).
 pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
+    if let Some(shadow) = o.shadow.take() {
+        crate::ops::device::set_shadow(o.seg, std::ptr::null_mut());
+        release(_routine, rt, *shadow);
+    }
     rt.segs.remove(o.seg);
     let locks = crate::ops::device::take_locks(o.seg);
     // SAFETY: plugin ABI calls releasing what `prepare` and `connect` made, now unused
@@ -375,6 +383,18 @@ pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
 }
 
 impl Owned {
+    /// Bytes of the segment per PE.
+    pub fn len(&self) -> usize {
+        self.desc.size
+    }
+
+    /// Give device segment `self` its host shadow `shadow` (agreed: on every PE), so that
+    /// collectives run on it.
+    pub fn set_shadow(&mut self, shadow: Owned) {
+        crate::ops::device::set_shadow(self.seg, shadow.desc.base.cast());
+        self.shadow = Some(Box::new(shadow));
+    }
+
     /// A block from the space's heap, or null when it has no room. The caller holds the
     /// space's lock.
     pub fn alloc(&self, size: usize, align: usize) -> *mut u8 {
