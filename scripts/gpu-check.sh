@@ -4,7 +4,8 @@
 # GPU space in device memory, puts and gets between host and device memory both ways, strided
 # and non-blocking forms, every kind of atomic, a wait and a put-with-signal on device words,
 # every collective (reductions, scans, broadcast, collects, alltoalls, active-set forms) on
-# device buffers, each value read back from the device and compared. Then the same program with the device
+# device buffers, each value read back from the device and compared; and tests/c/default_gpu.c,
+# shmem_malloc in GPU memory under SHMEM_DEFAULT_SPACE=GPU. Then the same program with the device
 # hidden (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on.
 #
 # Usage: bash scripts/gpu-check.sh            (exit status 0: every check passed)
@@ -21,26 +22,28 @@ cargo build --release --workspace
 out=$(mktemp -d /tmp/rshmem-gpu-check.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 target/release/oshcc -O2 -Itests/c -o "$out/device_space" tests/c/device_space.c
+target/release/oshcc -O2 -Itests/c -o "$out/default_gpu" tests/c/default_gpu.c
 target/release/shmem_info 2>&1 | grep -i cuda || true
 
 fail=0
-run() { # NP, then environment assignments
-    local np=$1
-    shift
-    local log="$out/np$np.log"
-    if env "$@" timeout 300 target/release/oshrun -np "$np" "$out/device_space" > "$log" 2>&1 &&
-        [ "$(grep -c '^device_space: PE [0-9]* ok$' "$log")" = "$np" ]; then
-        echo "gpu-check: $np PEs ($*): ok"
+run() { # PROGRAM NP, then environment assignments
+    local prog=$1 np=$2
+    shift 2
+    local log="$out/$prog-np$np.log"
+    if env "$@" timeout 300 target/release/oshrun -np "$np" "$out/$prog" > "$log" 2>&1 &&
+        [ "$(grep -c "^$prog: PE [0-9]* ok\$" "$log")" = "$np" ]; then
+        echo "gpu-check: $prog, $np PEs ($*): ok"
     else
-        echo "gpu-check: $np PEs ($*): FAILED"
+        echo "gpu-check: $prog, $np PEs ($*): FAILED"
         cat "$log"
         fail=1
     fi
 }
 for np in 2 4; do
-    run "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_INFO=1
+    run device_space "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_INFO=1
+    run default_gpu "$np" SHMEM_DEFAULT_SPACE=GPU SHMEM_GPU_SYMMETRIC_SIZE=64M EXPECT_HEAP_SIZE=67108864
 done
-run 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
+run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
 if [ $fail = 0 ]; then
     echo "gpu-check: all passed ($(date -u +%Y-%m-%d), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
 fi

@@ -384,6 +384,45 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
     assert_nothing_left(&before, "device_space");
 }
 
+/// SHMEM_DEFAULT_SPACE=GPU: shmem_malloc and its kin allocate device memory from the GPU
+/// space, whose team is SHMEM_TEAM_WORLD, sized by SHMEM_GPU_SYMMETRIC_SIZE, else by
+/// SHMEM_SYMMETRIC_SIZE; RMA, atomics and world collectives run on it. Where no GPU space can
+/// be made, init fails on every PE saying why, and leaves nothing behind.
+#[test]
+fn a_gpu_default_space_takes_shmem_malloc_or_init_fails() {
+    let dir = fakedev().display().to_string();
+    let prog = c_test("default_gpu");
+    let env = [
+        ("SHMEM_MCA_plugin_path", dir.as_str()),
+        ("SHMEM_MCA_memheap", "fakedev,cpu"),
+        ("SHMEM_DEFAULT_SPACE", "GPU"),
+        ("SHMEM_SYMMETRIC_SIZE", "8M"),
+    ];
+    let before = leftovers();
+    for np in [2, 4] {
+        let sized = [env.as_slice(), &[("EXPECT_HEAP_SIZE", "8388608")]].concat();
+        oshrun(np, &prog, &sized, DEFAULT_TIMEOUT).assert_all_pes_ok("default_gpu", np);
+    }
+    let gpu_sized =
+        [env.as_slice(), &[("SHMEM_GPU_SYMMETRIC_SIZE", "2M"), ("EXPECT_HEAP_SIZE", "2097152")]].concat();
+    oshrun(2, &prog, &gpu_sized, DEFAULT_TIMEOUT).assert_all_pes_ok("default_gpu", 2);
+    assert!(shm_names("rshmem-fakedev-").is_empty(), "{:?}", shm_names("rshmem-fakedev-"));
+    let none = [("SHMEM_DEFAULT_SPACE", "GPU"), ("CUDA_VISIBLE_DEVICES", "")];
+    let r = oshrun(2, &prog, &none, DEFAULT_TIMEOUT);
+    assert!(!r.status.success() && !r.stdout.contains("ok"), "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("shmem_init: SHMEM_DEFAULT_SPACE=GPU, but no memheap component serves GPU memory here"),
+        "{}",
+        r.stderr
+    );
+    let no_coll = [env.as_slice(), &[("SHMEM_GPU_COLLECTIVES", "0")]].concat();
+    let r = oshrun(2, &prog, &no_coll, DEFAULT_TIMEOUT);
+    assert!(!r.status.success(), "{}", r.stdout);
+    assert!(r.stderr.contains("SHMEM_DEFAULT_SPACE=GPU with SHMEM_GPU_COLLECTIVES=0"), "{}", r.stderr);
+    assert_nothing_left(&before, "default_gpu");
+}
+
 /// Under SHMEM_GPU_COLLECTIVES=0 a GPU space has no host shadow and no collectives: a
 /// collective on its memory ends the job naming the routine and why instead of touching
 /// device memory.
@@ -427,7 +466,7 @@ fn gpu_memory_some_pe_cannot_reach_makes_no_space() {
     r.assert_all_pes_ok("device_space", 2);
     for want in [
         "some PE cannot map every peer's GPU memory",
-        "SHMEM_ENABLE_GPU_SPACE is set, but a GPU space of 268435456 bytes per PE could not be made",
+        "SHMEM_ENABLE_GPU_SPACE is set, but a GPU space of 268435456 bytes per PE (SHMEM_GPU_SYMMETRIC_SIZE) could not be made",
     ] {
         assert!(r.stderr.contains(want), "missing `{want}`:\n{}", r.stderr);
     }

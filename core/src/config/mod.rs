@@ -74,7 +74,7 @@ pub const SETTINGS: &[Setting] = &[
         "SHMEM_DEFAULT_SPACE",
         Kind::Str,
         "CPU",
-        "The space SHMEM_SPACE_DEFAULT (shmem_malloc) uses: CPU (GPU memory takes no collectives yet, which the default space must, so asking for GPU fails init)",
+        "The space SHMEM_SPACE_DEFAULT (shmem_malloc and its kin) uses: CPU, or GPU (the GPU space, made whether SHMEM_ENABLE_GPU_SPACE is set or not, sized by SHMEM_GPU_SYMMETRIC_SIZE, else SHMEM_SYMMETRIC_SIZE; init fails on every PE where it cannot be made)",
     ),
     setting(
         "SHMEM_ENABLE_CPU_SPACE",

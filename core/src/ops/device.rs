@@ -296,6 +296,21 @@ pub unsafe fn amo(
     }
 }
 
+/// Zero `size` bytes of device memory at `p` (a fresh block: `calloc`), through `copy`.
+///
+/// # Safety
+/// `p` is a block of the device memheap's of at least `size` bytes.
+pub unsafe fn zero(rt: &Runtime, routine: &CStr, p: *mut u8, size: usize) {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    let mut done = 0;
+    while done < size {
+        let n = (size - done).min(ZEROS.len());
+        // SAFETY: `p` is a device block of `size` bytes (caller); ZEROS is readable for `n`.
+        unsafe { copy(rt, routine, p.add(done), ZEROS.as_ptr(), n) };
+        done += n;
+    }
+}
+
 /// The value of local device word `ivar` (waits and tests).
 ///
 /// # Safety

@@ -28,10 +28,12 @@ pub fn nodename(_routine: &CStr) -> *mut c_char {
 }
 
 /// `shmemx_heap_size`: the bytes of the default symmetric heap that are the program's: the
-/// configured `SHMEM_SYMMETRIC_SIZE` (or `SHMEM_CPU_SYMMETRIC_SIZE` when set), the same on every
-/// PE. The library's own symmetric data lies in a reserve beyond it.
+/// configured `SHMEM_SYMMETRIC_SIZE` (or `SHMEM_CPU_SYMMETRIC_SIZE` when set; for a GPU default
+/// space, its size), the same on every PE. The library's own symmetric data lies in a reserve
+/// beyond it.
 pub fn heap_size(routine: &CStr) -> usize {
-    runtime::get(routine).heap_size
+    let rt = runtime::get(routine);
+    rt.user_heap.get().map_or(rt.heap_size, |u| u.size)
 }
 
 /// `shmemx_heap_used`: the bytes of this PE's live blocks in the default heap (each block's

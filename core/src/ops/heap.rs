@@ -1,6 +1,8 @@
-//! Symmetric heap management (spec 9.3): the collective allocation routines over the selected
-//! memheap. Allocation is deterministic, so the same call sequence yields the same offsets on
-//! every PE; each routine synchronises as the spec requires.
+//! Symmetric heap management (spec 9.3): the collective allocation routines over the default
+//! space's heap: the init heap (the CPU space's), or under `SHMEM_DEFAULT_SPACE=GPU` the GPU
+//! space's, reached through the runtime's `user_heap` (set by `crate::ops::spaces`).
+//! Allocation is deterministic, so the same call sequence yields the same offsets on every PE;
+//! each routine synchronises as the spec requires.
 
 use crate::error::fatal;
 use crate::symm::runtime::{self, Runtime};
@@ -19,11 +21,19 @@ fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_v
     if size == 0 {
         return std::ptr::null_mut();
     }
-    let p = alloc_internal(rt, size, align).unwrap_or(std::ptr::null_mut());
+    let p = match rt.user_heap.get() {
+        Some(u) => (u.alloc)(size, align.max(MIN_ALIGN)),
+        None => alloc_internal(rt, size, align).unwrap_or(std::ptr::null_mut()),
+    };
     count_used(rt, p.cast(), true);
     if zero && !p.is_null() {
-        // SAFETY: fresh allocation of `size` bytes.
-        unsafe { std::ptr::write_bytes(p, 0, size) };
+        if rt.user_heap.get().is_some_and(|u| u.device) {
+            // SAFETY: a fresh block of `size` bytes of the GPU default space.
+            unsafe { crate::ops::device::zero(rt, routine, p, size) };
+        } else {
+            // SAFETY: fresh allocation of `size` bytes.
+            unsafe { std::ptr::write_bytes(p, 0, size) };
+        }
     }
     crate::ops::coll::barrier_all(routine);
     p.cast()
@@ -69,13 +79,13 @@ pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
         return std::ptr::null_mut();
     }
     let rt = runtime::get(routine);
-    if alignment > rt.heap_align {
+    let heap_align = rt.user_heap.get().map_or(rt.heap_align, |u| u.align);
+    if alignment > heap_align {
         crate::log::log(
             crate::log::WARN,
             &routine.to_string_lossy(),
             &format!(
-                "alignment {alignment} is larger than the {} the symmetric heap's base has on every PE; returning NULL",
-                rt.heap_align
+                "alignment {alignment} is larger than the {heap_align} the symmetric heap's base has on every PE; returning NULL"
             ),
         );
         // Collective: every PE reaches the same verdict (heap_align is the same everywhere).
@@ -84,13 +94,21 @@ pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
     alloc_sync(routine, size, alignment, false)
 }
 
+/// A block's usable size in the default space's heap (0: no live block of it).
+fn usable(rt: &Runtime, p: *mut c_void) -> usize {
+    match rt.user_heap.get() {
+        Some(u) => (u.usable)(p),
+        // SAFETY: plugin ABI call; only looks the pointer up.
+        None => unsafe { (rt.memheap.usable_size)(rt.heap, p) },
+    }
+}
+
 /// Adds (or takes away) a user block's usable size to `heap_used`.
 fn count_used(rt: &Runtime, p: *mut c_void, add: bool) {
     if p.is_null() {
         return;
     }
-    // SAFETY: plugin ABI call; only looks the pointer up.
-    let n = unsafe { (rt.memheap.usable_size)(rt.heap, p) };
+    let n = usable(rt, p);
     if add {
         rt.heap_used.fetch_add(n, Ordering::Relaxed);
     } else {
@@ -99,8 +117,7 @@ fn count_used(rt: &Runtime, p: *mut c_void, add: bool) {
 }
 
 fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
-    // SAFETY: plugin ABI call; only looks the pointer up.
-    if unsafe { (rt.memheap.usable_size)(rt.heap, ptr) } == 0 {
+    if usable(rt, ptr) == 0 {
         fatal(
             routine,
             &format!(
@@ -119,10 +136,29 @@ pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
     }
     check_owned(routine, rt, ptr, "ptr");
     crate::ops::coll::barrier_all(routine);
-    let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
     count_used(rt, ptr, false);
+    if let Some(u) = rt.user_heap.get() {
+        return (u.free)(ptr);
+    }
+    let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: plugin ABI call on a live allocation.
     unsafe { (rt.memheap.free)(rt.heap, ptr) };
+}
+
+/// `shmem_space_free` on the CPU space when it is not the default (`SHMEM_DEFAULT_SPACE=GPU`):
+/// a block of the init heap.
+///
+/// # Safety
+/// `ptr` must be a pointer `shmem_space_malloc` returned for the CPU space.
+pub unsafe fn free_in_init_heap(routine: &CStr, ptr: *mut c_void) {
+    let rt = runtime::get(routine);
+    // SAFETY: plugin ABI call; only looks the pointer up.
+    if unsafe { (rt.memheap.usable_size)(rt.heap, ptr) } == 0 {
+        fatal(routine, &format!("ptr {ptr:p} was not allocated from this space (or was already freed)"));
+    }
+    crate::ops::coll::barrier_all(routine);
+    // SAFETY: a live block of the init heap (checked), unused everywhere (the barrier).
+    unsafe { rt.free(ptr.cast()) };
 }
 
 /// # Safety
@@ -140,18 +176,19 @@ pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_v
     }
     // Nobody may still be reading the old block when it moves.
     crate::ops::coll::barrier_all(routine);
-    let p = {
-        let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: plugin ABI call on a live allocation (the pointer stays live when it fails).
-        let old = unsafe { (rt.memheap.usable_size)(rt.heap, ptr) };
-        // SAFETY: plugin ABI call on a live allocation.
-        let p = unsafe { (rt.memheap.realloc)(rt.heap, ptr, size) };
-        if !p.is_null() {
-            rt.heap_used.fetch_sub(old, Ordering::Relaxed);
-            count_used(rt, p, true);
+    let old = usable(rt, ptr);
+    let p = match rt.user_heap.get() {
+        Some(u) => (u.realloc)(ptr, size),
+        None => {
+            let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: plugin ABI call on a live allocation (it stays live when this fails).
+            unsafe { (rt.memheap.realloc)(rt.heap, ptr, size) }
         }
-        p
     };
+    if !p.is_null() {
+        rt.heap_used.fetch_sub(old, Ordering::Relaxed);
+        count_used(rt, p, true);
+    }
     crate::ops::coll::barrier_all(routine);
     p
 }

@@ -74,11 +74,16 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     crate::log::set_pe(my_pe);
     let cfg = |r: Result<bool, String>| r.unwrap_or_else(|e| fail(routine, &e));
     crate::config::check().unwrap_or_else(|e| fail(routine, &e));
-    // The default space is the CPU space, whose own size variable takes precedence.
-    let heap_size = if crate::config::raw("SHMEM_CPU_SYMMETRIC_SIZE").is_empty() {
-        crate::config::get_size("SHMEM_SYMMETRIC_SIZE")
-    } else {
+    crate::ops::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
+    // The init heap is the CPU space's, whose own size variable takes precedence; the
+    // default space's variable (SHMEM_SYMMETRIC_SIZE) sizes it when it is the default.
+    let heap_size = if !crate::config::raw("SHMEM_CPU_SYMMETRIC_SIZE").is_empty() {
         crate::config::get_size("SHMEM_CPU_SYMMETRIC_SIZE")
+    } else if crate::ops::spaces::gpu_is_default() {
+        let d = crate::config::lookup("SHMEM_SYMMETRIC_SIZE").default;
+        crate::config::parse_size(d).ok_or_else(|| format!("bad default size {d}"))
+    } else {
+        crate::config::get_size("SHMEM_SYMMETRIC_SIZE")
     }
     .unwrap_or_else(|e| fail(routine, &e));
     check_heap_fits(
@@ -88,7 +93,6 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         boot.local_rank() == 0,
     )
     .unwrap_or_else(|e| fail(routine, &e));
-    crate::ops::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
     let debug = cfg(crate::config::get_bool("SHMEM_DEBUG"));
     let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
     let active_set_teams = cfg(crate::config::get_bool("SHMEM_ACTIVE_SET_TEAMS"));
@@ -428,6 +432,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         gpu_note,
         gpu: gpu.and_then(Result::ok),
         any_device: std::sync::atomic::AtomicBool::new(false),
+        user_heap: std::sync::OnceLock::new(),
         heap,
         heap_lock: Mutex::new(()),
         segs,

@@ -55,6 +55,27 @@ pub struct Runtime {
     pub(crate) heap_seg: Mutex<SegmentDesc>,
     pub(crate) data_seg: Mutex<Option<DataSegment>>,
     pub(crate) spml_regs: Vec<*mut c_void>,
+    /// The heap of `shmem_malloc` when it is not the init heap (`SHMEM_DEFAULT_SPACE=GPU`):
+    /// set once at the end of init, before the program can allocate.
+    pub user_heap: OnceLock<UserHeap>,
+}
+
+/// Another space's heap serving `shmem_malloc` and its kin: the space's own routines, so that
+/// the space's lock serialises its heap whichever routine reaches it.
+pub struct UserHeap {
+    /// A block of `size` bytes at an offset aligned to `align`, or null (not collective).
+    pub alloc: fn(usize, usize) -> *mut u8,
+    pub free: fn(*mut c_void),
+    /// The memheap's realloc: the block moved (contents kept) or resized, or null.
+    pub realloc: fn(*mut c_void, usize) -> *mut c_void,
+    /// A live block's usable size, 0 for anything else.
+    pub usable: fn(*mut c_void) -> usize,
+    /// Whether its memory is device memory (zeroed through the device memheap).
+    pub device: bool,
+    /// The largest alignment whose offsets are aligned addresses on every PE.
+    pub align: usize,
+    /// Bytes per PE (`shmemx_heap_size`).
+    pub size: usize,
 }
 
 // SAFETY: the raw pointers are plugin handles and mappings valid for the job; mutation after

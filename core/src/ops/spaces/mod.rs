@@ -2,8 +2,9 @@
 //! handles and teams, created spaces with their own symmetric heap, space-aware allocation,
 //! queries, and `shmem_malloc_with_hints`.
 //!
-//! The default space is the CPU space: the symmetric heap made at init (`SHMEM_SPACE_DEFAULT`
-//! and `SHMEM_SPACE_CPU` are the same handle, its team is the world). It is always enabled:
+//! The default space is the CPU space unless `SHMEM_DEFAULT_SPACE=GPU`: the symmetric heap
+//! made at init (`SHMEM_SPACE_DEFAULT` and `SHMEM_SPACE_CPU` are the same handle, its team is
+//! the world). The CPU space is always enabled:
 //! read literally, "SHMEM_ENABLE_CPU_SPACE unset disables the CPU heap" together with "both
 //! disabled fails init" would make every program that does not know the variables fail. The
 //! memheap framework is resolved per device type (memheap "cuda" serves GPU memory where a CUDA
@@ -11,7 +12,11 @@
 //! `SHMEM_TEAM_GPU` are a GPU space made at the end of init; where none can be made they are
 //! invalid handles and the logs say why (no GPU memheap, with each memheap's reason, or the
 //! space's own failure). A GPU space offers RMA, atomics and collectives (`crate::ops::device`;
-//! collectives through a host shadow segment, unless `SHMEM_GPU_COLLECTIVES=0`).
+//! collectives through a host shadow segment, unless `SHMEM_GPU_COLLECTIVES=0`). Under
+//! `SHMEM_DEFAULT_SPACE=GPU` the GPU space is made whether enabled or not, its team is the
+//! world team, it becomes `SHMEM_SPACE_DEFAULT` and the heap of `shmem_malloc`
+//! (`Runtime::user_heap`), and init fails on every PE when it cannot be made; the CPU space
+//! stays the init heap, for `shmem_space_malloc` and the library's own data.
 //!
 //! A created CPU space is one more symmetric segment, made exactly like the heap at init: the
 //! sshmem component creates it, the spml registers it, every PE learns every other PE's record
@@ -57,8 +62,11 @@ pub struct Space {
     caps: u64,
     /// The space-associated team.
     team: Team,
-    /// Teams whose `space` tag is this are the space's team and its descendants (0: default).
+    /// Teams whose `space` tag is this are the space's team and its descendants (0: the CPU
+    /// space, the init heap).
     id: u64,
+    /// SHMEM_SPACE_CPU or SHMEM_SPACE_GPU: never destroyed.
+    predefined: bool,
     /// False once destroyed: the handle stays recognisable, so later use is a clear error.
     alive: AtomicBool,
     /// A created space's segment and heap (None for the default space, whose heap is the
@@ -88,9 +96,15 @@ pub static rshmem_team_gpu: AtomicPtr<TeamObj> = AtomicPtr::new(std::ptr::null_m
 pub fn check_config() -> Result<(), String> {
     match crate::config::raw("SHMEM_DEFAULT_SPACE").trim().to_ascii_uppercase().as_str() {
         "" | "CPU" => Ok(()),
-        "GPU" => Err("SHMEM_DEFAULT_SPACE=GPU: the default space must take collectives, which rshmem's GPU spaces do not offer yet; use CPU, and SHMEM_ENABLE_GPU_SPACE for SHMEM_SPACE_GPU".into()),
+        "GPU" if !crate::config::get_bool("SHMEM_GPU_COLLECTIVES")? => Err("SHMEM_DEFAULT_SPACE=GPU with SHMEM_GPU_COLLECTIVES=0: the default space must take collectives, which a GPU space without its host shadow does not".into()),
+        "GPU" => Ok(()),
         other => Err(format!("SHMEM_DEFAULT_SPACE={other} is not CPU or GPU")),
     }
+}
+
+/// Whether `SHMEM_DEFAULT_SPACE` asks for the GPU space (checked by [`check_config`]).
+pub fn gpu_is_default() -> bool {
+    crate::config::raw("SHMEM_DEFAULT_SPACE").trim().eq_ignore_ascii_case("GPU")
 }
 
 /// Set the predefined handles (after the world team exists).
@@ -105,6 +119,7 @@ pub fn init(rt: &Runtime) {
             | if all_mapped { CAP_DIRECT_ACCESS } else { 0 },
         team: &rshmem_team_world,
         id: 0,
+        predefined: true,
         alive: AtomicBool::new(true),
         owned: Mutex::new(None),
     })) as *mut Space as *mut c_void;
@@ -118,38 +133,85 @@ pub fn init(rt: &Runtime) {
     let _ = AGREE.set(words as usize);
 }
 
-/// Make `SHMEM_SPACE_GPU` when `SHMEM_ENABLE_GPU_SPACE` asks for it: collective over the
-/// world, so init calls it once every PE has its teams ready (after init's closing fence).
+/// Make `SHMEM_SPACE_GPU` when `SHMEM_ENABLE_GPU_SPACE` or `SHMEM_DEFAULT_SPACE=GPU` asks for
+/// it: collective over the world, so init calls it once every PE has its teams ready (after
+/// init's closing fence). As the default space it takes `shmem_malloc`, its team is the world
+/// team, and a GPU space that cannot be made ends the job (the proposal: init fails).
 pub fn init_gpu(rt: &Runtime) {
-    if crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() {
+    let default = gpu_is_default();
+    if crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() && !default {
         return;
     }
     // The same on every PE: the variables were compared at init, and a GPU memheap that some
     // PE lacks makes `make` fail on all.
     let gpu = rt.gpu.as_ref();
-    let size = crate::config::get_size("SHMEM_GPU_SYMMETRIC_SIZE").unwrap_or(256 << 20);
-    let made =
-        if agree_any(c"shmem_init", gpu.is_none()) { None } else { make(c"shmem_init", rt, gpu, size) };
+    // As the default space, SHMEM_GPU_SYMMETRIC_SIZE takes precedence over SHMEM_SYMMETRIC_SIZE.
+    let unset = |v: &str| crate::config::source(v) == crate::config::Source::Default;
+    let var = if default && unset("SHMEM_GPU_SYMMETRIC_SIZE") && !unset("SHMEM_SYMMETRIC_SIZE") {
+        "SHMEM_SYMMETRIC_SIZE"
+    } else {
+        "SHMEM_GPU_SYMMETRIC_SIZE"
+    };
+    let size = crate::config::get_size(var).unwrap_or(256 << 20);
+    let made = if agree_any(c"shmem_init", gpu.is_none()) {
+        None
+    } else {
+        make(c"shmem_init", rt, gpu, size, if default { Kind::Default } else { Kind::Predefined })
+    };
+    let why = || match gpu {
+        Some(_) => format!(
+            "a GPU space of {size} bytes per PE ({var}) could not be made (the reason is logged above)"
+        ),
+        None => rt.gpu_note.clone(),
+    };
     match made {
         Some(sp) => {
             rshmem_space_gpu.store(sp as *const Space as *mut c_void, Ordering::Release);
             rshmem_team_gpu.store(sp.team as *mut TeamObj, Ordering::Release);
+            if default && sp.caps & CAP_COLLECTIVES == 0 {
+                fatal(c"shmem_init", "SHMEM_DEFAULT_SPACE=GPU, but the GPU space has no collectives (its host shadow could not be made, as logged above): the default space must take them");
+            }
+            if default {
+                make_default(rt, sp, size);
+            }
         }
-        None if rt.my_pe == 0 => {
-            let why = match gpu {
-                Some(_) => format!(
-                    "a GPU space of {size} bytes per PE could not be made (the reason is logged above)"
-                ),
-                None => rt.gpu_note.clone(),
-            };
-            crate::log::log(
-                crate::log::WARN,
-                "spaces",
-                &format!("SHMEM_ENABLE_GPU_SPACE is set, but {why}: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID"),
-            )
-        }
+        None if default => fatal(
+            c"shmem_init",
+            &format!("SHMEM_DEFAULT_SPACE=GPU, but {}: the default space must exist on every PE", why()),
+        ),
+        None if rt.my_pe == 0 => crate::log::log(
+            crate::log::WARN,
+            "spaces",
+            &format!("SHMEM_ENABLE_GPU_SPACE is set, but {}: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID", why()),
+        ),
         None => {}
     }
+}
+
+/// The alignment a GPU default space's blocks may ask for: `cuMemAlloc`'s guarantee for the
+/// segment's base on every PE, so aligned offsets are aligned addresses.
+const GPU_HEAP_ALIGN: usize = 256;
+
+/// Make GPU space `sp` the default: `SHMEM_SPACE_DEFAULT`, and the heap of `shmem_malloc`
+/// (`crate::ops::heap`), which reaches it through these functions under the space's lock.
+fn make_default(rt: &Runtime, sp: &'static Space, size: usize) {
+    fn with<R>(f: impl FnOnce(&segment::Owned) -> R) -> R {
+        // SAFETY: set below to a Space that is never freed, before the program can allocate.
+        let sp = unsafe { &*(rshmem_space_default.load(Ordering::Acquire) as *const Space) };
+        let owned = sp.owned.lock().unwrap_or_else(|e| e.into_inner());
+        f(owned.as_ref().expect("the predefined GPU space keeps its segment"))
+    }
+    let heap = crate::symm::runtime::UserHeap {
+        alloc: |size, align| with(|o| o.alloc(size, align)),
+        free: |p| with(|o| o.free(p)),
+        realloc: |p, size| with(|o| o.realloc(p, size)),
+        usable: |p| with(|o| o.usable(p)),
+        device: true,
+        align: GPU_HEAP_ALIGN,
+        size,
+    };
+    rshmem_space_default.store(sp as *const Space as *mut c_void, Ordering::Release);
+    let _ = rt.user_heap.set(heap);
 }
 
 /// The symmetric words `agree_any` reduces over.
@@ -182,6 +244,7 @@ fn space(routine: &CStr, handle: *mut c_void) -> Option<&'static Space> {
         return None;
     }
     let known = handle == rshmem_space_default.load(Ordering::Acquire)
+        || handle == rshmem_space_cpu.load(Ordering::Acquire)
         || CREATED.lock().unwrap_or_else(|e| e.into_inner()).contains(&(handle as usize));
     if !known {
         fatal(routine, &format!("space {handle:p} is not a memory space handle"));
@@ -286,7 +349,7 @@ pub unsafe fn create(
     if cfg.size == 0 || cfg.flags != 0 {
         return 1;
     }
-    let Some(sp) = make(routine, rt, device, cfg.size) else { return 1 };
+    let Some(sp) = make(routine, rt, device, cfg.size, Kind::Created) else { return 1 };
     // SAFETY: checked non-null above.
     unsafe {
         *space_out = sp as *const Space as *mut c_void;
@@ -295,9 +358,26 @@ pub unsafe fn create(
     0
 }
 
+/// What a space is made as.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Kind {
+    /// By `shmem_space_create`, with a team of its own split from the world.
+    Created,
+    /// `SHMEM_SPACE_GPU`, made at init and never destroyed, with a team of its own.
+    Predefined,
+    /// `SHMEM_SPACE_GPU` as the default space: its team is the world team (the proposal).
+    Default,
+}
+
 /// Make a space of `size` bytes per PE of `device`'s memory (host memory for None): collective
 /// over the world; None on every PE when any PE failed (the reason logged where it happened).
-fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize) -> Option<&'static Space> {
+fn make(
+    routine: &CStr,
+    rt: &Runtime,
+    device: Option<&DeviceMemory>,
+    size: usize,
+    kind: Kind,
+) -> Option<&'static Space> {
     let made = segment::prepare(rt, size, device);
     if agree_any(routine, made.is_err()) {
         match made {
@@ -338,20 +418,26 @@ fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize
     // never for device memory, which the CPU cannot load or store.
     let direct = owned.all_mapped && device.is_none();
     let ident = owned.ident;
-    // The space-associated team: every PE reaches the space, so it has the world's members.
-    let mut team: Team = std::ptr::null();
-    // SAFETY: the world handle is live; `team` is writable.
-    let rc = unsafe {
-        crate::ops::teams::split_strided(
-            routine,
-            &rshmem_team_world,
-            0,
-            1,
-            rt.n_pes,
-            std::ptr::null(),
-            0,
-            &mut team,
-        )
+    // The space-associated team: every PE reaches the space, so it has the world's members
+    // (the world team itself for the default space).
+    let mut team: Team = &rshmem_team_world;
+    let rc = if kind == Kind::Default {
+        0
+    } else {
+        team = std::ptr::null();
+        // SAFETY: the world handle is live; `team` is writable.
+        unsafe {
+            crate::ops::teams::split_strided(
+                routine,
+                &rshmem_team_world,
+                0,
+                1,
+                rt.n_pes,
+                std::ptr::null(),
+                0,
+                &mut team,
+            )
+        }
     };
     if rc != 0 {
         // No team slot left: the same on every PE (the slot agreement is collective).
@@ -359,8 +445,10 @@ fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize
         return None;
     }
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    if let Some(t) = crate::ops::teams::state(routine, team) {
-        t.space.store(id, Ordering::Release);
+    if kind != Kind::Default {
+        if let Some(t) = crate::ops::teams::state(routine, team) {
+            t.space.store(id, Ordering::Release);
+        }
     }
     // Device memory: RMA, AMOs and collectives through `crate::ops::device`.
     let caps = CAP_RMA
@@ -374,6 +462,7 @@ fn make(routine: &CStr, rt: &Runtime, device: Option<&DeviceMemory>, size: usize
         caps,
         team,
         id,
+        predefined: kind != Kind::Created,
         alive: AtomicBool::new(true),
         owned: Mutex::new(Some(owned)),
     }));
@@ -418,7 +507,7 @@ fn make_shadow(routine: &CStr, rt: &Runtime, owned: &mut segment::Owned) -> bool
 pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
     let rt = runtime::get(routine);
     let Some(sp) = space(routine, s) else { return 0 };
-    if sp.id == 0 {
+    if sp.predefined {
         fatal(routine, "the predefined spaces cannot be destroyed");
     }
     // Teams exist per member: one PE may hold a sub-team the others do not, so agree.
@@ -457,7 +546,8 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
     };
     if zero && !p.is_null() {
         if device {
-            zero_device(routine, rt, p, size);
+            // SAFETY: a fresh block of `size` bytes of the space's device heap.
+            unsafe { crate::ops::device::zero(rt, routine, p, size) };
         } else {
             // SAFETY: a fresh allocation of `size` bytes.
             unsafe { std::ptr::write_bytes(p, 0, size) };
@@ -465,18 +555,6 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
     }
     crate::ops::coll::barrier_all(routine);
     p.cast()
-}
-
-/// Zero `size` bytes of device memory at `p`, through the device memheap's `copy`.
-fn zero_device(routine: &CStr, rt: &Runtime, p: *mut u8, size: usize) {
-    const ZEROS: [u8; 4096] = [0; 4096];
-    let mut done = 0;
-    while done < size {
-        let n = (size - done).min(ZEROS.len());
-        // SAFETY: `p` is a fresh device block of `size` bytes; ZEROS is readable for `n`.
-        unsafe { crate::ops::device::copy(rt, routine, p.add(done), ZEROS.as_ptr(), n) };
-        done += n;
-    }
 }
 
 pub fn malloc(routine: &CStr, s: *mut c_void, size: usize) -> *mut c_void {
@@ -504,8 +582,12 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
     if ptr.is_null() {
         return;
     }
+    if sp.id == 0 && rt.user_heap.get().is_some() {
+        // SAFETY: forwarded (the CPU space's heap is the init heap, not shmem_malloc's).
+        return unsafe { crate::ops::heap::free_in_init_heap(routine, ptr) };
+    }
     if sp.id == 0 {
-        // SAFETY: forwarded (the default space is the heap of shmem_malloc).
+        // SAFETY: forwarded (the CPU space is the default space: the heap of shmem_malloc).
         return unsafe { crate::ops::heap::free(routine, ptr) };
     }
     let guard = sp.owned.lock().unwrap_or_else(|e| e.into_inner());

@@ -414,6 +414,19 @@ impl Owned {
         inside && unsafe { (self.makers.heap.usable_size)(self.heap, ptr) } != 0
     }
 
+    /// A live block's usable size (0: none of this heap's).
+    pub fn usable(&self, ptr: *mut c_void) -> usize {
+        // SAFETY: plugin ABI call; only looks the pointer up.
+        unsafe { (self.makers.heap.usable_size)(self.heap, ptr) }
+    }
+
+    /// The memheap's realloc of a live block (contents kept; null when it cannot).
+    pub fn realloc(&self, ptr: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: plugin ABI call on a live allocation (checked by the caller); a device
+        // memheap copies a moved block with its own copy.
+        unsafe { (self.makers.heap.realloc)(self.heap, ptr, size) }
+    }
+
     pub fn free(&self, ptr: *mut c_void) {
         // SAFETY: plugin ABI call on a live allocation of this space (checked by `owns`).
         unsafe { (self.makers.heap.free)(self.heap, ptr) };
