@@ -10,7 +10,8 @@
  *   unset   the checks above
  *   coll    a reduction on device memory, which must end the job with a clear error (run with
  *           SHMEM_GPU_COLLECTIVES=0, which makes GPU spaces without collectives)
- *   absent  SHMEM_SPACE_GPU must be invalid and creating a GPU space must return nonzero */
+ *   absent  SHMEM_SPACE_GPU must be invalid and creating a GPU space must return nonzero
+ *   destroy shmem_space_destroy(SHMEM_SPACE_GPU), which must end the job (a predefined space) */
 #include "check.h"
 #include <stdint.h>
 #include <string.h>
@@ -269,6 +270,11 @@ int main(void) {
 
     CHECK(SHMEM_SPACE_GPU != SHMEM_SPACE_INVALID && shmem_space_is_available(SHMEM_SPACE_GPU) == 0);
     CHECK(shmem_team_is_valid(SHMEM_TEAM_GPU));
+    if (!strcmp(mode, "destroy")) {
+        shmem_space_destroy(SHMEM_SPACE_GPU);
+        printf("device_space: PE %d destroyed SHMEM_SPACE_GPU\n", me);
+        return 0;
+    }
     if (!strcmp(mode, "coll")) {
         float *x = shmem_space_malloc(SHMEM_SPACE_GPU, 16 * sizeof(float));
         float *y = shmem_space_malloc(SHMEM_SPACE_GPU, 16 * sizeof(float));

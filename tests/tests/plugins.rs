@@ -425,7 +425,7 @@ fn a_gpu_default_space_takes_shmem_malloc_or_init_fails() {
 
 /// Under SHMEM_GPU_COLLECTIVES=0 a GPU space has no host shadow and no collectives: a
 /// collective on its memory ends the job naming the routine and why instead of touching
-/// device memory.
+/// device memory. Destroying the predefined GPU space ends the job too.
 #[test]
 fn a_collective_on_gpu_memory_is_a_clear_error() {
     let dir = fakedev().display().to_string();
@@ -445,6 +445,15 @@ fn a_collective_on_gpu_memory_is_a_clear_error() {
         r.stderr
     );
     assert!(!r.stdout.contains("ran a reduction"), "{}", r.stdout);
+    // The predefined GPU space is not the program's to destroy.
+    let destroy = [&env[..3], &[("DEVICE_MODE", "destroy")]].concat();
+    let r = oshrun(2, &c_test("device_space"), &destroy, DEFAULT_TIMEOUT);
+    assert!(!r.status.success() && !r.stdout.contains("destroyed"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("shmem_space_destroy: the predefined spaces cannot be destroyed"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// GPU memory that some PE can map neither itself nor through the spml (here SHMEM_LOCAL_MAP=0

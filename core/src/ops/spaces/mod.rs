@@ -379,21 +379,7 @@ fn make(
     kind: Kind,
 ) -> Option<&'static Space> {
     let made = segment::prepare(rt, size, device);
-    if agree_any(routine, made.is_err()) {
-        match made {
-            Ok(p) => segment::discard(rt, p),
-            Err(why) => crate::log::log(
-                crate::log::WARN,
-                &routine.to_string_lossy(),
-                &format!("{why}; the space is not created (nonzero on every PE)"),
-            ),
-        }
-        return None;
-    }
-    let mut owned = match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
-        Ok(o) => o,
-        Err(e) => fatal(routine, &e),
-    };
+    let mut owned = connect_agreed(routine, rt, made, "; the space is not created (nonzero on every PE)")?;
     if !owned.reachable {
         // Agreed: every PE gathered the same flags.
         if rt.my_pe == 0 {
@@ -479,22 +465,35 @@ fn make_shadow(routine: &CStr, rt: &Runtime, owned: &mut segment::Owned) -> bool
         Some(len) => segment::prepare(rt, len, None),
         None => Err(format!("a host shadow for {} bytes per PE cannot be represented", owned.len())),
     };
-    if agree_any(routine, made.is_err()) {
-        match made {
-            Ok(p) => segment::discard(rt, p),
-            Err(why) => crate::log::log(
-                crate::log::WARN,
-                &routine.to_string_lossy(),
-                &format!("{why} (a GPU space's host shadow, for collectives); the space is made without SHMEM_SPACE_CAP_COLLECTIVES on every PE"),
-            ),
-        }
-        return false;
-    }
-    match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
-        Ok(shadow) => {
+    let then = " (a GPU space's host shadow, for collectives); the space is made without SHMEM_SPACE_CAP_COLLECTIVES on every PE";
+    match connect_agreed(routine, rt, made, then) {
+        Some(shadow) => {
             owned.set_shadow(shadow);
             true
         }
+        None => false,
+    }
+}
+
+/// Connect the segment every PE prepared (collective over the world), or None on every PE
+/// when some PE could not prepare it: its reason is logged there, followed by `then`.
+fn connect_agreed(
+    routine: &CStr,
+    rt: &Runtime,
+    made: Result<segment::Prepared, String>,
+    then: &str,
+) -> Option<segment::Owned> {
+    if agree_any(routine, made.is_err()) {
+        match made {
+            Ok(p) => segment::discard(rt, p),
+            Err(why) => {
+                crate::log::log(crate::log::WARN, &routine.to_string_lossy(), &format!("{why}{then}"))
+            }
+        }
+        return None;
+    }
+    match segment::connect(routine, rt, made.expect("agreed: made everywhere")) {
+        Ok(o) => Some(o),
         Err(e) => fatal(routine, &e),
     }
 }
