@@ -140,6 +140,19 @@ fn in_stages(len: usize, mut f: impl FnMut(*mut u8, usize, usize)) {
     })
 }
 
+/// Where PE `pe`'s copy of device segment `seg` is mapped here (None: host memory, or not
+/// mapped).
+fn peer_device_map(rt: &Runtime, seg: u32, pe: c_int) -> Option<*mut u8> {
+    let m =
+        if rt.segs.device(seg) != 0 { rt.segs.device_map(pe as usize, seg) } else { std::ptr::null_mut() };
+    (!m.is_null()).then_some(m)
+}
+
+/// Whether local buffer `local` is device memory the spml cannot read or write: staged.
+fn spml_cannot_reach(rt: &Runtime, local: *const u8) -> bool {
+    rt.gpu.as_ref().is_some_and(|g| !rt.spml.moves_device_memory(g.device)) && is_device(rt, local)
+}
+
 #[cold]
 fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
     fatal(routine, &format!("{what} PE {pe} failed in the spml"))
@@ -162,18 +175,12 @@ pub unsafe fn put(
     src: *const u8,
     len: usize,
 ) {
-    let dev = rt.segs.device(seg);
-    if dev != 0 {
-        let m = rt.segs.device_map(pe as usize, seg);
-        if !m.is_null() {
-            // SAFETY: the mapping covers the segment; the range was located inside it.
-            return unsafe { copy(rt, routine, m.add(off), src, len) };
-        }
+    if let Some(m) = peer_device_map(rt, seg, pe) {
+        // SAFETY: the mapping covers the segment; the range was located inside it.
+        return unsafe { copy(rt, routine, m.add(off), src, len) };
     }
     let raddr = p.remote_base + off as u64;
-    let staged =
-        rt.gpu.as_ref().is_some_and(|g| !rt.spml.moves_device_memory(g.device)) && is_device(rt, src);
-    if !staged {
+    if !spml_cannot_reach(rt, src) {
         let op = if nbi { rt.spml.put_nbi } else { rt.spml.put };
         // SAFETY: plugin ABI call; `src` readable for `len` by contract.
         if unsafe { op(spml_ctx(ctx), pe, seg, raddr, src.cast(), len) } != 0 {
@@ -209,17 +216,12 @@ pub unsafe fn get(
     dest: *mut u8,
     len: usize,
 ) {
-    if rt.segs.device(seg) != 0 {
-        let m = rt.segs.device_map(pe as usize, seg);
-        if !m.is_null() {
-            // SAFETY: the mapping covers the segment; the range was located inside it.
-            return unsafe { copy(rt, routine, dest, m.add(off), len) };
-        }
+    if let Some(m) = peer_device_map(rt, seg, pe) {
+        // SAFETY: the mapping covers the segment; the range was located inside it.
+        return unsafe { copy(rt, routine, dest, m.add(off), len) };
     }
     let raddr = p.remote_base + off as u64;
-    let staged =
-        rt.gpu.as_ref().is_some_and(|g| !rt.spml.moves_device_memory(g.device)) && is_device(rt, dest);
-    if !staged {
+    if !spml_cannot_reach(rt, dest) {
         let op = if nbi { rt.spml.get_nbi } else { rt.spml.get };
         // SAFETY: plugin ABI call; `dest` writable for `len` by contract.
         if unsafe { op(spml_ctx(ctx), pe, seg, raddr, dest.cast(), len) } != 0 {

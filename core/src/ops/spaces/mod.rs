@@ -168,10 +168,10 @@ pub fn init_gpu(rt: &Runtime) {
         Some(sp) => {
             rshmem_space_gpu.store(sp as *const Space as *mut c_void, Ordering::Release);
             rshmem_team_gpu.store(sp.team as *mut TeamObj, Ordering::Release);
-            if default && sp.caps & CAP_COLLECTIVES == 0 {
-                fatal(c"shmem_init", "SHMEM_DEFAULT_SPACE=GPU, but the GPU space has no collectives (its host shadow could not be made, as logged above): the default space must take them");
-            }
             if default {
+                if sp.caps & CAP_COLLECTIVES == 0 {
+                    fatal(c"shmem_init", "SHMEM_DEFAULT_SPACE=GPU, but the GPU space has no collectives (its host shadow could not be made, as logged above): the default space must take them");
+                }
                 make_default(rt, sp, size);
             }
         }
