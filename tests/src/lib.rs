@@ -314,24 +314,77 @@ fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Ru
     }
 }
 
-/// mpirun forwards each rank's output in the chunks it reads, so two ranks' lines can interleave
-/// mid-line; with `--tag-output` it splits them into whole lines, each led by
-/// `[job,rank]<stdout>:` (Open MPI 4; `[job,rank]:` in some later versions), which this removes
-/// so tests read the program's own lines.
+/// mpirun forwards each rank's output in the chunks it happens to read, and with `--tag-output`
+/// it leads each chunk, and each line inside one, with `[job,rank]<stdout>:` (Open MPI 4;
+/// `[job,rank]:` at line starts in some later versions). A chunk can end mid-line (the ranks'
+/// stdout is a pty, read in whatever pieces the kernel hands over), so a tag can also stand in
+/// the middle of a line, and another rank's chunk can come between a line's two halves. This
+/// takes the tags out and puts each rank's lines back together, a line at the place where it was
+/// completed; text with no tag (mpirun's own messages) stays where it was.
 pub fn untag(out: &str) -> String {
-    fn strip(line: &str) -> Option<&str> {
-        let (ids, rest) = line.strip_prefix('[')?.split_once(']')?;
-        let numbers = ids.split(',').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if !numbers || ids.split(',').count() != 2 {
-            return None;
+    let mut done = String::new();
+    // The unfinished line of each tag (rank and stream), in the order the tags first came.
+    let mut open: Vec<(&str, String)> = Vec::new();
+    let mut pos = 0;
+    let mut tag: Option<&str> = None;
+    while pos <= out.len() {
+        let (next, len) = next_tag(out, pos).unwrap_or((out.len(), 0));
+        let text = &out[pos..next];
+        match tag {
+            None => done.push_str(text),
+            Some(t) => {
+                // The rank's text runs to its first newline; past it, a rank's next line would
+                // carry its own tag, so what follows untagged is mpirun's.
+                let (own, rest) = match text.find('\n') {
+                    Some(i) => text.split_at(i + 1),
+                    None => (text, ""),
+                };
+                let i = open.iter().position(|(k, _)| *k == t).unwrap_or_else(|| {
+                    open.push((t, String::new()));
+                    open.len() - 1
+                });
+                open[i].1.push_str(own);
+                if own.ends_with('\n') {
+                    done.push_str(&std::mem::take(&mut open[i].1));
+                }
+                done.push_str(rest);
+            }
         }
-        let rest = match rest.strip_prefix('<') {
-            Some(r) => r.split_once('>')?.1,
-            None => rest,
-        };
-        rest.strip_prefix(':')
+        if len == 0 {
+            break;
+        }
+        tag = Some(&out[next..next + len]);
+        pos = next + len;
     }
-    out.split_inclusive('\n').map(|l| strip(l).unwrap_or(l)).collect()
+    for (_, line) in open {
+        done.push_str(&line);
+    }
+    done
+}
+
+/// The next mpirun tag at or after `from`: its position and length. The `<stdout>`/`<stderr>`
+/// form is recognised anywhere, the bare `[job,rank]:` only at the start of a line.
+fn next_tag(out: &str, from: usize) -> Option<(usize, usize)> {
+    let bytes = out.as_bytes();
+    (from..bytes.len()).filter(|&i| bytes[i] == b'[').find_map(|i| {
+        let line_start = i == 0 || bytes[i - 1] == b'\n';
+        tag_len(&out[i..], line_start).map(|len| (i, len))
+    })
+}
+
+fn tag_len(s: &str, line_start: bool) -> Option<usize> {
+    let (ids, rest) = s.strip_prefix('[')?.split_once(']')?;
+    let mut numbers = ids.split(',');
+    let is_number =
+        |n: Option<&str>| n.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !is_number(numbers.next()) || !is_number(numbers.next()) || numbers.next().is_some() {
+        return None;
+    }
+    let after = ["<stdout>:", "<stderr>:"]
+        .into_iter()
+        .find(|t| rest.starts_with(t))
+        .or((line_start && rest.starts_with(':')).then_some(":"))?;
+    Some(1 + ids.len() + 1 + after.len())
 }
 
 /// The sshmem backends every multi-PE test runs with.
@@ -369,5 +422,18 @@ mod tests {
         let tagged = "[1,0]<stdout>:PE 0 of 2\n[1,1]<stderr>:PE 1: [x] done\n[1,1]:bare\nmpirun: plain\n[a,1]<stdout>:kept\n";
         assert_eq!(untag(tagged), "PE 0 of 2\nPE 1: [x] done\nbare\nmpirun: plain\n[a,1]<stdout>:kept\n");
         assert_eq!(untag("no newline at the end"), "no newline at the end");
+    }
+
+    #[test]
+    fn untag_joins_a_line_mpirun_split_into_chunks() {
+        // Rank 2's line came in two chunks, rank 3's whole line between them, and mpirun's own
+        // message after it.
+        let tagged = "[1,2]<stdout>:dest 0 1 [1,3]<stdout>:dest 0 1 2\n[1,2]<stdout>:2\nmpirun: note\n";
+        assert_eq!(untag(tagged), "dest 0 1 2\ndest 0 1 2\nmpirun: note\n");
+        // The case CI met: the second chunk of one rank's line straight after the first.
+        let tagged = "[1,2]<stdout>:is \t10 \t[1,2]<stdout>:11 \t12\n[1,1]<stdout>:x\n";
+        assert_eq!(untag(tagged), "is \t10 \t11 \t12\nx\n");
+        // A bare tag counts only at a line start; a line left unfinished comes out at the end.
+        assert_eq!(untag("[1,0]:a [1,1]: b\n[1,1]:c"), "a [1,1]: b\nc");
     }
 }
