@@ -5,7 +5,8 @@
 # and non-blocking forms, every kind of atomic, a wait and a put-with-signal on device words,
 # every collective (reductions, scans, broadcast, collects, alltoalls, active-set forms) on
 # device buffers, each value read back from the device and compared; and tests/c/default_gpu.c,
-# shmem_malloc in GPU memory under SHMEM_DEFAULT_SPACE=GPU. Then the same program with the device
+# shmem_malloc in GPU memory under SHMEM_DEFAULT_SPACE=GPU; device_space again with host memory
+# reached only through the spml, so device bytes are staged through pinned buffers. Then the same program with the device
 # hidden (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on.
 #
 # Usage: bash scripts/gpu-check.sh            (exit status 0: every check passed)
@@ -23,6 +24,12 @@ out=$(mktemp -d /tmp/rshmem-gpu-check.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 target/release/oshcc -O2 -Itests/c -o "$out/device_space" tests/c/device_space.c
 target/release/oshcc -O2 -Itests/c -o "$out/default_gpu" tests/c/default_gpu.c
+# sshmem "anon" (the C example), whose host segments no peer maps: host memory then goes
+# through the spml while device memory stays mapped, so device bytes are staged through the
+# memheap's page-locked buffers.
+mkdir "$out/plugins"
+gcc -shared -fPIC -fvisibility=hidden -Iplugins/include -o "$out/plugins/libsshmem_anon.so" \
+    plugins/c-example/sshmem_anon.c
 target/release/shmem_info 2>&1 | grep -i cuda || true
 
 fail=0
@@ -43,6 +50,8 @@ for np in 2 4; do
     run device_space "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_INFO=1
     run default_gpu "$np" SHMEM_DEFAULT_SPACE=GPU SHMEM_GPU_SYMMETRIC_SIZE=64M EXPECT_HEAP_SIZE=67108864
 done
+run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M \
+    SHMEM_MCA_plugin_path="$out/plugins" SHMEM_MCA_sshmem=anon
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
 if [ $fail = 0 ]; then
     echo "gpu-check: all passed ($(date -u +%Y-%m-%d), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"

@@ -587,6 +587,16 @@ typedef struct {
    * local buffer of an RMA operation lies in no symmetric segment.
    */
   int (*owns)(const void *ptr);
+  /**
+   * For a memheap of device memory: `len` bytes of host memory that `copy` moves to and
+   * from the device at full speed (page-locked, such as `cuMemHostAlloc`'s), or NULL when
+   * it cannot have them. The core stages device bytes that the spml cannot move through
+   * such buffers (ordinary host memory where the slot is NULL or answers NULL), and hands
+   * each back to `host_free` before the component's segments are destroyed at finalize.
+   * Both slots or neither.
+   */
+  void *(*host_alloc)(size_t len);
+  void (*host_free)(void *ptr);
 } shmem_plugin_memheap_ops_t;
 
 /**

@@ -378,6 +378,15 @@ pub struct MemheapOps {
     /// 1 when `ptr` is this memheap's device memory (see `copy`), else 0. The core asks when a
     /// local buffer of an RMA operation lies in no symmetric segment.
     pub owns: Option<unsafe extern "C" fn(ptr: *const c_void) -> c_int>,
+    // --- appended within ABI v2 (pinned staging); NULL in shorter tables ---
+    /// For a memheap of device memory: `len` bytes of host memory that `copy` moves to and
+    /// from the device at full speed (page-locked, such as `cuMemHostAlloc`'s), or NULL when
+    /// it cannot have them. The core stages device bytes that the spml cannot move through
+    /// such buffers (ordinary host memory where the slot is NULL or answers NULL), and hands
+    /// each back to `host_free` before the component's segments are destroyed at finalize.
+    /// Both slots or neither.
+    pub host_alloc: Option<unsafe extern "C" fn(len: usize) -> *mut c_void>,
+    pub host_free: Option<unsafe extern "C" fn(ptr: *mut c_void)>,
 }
 
 // SAFETY: `segments` points at a component's immutable static table.
@@ -391,6 +400,13 @@ pub struct DeviceSlots {
     pub segments: *const SshmemOps,
     pub copy: unsafe extern "C" fn(dst: *mut c_void, src: *const c_void, len: usize) -> c_int,
     pub owns: unsafe extern "C" fn(ptr: *const c_void) -> c_int,
+}
+
+/// A device memheap's [`MemheapOps::host_alloc`] and [`MemheapOps::host_free`].
+#[derive(Copy, Clone)]
+pub struct HostSlots {
+    pub alloc: unsafe extern "C" fn(len: usize) -> *mut c_void,
+    pub free: unsafe extern "C" fn(ptr: *mut c_void),
 }
 
 /// Device types of [`MemheapOps::device_type`] (the values of `SHMEM_DEVICE_*`).
@@ -414,6 +430,15 @@ impl MemheapOps {
             return None;
         }
         Some(DeviceSlots { segments: self.segments, copy: self.copy?, owns: self.owns? })
+    }
+
+    /// The pinned host-memory slots (`host_alloc`, `host_free`), when the table has both.
+    pub fn host_slots(&self) -> Option<HostSlots> {
+        let end = std::mem::offset_of!(MemheapOps, host_free) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        Some(HostSlots { alloc: self.host_alloc?, free: self.host_free? })
     }
 }
 

@@ -74,6 +74,8 @@ pub const fn table(
         segments: std::ptr::null(),
         copy: None,
         owns: None,
+        host_alloc: None,
+        host_free: None,
     }
 }
 

@@ -172,11 +172,74 @@ static char *bytes_at(uintptr_t p, size_t len) {
     return (char *)p;
 }
 
+/* "Pinned" host memory (host_alloc): ordinary memory here, remembered so that copies through it
+ * can be counted. FAKEDEV_PINNED=0 makes host_alloc answer NULL, as a memheap that cannot pin
+ * would; FAKEDEV_STATS=1 prints at exit how many buffers were made and freed and how many
+ * copies between device memory and them there were, for the tests to check. */
+#define MAX_PINNED 64
+static void *pinned[MAX_PINNED];
+static size_t pinned_len[MAX_PINNED];
+static atomic_ulong pinned_made, pinned_freed, pinned_copies;
+
+static int in_pinned(uintptr_t p, size_t len) {
+    for (int i = 0; i < MAX_PINNED; i++) {
+        uintptr_t b = (uintptr_t)pinned[i];
+        if (b && p >= b && p - b <= pinned_len[i] && len <= pinned_len[i] - (p - b)) return 1;
+    }
+    return 0;
+}
+
+static void *fake_host_alloc(size_t len) {
+    const char *off = getenv("FAKEDEV_PINNED");
+    if (off && strcmp(off, "0") == 0) return NULL;
+    void *p = malloc(len);
+    if (!p) return NULL;
+    pthread_mutex_lock(&lock);
+    int i = 0;
+    while (i < MAX_PINNED && pinned[i]) i++;
+    if (i < MAX_PINNED) {
+        pinned[i] = p;
+        pinned_len[i] = len;
+    }
+    pthread_mutex_unlock(&lock);
+    if (i == MAX_PINNED) {
+        free(p);
+        return NULL;
+    }
+    atomic_fetch_add(&pinned_made, 1);
+    return p;
+}
+
+static void fake_host_free(void *p) {
+    pthread_mutex_lock(&lock);
+    int found = 0;
+    for (int i = 0; i < MAX_PINNED; i++)
+        if (pinned[i] == p) {
+            pinned[i] = NULL;
+            found = 1;
+        }
+    pthread_mutex_unlock(&lock);
+    if (!found) {
+        say("host_free of a buffer host_alloc did not make");
+        return;
+    }
+    free(p);
+    atomic_fetch_add(&pinned_freed, 1);
+}
+
+__attribute__((destructor)) static void fake_stats(void) {
+    const char *on = getenv("FAKEDEV_STATS");
+    if (on && strcmp(on, "1") == 0)
+        fprintf(stderr, "fakedev stats: pinned made %lu freed %lu copies %lu\n", atomic_load(&pinned_made),
+                atomic_load(&pinned_freed), atomic_load(&pinned_copies));
+}
+
 static int fake_copy(void *dst, const void *src, size_t len) {
     pthread_mutex_lock(&lock);
     char *d = bytes_at((uintptr_t)dst, len);
     char *s = bytes_at((uintptr_t)src, len);
     if (d && s) memmove(d, s, len);
+    if (in_pinned((uintptr_t)dst, len) || in_pinned((uintptr_t)src, len)) atomic_fetch_add(&pinned_copies, 1);
     pthread_mutex_unlock(&lock);
     if (!d || !s) {
         say("a copy runs past the end of a device segment");
@@ -209,6 +272,8 @@ static const shmem_plugin_memheap_ops_t ops = {
     .segments = &segments,
     .copy = fake_copy,
     .owns = fake_owns,
+    .host_alloc = fake_host_alloc,
+    .host_free = fake_host_free,
 };
 
 static void fake_query(const shmem_plugin_core_t *core, shmem_plugin_query_t *result) {

@@ -377,10 +377,31 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
     }
     // Host memory reached only through the spml (sshmem anon cannot be mapped), device memory
     // mapped: a put from device memory to a peer's host memory is staged through host memory.
-    let staged = [env.as_slice(), &[("SHMEM_MCA_sshmem", "anon")]].concat();
-    let r = oshrun(2, &prog, &staged, DEFAULT_TIMEOUT);
-    r.assert_all_pes_ok("device_space", 2);
-    assert!(r.stderr.contains("reach each other through the spml"), "{}", r.stderr);
+    // The staging buffers are the memheap's pinned host memory (fakedev counts the copies
+    // through them), each freed at finalize; a memheap that cannot pin leaves ordinary memory.
+    let staged = [env.as_slice(), &[("SHMEM_MCA_sshmem", "anon"), ("FAKEDEV_STATS", "1")]].concat();
+    for pinned in ["1", "0"] {
+        let with = [staged.as_slice(), &[("FAKEDEV_PINNED", pinned)]].concat();
+        let r = oshrun(2, &prog, &with, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok("device_space", 2);
+        assert!(r.stderr.contains("reach each other through the spml"), "{}", r.stderr);
+        let stats: Vec<Vec<u64>> = r
+            .stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("fakedev stats: "))
+            .map(|l| l.split_whitespace().filter_map(|w| w.parse().ok()).collect())
+            .collect();
+        assert_eq!(stats.len(), 2, "one line per PE: {}", r.stderr);
+        for s in &stats {
+            let [made, freed, copies] = s[..] else { panic!("{}", r.stderr) };
+            if pinned == "1" {
+                assert!(made >= 1 && copies >= 1, "staged through pinned memory: {}", r.stderr);
+                assert_eq!(made, freed, "every pinned buffer freed at finalize: {}", r.stderr);
+            } else {
+                assert_eq!((made, copies), (0, 0), "{}", r.stderr);
+            }
+        }
+    }
     assert_nothing_left(&before, "device_space");
 }
 

@@ -7,9 +7,9 @@
 //!   which test `PeerSeg::mapped`, never reach them and fall through to the spml branch, where
 //!   [`active`] sends them here.
 //! - **RMA.** A mapped peer's copy is reached with `copy`. Otherwise through the spml; when the
-//!   spml cannot move device memory, a local device buffer is staged through a host buffer of
-//!   this thread (`put` copies out, then puts; `get` gets, then copies in; the non-blocking
-//!   forms complete before they return). A device segment that some PE cannot map is only
+//!   spml cannot move device memory, a local device buffer is staged through a host buffer,
+//!   page-locked where the memheap offers `host_alloc` (`put` copies out, then puts; `get`
+//!   gets, then copies in; the non-blocking forms complete before they return). A device segment that some PE cannot map is only
 //!   created when the spml moves device memory (`crate::ops::spaces`).
 //! - **Atomics.** Device memory takes no CPU atomics, and a transport's device atomics need not
 //!   exist, so an AMO on a device word is a read-modify-write under a lock: one of [`LOCKS`]
@@ -33,9 +33,9 @@ use crate::ops::handles::Ctx;
 use crate::symm::runtime::Runtime;
 use crate::symm::segments::{PeerSeg, MAX_SEGMENTS};
 use rshmem_plugin_api::{AMO_CSWAP, AMO_FETCH, AMO_SET};
-use std::cell::RefCell;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Host lock words per device segment and PE. More spread unrelated words over more locks;
 /// 64 words are one KiB of each PE's heap per space.
@@ -117,27 +117,68 @@ pub unsafe fn copy_mapped(
     }
 }
 
-thread_local! {
-    /// This thread's host staging buffer (grown to at most [`STAGE_CHUNK`]).
-    static STAGE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+/// A host buffer of [`STAGE_CHUNK`] bytes for staged transfers.
+struct Stage {
+    ptr: *mut u8,
+    /// From the device memheap's `host_alloc` (page-locked), else from the Rust allocator.
+    pinned: bool,
+}
+
+// SAFETY: a Stage owns its buffer outright; it moves between threads only through STAGES.
+unsafe impl Send for Stage {}
+
+/// The staging buffers not in use. A staged transfer takes one for its duration and gives it
+/// back, so there are as many as threads have staged at once, each made once: page-locked
+/// memory is costly to make, and a device copies it at full speed where pageable memory goes
+/// through the driver's own bounce buffer. A lock, but not on a hot path: staging happens only
+/// where the spml cannot move device memory, and each transfer then pays a device copy.
+static STAGES: Mutex<Vec<Stage>> = Mutex::new(Vec::new());
+
+fn take_stage(rt: &Runtime) -> Stage {
+    if let Some(s) = STAGES.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+        return s;
+    }
+    let host = rt.gpu.as_ref().and_then(|g| g.host);
+    // SAFETY: plugin ABI call; the buffer is handed back through `free` at finalize.
+    let pinned = host.map_or(std::ptr::null_mut(), |h| unsafe { (h.alloc)(STAGE_CHUNK) }.cast::<u8>());
+    if !pinned.is_null() {
+        return Stage { ptr: pinned, pinned: true };
+    }
+    let ptr = Box::into_raw(vec![0u8; STAGE_CHUNK].into_boxed_slice()).cast::<u8>();
+    Stage { ptr, pinned: false }
+}
+
+fn give_stage(s: Stage) {
+    STAGES.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+}
+
+/// Free every staging buffer (finalize, once no transfer runs): the pinned ones through the
+/// memheap while it still can.
+pub fn release_stages(rt: &Runtime) {
+    let stages = std::mem::take(&mut *STAGES.lock().unwrap_or_else(|e| e.into_inner()));
+    for s in stages {
+        match rt.gpu.as_ref().and_then(|g| g.host) {
+            // SAFETY: plugin ABI call; the buffer came from `alloc` and is freed once.
+            Some(h) if s.pinned => unsafe { (h.free)(s.ptr.cast()) },
+            // A pinned buffer without its memheap cannot happen; leaking it is harmless.
+            _ if s.pinned => {}
+            // SAFETY: made by `take_stage` from a boxed slice of STAGE_CHUNK bytes.
+            _ => drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(s.ptr, STAGE_CHUNK)) }),
+        }
+    }
 }
 
 /// Walk `len` bytes in chunks of at most [`STAGE_CHUNK`]: `f(stage, done, n)` moves bytes
-/// `done..done + n` through this thread's staging buffer `stage`.
-fn in_stages(len: usize, mut f: impl FnMut(*mut u8, usize, usize)) {
-    STAGE.with(|s| {
-        let mut s = s.borrow_mut();
-        let need = len.min(STAGE_CHUNK);
-        if s.len() < need {
-            s.resize(need, 0);
-        }
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(STAGE_CHUNK);
-            f(s.as_mut_ptr(), done, n);
-            done += n;
-        }
-    })
+/// `done..done + n` through a staging buffer `stage`.
+fn in_stages(rt: &Runtime, len: usize, mut f: impl FnMut(*mut u8, usize, usize)) {
+    let s = take_stage(rt);
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(STAGE_CHUNK);
+        f(s.ptr, done, n);
+        done += n;
+    }
+    give_stage(s);
 }
 
 /// Where PE `pe`'s copy of device segment `seg` is mapped here (None: host memory, or not
@@ -188,7 +229,7 @@ pub unsafe fn put(
         }
         return;
     }
-    in_stages(len, |b, done, n| {
+    in_stages(rt, len, |b, done, n| {
         // SAFETY: `b` holds `n` bytes; `src + done` is readable for `n` (contract). The
         // blocking put returns when `b` may be reused.
         unsafe {
@@ -229,7 +270,7 @@ pub unsafe fn get(
         }
         return;
     }
-    in_stages(len, |b, done, n| {
+    in_stages(rt, len, |b, done, n| {
         // SAFETY: `b` holds `n` bytes; the blocking get has filled it when it returns.
         unsafe {
             if (rt.spml.get)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {

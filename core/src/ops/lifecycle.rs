@@ -592,6 +592,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     // SAFETY: the default context is always live.
     unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     fence_within(routine, rt, limit);
+    crate::ops::device::release_stages(rt);
     runtime::withdraw();
     for reg in &rt.spml_regs {
         // SAFETY: plugin ABI call on registrations made at init.

@@ -122,6 +122,7 @@ mod tests {
         let t = unsafe { bind::<MemheapOps>("v1", w.as_ptr().cast()) }.unwrap();
         assert_eq!(t.device(), MEMHEAP_DEVICE_CPU);
         assert_eq!(t.device_type, 0);
+        assert!(t.device_slots().is_none() && t.host_slots().is_none());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! sits beside the CPU one instead of replacing it.
 
 use super::Selection;
-use rshmem_plugin_api::{CoreServices, MemheapOps, SshmemOps, MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU};
+use rshmem_plugin_api::{
+    CoreServices, HostSlots, MemheapOps, SshmemOps, MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU,
+};
 use std::ffi::{c_int, c_void};
 
 /// The memheap chosen for one device type.
@@ -65,6 +67,8 @@ pub struct DeviceMemory {
     pub segments: &'static SshmemOps,
     pub copy: unsafe extern "C" fn(dst: *mut c_void, src: *const c_void, len: usize) -> c_int,
     pub owns: unsafe extern "C" fn(ptr: *const c_void) -> c_int,
+    /// Page-locked host memory for staging, when the memheap offers it.
+    pub host: Option<HostSlots>,
 }
 
 /// The data path of memheap `d`: `Err` says why the core cannot use it (a table without the
@@ -87,5 +91,6 @@ pub fn device_memory(d: &DeviceHeap) -> Result<DeviceMemory, String> {
         segments,
         copy: slots.copy,
         owns: slots.owns,
+        host: d.ops.host_slots(),
     })
 }

@@ -18,7 +18,8 @@
 //!   followed by a context synchronisation, because a device-to-device `cuMemcpy` may return
 //!   before the bytes are in place and the core relies on a finished copy (an atomic's
 //!   read-modify-write, the order of a put and its signal);
-//! - `owns` asks `cuPointerGetAttribute` for the memory type.
+//! - `owns` asks `cuPointerGetAttribute` for the memory type;
+//! - `host_alloc`/`host_free` give the core page-locked staging buffers (`cuMemHostAlloc`).
 //!
 //! Not yet run on a GPU: no session so far was lent one (docs/performance.md, "GPU check").
 
@@ -237,10 +238,38 @@ unsafe extern "C" fn owns(ptr: *const c_void) -> c_int {
     c_int::from(yes.unwrap_or(false))
 }
 
+/// Page-locked host memory for the core's staging buffers: the device copies it by DMA at
+/// full speed, where pageable memory goes through the driver's own bounce buffer.
+/// `CU_MEMHOSTALLOC_PORTABLE` makes it pinned for every context of the process, not only this
+/// PE's device's.
+unsafe extern "C" fn host_alloc(len: usize) -> *mut c_void {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    let ok = rc("host_alloc", || {
+        current()?;
+        // SAFETY: writes one pointer to `p`.
+        check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_PORTABLE) })
+    });
+    if ok == RC_OK {
+        p
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
+unsafe extern "C" fn host_free(p: *mut c_void) {
+    rc("host_free", || {
+        current()?;
+        // SAFETY: the core's contract: `p` came from `host_alloc` and is freed once.
+        check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p) })
+    });
+}
+
 static OPS: MemheapOps = MemheapOps {
     segments: &SEGMENTS,
     copy: Some(copy),
     owns: Some(owns),
+    host_alloc: Some(host_alloc),
+    host_free: Some(host_free),
     ..heap_slots::table(create, MEMHEAP_DEVICE_GPU)
 };
 
@@ -313,6 +342,7 @@ mod tests {
         assert_eq!(OPS.device(), MEMHEAP_DEVICE_GPU);
         assert_eq!(OPS.struct_size, std::mem::size_of::<MemheapOps>());
         assert!(OPS.device_slots().is_some(), "segments, copy and owns are all there");
+        assert!(OPS.host_slots().is_some(), "host_alloc and host_free are both there");
     }
 
     #[test]
@@ -329,5 +359,7 @@ mod tests {
         assert_eq!(unsafe { copy((&mut x as *mut u64).cast(), (&x as *const u64).cast(), 8) }, RC_ERROR);
         // SAFETY: looks a pointer up; without a driver the answer is no.
         assert_eq!(unsafe { owns((&x as *const u64).cast()) }, 0);
+        // SAFETY: no device: the slot answers NULL instead of pinned memory.
+        assert!(unsafe { host_alloc(4096) }.is_null());
     }
 }
