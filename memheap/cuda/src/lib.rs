@@ -14,10 +14,11 @@
 //! The device slots the core moves data with (`segments`, `copy`, `owns`):
 //! - a segment is one `cuMemAlloc` allocation; its attach blob is its CUDA IPC handle, which a
 //!   peer on the same host opens with `cuIpcOpenMemHandle` (CUDA IPC has no name to remove);
-//! - `copy` is `cuMemcpy` under unified addressing (either side host or device memory),
-//!   followed by a context synchronisation, because a device-to-device `cuMemcpy` may return
-//!   before the bytes are in place and the core relies on a finished copy (an atomic's
-//!   read-modify-write, the order of a put and its signal);
+//! - `copy` is `cuMemcpyAsync` under unified addressing (either side host or device memory)
+//!   on a stream of the memheap's own, then `cuStreamSynchronize`, because the core relies on
+//!   a finished copy (an atomic's read-modify-write, the order of a put and its signal). The
+//!   stream is a blocking one: ordered after the program's work on the legacy default stream,
+//!   as `cudaMemcpy` is, but not waiting for its kernels on non-blocking streams;
 //! - `owns` asks `cuPointerGetAttribute` for the memory type;
 //! - `host_alloc`/`host_free` give the core page-locked staging buffers (`cuMemHostAlloc`).
 //!
@@ -33,9 +34,14 @@ use rshmem_plugin_api::{
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
-/// The device this PE uses and its primary context.
+/// The device this PE uses, its primary context, and the stream every copy runs on.
 struct Device {
     ctx: sys::CUcontext,
+    /// A stream of the memheap's own, created without `CU_STREAM_NON_BLOCKING`: a copy is
+    /// ordered after the work the program queued on the legacy default stream (as a
+    /// `cudaMemcpy` would be), and waiting for it (`cuStreamSynchronize`) does not wait for
+    /// the program's kernels on its own non-blocking streams, as `cuCtxSynchronize` did.
+    stream: sys::CUstream,
 }
 
 // SAFETY: a primary context handle is process-wide and may be made current on any thread.
@@ -83,22 +89,43 @@ fn device(local_rank: i32) -> &'static Result<Device, String> {
         // SAFETY: `dev` is valid; the primary context is retained for the process's lifetime.
         let ctx = unsafe { result::primary_ctx::retain(dev) }
             .map_err(|e| format!("cuDevicePrimaryCtxRetain failed: {e}"))?;
-        Ok(Device { ctx })
+        // SAFETY: the context was just retained.
+        unsafe { result::ctx::set_current(ctx) }.map_err(|e| format!("cuCtxSetCurrent failed: {e}"))?;
+        let mut stream: sys::CUstream = std::ptr::null_mut();
+        let flags = sys::CUstream_flags_enum::CU_STREAM_DEFAULT as u32;
+        // SAFETY: writes one stream handle; the stream lives as long as the process.
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
+        Ok(Device { ctx, stream })
     })
 }
 
-/// `realloc`'s copy: device to device, in this PE's context.
+/// `realloc`'s copy: device to device, on the memheap's stream like every other copy.
 ///
 /// # Safety
 /// Both ranges are device memory of this PE's context, `len` bytes, not overlapping.
 unsafe fn device_copy(dst: *mut u8, src: *const u8, len: usize) {
-    let Some(Ok(d)) = DEVICE.get() else { panic!("memheap cuda: a copy before the device was opened") };
-    // SAFETY: the context was retained in `device`; the ranges are the caller's promise.
-    unsafe {
-        result::ctx::set_current(d.ctx).expect("cuCtxSetCurrent");
-        result::memcpy_dtod_sync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len)
-            .expect("cuMemcpyDtoD");
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { stream_copy(dst.cast(), src.cast(), len) } {
+        panic!("memheap cuda: realloc's copy: {e}");
     }
+}
+
+/// Copy `len` bytes on this PE's stream and wait until they are in place: the core relies on
+/// a finished copy (an atomic's read-modify-write, the order of a put and its signal), and a
+/// device-to-device copy may otherwise return before its bytes land.
+///
+/// # Safety
+/// Both ranges valid for `len` bytes, host or device memory (unified addressing tells the
+/// driver which).
+unsafe fn stream_copy(dst: *mut c_void, src: *const c_void, len: usize) -> Result<(), String> {
+    current()?;
+    let Some(Ok(d)) = DEVICE.get() else { return Err("the device was not opened".into()) };
+    // SAFETY: the caller's contract on the ranges; the stream belongs to the current context.
+    check("cuMemcpyAsync", unsafe {
+        sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, d.stream)
+    })?;
+    // SAFETY: the stream is live for the process.
+    check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(d.stream) })
 }
 
 unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
@@ -212,14 +239,8 @@ static SEGMENTS: SshmemOps = SshmemOps {
 };
 
 unsafe extern "C" fn copy(dst: *mut c_void, src: *const c_void, len: usize) -> c_int {
-    rc("copy", || {
-        current()?;
-        // SAFETY: the core's contract: both ranges valid for `len` bytes, host or device
-        // memory; unified addressing tells cuMemcpy which.
-        check("cuMemcpy", unsafe { sys::cuMemcpy(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len) })?;
-        // SAFETY: no arguments; waits for this context's work, the copy included.
-        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
-    })
+    // SAFETY: the core's contract: both ranges valid for `len` bytes, host or device memory.
+    rc("copy", || unsafe { stream_copy(dst, src, len) })
 }
 
 unsafe extern "C" fn owns(ptr: *const c_void) -> c_int {
