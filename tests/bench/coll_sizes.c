@@ -5,7 +5,9 @@
  *
  * Each figure is the median over 5 blocks of the average call time in a block, on PE 0.
  * COLL_MAX (bytes, default 1 MiB) bounds the sizes, COLL_MIN (default 4) starts them and
- * COLL_FACTOR (default 4) steps them; COLL_ONLY=name runs one benchmark. */
+ * COLL_FACTOR (default 4) steps them; COLL_ONLY=name runs one benchmark. Where the library
+ * implements OpenSHMEM 1.6, the inclusive scan (`shmem_float_sum_inscan` on the world team) is
+ * timed too ("scan"); Open MPI 4.1's OSHMEM has none. */
 #include "bench.h"
 
 #define BLOCKS 5
@@ -27,7 +29,11 @@ static int wanted(const char *name) {
     return !only || !*only || strcmp(only, name) == 0;
 }
 
-enum op { BARRIER, BCAST, REDUCE, FCOLLECT, COLLECT, ALLTOALL };
+#if SHMEM_MAJOR_VERSION * 100 + SHMEM_MINOR_VERSION >= 106
+#define HAVE_SCAN 1
+#endif
+
+enum op { BARRIER, BCAST, REDUCE, FCOLLECT, COLLECT, ALLTOALL, SCAN };
 
 /* One call of `op` on `bytes` bytes per PE; `k` alternates the pSync arrays. */
 static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int k) {
@@ -50,6 +56,11 @@ static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int
         break;
     case ALLTOALL:
         shmem_alltoall32(dst, src, bytes / 4, 0, 0, n, psync[k]);
+        break;
+    case SCAN:
+#ifdef HAVE_SCAN
+        shmem_float_sum_inscan(SHMEM_TEAM_WORLD, dst, src, bytes / 4);
+#endif
         break;
     }
 }
@@ -107,6 +118,10 @@ int main(void) {
         if (wanted("collect")) run("coll_collect", COLLECT, s, dst, src, wrk);
     for (size_t s = min; s <= max / 4; s *= factor)
         if (wanted("alltoall")) run("coll_alltoall", ALLTOALL, s, dst, src, wrk);
+#ifdef HAVE_SCAN
+    for (size_t s = min; s <= max; s *= factor)
+        if (wanted("scan")) run("coll_float_inscan", SCAN, s, dst, src, wrk);
+#endif
     shmem_finalize();
     return 0;
 }

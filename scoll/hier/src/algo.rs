@@ -11,7 +11,9 @@
 //! the first signal.
 
 use crate::team::{tree, Team, LDATA, LSIG};
-use rshmem_plugin_api::{arith, CoreServices, DT_U64, OP_SUM, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
+use rshmem_plugin_api::{
+    arith, CoreServices, DT_U64, OP_SUM, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL, REDUCE_EXSCAN,
+};
 use std::ffi::{c_int, c_void};
 
 /// Members wait for their group's leader (or, in a broadcast, the root) to deliver call `e`.
@@ -362,9 +364,9 @@ pub unsafe fn alltoall(
     RC_OK
 }
 
-/// Reductions to all (scans are declined to `basic`): each leader combines its group's sources
-/// in team order into a partial result, the leaders run [`exchange`] on their partials, and
-/// each writes the result to its `dest` and its members'. Partials that fit a staging slot
+/// Reductions to all, and scans ([`scan`]): for a reduction, each leader combines its group's
+/// sources in team order into a partial result, the leaders run [`exchange`] on their
+/// partials, and each writes the result to its `dest` and its members'. Partials that fit a staging slot
 /// land there; larger ones land in the receiving leader's own `dest` after it says it is
 /// ready for them. Either way every PE gets the same bits.
 ///
@@ -381,12 +383,18 @@ pub unsafe fn reduce(
     op: u32,
     kind: u32,
 ) -> c_int {
-    if kind != REDUCE_ALL {
-        return RC_DECLINED;
-    }
     let Some(arith::Shape { nbytes, .. }) = arith::shape(dtype, op, kind, nelems, t.n, t.me) else {
         return RC_ERROR;
     };
+    if kind != REDUCE_ALL {
+        if !t.contiguous() {
+            return RC_DECLINED;
+        }
+        // SAFETY: the caller's contract.
+        return unsafe {
+            scan(c, t, dest.cast(), src.cast(), (nelems, nbytes), (dtype, op), kind == REDUCE_EXSCAN)
+        };
+    }
     let e = t.next();
     // A member's `src` is ready; its leader reads it and writes `dest` before delivering.
     if as_member(c, t, e) {
@@ -414,6 +422,135 @@ pub unsafe fn reduce(
         deliver(c, t, dest, bytes(mine), nbytes, e);
     }
     RC_OK
+}
+
+/// Scans, where every host's members are consecutive in the team (else `basic` serves them):
+/// each leader combines its group's sources in team order into the group's total, the leaders
+/// run [`scan_leaders`] on their totals, which gives each the combination of every group
+/// before its own, and each leader then combines that with its members' sources one by one,
+/// writing each member's result (for the exclusive scan, the value before that member's
+/// source; the team's first member's `dest` is left alone, the core writes it).
+///
+/// # Safety
+/// As [`reduce`]: `dest` and `src` symmetric and valid for `nbytes` (they may be the same).
+unsafe fn scan(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut u8,
+    src: *const u8,
+    (nelems, nbytes): (usize, usize),
+    (dtype, op): (u32, u32),
+    exclusive: bool,
+) -> c_int {
+    let e = t.next();
+    if as_member(c, t, e) {
+        return RC_OK;
+    }
+    let [acc, tmp, own, before] = t.buffers(nbytes);
+    let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
+    let combine = |acc: &mut [u128], x: &[u128]| {
+        arith::combine(dtype, op, acc, x, nelems);
+    };
+    // SAFETY: `src` and `dest` hold `nbytes` on every member (caller), the private buffers at
+    // least `nbytes`; members' sources are read before any `dest` is written.
+    unsafe {
+        // This leader's source, kept: other leaders' totals may land in its `dest`, which may
+        // be its source.
+        std::ptr::copy_nonoverlapping(src, bytes(own), nbytes);
+        acc.copy_from_slice(own);
+        gather(c, t, e);
+        for j in 1..t.group_len() {
+            t.get_local(c, j, bytes(tmp), src, nbytes);
+            combine(acc, tmp);
+        }
+        let mut have = scan_leaders(c, t, dest, acc, tmp, before, nbytes, combine);
+        // `before` now holds every earlier group's combination (when there is an earlier group).
+        acc.copy_from_slice(before);
+        let mut transported = false;
+        for j in 0..t.group_len() {
+            if j == 0 {
+                tmp.copy_from_slice(own);
+            } else {
+                t.get_local(c, j, bytes(tmp), src, nbytes);
+            }
+            if exclusive && have {
+                transported |= t.put_local(c, j, dest, bytes(acc), nbytes);
+            }
+            if have {
+                combine(acc, tmp);
+            } else {
+                acc.copy_from_slice(tmp);
+                have = true;
+            }
+            if !exclusive {
+                transported |= t.put_local(c, j, dest, bytes(acc), nbytes);
+            }
+        }
+        t.publish(c, transported);
+        t.lsignal_all(LDATA, e);
+    }
+    RC_OK
+}
+
+/// The leaders' exclusive scan of their groups' totals, in group order (the team's order: the
+/// groups are consecutive), by recursive doubling: in round r each leader sends what it has
+/// combined so far (the groups from `g - 2^r + 1` to `g`) to the leader `2^r` ahead, and
+/// combines what the leader `2^r` behind sends into that and into `before`. Returns whether
+/// `before` holds anything (false on the first group); `total` is consumed.
+///
+/// Every transfer waits for the receiver's "ready": unlike an exchange's swaps, a sender here
+/// hears nothing from its receiver otherwise, and could run a whole call ahead. That keeps the
+/// slots' rule of [`Team::next_exchange`]: a leader that finishes the scan has heard, in it,
+/// from every leader a power of two away, that is, from every partner of an exchange.
+/// A total that fits a staging slot lands in that round's slot, a larger one in the
+/// receiver's `dest`, which holds nothing of the call's until the results are written.
+///
+/// # Safety
+/// `dest` symmetric with room for `nbytes`, the buffers at least `nbytes` long.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_leaders(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut u8,
+    total: &mut [u128],
+    tmp: &mut [u128],
+    before: &mut [u128],
+    nbytes: usize,
+    combine: impl Fn(&mut [u128], &[u128]),
+) -> bool {
+    let (h, g) = (t.hosts(), t.g);
+    let x = t.next_exchange();
+    let at = |r: usize| if nbytes > t.slot_bytes() { dest } else { t.slot(x, r) };
+    let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
+    let mut have = false;
+    let (mut d, mut r) = (1, 0);
+    // SAFETY: the slots of exchange `x` hold a slot's worth, `dest` and the buffers what the
+    // caller promised; a sender writes only after the receiver's "ready".
+    unsafe {
+        while d < h {
+            if g >= d {
+                t.nsignal(c, g - d);
+            }
+            if g + d < h {
+                t.nwait(c, g + d);
+                t.nsend(c, g + d, at(r), bytes(total), nbytes);
+            }
+            if g >= d {
+                t.nwait(c, g - d);
+                std::ptr::copy_nonoverlapping(at(r), bytes(tmp), nbytes);
+                if have {
+                    combine(before, tmp);
+                } else {
+                    before.copy_from_slice(tmp);
+                    have = true;
+                }
+                combine(total, tmp);
+            }
+            d *= 2;
+            r += 1;
+        }
+    }
+    have
 }
 
 /// Recursive doubling between the leaders on their partials, each sent with its signal in one

@@ -75,9 +75,12 @@ pub struct Team {
     slot_bytes: usize,
     /// Signals consumed from each group's leader.
     seen: Vec<Cell<u64>>,
-    /// Private buffers (reductions, alltoall, collect), grown once to the largest size a call
-    /// needed.
-    bufs: [UnsafeCell<Vec<u128>>; 2],
+    /// Whether every group's members are consecutive in the team (so the groups, in their
+    /// order, cover the team in order): what a scan needs.
+    contiguous: bool,
+    /// Private buffers (reductions, scans, alltoall, collect), grown once to the largest size
+    /// a call needed.
+    bufs: [UnsafeCell<Vec<u128>>; 4],
     /// The core's put-with-signal, when it has one: data and signal in one message.
     put_signal: Option<PutSignalU64>,
 }
@@ -123,7 +126,9 @@ impl Team {
         let rounds = (usize::BITS - 1 - h.leading_zeros()) as usize;
         let folds = !h.is_power_of_two();
         let slot_bytes = STAGE_AREA / (2 * (rounds + usize::from(folds))) / 64 * 64;
+        let contiguous = groups.iter().all(|m| m.windows(2).all(|w| w[1] == w[0] + 1));
         Some(Team {
+            contiguous,
             exchanges: Cell::new(0),
             folds,
             slot_bytes,
@@ -281,8 +286,13 @@ impl Team {
     /// Staging slot `step` (0: the fold, 1 + k: round k of recursive doubling) of exchange
     /// `x`, at the symmetric address every leader uses.
     pub fn stage(&self, x: u64, step: usize) -> *mut u8 {
+        self.slot(x, step - usize::from(!self.folds))
+    }
+
+    /// Staging slot `i` of exchange `x`: `i` below ceil(log2 hosts), the slots of one
+    /// exchange (a scan's rounds use them in turn).
+    pub fn slot(&self, x: u64, i: usize) -> *mut u8 {
         let steps = STAGE_AREA / 2 / self.slot_bytes;
-        let i = step - usize::from(!self.folds);
         debug_assert!(i < steps);
         let slot = (x % 2) as usize * steps + i;
         self.scratch.wrapping_add(STAGE).cast::<u8>().wrapping_add(slot * self.slot_bytes)
@@ -367,14 +377,22 @@ impl Team {
         fence(Ordering::SeqCst);
     }
 
-    /// The two private buffers, each at least `bytes` long and 16-byte aligned.
+    /// Whether every group's members are consecutive in the team.
+    pub fn contiguous(&self) -> bool {
+        self.contiguous
+    }
+
+    /// The first `N` (at most 4) private buffers, each at least `bytes` long and 16-byte
+    /// aligned.
     #[allow(clippy::mut_from_ref)]
-    pub fn buffers(&self, bytes: usize) -> [&mut [u128]; 2] {
+    pub fn buffers<const N: usize>(&self, bytes: usize) -> [&mut [u128]; N] {
+        const { assert!(N <= 4) };
         let words = bytes.div_ceil(16);
-        self.bufs.each_ref().map(|b| {
+        std::array::from_fn(|i| {
             // SAFETY: a team's collectives run one at a time on one thread (the OpenSHMEM rule
-            // for teams), and the slices are dropped before the call returns.
-            let v = unsafe { &mut *b.get() };
+            // for teams), each buffer is handed out once per call, and the slices are dropped
+            // before the call returns.
+            let v = unsafe { &mut *self.bufs[i].get() };
             if v.len() < words {
                 v.resize(words, 0);
             }
