@@ -9,8 +9,9 @@
 //! - **RMA.** A mapped peer's copy is reached with `copy`. Otherwise through the spml; when the
 //!   spml cannot move device memory, a local device buffer is staged through a host buffer,
 //!   page-locked where the memheap offers `host_alloc` (`put` copies out, then puts; `get`
-//!   gets, then copies in; the non-blocking forms complete before they return). A device segment that some PE cannot map is only
-//!   created when the spml moves device memory (`crate::ops::spaces`).
+//!   gets, then copies in; the non-blocking forms complete before they return). A device
+//!   segment that some PE cannot map is only created when the spml moves device memory
+//!   (`crate::ops::spaces`).
 //! - **Atomics.** Device memory takes no CPU atomics, and a transport's device atomics need not
 //!   exist, so an AMO on a device word is a read-modify-write under a lock: one of [`LOCKS`]
 //!   host words of the target PE (chosen by the word's offset), taken with a compare-and-swap

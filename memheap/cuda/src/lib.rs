@@ -44,7 +44,8 @@ struct Device {
     stream: sys::CUstream,
 }
 
-// SAFETY: a primary context handle is process-wide and may be made current on any thread.
+// SAFETY: a primary context handle is process-wide and may be made current on any thread; a
+// stream of that context may be used from any thread where the context is current.
 unsafe impl Send for Device {}
 // SAFETY: as for Send.
 unsafe impl Sync for Device {}
