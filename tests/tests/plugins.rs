@@ -340,35 +340,33 @@ fn every_shmem_routine_has_a_pshmem_twin() {
 /// cannot touch at the addresses the core sees, reachable only through its `copy` slot. Built
 /// once per test process: tests run in parallel, and one rewriting the library while
 /// another's job loads it made that job find no component "fakedev".
-fn fakedev() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = target_dir().join("rshmem-test-plugins/fakedev");
-            gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
-            // The sshmem skeleton, whose segments no peer can map: host memory then goes
-            // through the spml while device memory stays mapped (the staged path).
-            gcc_plugin(&repo().join("plugins/c-example/sshmem_anon.c"), &dir, "libsshmem_anon.so");
-            dir
-        })
-        .clone()
+fn fakedev() -> &'static str {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = target_dir().join("rshmem-test-plugins/fakedev");
+        gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
+        // The sshmem skeleton, whose segments no peer can map: host memory then goes
+        // through the spml while device memory stays mapped (the staged path).
+        gcc_plugin(&repo().join("plugins/c-example/sshmem_anon.c"), &dir, "libsshmem_anon.so");
+        dir.display().to_string()
+    })
+}
+
+/// The environment that selects fakedev as the GPU memheap, then `more`.
+fn on_fakedev(more: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    [&[("SHMEM_MCA_plugin_path", fakedev()), ("SHMEM_MCA_memheap", "fakedev,cpu")], more].concat()
 }
 
 /// SHMEM_SPACE_GPU and a created GPU space on fake device memory: RMA between host and
 /// device memory both ways, strided and non-blocking forms, every kind of AMO, waits and
-/// put-with-signal on device words, calloc, and every collective (through the host shadow). A load or store the core made on device memory
-/// itself instead of through the memheap's copy would end the PE with SIGSEGV. Nothing of
+/// put-with-signal on device words, calloc, and every collective (through the host shadow). A
+/// load or store the core made on device memory itself instead of through the memheap's copy
+/// would end the PE with SIGSEGV. Nothing of
 /// the fake device may be left in /dev/shm.
 #[test]
 fn gpu_spaces_move_data_only_through_the_device_memheap() {
-    let dir = fakedev().display().to_string();
     let prog = c_test("device_space");
-    let env = [
-        ("SHMEM_MCA_plugin_path", dir.as_str()),
-        ("SHMEM_MCA_memheap", "fakedev,cpu"),
-        ("SHMEM_ENABLE_GPU_SPACE", "1"),
-        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
-    ];
+    let env = on_fakedev(&[("SHMEM_ENABLE_GPU_SPACE", "1"), ("SHMEM_GPU_SYMMETRIC_SIZE", "4M")]);
     let before = leftovers();
     for np in [1, 2, 4] {
         let r = oshrun(np, &prog, &env, DEFAULT_TIMEOUT);
@@ -411,14 +409,8 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
 /// be made, init fails on every PE saying why, and leaves nothing behind.
 #[test]
 fn a_gpu_default_space_takes_shmem_malloc_or_init_fails() {
-    let dir = fakedev().display().to_string();
     let prog = c_test("default_gpu");
-    let env = [
-        ("SHMEM_MCA_plugin_path", dir.as_str()),
-        ("SHMEM_MCA_memheap", "fakedev,cpu"),
-        ("SHMEM_DEFAULT_SPACE", "GPU"),
-        ("SHMEM_SYMMETRIC_SIZE", "8M"),
-    ];
+    let env = on_fakedev(&[("SHMEM_DEFAULT_SPACE", "GPU"), ("SHMEM_SYMMETRIC_SIZE", "8M")]);
     let before = leftovers();
     for np in [2, 4] {
         let sized = [env.as_slice(), &[("EXPECT_HEAP_SIZE", "8388608")]].concat();
@@ -449,14 +441,11 @@ fn a_gpu_default_space_takes_shmem_malloc_or_init_fails() {
 /// device memory. Destroying the predefined GPU space ends the job too.
 #[test]
 fn a_collective_on_gpu_memory_is_a_clear_error() {
-    let dir = fakedev().display().to_string();
-    let env = [
-        ("SHMEM_MCA_plugin_path", dir.as_str()),
-        ("SHMEM_MCA_memheap", "fakedev,cpu"),
+    let env = on_fakedev(&[
         ("SHMEM_ENABLE_GPU_SPACE", "1"),
         ("DEVICE_MODE", "coll"),
         ("SHMEM_GPU_COLLECTIVES", "0"),
-    ];
+    ]);
     let r = oshrun(2, &c_test("device_space"), &env, DEFAULT_TIMEOUT);
     assert!(!r.status.success(), "{}", r.stdout);
     assert!(
@@ -483,15 +472,9 @@ fn a_collective_on_gpu_memory_is_a_clear_error() {
 /// (no SHMEM_MCA_memheap narrowing to fakedev), the same.
 #[test]
 fn gpu_memory_some_pe_cannot_reach_makes_no_space() {
-    let dir = fakedev().display().to_string();
     let prog = c_test("device_space");
-    let unmapped = [
-        ("SHMEM_MCA_plugin_path", dir.as_str()),
-        ("SHMEM_MCA_memheap", "fakedev,cpu"),
-        ("SHMEM_ENABLE_GPU_SPACE", "1"),
-        ("SHMEM_LOCAL_MAP", "0"),
-        ("DEVICE_MODE", "absent"),
-    ];
+    let unmapped =
+        on_fakedev(&[("SHMEM_ENABLE_GPU_SPACE", "1"), ("SHMEM_LOCAL_MAP", "0"), ("DEVICE_MODE", "absent")]);
     let r = oshrun(2, &prog, &unmapped, DEFAULT_TIMEOUT);
     r.assert_all_pes_ok("device_space", 2);
     for want in [
