@@ -6,7 +6,9 @@
 # every collective (reductions, scans, broadcast, collects, alltoalls, active-set forms) on
 # device buffers, each value read back from the device and compared; and tests/c/default_gpu.c,
 # shmem_malloc in GPU memory under SHMEM_DEFAULT_SPACE=GPU; device_space again with host memory
-# reached only through the spml, so device bytes are staged through pinned buffers. Then the same program with the device
+# reached only through the spml, so device bytes are staged through pinned buffers; and with no
+# peer mapped (SHMEM_LOCAL_MAP=0), so peers' device memory is copied by their CPUs when UCX
+# moves no CUDA memory. Then the same program with the device
 # hidden (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on.
 #
 # Usage: bash scripts/gpu-check.sh            (exit status 0: every check passed)
@@ -52,6 +54,9 @@ for np in 2 4; do
 done
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M \
     SHMEM_MCA_plugin_path="$out/plugins" SHMEM_MCA_sshmem=anon
+# No peer mapped: with a UCX without CUDA support, peers' device memory is reached through
+# their CPUs (spml ucx's transfers through the target, cuMemcpy on the progress thread).
+run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_LOCAL_MAP=0
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
 if [ $fail = 0 ]; then
     echo "gpu-check: all passed ($(date -u +%Y-%m-%d), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"

@@ -404,6 +404,16 @@ typedef struct {
                          uint64_t *sig,
                          uint64_t value,
                          int pe);
+  /**
+   * Copy between the host buffer `buf` and bytes `off..off + len` of this PE's segment
+   * `seg` (into the segment when `into_segment` is nonzero, else out of it), where `seg` is
+   * a device segment that the spml does not register: the target side of
+   * `shmem_plugin_spml_ops_t.put_via_target` and `get_via_target`. The device memheap's `copy` moves the
+   * bytes. Nonzero, with nothing copied, for any other segment or a range that leaves it: a
+   * message naming one is refused. Callable from any thread, including inside the spml's
+   * progress. Appended within ABI v2: read it through the accessor of the same name.
+   */
+  int (*segment_copy)(uint32_t seg, uint64_t off, void *buf, size_t len, int into_segment);
 } shmem_plugin_core_t;
 
 /**
@@ -770,6 +780,30 @@ typedef struct {
    * of such memory then needs every PE to map every peer's copy (same host, IPC).
    */
   uint64_t memory_types;
+  /**
+   * Optional, appended within ABI v2 (absent from shorter tables; read through
+   * `shmem_plugin_spml_ops_t.via_target`): RMA on PE `pe`'s copy of segment `seg` where this spml moves
+   * neither that memory nor the memory on this side, carried out by the target's CPU.
+   * `put_via_target` sends the `len` host bytes at `src` for bytes `off..off + len` of the
+   * segment, and returns once the target has copied them in (remote completion: no `quiet`
+   * is needed for them); `get_via_target` returns once `dst` (host memory) holds those
+   * bytes. The target's spml hands each transfer to its core's `segment_copy` service, which
+   * accepts only the device segments the spml does not register (a GPU space across hosts
+   * without a CUDA-aware transport) and refuses any other range. Nonzero when the transfer
+   * failed or was refused.
+   */
+  int (*put_via_target)(shmem_plugin_spml_ctx_t ctx,
+                        int pe,
+                        uint32_t seg,
+                        uint64_t off,
+                        void *src,
+                        size_t len);
+  int (*get_via_target)(shmem_plugin_spml_ctx_t ctx,
+                        int pe,
+                        uint32_t seg,
+                        uint64_t off,
+                        void *dst,
+                        size_t len);
 } shmem_plugin_spml_ops_t;
 
 /**

@@ -247,7 +247,20 @@ pub struct CoreServices {
             pe: c_int,
         ),
     >,
+    /// Copy between the host buffer `buf` and bytes `off..off + len` of this PE's segment
+    /// `seg` (into the segment when `into_segment` is nonzero, else out of it), where `seg` is
+    /// a device segment that the spml does not register: the target side of
+    /// `SpmlOps::put_via_target` and `get_via_target`. The device memheap's `copy` moves the
+    /// bytes. Nonzero, with nothing copied, for any other segment or a range that leaves it: a
+    /// message naming one is refused. Callable from any thread, including inside the spml's
+    /// progress. Appended within ABI v2: read it through the accessor of the same name.
+    pub segment_copy: Option<
+        unsafe extern "C" fn(seg: u32, off: u64, buf: *mut c_void, len: usize, into_segment: c_int) -> c_int,
+    >,
 }
+
+/// The signature of [`CoreServices::segment_copy`]: `(seg, off, buf, len, into_segment)`.
+pub type SegmentCopy = unsafe extern "C" fn(u32, u64, *mut c_void, usize, c_int) -> c_int;
 
 /// The signature of [`CoreServices::put_signal_u64`].
 pub type PutSignalU64 = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut u64, u64, c_int);
@@ -271,6 +284,15 @@ impl CoreServices {
             return None;
         }
         self.put_signal_u64
+    }
+
+    /// The `segment_copy` service, or None when the core's table predates it.
+    pub fn segment_copy(&self) -> Option<SegmentCopy> {
+        let end = std::mem::offset_of!(CoreServices, segment_copy) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.segment_copy
     }
 }
 
@@ -610,7 +632,41 @@ pub struct SpmlOps {
     /// that device with the spml and stages local device buffers through host memory; a space
     /// of such memory then needs every PE to map every peer's copy (same host, IPC).
     pub memory_types: u64,
+    /// Optional, appended within ABI v2 (absent from shorter tables; read through
+    /// [`SpmlOps::via_target`]): RMA on PE `pe`'s copy of segment `seg` where this spml moves
+    /// neither that memory nor the memory on this side, carried out by the target's CPU.
+    /// `put_via_target` sends the `len` host bytes at `src` for bytes `off..off + len` of the
+    /// segment, and returns once the target has copied them in (remote completion: no `quiet`
+    /// is needed for them); `get_via_target` returns once `dst` (host memory) holds those
+    /// bytes. The target's spml hands each transfer to its core's `segment_copy` service, which
+    /// accepts only the device segments the spml does not register (a GPU space across hosts
+    /// without a CUDA-aware transport) and refuses any other range. Nonzero when the transfer
+    /// failed or was refused.
+    pub put_via_target: Option<
+        unsafe extern "C" fn(
+            ctx: SpmlCtx,
+            pe: c_int,
+            seg: u32,
+            off: u64,
+            src: *mut c_void,
+            len: usize,
+        ) -> c_int,
+    >,
+    pub get_via_target: Option<
+        unsafe extern "C" fn(
+            ctx: SpmlCtx,
+            pe: c_int,
+            seg: u32,
+            off: u64,
+            dst: *mut c_void,
+            len: usize,
+        ) -> c_int,
+    >,
 }
+
+/// The signature of [`SpmlOps::put_via_target`] and [`SpmlOps::get_via_target`]: `(ctx, pe,
+/// seg, off, buf, len)`; `buf` is the host source of a put or the host destination of a get.
+pub type SpmlViaTarget = unsafe extern "C" fn(SpmlCtx, c_int, u32, u64, *mut c_void, usize) -> c_int;
 
 /// The signature of [`SpmlOps::put_signal`].
 pub type SpmlPutSignal =
@@ -646,6 +702,15 @@ impl SpmlOps {
             return None;
         }
         self.put_signal
+    }
+
+    /// The `put_via_target` and `get_via_target` slots, when the component's table has both.
+    pub fn via_target(&self) -> Option<(SpmlViaTarget, SpmlViaTarget)> {
+        let end = std::mem::offset_of!(SpmlOps, get_via_target) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        Some((self.put_via_target?, self.get_via_target?))
     }
 }
 

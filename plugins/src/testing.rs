@@ -92,5 +92,6 @@ pub fn fake_core(
         wait_until_u64: wait_until,
         host_of: None,
         put_signal_u64: None,
+        segment_copy: None,
     }))
 }

@@ -12,8 +12,8 @@ pub mod ucx;
 
 use rshmem_plugin_api::boundary::{self, slot};
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, ParamDecl, QueryResult, SpmlCtx, SpmlOps, TransportHandle, LOG_DEBUG,
-    LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
+    cstr, CoreServices, Framework, ParamDecl, QueryResult, SpmlCtx, SpmlOps, SpmlViaTarget, TransportHandle,
+    LOG_DEBUG, LOG_ERROR, LOG_WARN, RC_ERROR, RC_OK, TRANSPORT_UCX,
 };
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_long, c_void, CString};
@@ -190,6 +190,18 @@ fn open(c: &'static CoreServices) -> *const c_void {
             Err(e) => log(LOG_WARN, &format!("{e}; continuing without a progress thread")),
         }
     }
+    // Peers' transfers through this PE are served whenever the core can copy; whether this PE
+    // sends any is the parameter's choice (the core agrees on it before making a space).
+    if c.segment_copy().is_some() {
+        u.set_target_copier(copy_through_core);
+    }
+    let via_target = match u.via_target_ready() {
+        Ok(()) => c.segment_copy().is_some() && bool_param(c, "via_target", true),
+        Err(e) => {
+            log(LOG_WARN, &format!("no transfers through a target's CPU: {e}"));
+            false
+        }
+    };
     let ops: &'static SpmlOps = Box::leak(Box::new(SpmlOps {
         struct_size: std::mem::size_of::<SpmlOps>(),
         transport: TransportHandle {
@@ -222,8 +234,11 @@ fn open(c: &'static CoreServices) -> *const c_void {
             }
         },
         memory_types: if u.moves_cuda_memory() { 1 << rshmem_plugin_api::MEMHEAP_DEVICE_GPU } else { 0 },
+        put_via_target: via_target.then_some(put_via_target as SpmlViaTarget),
+        get_via_target: via_target.then_some(get_via_target as SpmlViaTarget),
     }));
     u.on_refused_message(fatal_hook);
+    u.on_refused_transfer(fatal_hook);
     ops as *const SpmlOps as *const c_void
 }
 
@@ -476,6 +491,55 @@ unsafe extern "C" fn put_signal(
     })
 }
 
+/// The target side of `put_via_target` and `get_via_target`: the core's `segment_copy`.
+fn copy_through_core(seg: u32, off: u64, buf: *mut u8, len: usize, into: bool) -> Result<(), String> {
+    let f =
+        boundary::core().and_then(CoreServices::segment_copy).ok_or("the core copies no segment memory")?;
+    // SAFETY: core service; `buf` is valid for `len` bytes in the direction asked (the caller).
+    match unsafe { f(seg, off, buf.cast(), len, c_int::from(into)) } {
+        0 => Ok(()),
+        _ => Err(format!(
+            "{len} bytes at offset {off} of segment {seg} are not device memory this PE copies for peers"
+        )),
+    }
+}
+
+unsafe extern "C" fn put_via_target(
+    ctx: SpmlCtx,
+    pe: c_int,
+    seg: u32,
+    off: u64,
+    src: *mut c_void,
+    len: usize,
+) -> c_int {
+    slot(COMPONENT, "put_via_target", || {
+        let ch = ctx_state(ctx);
+        // SAFETY: the core guarantees `src` is readable for `len` bytes.
+        match unsafe { state().via_target(ch, pe as usize, true, seg, off, src.cast(), len) } {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(ch, "put (through the target's CPU) to", pe, e),
+        }
+    })
+}
+
+unsafe extern "C" fn get_via_target(
+    ctx: SpmlCtx,
+    pe: c_int,
+    seg: u32,
+    off: u64,
+    dst: *mut c_void,
+    len: usize,
+) -> c_int {
+    slot(COMPONENT, "get_via_target", || {
+        let ch = ctx_state(ctx);
+        // SAFETY: the core guarantees `dst` is writable for `len` bytes.
+        match unsafe { state().via_target(ch, pe as usize, false, seg, off, dst.cast(), len) } {
+            Ok(()) => RC_OK,
+            Err(e) => op_failed(ch, "get (through the target's CPU) from", pe, e),
+        }
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn atomic(
     ctx: SpmlCtx,
@@ -589,12 +653,20 @@ rshmem_plugin_api::export_plugin! {
     framework: Framework::Spml,
     name: "ucx",
     description: "RMA, atomics and ordering over UCX (ucp_*_nbx), with an optional progress thread",
-    params: &[ParamDecl {
-        name: cstr!("progress_thread"),
-        kind: rshmem_plugin_api::PARAM_BOOL,
-        default_value: cstr!("1"),
-        doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress"),
-    }],
+    params: &[
+        ParamDecl {
+            name: cstr!("progress_thread"),
+            kind: rshmem_plugin_api::PARAM_BOOL,
+            default_value: cstr!("1"),
+            doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress"),
+        },
+        ParamDecl {
+            name: cstr!("via_target"),
+            kind: rshmem_plugin_api::PARAM_BOOL,
+            default_value: cstr!("1"),
+            doc: cstr!("Offer RMA on device memory that UCX cannot move (UCX without CUDA support) as active messages whose target copies the bytes with its CPU, so that a GPU space spans PEs that cannot map each other's device memory (other hosts); 0: such a space is not created"),
+        },
+    ],
     caps: rshmem_plugin_api::SPML_CAP_MULTI_HOST | rshmem_plugin_api::SPML_CAP_THREAD_MULTIPLE,
     query: query,
     open: open,

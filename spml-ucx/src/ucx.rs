@@ -7,8 +7,10 @@
 mod am;
 mod channel;
 mod mapping;
+mod target;
 pub use am::{Complaint, Header as AmHeader};
 pub use channel::{Channel, WorkerList};
+pub use target::{Copier, CHUNK as VIA_TARGET_CHUNK};
 
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
@@ -93,6 +95,9 @@ pub enum OpError {
     Invalid,
     /// UCX reported this status.
     Status(sys::ucs_status_t),
+    /// The target refused a transfer through its CPU (`target`): not memory it copies for
+    /// peers, or its copy failed.
+    Refused,
 }
 
 impl fmt::Display for OpError {
@@ -102,6 +107,9 @@ impl fmt::Display for OpError {
             OpError::NoKey => f.write_str("no remote key for that segment of the PE"),
             OpError::Invalid => f.write_str("unsupported atomic operation or size"),
             OpError::Status(s) => f.write_str(sys::status_str(*s)),
+            OpError::Refused => {
+                f.write_str("the target refused to copy the bytes into or out of its segment")
+            }
         }
     }
 }
@@ -321,6 +329,10 @@ pub struct Ucx {
     receiver: &'static am::Receiver,
     /// Whether the handler is installed (else why not): `put_signal` is offered only then.
     am_ready: Result<(), String>,
+    /// The default worker's handlers for transfers through this PE's CPU (`target`), and
+    /// whether they and the reply handler are installed. Leaked, like `receiver`.
+    server: &'static target::Server,
+    target_ready: Result<(), String>,
     /// Workers of the created channels, which the waits of the default channel and
     /// [`Ucx::progress_all`] drive too (not the progress thread: a second thread driving a
     /// worker its context's thread is busy with made operations on it 10-40 times slower,
@@ -384,10 +396,14 @@ impl Ucx {
         };
         let receiver: &'static am::Receiver = Box::leak(Box::new(am::Receiver::new(chan.worker())));
         let am_ready = receiver.install();
+        let server: &'static target::Server = Box::leak(Box::new(target::Server::new()));
+        let target_ready = server.install(chan.worker());
         Ok(Ucx {
             context,
             receiver,
             am_ready,
+            server,
+            target_ready,
             address,
             n_pes,
             wakeup: opts.progress_thread,
@@ -445,6 +461,50 @@ impl Ucx {
         self.receiver.refused()
     }
 
+    /// Whether this PE can send and serve transfers through a target's CPU (else why not).
+    pub fn via_target_ready(&self) -> Result<(), &str> {
+        self.target_ready.as_ref().map(|_| ()).map_err(|e| e.as_str())
+    }
+
+    /// Who copies into and out of this PE's memory for peers' transfers through its CPU.
+    pub fn set_target_copier(&self, f: Copier) {
+        self.server.set_copier(f);
+    }
+
+    /// Who hears of a refused transfer request (`lib.rs` ends the job).
+    pub fn on_refused_transfer(&self, f: Complaint) {
+        self.server.on_complaint(f);
+    }
+
+    /// How many transfer requests this PE refused.
+    pub fn refused_transfers(&self) -> usize {
+        self.server.refused()
+    }
+
+    /// Move `len` bytes between host buffer `buf` and bytes `off..off + len` of PE `pe`'s
+    /// segment `seg`, which the target's CPU copies (see `target`): a put when `put`, else a
+    /// get. Returns when the target has the bytes (put) or `buf` holds them (get).
+    ///
+    /// # Safety
+    /// `buf` readable (put) or writable (get) for `len` bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn via_target(
+        &self,
+        ch: &Channel,
+        pe: usize,
+        put: bool,
+        seg: u32,
+        off: u64,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<(), OpError> {
+        if self.target_ready.is_err() {
+            return Err(OpError::Invalid);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { target::transfer(ch, &self.chan, &self.health, pe, put, seg, off, buf, len) }
+    }
+
     /// Note memory registered for remote access: put-with-signal messages may write it.
     pub fn add_region(&self, base: usize, len: usize) {
         self.receiver.regions.add(base, len);
@@ -484,7 +544,9 @@ impl Ucx {
             return Ok(ch);
         }
         let ch = Arc::new(Channel::new(self.context, self.n_pes, self.health.clone())?);
-        let setup = ch.connect(&peers.addrs).and_then(|()| {
+        // Replies to transfers through a target come back to the worker that asked.
+        let replies = if self.target_ready.is_ok() { target::install_replies(ch.worker()) } else { Ok(()) };
+        let setup = replies.and_then(|()| ch.connect(&peers.addrs)).and_then(|()| {
             peers.keys.iter().try_for_each(|(pe, seg, packed)| ch.add_rkey(*pe, *seg, packed))
         });
         if let Err(e) = setup {

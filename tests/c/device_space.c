@@ -1,6 +1,6 @@
 /* GPU memory spaces: SHMEM_SPACE_GPU (made at init under SHMEM_ENABLE_GPU_SPACE) and a created
  * GPU space, with RMA in every direction between host and device memory, strided and
- * non-blocking forms, atomics, waits, put-with-signal, calloc and every kind of collective (team
+ * non-blocking forms, transfers of more than a megabyte, atomics, waits, put-with-signal, calloc and every kind of collective (team
  * and active-set forms, device or host memory on either side) on device memory. Every value
  * in device memory is read back through shmem_getmem, never by a load: under the test memheap
  * "fakedev" the device memory is inaccessible to the CPU, so a load by this program or by the
@@ -129,6 +129,33 @@ static void check_space(shmem_space_t gpu, int me, int n) {
     shmem_free(hostbuf);
 }
 
+/* Transfers larger than a staging buffer (1 MiB) and than one message of spml ucx's transfers
+ * through the target (256 KiB): device memory to a peer's device memory, and a get from a
+ * peer's device memory into device memory. Needs 2.6 MB of the space. */
+static void check_large(shmem_space_t gpu, int me, int n) {
+    enum { BIG = 1300 * 1024 / sizeof(int) };
+    int next = (me + 1) % n, prev = (me + n - 1) % n;
+    int *x = shmem_space_malloc(gpu, BIG * sizeof(int)), *y = shmem_space_malloc(gpu, BIG * sizeof(int));
+    int *h = malloc(BIG * sizeof(int)), *g = malloc(BIG * sizeof(int));
+    CHECK(x && y && h && g);
+    for (int i = 0; i < BIG; i++) h[i] = me * 1000003 + i;
+    shmem_putmem(x, h, BIG * sizeof(int), me);
+    shmem_barrier_all();
+    shmem_putmem(y, x, BIG * sizeof(int), next); /* y on the next PE holds this PE's data */
+    shmem_barrier_all();
+    shmem_getmem(g, y, BIG * sizeof(int), me);
+    for (int i = 0; i < BIG; i++) CHECK(g[i] == prev * 1000003 + i);
+    memset(h, 0, BIG * sizeof(int));
+    shmem_putmem(x, h, BIG * sizeof(int), me);
+    shmem_getmem(x, y, BIG * sizeof(int), next); /* this PE's data back, into device memory */
+    shmem_getmem(g, x, BIG * sizeof(int), me);
+    for (int i = 0; i < BIG; i++) CHECK(g[i] == me * 1000003 + i);
+    shmem_barrier_all();
+    shmem_space_free(gpu, x);
+    shmem_space_free(gpu, y);
+    free(h);
+    free(g);
+}
 
 static long pSync_b[SHMEM_BCAST_SYNC_SIZE], pSync_c[SHMEM_COLLECT_SYNC_SIZE];
 
@@ -283,6 +310,7 @@ int main(void) {
         return 0;
     }
     check_space(SHMEM_SPACE_GPU, me, n);
+    check_large(SHMEM_SPACE_GPU, me, n);
     check_collectives(SHMEM_SPACE_GPU, me, n);
 
     CHECK(shmem_space_create(&cfg, &made, &team) == 0 && made != SHMEM_SPACE_INVALID);

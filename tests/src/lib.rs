@@ -413,6 +413,49 @@ impl Drop for Scratch {
     }
 }
 
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    source_dir().parent().unwrap().to_path_buf()
+}
+
+/// Compile C plugin `src` into `out_dir/name` against the header the project ships.
+pub fn gcc_plugin(src: &Path, out_dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(out_dir).unwrap();
+    let out = out_dir.join(name);
+    let o = Command::new("gcc")
+        .args(["-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden"])
+        .arg(format!("-I{}", repo().join("plugins/include").display()))
+        .arg(src)
+        .arg("-o")
+        .arg(&out)
+        .arg("-ldl")
+        .output()
+        .expect("run gcc");
+    assert!(o.status.success(), "gcc failed: {}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// The test memheap "fakedev" (tests/plugins/memheap_fakedev.c): GPU-type memory the CPU
+/// cannot touch at the addresses the core sees, reachable only through its `copy` slot. Built
+/// once per test process: tests run in parallel, and one rewriting the library while
+/// another's job loads it made that job find no component "fakedev".
+pub fn fakedev() -> &'static str {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = target_dir().join("rshmem-test-plugins/fakedev");
+        gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
+        // The sshmem skeleton, whose segments no peer can map: host memory then goes
+        // through the spml while device memory stays mapped (the staged path).
+        gcc_plugin(&repo().join("plugins/c-example/sshmem_anon.c"), &dir, "libsshmem_anon.so");
+        dir.display().to_string()
+    })
+}
+
+/// The environment that selects fakedev as the GPU memheap, then `more`.
+pub fn on_fakedev(more: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    [&[("SHMEM_MCA_plugin_path", fakedev()), ("SHMEM_MCA_memheap", "fakedev,cpu")], more].concat()
+}
+
 #[cfg(test)]
 mod tests {
     use super::untag;

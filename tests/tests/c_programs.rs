@@ -414,3 +414,21 @@ fn profiling_names_let_tools_interpose() {
 fn rma_for_every_standard_type() {
     run_everywhere("rma_types", &[]);
 }
+
+/// A GPU space on the test memheap fakedev (device memory the CPU cannot touch): RMA, atomics,
+/// waits, put-with-signal and collectives on it (tests/c/device_space.c). Across emulated
+/// hosts no PE maps another host's device memory and UCX here moves none, so those bytes go
+/// through the target's CPU (spml ucx's transfers through the target); under oshrun the same
+/// with SHMEM_LOCAL_MAP=0.
+#[test]
+fn gpu_space_on_fake_device_memory() {
+    let prog = c_test("device_space");
+    let env = on_fakedev(&[("SHMEM_ENABLE_GPU_SPACE", "1"), ("SHMEM_GPU_SYMMETRIC_SIZE", "4M")]);
+    let runs: Vec<(usize, Vec<(&str, &str)>)> = match Launcher::from_env() {
+        Launcher::Oshrun => vec![(2, [env.as_slice(), &[("SHMEM_LOCAL_MAP", "0")]].concat())],
+        _ => nps().into_iter().map(|np| (np, env.clone())).collect(),
+    };
+    for (np, env) in runs {
+        job(np, &prog, &env, DEFAULT_TIMEOUT).assert_all_pes_ok("device_space", np);
+    }
+}

@@ -5,28 +5,8 @@
 //! is refused naming the slot; shmem_info reports what it finds.
 
 use rshmem_tests::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-
-fn repo() -> PathBuf {
-    source_dir().parent().unwrap().to_path_buf()
-}
-
-fn gcc_plugin(src: &Path, out_dir: &Path, name: &str) -> PathBuf {
-    std::fs::create_dir_all(out_dir).unwrap();
-    let out = out_dir.join(name);
-    let o = Command::new("gcc")
-        .args(["-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden"])
-        .arg(format!("-I{}", repo().join("plugins/include").display()))
-        .arg(src)
-        .arg("-o")
-        .arg(&out)
-        .arg("-ldl")
-        .output()
-        .expect("run gcc");
-    assert!(o.status.success(), "gcc failed: {}", String::from_utf8_lossy(&o.stderr));
-    out
-}
 
 #[test]
 fn a_c_plugin_is_loaded_and_selected() {
@@ -336,27 +316,6 @@ fn every_shmem_routine_has_a_pshmem_twin() {
     }
 }
 
-/// The test memheap "fakedev" (tests/plugins/memheap_fakedev.c): GPU-type memory the CPU
-/// cannot touch at the addresses the core sees, reachable only through its `copy` slot. Built
-/// once per test process: tests run in parallel, and one rewriting the library while
-/// another's job loads it made that job find no component "fakedev".
-fn fakedev() -> &'static str {
-    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        let dir = target_dir().join("rshmem-test-plugins/fakedev");
-        gcc_plugin(&repo().join("tests/plugins/memheap_fakedev.c"), &dir, "libmemheap_fakedev.so");
-        // The sshmem skeleton, whose segments no peer can map: host memory then goes
-        // through the spml while device memory stays mapped (the staged path).
-        gcc_plugin(&repo().join("plugins/c-example/sshmem_anon.c"), &dir, "libsshmem_anon.so");
-        dir.display().to_string()
-    })
-}
-
-/// The environment that selects fakedev as the GPU memheap, then `more`.
-fn on_fakedev(more: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
-    [&[("SHMEM_MCA_plugin_path", fakedev()), ("SHMEM_MCA_memheap", "fakedev,cpu")], more].concat()
-}
-
 /// SHMEM_SPACE_GPU and a created GPU space on fake device memory: RMA between host and
 /// device memory both ways, strided and non-blocking forms, every kind of AMO, waits and
 /// put-with-signal on device words, calloc, and every collective (through the host shadow). A
@@ -466,19 +425,48 @@ fn a_collective_on_gpu_memory_is_a_clear_error() {
     );
 }
 
-/// GPU memory that some PE can map neither itself nor through the spml (here SHMEM_LOCAL_MAP=0
-/// and an spml without device memory) is no space: SHMEM_SPACE_GPU stays invalid with a
-/// warning, and shmem_space_create returns nonzero on every PE. Without a GPU memheap
-/// (no SHMEM_MCA_memheap narrowing to fakedev), the same.
+/// GPU memory that no PE maps for its peers (SHMEM_LOCAL_MAP=0 here; other hosts in
+/// c_programs' `gpu_space_on_fake_device_memory`), with an spml that cannot move device memory
+/// (Debian's UCX has no CUDA support): every byte a PE moves to or from a peer's device memory
+/// goes as a message the peer's CPU copies in or out (spml ucx's transfers through the
+/// target), atomics and waits included, and the GPU space works as when it is mapped.
+#[test]
+fn gpu_memory_no_peer_maps_is_reached_through_the_targets_cpu() {
+    let prog = c_test("device_space");
+    let env = on_fakedev(&[
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
+        ("SHMEM_LOCAL_MAP", "0"),
+    ]);
+    let before = leftovers();
+    for np in [2, 4] {
+        let r = oshrun(np, &prog, &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok("device_space", np);
+        assert!(!r.stderr.contains("could not be made"), "{}", r.stderr);
+    }
+    assert!(shm_names("rshmem-fakedev-").is_empty(), "{:?}", shm_names("rshmem-fakedev-"));
+    assert_nothing_left(&before, "device_space");
+}
+
+/// GPU memory that some PE can map neither itself nor through the spml (here SHMEM_LOCAL_MAP=0,
+/// an spml without device memory, and its transfers through the target turned off) is no
+/// space: SHMEM_SPACE_GPU stays invalid with a warning naming the setting, and
+/// shmem_space_create returns nonzero on every PE. Without a GPU memheap (no
+/// SHMEM_MCA_memheap narrowing to fakedev), the same.
 #[test]
 fn gpu_memory_some_pe_cannot_reach_makes_no_space() {
     let prog = c_test("device_space");
-    let unmapped =
-        on_fakedev(&[("SHMEM_ENABLE_GPU_SPACE", "1"), ("SHMEM_LOCAL_MAP", "0"), ("DEVICE_MODE", "absent")]);
+    let unmapped = on_fakedev(&[
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_LOCAL_MAP", "0"),
+        ("SHMEM_MCA_spml_ucx_via_target", "0"),
+        ("DEVICE_MODE", "absent"),
+    ]);
     let r = oshrun(2, &prog, &unmapped, DEFAULT_TIMEOUT);
     r.assert_all_pes_ok("device_space", 2);
     for want in [
         "some PE cannot map every peer's GPU memory",
+        "(spml ucx: SHMEM_MCA_spml_ucx_via_target)",
         "SHMEM_ENABLE_GPU_SPACE is set, but a GPU space of 268435456 bytes per PE (SHMEM_GPU_SYMMETRIC_SIZE) could not be made",
     ] {
         assert!(r.stderr.contains(want), "missing `{want}`:\n{}", r.stderr);

@@ -9,9 +9,11 @@
 //! - **RMA.** A mapped peer's copy is reached with `copy`. Otherwise through the spml; when the
 //!   spml cannot move device memory, a local device buffer is staged through a host buffer,
 //!   page-locked where the memheap offers `host_alloc` (`put` copies out, then puts; `get`
-//!   gets, then copies in; the non-blocking forms complete before they return). A device
-//!   segment that some PE cannot map is only created when the spml moves device memory
-//!   (`crate::ops::spaces`).
+//!   gets, then copies in; the non-blocking forms complete before they return). A peer's copy
+//!   that is neither mapped nor registered with the spml is reached through the spml's
+//!   transfers that the target's CPU completes (`through_target`; the target side is
+//!   [`serve_copy`]). A device segment that some PE can reach none of these ways is not
+//!   created (`crate::ops::spaces`).
 //! - **Atomics.** Device memory takes no CPU atomics, and a transport's device atomics need not
 //!   exist, so an AMO on a device word is a read-modify-write under a lock: one of [`LOCKS`]
 //!   host words of the target PE (chosen by the word's offset), taken with a compare-and-swap
@@ -33,7 +35,7 @@ use crate::ops::ctx::spml_ctx;
 use crate::ops::handles::Ctx;
 use crate::symm::runtime::Runtime;
 use crate::symm::segments::{PeerSeg, MAX_SEGMENTS};
-use rshmem_plugin_api::{AMO_CSWAP, AMO_FETCH, AMO_SET};
+use rshmem_plugin_api::{SpmlViaTarget, AMO_CSWAP, AMO_FETCH, AMO_SET};
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -200,6 +202,95 @@ fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
     fatal(routine, &format!("{what} PE {pe} failed in the spml"))
 }
 
+/// The spml's transfers through the target's CPU, when segment `seg` is device memory the spml
+/// does not move itself (None for host memory, or device memory the spml moves).
+fn via_target(rt: &Runtime, seg: u32) -> Option<(SpmlViaTarget, SpmlViaTarget)> {
+    let device = rt.segs.device(seg);
+    if device == 0 || rt.spml.moves_device_memory(device) {
+        return None;
+    }
+    rt.spml.via_target()
+}
+
+/// A put (`put`) or get on bytes `off..off + len` of PE `pe`'s copy of device segment `seg`
+/// through `f`, the spml's transfer that the target's CPU completes: from or into `buf`
+/// directly when it is host memory, else staged through host buffers. Complete at the target
+/// (a put) or here (a get) when it returns, like the staged forms.
+///
+/// # Safety
+/// `buf` readable (put) or writable (get) for `len` bytes; the range lies in the segment.
+#[allow(clippy::too_many_arguments)]
+unsafe fn through_target(
+    rt: &Runtime,
+    routine: &CStr,
+    ctx: Ctx,
+    f: SpmlViaTarget,
+    (seg, off): (u32, usize),
+    pe: c_int,
+    buf: *mut u8,
+    len: usize,
+    put: bool,
+) {
+    let what = if put { "put (through its CPU) to" } else { "get (through its CPU) from" };
+    let call = |b: *mut u8, at: usize, n: usize| {
+        // SAFETY: plugin ABI call; `b` valid for `n` bytes in the transfer's direction.
+        if unsafe { f(spml_ctx(ctx), pe, seg, (off + at) as u64, b.cast(), n) } != 0 {
+            spml_failed(routine, what, pe);
+        }
+    };
+    if !is_device(rt, buf) {
+        return call(buf, 0, len);
+    }
+    in_stages(rt, len, |b, done, n| {
+        // SAFETY: `b` holds `n` bytes; `buf + done` is valid for `n` (contract).
+        unsafe {
+            if put {
+                copy(rt, routine, b, buf.add(done), n);
+                call(b, done, n);
+            } else {
+                call(b, done, n);
+                copy(rt, routine, buf.add(done), b, n);
+            }
+        }
+    });
+}
+
+/// The target side of [`through_target`] (the core service `segment_copy`): copy between host
+/// buffer `buf` and bytes `off..off + len` of this PE's device segment `seg`, which must be one
+/// the spml does not move (peers reach it only this way). Anything else is refused, naming why.
+///
+/// # Safety
+/// `buf` readable (`into`) or writable for `len` bytes.
+pub unsafe fn serve_copy(
+    rt: &Runtime,
+    seg: u32,
+    off: u64,
+    buf: *mut u8,
+    len: usize,
+    into: bool,
+) -> Result<(), String> {
+    let device = if (seg as usize) < MAX_SEGMENTS { rt.segs.device(seg) } else { 0 };
+    if device == 0 || rt.spml.moves_device_memory(device) {
+        return Err(format!("segment {seg} is not device memory that peers reach through this PE"));
+    }
+    let l = rt.segs.local(seg);
+    let fits = off.checked_add(len as u64).is_some_and(|end| l.len != 0 && end <= l.len as u64);
+    if !fits {
+        return Err(format!("{len} bytes at offset {off} leave segment {seg} ({} bytes)", l.len));
+    }
+    let at = (l.base + off as usize) as *mut u8;
+    let routine = c"a peer's transfer through this PE";
+    // SAFETY: the range lies in the device segment (checked); `buf` as the caller says.
+    unsafe {
+        if into {
+            copy(rt, routine, at, buf, len);
+        } else {
+            copy(rt, routine, buf, at, len);
+        }
+    }
+    Ok(())
+}
+
 /// A put whose target is not mapped for load/store, once [`active`]: a device segment's mapped
 /// copy by `copy`, else the spml, staging a device `src` when the spml cannot read it.
 ///
@@ -220,6 +311,12 @@ pub unsafe fn put(
     if let Some(m) = peer_device_map(rt, seg, pe) {
         // SAFETY: the mapping covers the segment; the range was located inside it.
         return unsafe { copy(rt, routine, m.add(off), src, len) };
+    }
+    if let Some((through, _)) = via_target(rt, seg) {
+        // SAFETY: `src` readable for `len` (contract); a put only reads the buffer.
+        return unsafe {
+            through_target(rt, routine, ctx, through, (seg, off), pe, src.cast_mut(), len, true)
+        };
     }
     let raddr = p.remote_base + off as u64;
     if !spml_cannot_reach(rt, src) {
@@ -261,6 +358,10 @@ pub unsafe fn get(
     if let Some(m) = peer_device_map(rt, seg, pe) {
         // SAFETY: the mapping covers the segment; the range was located inside it.
         return unsafe { copy(rt, routine, dest, m.add(off), len) };
+    }
+    if let Some((_, through)) = via_target(rt, seg) {
+        // SAFETY: `dest` writable for `len` (contract).
+        return unsafe { through_target(rt, routine, ctx, through, (seg, off), pe, dest, len, false) };
     }
     let raddr = p.remote_base + off as u64;
     if !spml_cannot_reach(rt, dest) {

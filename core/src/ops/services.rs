@@ -45,6 +45,7 @@ pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str
                 wait_until_u64,
                 host_of: Some(host_of),
                 put_signal_u64: Some(put_signal_u64),
+                segment_copy: Some(segment_copy),
             },
             job,
         )
@@ -221,6 +222,26 @@ unsafe extern "C" fn put_signal_u64(
             value,
             pe,
         )
+    })
+}
+
+unsafe extern "C" fn segment_copy(
+    seg: u32,
+    off: u64,
+    buf: *mut c_void,
+    len: usize,
+    into_segment: c_int,
+) -> c_int {
+    guard("segment_copy", || {
+        let Some(rt) = runtime::try_get() else { return -1 };
+        // SAFETY: the spml passes a host buffer valid for `len` bytes in the direction asked.
+        match unsafe { crate::ops::device::serve_copy(rt, seg, off, buf.cast(), len, into_segment != 0) } {
+            Ok(()) => 0,
+            Err(why) => {
+                crate::log::log(crate::log::DEBUG, "segment_copy", &why);
+                -1
+            }
+        }
     })
 }
 

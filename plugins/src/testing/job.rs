@@ -216,6 +216,7 @@ pub fn core() -> *const CoreServices {
             wait_until_u64,
             host_of: Some(host_of),
             put_signal_u64: Some(put_signal_u64),
+            segment_copy: None,
         };
         Box::leak(Box::new(c)) as *const CoreServices as usize
     }) as *const CoreServices

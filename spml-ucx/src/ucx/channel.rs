@@ -203,7 +203,7 @@ impl Channel {
     }
 
     #[inline(always)]
-    fn ep(&self, pe: usize) -> Result<sys::ucp_ep_h, OpError> {
+    pub(super) fn ep(&self, pe: usize) -> Result<sys::ucp_ep_h, OpError> {
         match self.eps.get(pe).map(|e| e.load(Ordering::Acquire)) {
             Some(ep) if !ep.is_null() => Ok(ep),
             _ => Err(OpError::NotConnected),

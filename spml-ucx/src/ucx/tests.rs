@@ -473,3 +473,69 @@ fn put_with_signal_lands_the_data_before_the_word_and_refuses_unregistered_memor
 fn dest_of(v: &[u64]) -> u64 {
     v.as_ptr() as u64
 }
+
+/// The "device memory" of the transfers through the target below: segment 5, 600 KiB, that
+/// only the copier touches (a test stands in for the core's `segment_copy`).
+static FAKE_SEGMENT: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+const FAKE_SEG: u32 = 5;
+
+fn fake_copier(seg: u32, off: u64, buf: *mut u8, len: usize, into: bool) -> Result<(), String> {
+    let mut m = FAKE_SEGMENT.lock().unwrap();
+    let (off, end) = (off as usize, off as usize + len);
+    if seg != FAKE_SEG || end > m.len() {
+        return Err(format!("segment {seg}, bytes {off}..{end}"));
+    }
+    // SAFETY: the transfer's host buffer, valid for `len` bytes in the direction asked.
+    unsafe {
+        if into {
+            std::ptr::copy_nonoverlapping(buf, m[off..end].as_mut_ptr(), len);
+        } else {
+            std::ptr::copy_nonoverlapping(m[off..end].as_ptr(), buf, len);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn transfers_through_the_target_copy_whole_messages_and_refuse_foreign_ranges() {
+    let u = connected(Options { progress_thread: false, loopback_only: true });
+    assert_eq!(u.via_target_ready(), Ok(()));
+    *FAKE_SEGMENT.lock().unwrap() = vec![0u8; 600 << 10];
+    // Without a copier the target refuses: the sender gets an error, not a hang.
+    let one = [9u8; 8];
+    let ch: &Channel = &u;
+    // SAFETY: `one` is readable for its length.
+    let r = unsafe { u.via_target(ch, 0, true, FAKE_SEG, 0, one.as_ptr().cast_mut(), 8) };
+    assert_eq!(r, Err(OpError::Refused));
+    assert_eq!(u.refused_transfers(), 1);
+    u.set_target_copier(fake_copier);
+    // Sizes around the message size (VIA_TARGET_CHUNK, 256 KiB): one message, exactly one,
+    // and three, through the default channel and a created one (whose worker gets the replies).
+    let created = u.create_channel().expect("a created channel");
+    for (k, len) in
+        [0usize, 1, 4096, VIA_TARGET_CHUNK, VIA_TARGET_CHUNK + 1, (600 << 10) - 100].into_iter().enumerate()
+    {
+        let ch: &Channel = if k % 2 == 0 { &u } else { &created };
+        let src: Vec<u8> = (0..len).map(|j| (j * 13 + k) as u8).collect();
+        // SAFETY: `src` is readable for `len` bytes.
+        unsafe { u.via_target(ch, 0, true, FAKE_SEG, 100, src.as_ptr().cast_mut(), len) }.expect("put");
+        assert!(FAKE_SEGMENT.lock().unwrap()[100..100 + len] == src[..], "{len} B: put through the target");
+        let mut back = vec![0u8; len];
+        // SAFETY: `back` is writable for `len` bytes.
+        unsafe { u.via_target(ch, 0, false, FAKE_SEG, 100, back.as_mut_ptr(), len) }.expect("get");
+        assert_eq!(back, src, "{len} B: get through the target");
+    }
+    // A range the copier refuses (past the segment's end, another segment): an error at the
+    // sender, counted at the target, nothing written to the sender's buffer.
+    let mut back = [7u8; 16];
+    // SAFETY: `back` is writable for 16 bytes.
+    let r = unsafe { u.via_target(ch, 0, false, FAKE_SEG, (600 << 10) - 8, back.as_mut_ptr(), 16) };
+    assert_eq!(r, Err(OpError::Refused));
+    // SAFETY: as above.
+    let r = unsafe { u.via_target(ch, 0, true, FAKE_SEG + 1, 0, back.as_mut_ptr(), 16) };
+    assert_eq!(r, Err(OpError::Refused));
+    assert_eq!(back, [7u8; 16]);
+    assert_eq!(u.refused_transfers(), 3);
+    u.destroy_channel(created).unwrap();
+    u.finalize().unwrap();
+}

@@ -13,8 +13,9 @@
 //! table (device memory, CUDA IPC handles as attach blobs) instead of the sshmem component.
 //! Its peers' mappings go to the segment table's device maps, never to the load/store ones;
 //! the spml registers it only when it moves that device's memory, and then a peer that cannot
-//! map it reaches it through the spml. Otherwise a PE that cannot map every copy makes the
-//! space unreachable, and creation returns nonzero on every PE.
+//! map it reaches it through the spml. Otherwise such a peer reaches it through the spml's
+//! transfers that the target's CPU copies, when every PE's spml offers them; where neither
+//! holds, the space is unreachable and creation returns nonzero on every PE.
 
 use crate::plugin::memheaps::DeviceMemory;
 use crate::symm::runtime::Runtime;
@@ -271,7 +272,9 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         }
     };
     let maps_host = (0..n).filter(|&pe| on_host(pe)).all(maps);
-    let flags = gather_flags(routine, rt, u64::from(maps_host) | u64::from(all_mapped) << 1, all_flags);
+    let via_target = device && rt.spml.via_target().is_some();
+    let mine = u64::from(maps_host) | u64::from(all_mapped) << 1 | u64::from(via_target) << 2;
+    let flags = gather_flags(routine, rt, mine, all_flags);
     if !device && !(0..n).filter(|&pe| on_host(pe)).all(|pe| flags[pe] & 1 != 0) {
         crate::symm::peers::unmap_host_peers(&rt.segs, rt.boot, me, rt.n_pes, seg..seg + 1);
         crate::log::log(
@@ -281,7 +284,9 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
         );
     }
     all_mapped = (0..n).all(|pe| flags[pe] & 2 != 0);
-    let reachable = all_mapped || makers.spml_moves(rt);
+    // Device memory some PE cannot map is reached through the spml: moved by it, or, when every
+    // PE's spml offers it, copied by the target's CPU (`crate::ops::device::through_target`).
+    let reachable = all_mapped || makers.spml_moves(rt) || (0..n).all(|pe| flags[pe] & 4 != 0);
     if (0..n).any(|pe| pe as c_int != me && !maps(pe)) {
         rt.set_needs_progress();
     }

@@ -1,0 +1,506 @@
+//! RMA that the target's CPU carries out (`SpmlOps::put_via_target`, `get_via_target`): for
+//! memory UCX cannot move here, device memory when UCX was built without CUDA support. The
+//! bytes travel as UCX active messages between host buffers, and the target's core copies
+//! them into or out of its device memory (the `segment_copy` service, reached through the
+//! [`Copier`] that `lib.rs` installs).
+//!
+//! - **Put.** A `PUT` message carries a [`Header`] (segment, offset, length, token) and the
+//!   data; the target copies the data in, then answers with a `REPLY` naming the token and a
+//!   status. The sender returns once the reply has come, so the bytes are in place at the
+//!   target (remote completion) and no flush is needed for them.
+//! - **Get.** A `GET` message carries the header alone; the target copies the bytes out into
+//!   a buffer of its own and sends them back in the `REPLY`, whose handler copies them into
+//!   the sender's destination.
+//!
+//! Every message is sent eagerly, at most [`CHUNK`] bytes of data each (a transfer is cut
+//! into such pieces), so each one reaches its handler whole and the handler needs no
+//! rendezvous receive. Requests reach the default worker of the target, whose progress thread
+//! (or any thread in the library) runs the handler; the reply goes back on the endpoint the
+//! request came on (`UCP_AM_SEND_FLAG_REPLY`), to whichever worker sent it, so every worker
+//! has the reply handler.
+//!
+//! A reply names its waiter by a token, not an address: the token indexes a table of waiters
+//! ([`PENDING`]), with a generation, so a reply that matches no live waiter (a stale one, or
+//! one nobody asked for) is dropped instead of writing anywhere. On the target, the core checks
+//! every range against its own device segments.
+
+use super::{Channel, Complaint, Health, OpError};
+use rshmem_ucx_sys as sys;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Active-message ids (put-with-signal is 1, see `am`).
+pub const PUT: u32 = 2;
+pub const GET: u32 = 3;
+pub const REPLY: u32 = 4;
+
+/// The most data one message carries. The same bound as the eager put-with-signal, for the same
+/// reason (over TCP, eager messages up to this size cost less than a rendezvous), and it
+/// bounds the buffer a get request makes the target allocate.
+pub const CHUNK: usize = 256 * 1024;
+
+/// What travels in front of the data, in either direction.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// The sender's waiter ([`PENDING`]), returned in the reply.
+    pub token: u64,
+    /// The bytes `off..off + len` of the target's segment `seg`.
+    pub off: u64,
+    pub len: u64,
+    pub seg: u32,
+    /// In a reply: 0 when the target copied, else nonzero.
+    pub status: i32,
+}
+
+pub const HEADER_BYTES: usize = std::mem::size_of::<Header>();
+
+/// The target's copy between a host buffer and its own segment memory: `(seg, off, buf, len,
+/// into_segment)`; an error names why the range was refused.
+pub type Copier = fn(u32, u64, *mut u8, usize, bool) -> Result<(), String>;
+
+/// The target side, installed on the default worker: lives as long as the worker (leaked).
+pub struct Server {
+    copier: OnceLock<Copier>,
+    complain: OnceLock<Complaint>,
+    refused: AtomicUsize,
+}
+
+impl Server {
+    pub fn new() -> Server {
+        Server { copier: OnceLock::new(), complain: OnceLock::new(), refused: AtomicUsize::new(0) }
+    }
+
+    /// Install the request handlers on `worker`. `self` must stay alive and in place for as
+    /// long as the worker exists.
+    pub fn install(&'static self, worker: sys::ucp_worker_h) -> Result<(), String> {
+        check_header_room(worker)?;
+        for (id, cb) in [(PUT, on_put as Handler), (GET, on_get as Handler)] {
+            set_handler(worker, id, cb, self as *const Server as *mut c_void)?;
+        }
+        install_replies(worker)
+    }
+
+    /// Who copies into and out of this PE's segments (once; later calls change nothing).
+    pub fn set_copier(&self, f: Copier) {
+        let _ = self.copier.set(f);
+    }
+
+    /// Who hears of a refused request (`lib.rs` ends the job).
+    pub fn on_complaint(&self, f: Complaint) {
+        let _ = self.complain.set(f);
+    }
+
+    /// How many requests this PE refused.
+    pub fn refused(&self) -> usize {
+        self.refused.load(Ordering::Acquire)
+    }
+
+    #[cold]
+    fn refuse(&self, why: &str) {
+        self.refused.fetch_add(1, Ordering::AcqRel);
+        let msg = format!("spml ucx: refused a transfer to or from device memory: {why}");
+        match self.complain.get() {
+            Some(f) => f(&msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    /// Serve one request: a put's data copied in, or a get's bytes copied out into `reply`.
+    fn serve(&self, id: u32, h: &Header, data: &[u8], reply: &mut Vec<u8>) -> Result<(), String> {
+        let copier = self.copier.get().ok_or("this PE copies no segment memory for peers")?;
+        let len = usize::try_from(h.len)
+            .ok()
+            .filter(|&l| l <= CHUNK)
+            .ok_or_else(|| format!("{} bytes in one message, more than {CHUNK}", h.len))?;
+        if id == PUT {
+            if data.len() != len {
+                return Err(format!("a header for {len} bytes with {} bytes of data", data.len()));
+            }
+            return copier(h.seg, h.off, data.as_ptr().cast_mut(), len, true);
+        }
+        reply.resize(len, 0);
+        copier(h.seg, h.off, reply.as_mut_ptr(), len, false)
+    }
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server::new()
+    }
+}
+
+type Handler = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_void,
+    usize,
+    *mut c_void,
+    usize,
+    *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t;
+
+fn check_header_room(worker: sys::ucp_worker_h) -> Result<(), String> {
+    let mut attr = sys::ucp_worker_attr_t {
+        field_mask: sys::UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER as u64,
+        ..Default::default()
+    };
+    // SAFETY: a live worker; valid out-pointer.
+    super::check("ucp_worker_query", unsafe { sys::ucp_worker_query(worker, &mut attr) })?;
+    if attr.max_am_header < HEADER_BYTES {
+        return Err(format!(
+            "UCX carries active-message headers of {} bytes, transfers through the target need {HEADER_BYTES}",
+            attr.max_am_header
+        ));
+    }
+    Ok(())
+}
+
+fn set_handler(worker: sys::ucp_worker_h, id: u32, cb: Handler, arg: *mut c_void) -> Result<(), String> {
+    let param = sys::ucp_am_handler_param_t {
+        field_mask: (sys::UCP_AM_HANDLER_PARAM_FIELD_ID
+            | sys::UCP_AM_HANDLER_PARAM_FIELD_FLAGS
+            | sys::UCP_AM_HANDLER_PARAM_FIELD_CB
+            | sys::UCP_AM_HANDLER_PARAM_FIELD_ARG) as u64,
+        id,
+        flags: sys::UCP_AM_FLAG_WHOLE_MSG,
+        cb: Some(cb),
+        arg,
+    };
+    // SAFETY: a live worker; the argument outlives it (caller).
+    super::check("ucp_worker_set_am_recv_handler", unsafe {
+        sys::ucp_worker_set_am_recv_handler(worker, &param)
+    })
+}
+
+/// Install the reply handler on `worker` (every worker that sends requests).
+pub fn install_replies(worker: sys::ucp_worker_h) -> Result<(), String> {
+    check_header_room(worker)?;
+    set_handler(worker, REPLY, on_reply, std::ptr::null_mut())
+}
+
+/// A reply on its way back: the header and the data must live until UCX is done with them.
+struct Outgoing {
+    header: Header,
+    data: Vec<u8>,
+}
+
+unsafe extern "C" fn on_put(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t {
+    // SAFETY: UCX's arguments, passed on.
+    unsafe { on_request(PUT, arg, header, header_length, data, length, param) }
+}
+
+unsafe extern "C" fn on_get(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t {
+    // SAFETY: UCX's arguments, passed on.
+    unsafe { on_request(GET, arg, header, header_length, data, length, param) }
+}
+
+/// Serve a `PUT` or `GET` request and answer it.
+///
+/// # Safety
+/// UCX's handler arguments, `arg` being the [`Server`] that installed the handler.
+unsafe fn on_request(
+    id: u32,
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t {
+    let body = || {
+        // SAFETY: the argument is the leaked Server that installed this handler.
+        let server = unsafe { &*(arg as *const Server) };
+        // SAFETY: UCX passes a valid parameter structure.
+        let (attr, reply_ep) = unsafe { ((*param).recv_attr, (*param).reply_ep) };
+        let rndv = attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV as u64 != 0;
+        if header_length != HEADER_BYTES || header.is_null() {
+            server.refuse(&format!("a header of {header_length} bytes, not {HEADER_BYTES}"));
+            return if rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
+        }
+        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
+        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
+        let has_reply_ep = attr & sys::UCP_AM_RECV_ATTR_FIELD_REPLY_EP as u64 != 0 && !reply_ep.is_null();
+        let bytes: &[u8] = if rndv || length == 0 || data.is_null() {
+            &[]
+        } else {
+            // SAFETY: an eager message's data is `length` readable bytes during this call.
+            unsafe { std::slice::from_raw_parts(data as *const u8, length) }
+        };
+        let mut out = Outgoing { header: h, data: Vec::new() };
+        let outcome = if rndv {
+            Err("a rendezvous message (transfers through the target are sent eagerly)".to_string())
+        } else if !has_reply_ep {
+            Err("a request without a reply endpoint".to_string())
+        } else {
+            server.serve(id, &h, bytes, &mut out.data)
+        };
+        out.header.status = i32::from(outcome.is_err());
+        if outcome.is_err() {
+            out.data.clear();
+        }
+        if has_reply_ep {
+            send_reply(reply_ep, out);
+        }
+        if let Err(why) = outcome {
+            server.refuse(&why);
+            if rndv {
+                return sys::UCS_ERR_INVALID_PARAM;
+            }
+        }
+        sys::UCS_OK
+    };
+    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+}
+
+/// Send `out` on `ep` from inside a handler (no waiting there): UCX frees nothing of ours, so
+/// the message is boxed until its send completes.
+fn send_reply(ep: sys::ucp_ep_h, out: Outgoing) {
+    let out = Box::into_raw(Box::new(out));
+    let p = sys::ucp_request_param_t {
+        op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK
+            | sys::UCP_OP_ATTR_FIELD_USER_DATA
+            | sys::UCP_OP_ATTR_FIELD_FLAGS,
+        flags: sys::UCP_AM_SEND_FLAG_EAGER,
+        cb: sys::ucp_request_param_t__bindgen_ty_1 { send: Some(on_reply_sent) },
+        user_data: out.cast(),
+        ..Default::default()
+    };
+    // SAFETY: the endpoint UCX handed the handler; the boxed header and data stay valid until
+    // the send completes (freed by `on_reply_sent`, or below when no request was made).
+    let r = unsafe {
+        let o = &*out;
+        sys::ucp_am_send_nbx(
+            ep,
+            REPLY,
+            (&o.header as *const Header).cast(),
+            HEADER_BYTES,
+            o.data.as_ptr().cast(),
+            o.data.len(),
+            &p,
+        )
+    };
+    if !sys::ptr_is_request(r) {
+        // SAFETY: no request: the callback will not run, so the box is ours again.
+        drop(unsafe { Box::from_raw(out) });
+    }
+}
+
+unsafe extern "C" fn on_reply_sent(request: *mut c_void, _status: sys::ucs_status_t, user_data: *mut c_void) {
+    let body = || {
+        // SAFETY: the box `send_reply` leaked for this request, taken back exactly once; the
+        // request is a worker's, released once from its completion callback. A failed reply
+        // needs nothing more here: its waiter learns of the lost peer through the endpoint.
+        unsafe {
+            drop(Box::from_raw(user_data as *mut Outgoing));
+            sys::ucp_request_free(request);
+        }
+    };
+    if std::panic::catch_unwind(body).is_err() {
+        std::process::abort();
+    }
+}
+
+/// A waiter's state while its reply is outstanding.
+const WAITING: i64 = i64::MIN;
+
+/// A waiter: where a get's bytes go (`cap` bytes at `dst`; none for a put) and the word its
+/// reply's status is stored in.
+struct Waiter {
+    dst: usize,
+    cap: usize,
+    done: *const AtomicI64,
+}
+
+#[derive(Default)]
+struct Slot {
+    generation: u32,
+    waiter: Option<Waiter>,
+}
+
+// SAFETY: a Waiter's pointers are only used under PENDING's lock, while their owner (blocked
+// in `transfer`, which removes the waiter before returning) keeps them alive.
+unsafe impl Send for Slot {}
+
+/// The outstanding requests of this process, by token (`index | generation << 32`). A lock,
+/// but off every hot path: these transfers each cost a device copy and a round trip.
+static PENDING: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
+
+fn register(w: Waiter) -> u64 {
+    let mut v = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let i = match v.iter().position(|s| s.waiter.is_none()) {
+        Some(i) => i,
+        None => {
+            v.push(Slot::default());
+            v.len() - 1
+        }
+    };
+    v[i].waiter = Some(w);
+    (i as u64) | u64::from(v[i].generation) << 32
+}
+
+/// Take the waiter `token` names, if it is still waiting.
+fn take(v: &mut [Slot], token: u64) -> Option<Waiter> {
+    let s = v.get_mut((token & 0xffff_ffff) as usize)?;
+    if u64::from(s.generation) != token >> 32 || s.waiter.is_none() {
+        return None;
+    }
+    s.generation = s.generation.wrapping_add(1);
+    s.waiter.take()
+}
+
+unsafe extern "C" fn on_reply(
+    _arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t {
+    let body = || {
+        // SAFETY: UCX passes a valid parameter structure.
+        let rndv = unsafe { (*param).recv_attr } & sys::UCP_AM_RECV_ATTR_FLAG_RNDV as u64 != 0;
+        if header_length != HEADER_BYTES || header.is_null() || rndv {
+            // Not a reply this library sent: nobody waits for it.
+            return if rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
+        }
+        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
+        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
+        let mut v = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = take(&mut v, h.token) else { return sys::UCS_OK };
+        let mut status = i64::from(h.status);
+        if status == 0 && length != w.cap {
+            status = -1; // a get answered with the wrong number of bytes
+        }
+        if status == 0 && length > 0 {
+            // SAFETY: `length` readable bytes of eager data; the waiter's destination is
+            // writable for `cap == length` bytes while it waits (it cannot stop waiting
+            // without taking PENDING's lock, held here).
+            unsafe { std::ptr::copy_nonoverlapping(data as *const u8, w.dst as *mut u8, length) };
+        }
+        // SAFETY: the waiter's word, alive while it waits (as above).
+        unsafe { &*w.done }.store(status, Ordering::Release);
+        sys::UCS_OK
+    };
+    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+}
+
+/// Move `len` bytes between host buffer `buf` and bytes `off..` of PE `pe`'s segment `seg`
+/// (a put when `put`), through the target: message by message, each waited for until its
+/// reply came. `ch` sends and receives the replies; `default`, the worker peers' requests
+/// reach, is driven too while waiting, so that two PEs transferring to each other at once both
+/// answer. A peer lost for longer than the grace ends the wait with its status.
+///
+/// # Safety
+/// `buf` readable (put) or writable (get) for `len` bytes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn transfer(
+    ch: &Channel,
+    default: &Channel,
+    health: &Health,
+    pe: usize,
+    put: bool,
+    seg: u32,
+    off: u64,
+    buf: *mut u8,
+    len: usize,
+) -> Result<(), OpError> {
+    let ep = ch.ep(pe)?;
+    let mut done = 0usize;
+    while done < len {
+        let n = (len - done).min(CHUNK);
+        let state = AtomicI64::new(WAITING);
+        // SAFETY: `done + n <= len` (caller's buffer).
+        let at = unsafe { buf.add(done) };
+        let waiter = if put {
+            Waiter { dst: 0, cap: 0, done: &state }
+        } else {
+            Waiter { dst: at as usize, cap: n, done: &state }
+        };
+        let token = register(waiter);
+        let h = Header { token, off: off + done as u64, len: n as u64, seg, status: 0 };
+        let p = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
+            flags: sys::UCP_AM_SEND_FLAG_EAGER | sys::UCP_AM_SEND_FLAG_REPLY,
+            ..Default::default()
+        };
+        let (id, data, dlen) = if put { (PUT, at as *const c_void, n) } else { (GET, std::ptr::null(), 0) };
+        // SAFETY: a live endpoint; the header and the data stay valid until the send has
+        // completed (waited for right below).
+        let r = unsafe {
+            sys::ucp_am_send_nbx(ep, id, (&h as *const Header).cast(), HEADER_BYTES, data, dlen, &p)
+        };
+        let st = finish_send(ch, default, r);
+        let outcome = if st != sys::UCS_OK {
+            Err(OpError::Status(st))
+        } else {
+            await_reply(ch, default, health, &state)
+        };
+        // A waiter still registered (the send failed, or the peer was lost) is removed before
+        // `state` and the destination go out of scope.
+        take(&mut PENDING.lock().unwrap_or_else(|e| e.into_inner()), token);
+        outcome?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// Drive `ch` and, when it is another, `default` once, yielding the core when neither had
+/// anything to do (oversubscribed nodes, as in `Channel::wait`).
+fn drive(ch: &Channel, default: &Channel) {
+    let mut busy = ch.progress();
+    if !std::ptr::eq(ch, default) {
+        busy |= default.progress();
+    }
+    if !busy {
+        std::thread::yield_now();
+    }
+}
+
+/// Wait until the send `r` has completed: the header and data it refers to are then free.
+/// Not bounded by the peer's health: a send to a lost peer completes with an error status.
+fn finish_send(ch: &Channel, default: &Channel, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
+    if !sys::ptr_is_request(r) {
+        return sys::ptr_status(r);
+    }
+    loop {
+        // SAFETY: a live request of `ch`'s worker, freed once below.
+        let st = unsafe { sys::ucp_request_check_status(r) };
+        if st != sys::UCS_INPROGRESS {
+            // SAFETY: completed; freed exactly once.
+            unsafe { sys::ucp_request_free(r) };
+            return st;
+        }
+        // A large message over TCP completes only as the receiver reads it, and the receiver
+        // may be this process's own default worker.
+        drive(ch, default);
+    }
+}
+
+fn await_reply(ch: &Channel, default: &Channel, health: &Health, state: &AtomicI64) -> Result<(), OpError> {
+    loop {
+        match state.load(Ordering::Acquire) {
+            WAITING => {}
+            0 => return Ok(()),
+            _ => return Err(OpError::Refused),
+        }
+        if let Some((_, st)) = health.overdue() {
+            return Err(OpError::Status(st));
+        }
+        drive(ch, default);
+    }
+}
