@@ -147,9 +147,33 @@ fn status(s: sys::ucs_status_t) -> Result<(), OpError> {
     }
 }
 
+/// UCX settings this spml gives UCX unless the environment sets them, with the reason.
+/// - `UCX_TCP_TX_SEG_SIZE` (UCX's default 8 KiB): RMA over TCP moves data in send segments of
+///   this size, each a message of its own, and 8 KiB ones held 1 MiB puts and gets between two
+///   emulated hosts to 1.2-1.6 GB/s; 64 KiB segments gave 4.8-5.1 GB/s, with 8-byte
+///   latencies and the 8-byte put rate unchanged (`tests/bench/netpath.c`, docs/performance.md,
+///   2026-11-24). Receive segments (`UCX_TCP_RX_SEG_SIZE`) are 64 KiB already.
+pub const TUNING: &[(&str, &str)] = &[("UCX_TCP_TX_SEG_SIZE", "64k")];
+
+/// Put [`TUNING`] into the environment where it is not there, before UCX reads it: UCX reads
+/// a transport's settings from the environment when a worker opens the transport, and its
+/// `ucp_config_modify` does not reach transport settings (tried with UCX 1.13.1: accepted,
+/// without effect).
+fn apply_tuning() {
+    for &(name, value) in TUNING {
+        if std::env::var_os(name).is_none() {
+            // Called from the spml's query and open, inside shmem_init, before the spml starts
+            // any thread; a program thread reading the environment at that very moment is the
+            // risk every library that sets UCX defaults this way takes (Open MPI does too).
+            std::env::set_var(name, value);
+        }
+    }
+}
+
 /// Create a context with `features` (multi-thread capable, so sshmem may map memory while the
 /// progress thread drives the worker).
 fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result<sys::ucp_context_h, String> {
+    apply_tuning();
     let mut config: *mut sys::ucp_config_t = std::ptr::null_mut();
     // SAFETY: NULL prefix and file name select the defaults; `config` is a valid out-pointer.
     check("ucp_config_read", unsafe {
