@@ -30,5 +30,21 @@ static inline long iters_for(size_t size, long small) {
     return n < 20 ? 20 : n;
 }
 
+/* qsort's comparison of doubles. */
+static inline int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* "RESULT <benchmark> <size> <median> <unit> <min> <max>" from PE 0 over the n figures of v
+ * (one per timed block; sorted in place), so one descheduled block does not move the figure. */
+static inline void result_blocks(const char *bench, size_t size, double *v, int n, const char *unit) {
+    qsort(v, n, sizeof *v, cmp_double);
+    if (shmem_my_pe() == 0) {
+        printf("RESULT %s %zu %.6g %s %.6g %.6g\n", bench, size, v[n / 2], unit, v[0], v[n - 1]);
+        fflush(stdout);
+    }
+}
+
 #define MAX_MSG ((size_t)4 << 20)
 #endif

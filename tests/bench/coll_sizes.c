@@ -14,11 +14,6 @@
 static long psync[2][SHMEM_REDUCE_SYNC_SIZE];
 static long bsync[SHMEM_BARRIER_SYNC_SIZE];
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v) {
     qsort(v, BLOCKS, sizeof *v, cmp_double);
     return v[BLOCKS / 2];

@@ -11,11 +11,6 @@
 #define NREP 7
 #define BIG ((size_t)1 << 20)
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static long done;
 static long blocks;
 
@@ -26,14 +21,6 @@ static void block_end(int me) {
         shmem_long_atomic_inc(&done, 1);
     } else if (me == 1) {
         shmem_long_wait_until(&done, SHMEM_CMP_GE, blocks);
-    }
-}
-
-static void report(const char *name, size_t size, double *v) {
-    qsort(v, NREP, sizeof *v, cmp);
-    if (shmem_my_pe() == 0) {
-        printf("RESULT %s %zu %.6g us %.6g %.6g\n", name, size, v[NREP / 2], v[0], v[NREP - 1]);
-        fflush(stdout);
     }
 }
 
@@ -80,7 +67,7 @@ int main(void) {
                 }
                 char name[32];
                 snprintf(name, sizeof name, "%s_%s", get ? "get" : "put_quiet", where ? "gpu" : "host");
-                report(name, n, v);
+                result_blocks(name, n, v, NREP, "us");
             }
         }
     }

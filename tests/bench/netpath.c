@@ -15,11 +15,6 @@
 #define WINDOW 64
 #define BIG ((size_t)1 << 20)
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static long done; /* PE 1: blocks PE 0 has finished */
 static long blocks;
 
@@ -36,11 +31,7 @@ static void block_end(int me) {
 }
 
 static void report(const char *name, size_t size, double *v, const char *unit) {
-    qsort(v, NREP, sizeof *v, cmp);
-    if (shmem_my_pe() == 0) {
-        printf("RESULT %s %zu %.6g %s %.6g %.6g\n", name, size, v[NREP / 2], unit, v[0], v[NREP - 1]);
-        fflush(stdout);
-    }
+    result_blocks(name, size, v, NREP, unit);
 }
 
 int main(void) {

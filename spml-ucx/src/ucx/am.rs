@@ -56,16 +56,89 @@ impl Regions {
     }
 }
 
+/// A UCX active-message handler.
+pub type Handler = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_void,
+    usize,
+    *mut c_void,
+    usize,
+    *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t;
+
+/// Whether `worker` carries headers of `bytes`, which `what` needs.
+pub fn check_header_room(worker: sys::ucp_worker_h, bytes: usize, what: &str) -> Result<(), String> {
+    let mut attr = sys::ucp_worker_attr_t {
+        field_mask: sys::UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER as u64,
+        ..Default::default()
+    };
+    // SAFETY: a live worker; valid out-pointer.
+    super::check("ucp_worker_query", unsafe { sys::ucp_worker_query(worker, &mut attr) })?;
+    if attr.max_am_header < bytes {
+        return Err(format!(
+            "UCX carries active-message headers of {} bytes, {what} needs {bytes}",
+            attr.max_am_header
+        ));
+    }
+    Ok(())
+}
+
+/// Install `cb` for messages `id` on `worker`, whole messages only; `arg` must outlive the
+/// worker.
+pub fn set_handler(worker: sys::ucp_worker_h, id: u32, cb: Handler, arg: *mut c_void) -> Result<(), String> {
+    let param = sys::ucp_am_handler_param_t {
+        field_mask: (sys::UCP_AM_HANDLER_PARAM_FIELD_ID
+            | sys::UCP_AM_HANDLER_PARAM_FIELD_FLAGS
+            | sys::UCP_AM_HANDLER_PARAM_FIELD_CB
+            | sys::UCP_AM_HANDLER_PARAM_FIELD_ARG) as u64,
+        id,
+        flags: sys::UCP_AM_FLAG_WHOLE_MSG,
+        cb: Some(cb),
+        arg,
+    };
+    // SAFETY: a live worker; the argument outlives it (caller).
+    super::check("ucp_worker_set_am_recv_handler", unsafe {
+        sys::ucp_worker_set_am_recv_handler(worker, &param)
+    })
+}
+
 /// Told why a message was refused or a receive failed; ends the job (see `lib.rs`).
 pub type Complaint = fn(&str);
+
+/// Messages a handler refused: counted, and told to whoever ends the job (printed until
+/// someone is set).
+#[derive(Default)]
+pub struct Refusals {
+    complain: OnceLock<Complaint>,
+    count: AtomicUsize,
+}
+
+impl Refusals {
+    /// Who to tell (once; later calls change nothing).
+    pub fn on_complaint(&self, f: Complaint) {
+        let _ = self.complain.set(f);
+    }
+
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    #[cold]
+    pub fn refuse(&self, msg: &str) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        match self.complain.get() {
+            Some(f) => f(msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+}
 
 /// The receiving side, whose address UCX passes to the handler: lives as long as the worker.
 pub struct Receiver {
     worker: sys::ucp_worker_h,
     pub regions: Regions,
-    complain: OnceLock<Complaint>,
     /// Messages refused (a bad header or a destination outside [`Regions`]).
-    refused: AtomicUsize,
+    refusals: Refusals,
 }
 
 // SAFETY: the worker handle is only used for rendezvous receives from inside its own
@@ -76,61 +149,28 @@ unsafe impl Sync for Receiver {}
 
 impl Receiver {
     pub fn new(worker: sys::ucp_worker_h) -> Receiver {
-        Receiver {
-            worker,
-            regions: Regions::default(),
-            complain: OnceLock::new(),
-            refused: AtomicUsize::new(0),
-        }
+        Receiver { worker, regions: Regions::default(), refusals: Refusals::default() }
     }
 
     /// Install the handler on the worker. `self` must stay at its address, and alive, for as
     /// long as the worker exists (the `Ucx` boxes it and destroys the worker first).
     pub fn install(&self) -> Result<(), String> {
-        let mut attr = sys::ucp_worker_attr_t {
-            field_mask: sys::UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER as u64,
-            ..Default::default()
-        };
-        // SAFETY: a live worker; valid out-pointer.
-        super::check("ucp_worker_query", unsafe { sys::ucp_worker_query(self.worker, &mut attr) })?;
-        if attr.max_am_header < HEADER_BYTES {
-            return Err(format!(
-                "UCX carries active-message headers of {} bytes, put-with-signal needs {HEADER_BYTES}",
-                attr.max_am_header
-            ));
-        }
-        let param = sys::ucp_am_handler_param_t {
-            field_mask: (sys::UCP_AM_HANDLER_PARAM_FIELD_ID
-                | sys::UCP_AM_HANDLER_PARAM_FIELD_FLAGS
-                | sys::UCP_AM_HANDLER_PARAM_FIELD_CB
-                | sys::UCP_AM_HANDLER_PARAM_FIELD_ARG) as u64,
-            id: PUT_SIGNAL,
-            flags: sys::UCP_AM_FLAG_WHOLE_MSG,
-            cb: Some(on_put_signal),
-            arg: self as *const Receiver as *mut c_void,
-        };
-        // SAFETY: a live worker; the argument outlives it (caller).
-        super::check("ucp_worker_set_am_recv_handler", unsafe {
-            sys::ucp_worker_set_am_recv_handler(self.worker, &param)
-        })
+        check_header_room(self.worker, HEADER_BYTES, "put-with-signal")?;
+        set_handler(self.worker, PUT_SIGNAL, on_put_signal, self as *const Receiver as *mut c_void)
     }
 
     /// Who to tell when a message must be refused (once; later calls change nothing).
     pub fn on_complaint(&self, f: Complaint) {
-        let _ = self.complain.set(f);
+        self.refusals.on_complaint(f);
     }
 
     pub fn refused(&self) -> usize {
-        self.refused.load(Ordering::Acquire)
+        self.refusals.count()
     }
 
     #[cold]
     fn refuse(&self, why: &str) {
-        self.refused.fetch_add(1, Ordering::AcqRel);
-        match self.complain.get() {
-            Some(f) => f(&format!("spml ucx: refused a put-with-signal message: {why}")),
-            None => eprintln!("spml ucx: refused a put-with-signal message: {why}"),
-        }
+        self.refusals.refuse(&format!("spml ucx: refused a put-with-signal message: {why}"));
     }
 
     /// Check a message against the registrations: the data's range and an aligned word.

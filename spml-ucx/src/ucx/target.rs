@@ -24,10 +24,11 @@
 //! one nobody asked for) is dropped instead of writing anywhere. On the target, the core checks
 //! every range against its own device segments.
 
+use super::am::{check_header_room, set_handler, Handler, Refusals};
 use super::{Channel, Complaint, Health, OpError};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Active-message ids (put-with-signal is 1, see `am`).
@@ -63,19 +64,18 @@ pub type Copier = fn(u32, u64, *mut u8, usize, bool) -> Result<(), String>;
 /// The target side, installed on the default worker: lives as long as the worker (leaked).
 pub struct Server {
     copier: OnceLock<Copier>,
-    complain: OnceLock<Complaint>,
-    refused: AtomicUsize,
+    refusals: Refusals,
 }
 
 impl Server {
     pub fn new() -> Server {
-        Server { copier: OnceLock::new(), complain: OnceLock::new(), refused: AtomicUsize::new(0) }
+        Server { copier: OnceLock::new(), refusals: Refusals::default() }
     }
 
     /// Install the request handlers on `worker`. `self` must stay alive and in place for as
     /// long as the worker exists.
     pub fn install(&'static self, worker: sys::ucp_worker_h) -> Result<(), String> {
-        check_header_room(worker)?;
+        check_header_room(worker, HEADER_BYTES, "a transfer through the target")?;
         for (id, cb) in [(PUT, on_put as Handler), (GET, on_get as Handler)] {
             set_handler(worker, id, cb, self as *const Server as *mut c_void)?;
         }
@@ -89,22 +89,17 @@ impl Server {
 
     /// Who hears of a refused request (`lib.rs` ends the job).
     pub fn on_complaint(&self, f: Complaint) {
-        let _ = self.complain.set(f);
+        self.refusals.on_complaint(f);
     }
 
     /// How many requests this PE refused.
     pub fn refused(&self) -> usize {
-        self.refused.load(Ordering::Acquire)
+        self.refusals.count()
     }
 
     #[cold]
     fn refuse(&self, why: &str) {
-        self.refused.fetch_add(1, Ordering::AcqRel);
-        let msg = format!("spml ucx: refused a transfer to or from device memory: {why}");
-        match self.complain.get() {
-            Some(f) => f(&msg),
-            None => eprintln!("{msg}"),
-        }
+        self.refusals.refuse(&format!("spml ucx: refused a transfer to or from device memory: {why}"));
     }
 
     /// Serve one request: a put's data copied in, or a get's bytes copied out into `reply`.
@@ -131,51 +126,9 @@ impl Default for Server {
     }
 }
 
-type Handler = unsafe extern "C" fn(
-    *mut c_void,
-    *const c_void,
-    usize,
-    *mut c_void,
-    usize,
-    *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t;
-
-fn check_header_room(worker: sys::ucp_worker_h) -> Result<(), String> {
-    let mut attr = sys::ucp_worker_attr_t {
-        field_mask: sys::UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER as u64,
-        ..Default::default()
-    };
-    // SAFETY: a live worker; valid out-pointer.
-    super::check("ucp_worker_query", unsafe { sys::ucp_worker_query(worker, &mut attr) })?;
-    if attr.max_am_header < HEADER_BYTES {
-        return Err(format!(
-            "UCX carries active-message headers of {} bytes, transfers through the target need {HEADER_BYTES}",
-            attr.max_am_header
-        ));
-    }
-    Ok(())
-}
-
-fn set_handler(worker: sys::ucp_worker_h, id: u32, cb: Handler, arg: *mut c_void) -> Result<(), String> {
-    let param = sys::ucp_am_handler_param_t {
-        field_mask: (sys::UCP_AM_HANDLER_PARAM_FIELD_ID
-            | sys::UCP_AM_HANDLER_PARAM_FIELD_FLAGS
-            | sys::UCP_AM_HANDLER_PARAM_FIELD_CB
-            | sys::UCP_AM_HANDLER_PARAM_FIELD_ARG) as u64,
-        id,
-        flags: sys::UCP_AM_FLAG_WHOLE_MSG,
-        cb: Some(cb),
-        arg,
-    };
-    // SAFETY: a live worker; the argument outlives it (caller).
-    super::check("ucp_worker_set_am_recv_handler", unsafe {
-        sys::ucp_worker_set_am_recv_handler(worker, &param)
-    })
-}
-
 /// Install the reply handler on `worker` (every worker that sends requests).
 pub fn install_replies(worker: sys::ucp_worker_h) -> Result<(), String> {
-    check_header_room(worker)?;
+    check_header_room(worker, HEADER_BYTES, "a transfer through the target")?;
     set_handler(worker, REPLY, on_reply, std::ptr::null_mut())
 }
 
