@@ -46,5 +46,20 @@ static inline void result_blocks(const char *bench, size_t size, double *v, int 
     }
 }
 
+/* The end of a timed block between PE 0 and PE 1: PE 0 completes its operations and increments
+ * PE 1's `*done`; PE 1 waits for that in shmem_long_wait_until, inside the library (where both
+ * libraries drive their UCX worker) rather than in a barrier. `done` is symmetric; `blocks`
+ * counts the blocks ended so far on this PE. */
+static inline void block_end(long *done, long *blocks) {
+    int me = shmem_my_pe();
+    (*blocks)++;
+    if (me == 0) {
+        shmem_quiet();
+        shmem_long_atomic_inc(done, 1);
+    } else if (me == 1) {
+        shmem_long_wait_until(done, SHMEM_CMP_GE, *blocks);
+    }
+}
+
 #define MAX_MSG ((size_t)4 << 20)
 #endif

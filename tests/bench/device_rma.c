@@ -14,15 +14,6 @@
 static long done;
 static long blocks;
 
-static void block_end(int me) {
-    blocks++;
-    if (me == 0) {
-        shmem_quiet();
-        shmem_long_atomic_inc(&done, 1);
-    } else if (me == 1) {
-        shmem_long_wait_until(&done, SHMEM_CMP_GE, blocks);
-    }
-}
 
 int main(void) {
     shmem_init();
@@ -63,7 +54,7 @@ int main(void) {
                         }
                         v[r] = (now_us() - t) / iters;
                     }
-                    block_end(me);
+                    block_end(&done, &blocks);
                 }
                 char name[32];
                 snprintf(name, sizeof name, "%s_%s", get ? "get" : "put_quiet", where ? "gpu" : "host");

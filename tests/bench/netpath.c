@@ -18,17 +18,8 @@
 static long done; /* PE 1: blocks PE 0 has finished */
 static long blocks;
 
-/* Before a timed block: both PEs line up. After it: PE 1 waits for PE 0's increment. */
+/* Before a timed block: both PEs line up (after it: `block_end`, bench.h). */
 static void block_start(void) { shmem_barrier_all(); }
-static void block_end(int me) {
-    blocks++;
-    if (me == 0) {
-        shmem_quiet();
-        shmem_long_atomic_inc(&done, 1);
-    } else if (me == 1) {
-        shmem_long_wait_until(&done, SHMEM_CMP_GE, blocks);
-    }
-}
 
 static void report(const char *name, size_t size, double *v, const char *unit) {
     result_blocks(name, size, v, NREP, unit);
@@ -76,7 +67,7 @@ int main(void) {
                 }
                 v[r] = (now_us() - t0) / iters;
             }
-            block_end(me);
+            block_end(&done, &blocks);
         }
         static const char *names[] = {"put_latency", "put_quiet_latency", "get_latency", "fadd_latency",
                                       "add_latency", "add_quiet_latency", "put_signal_latency"};
@@ -94,7 +85,7 @@ int main(void) {
             }
             v[r] = WINDOW * loops / (now_us() - t0);
         }
-        block_end(me);
+        block_end(&done, &blocks);
     }
     report("put_rate", 8, v, "Mops/s");
     /* 1 MiB bandwidth, put then get: windows of 8 non-blocking transfers */
@@ -113,7 +104,7 @@ int main(void) {
                 }
                 v[r] = (double)BIG * 8 * loops / (now_us() - t0);
             }
-            block_end(me);
+            block_end(&done, &blocks);
         }
         report(op == 0 ? "put_bandwidth" : "get_bandwidth", BIG, v, "MB/s");
     }
