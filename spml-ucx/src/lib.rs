@@ -128,7 +128,14 @@ fn options(c: &CoreServices) -> Options {
     Options {
         progress_thread: bool_param(c, "progress_thread", true),
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
+        spin_rounds: if oversubscribed(c.local_size) { 0 } else { ucx::SPIN_ROUNDS },
     }
+}
+
+/// Whether this host runs more PEs than this process may use cores.
+fn oversubscribed(local_size: c_int) -> bool {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    usize::try_from(local_size).is_ok_and(|n| n > cores)
 }
 
 fn query(c: &'static CoreServices, r: &mut QueryResult) {

@@ -47,6 +47,8 @@ pub struct Channel {
     /// `super::progress_loop`).
     activity: Arc<AtomicU64>,
     closed: AtomicBool,
+    /// Idle rounds [`Channel::wait`] spins before yielding (`super::SPIN_ROUNDS`, or 0).
+    spin_rounds: u32,
 }
 
 // SAFETY: a Multi channel's worker serialises concurrent calls itself; Serialized and Private
@@ -63,6 +65,7 @@ impl Channel {
         context: sys::ucp_context_h,
         n_pes: usize,
         health: Arc<Health>,
+        spin_rounds: u32,
     ) -> Result<Channel, String> {
         let wparams = sys::ucp_worker_params_t {
             field_mask: sys::UCP_WORKER_PARAM_FIELD_THREAD_MODE as u64,
@@ -96,6 +99,7 @@ impl Channel {
             companions: None,
             activity: Arc::new(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
+            spin_rounds,
         })
     }
 
@@ -113,6 +117,11 @@ impl Channel {
                 unsafe { sys::ucp_worker_progress(w as sys::ucp_worker_h) };
             }
         }
+    }
+
+    /// Idle rounds a wait spins before yielding.
+    pub(super) fn spin_rounds(&self) -> u32 {
+        self.spin_rounds
     }
 
     pub fn worker(&self) -> sys::ucp_worker_h {
@@ -224,11 +233,12 @@ impl Channel {
     }
 
     /// Wait for what a `*_nbx` call returned: progress until the request completes, then free it.
-    /// A round that found nothing to do yields the core: with more PEs than cores, the peer that
-    /// has to answer may be waiting for this very core. 4 PEs on 2 cores did about 250 blocking
-    /// operations per second and PE while every waiter spun (tests/c/soak.c over loopback TCP),
-    /// 30000-31000 when yielding after 32 idle rounds and 32000-34000 when yielding at once; alone on a core, a yield returns at once and an 8-byte
-    /// get takes as long either way (tests/bench/netpath.c, 2026-11-23).
+    /// After [`Channel::spin_rounds`] rounds that found nothing to do, each such round yields
+    /// the core: the peer that has to answer (or its progress thread) may be waiting for this
+    /// very core. With more PEs than cores that is from the first idle round: 4 PEs on 2 cores
+    /// did about 250 blocking operations per second and PE while every waiter spun
+    /// (tests/c/soak.c over loopback TCP), 30000-31000 when yielding after 32 idle rounds and
+    /// 32000-34000 when yielding at once (2026-11-23).
     #[inline(always)]
     fn wait(&self, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
         if !sys::ptr_is_request(r) {
@@ -236,6 +246,7 @@ impl Channel {
         }
         self.touch();
         let mut spins = 0u32;
+        let mut idle = 0u32;
         loop {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
@@ -250,8 +261,11 @@ impl Channel {
                 return st;
             }
             // SAFETY: our own worker, used under its sharing contract.
-            let busy = unsafe { sys::ucp_worker_progress(self.worker) } != 0;
-            if !busy {
+            if unsafe { sys::ucp_worker_progress(self.worker) } != 0 {
+                idle = 0;
+            } else if idle < self.spin_rounds {
+                idle += 1;
+            } else {
                 std::thread::yield_now();
             }
         }

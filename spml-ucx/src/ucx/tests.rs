@@ -21,13 +21,16 @@ fn read(v: &[u64], i: usize) -> u64 {
 #[test]
 fn probe_accepts_the_features_open_uses() {
     probe(features(&Options::default()), &Options::default()).expect("UCX is usable here");
-    probe(features(&Options { progress_thread: false, loopback_only: true }), &Options::default())
-        .expect("UCX is usable here");
+    probe(
+        features(&Options { progress_thread: false, loopback_only: true, ..Options::default() }),
+        &Options::default(),
+    )
+    .expect("UCX is usable here");
 }
 
 #[test]
 fn put_get_atomic_and_flush_through_a_self_endpoint() {
-    let u = connected(Options { progress_thread: false, loopback_only: true });
+    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     assert_eq!(u.n_pes(), 1);
     let mut target = vec![0u64; 64];
     let (memh, base) = u.mem_map(target.as_mut_ptr().cast(), 64 * 8, false).expect("register a buffer");
@@ -91,7 +94,7 @@ fn put_get_atomic_and_flush_through_a_self_endpoint() {
 
 #[test]
 fn every_atomic_operation_in_both_widths() {
-    let u = connected(Options { progress_thread: false, loopback_only: true });
+    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     let mut words = vec![0u64; 4];
     let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 32, false).unwrap();
     // SAFETY: a live registration of this context.
@@ -154,7 +157,8 @@ fn every_atomic_operation_in_both_widths() {
 
 #[test]
 fn missing_endpoints_and_keys_are_errors_not_crashes() {
-    let u = Ucx::new(2, &Options { progress_thread: false, loopback_only: true }).unwrap();
+    let u =
+        Ucx::new(2, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
     let mut buf = [0u8; 8];
     // SAFETY: the call fails before touching the buffer.
     let r = unsafe { u.get(1, 0, 0, buf.as_mut_ptr().cast(), 8, true) };
@@ -175,7 +179,7 @@ fn missing_endpoints_and_keys_are_errors_not_crashes() {
 
 #[test]
 fn allocated_memory_can_be_mapped_through_its_key() {
-    let u = connected(Options { progress_thread: false, loopback_only: true });
+    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     let (memh, base) = u.mem_map(std::ptr::null_mut(), 1 << 20, true).expect("UCX allocates 1 MiB");
     assert!(!base.is_null());
     // SAFETY: a live registration of this context.
@@ -236,7 +240,8 @@ fn progress_thread_runs_sleeps_and_stops() {
 
 #[test]
 fn without_wakeup_there_is_no_progress_thread() {
-    let u = Ucx::new(1, &Options { progress_thread: false, loopback_only: true }).unwrap();
+    let u =
+        Ucx::new(1, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
     assert!(u.start_progress_thread(None).is_err());
 }
 
@@ -279,8 +284,10 @@ fn a_failed_operation_waits_out_the_rest_of_the_grace_only_for_a_lost_peer() {
 #[test]
 fn two_workers_exchange_data_and_one_leaves_without_hanging() {
     // Two workers in one process stand in for two PEs; the second goes away.
-    let a = Ucx::new(2, &Options { progress_thread: false, loopback_only: true }).unwrap();
-    let b = Ucx::new(2, &Options { progress_thread: false, loopback_only: true }).unwrap();
+    let a =
+        Ucx::new(2, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
+    let b =
+        Ucx::new(2, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
     let addrs = vec![a.address().to_vec(), b.address().to_vec()];
     a.connect(&addrs).unwrap();
     b.connect(&addrs).unwrap();
@@ -330,7 +337,7 @@ fn two_workers_exchange_data_and_one_leaves_without_hanging() {
 
 #[test]
 fn created_channels_have_their_own_worker_and_every_key() {
-    let u = connected(Options { progress_thread: false, loopback_only: true });
+    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     let mut words = vec![0u64; 8];
     let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 64, false).unwrap();
     // SAFETY: a live registration of this context.
@@ -384,13 +391,14 @@ fn created_channels_have_their_own_worker_and_every_key() {
 
 #[test]
 fn channels_need_a_connected_spml() {
-    let u = Ucx::new(1, &Options { progress_thread: false, loopback_only: true }).unwrap();
+    let u =
+        Ucx::new(1, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
     assert!(u.create_channel().is_err());
 }
 
 #[test]
 fn a_job_on_one_host_uses_the_loopback_device_unless_the_user_chose() {
-    let one_host = Options { progress_thread: false, loopback_only: true };
+    let one_host = Options { progress_thread: false, loopback_only: true, ..Options::default() };
     assert_eq!(net_devices(&one_host, None).as_deref(), Some("lo"));
     assert_eq!(net_devices(&one_host, Some("eth0")).as_deref(), Some("eth0"));
     assert_eq!(net_devices(&Options::default(), None), None);
@@ -410,7 +418,7 @@ fn await_word(u: &Ucx, v: &[u64], i: usize, want: u64) -> bool {
 
 #[test]
 fn put_with_signal_lands_the_data_before_the_word_and_refuses_unregistered_memory() {
-    let u = connected(Options { progress_thread: false, loopback_only: true });
+    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     assert_eq!(u.put_signal_ready(), Ok(()));
     // Words 0..8 are signals; the data goes from word 8 on. 8 MiB: a rendezvous over TCP.
     const WORDS: usize = 8 + (8 << 20) / 8;
@@ -498,7 +506,7 @@ fn fake_copier(seg: u32, off: u64, buf: *mut u8, len: usize, into: bool) -> Resu
 
 #[test]
 fn transfers_through_the_target_copy_whole_messages_and_refuse_foreign_ranges() {
-    let u = connected(Options { progress_thread: false, loopback_only: true });
+    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     assert_eq!(u.via_target_ready(), Ok(()));
     *FAKE_SEGMENT.lock().unwrap() = vec![0u8; 600 << 10];
     // Without a copier the target refuses: the sender gets an error, not a hang.
