@@ -7,11 +7,14 @@
  * COLL_MAX (bytes, default 1 MiB) bounds the sizes, COLL_MIN (default 4) starts them and
  * COLL_FACTOR (default 4) steps them; COLL_ONLY=name runs one benchmark. Where the library
  * implements OpenSHMEM 1.6, the inclusive scan (`shmem_float_sum_inscan` on the world team) is
- * timed too ("scan"); Open MPI 4.1's OSHMEM has none. */
+ * timed too ("scan"); Open MPI 4.1's OSHMEM has none. "alltoalls" is `shmem_alltoalls32` with
+ * strides of 2 on both sides, up to 16 KiB blocks. */
 #include "bench.h"
 
 #define BLOCKS 5
-static long psync[2][SHMEM_REDUCE_SYNC_SIZE];
+/* large enough for every collective timed here */
+#define PSYNC_LEN (SHMEM_REDUCE_SYNC_SIZE + SHMEM_ALLTOALLS_SYNC_SIZE)
+static long psync[2][PSYNC_LEN];
 static long bsync[SHMEM_BARRIER_SYNC_SIZE];
 
 static double median(double *v) {
@@ -28,7 +31,7 @@ static int wanted(const char *name) {
 #define HAVE_SCAN 1
 #endif
 
-enum op { BARRIER, BCAST, REDUCE, FCOLLECT, COLLECT, ALLTOALL, SCAN };
+enum op { BARRIER, BCAST, REDUCE, FCOLLECT, COLLECT, ALLTOALL, ALLTOALLS, SCAN };
 
 /* One call of `op` on `bytes` bytes per PE; `k` alternates the pSync arrays. */
 static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int k) {
@@ -51,6 +54,9 @@ static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int
         break;
     case ALLTOALL:
         shmem_alltoall32(dst, src, bytes / 4, 0, 0, n, psync[k]);
+        break;
+    case ALLTOALLS: /* every other element, on both sides */
+        shmem_alltoalls32(dst, src, 2, 2, bytes / 4, 0, 0, n, psync[k]);
         break;
     case SCAN:
 #ifdef HAVE_SCAN
@@ -89,7 +95,7 @@ int main(void) {
         shmem_global_exit(1);
     }
     for (int k = 0; k < 2; k++)
-        for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[k][i] = SHMEM_SYNC_VALUE;
+        for (int i = 0; i < PSYNC_LEN; i++) psync[k][i] = SHMEM_SYNC_VALUE;
     for (int i = 0; i < SHMEM_BARRIER_SYNC_SIZE; i++) bsync[i] = SHMEM_SYNC_VALUE;
     /* alltoall and fcollect need n blocks of the largest size */
     char *src = shmem_malloc(max * n), *dst = shmem_malloc(max * n);
@@ -113,6 +119,10 @@ int main(void) {
         if (wanted("collect")) run("coll_collect", COLLECT, s, dst, src, wrk);
     for (size_t s = min; s <= max / 4; s *= factor)
         if (wanted("alltoall")) run("coll_alltoall", ALLTOALL, s, dst, src, wrk);
+    /* strided blocks take twice their size; capped at 16 KiB, where an element per put
+     * (what some libraries do) is already slow */
+    for (size_t s = min; s <= max / 4 && s <= 16384; s *= factor)
+        if (wanted("alltoalls")) run("coll_alltoalls", ALLTOALLS, s, dst, src, wrk);
 #ifdef HAVE_SCAN
     for (size_t s = min; s <= max; s *= factor)
         if (wanted("scan")) run("coll_float_inscan", SCAN, s, dst, src, wrk);

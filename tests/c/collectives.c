@@ -64,6 +64,14 @@ static void on_team(shmem_team_t team) {
             CHECK(dst[(p * 2 + i) * 3 + 1] == 0);
         }
 
+    /* alltoalls strided in the source only: packed into one transfer per block */
+    memset(dst, 0, sizeof dst);
+    shmem_team_sync(team);
+    CHECK(shmem_long_alltoalls(team, dst, src, 1, 2, 2) == 0);
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < 2; i++) CHECK(dst[p * 2 + i] == p * 1000 + me * 2 + i);
+    CHECK(dst[n * 2] == 0);
+
     /* reductions */
     long sum = 0;
     for (int p = 0; p < n; p++) sum += p + 1;

@@ -323,6 +323,8 @@ pub unsafe fn alltoall(
         return RC_ERROR;
     }
     let (dst, sst) = (dst as usize, sst as usize);
+    // A block strided only in `src` is packed and goes by one put.
+    let mut packed = if dst == 1 && sst != 1 { vec![0u8; nelems * es] } else { Vec::new() };
     // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
     // live for the call (caller).
     unsafe {
@@ -332,6 +334,11 @@ pub unsafe fn alltoall(
             let s = (src as *const u8).wrapping_add(j as usize * nelems * sst * es);
             if dst == 1 && sst == 1 {
                 put_to(c, t, j, d, s, nelems * es);
+            } else if dst == 1 {
+                for (e, p) in packed.chunks_exact_mut(es.max(1)).enumerate() {
+                    std::ptr::copy_nonoverlapping(s.wrapping_add(e * sst * es), p.as_mut_ptr(), es);
+                }
+                put_to(c, t, j, d, packed.as_ptr(), packed.len());
             } else {
                 for e in 0..nelems {
                     put_to(c, t, j, d.wrapping_add(e * dst * es), s.wrapping_add(e * sst * es), es);

@@ -287,12 +287,16 @@ fn runs(members: &[c_int]) -> impl Iterator<Item = (c_int, usize)> + '_ {
     })
 }
 
-/// alltoall: every member writes its blocks for its own group's members into their `dest`;
-/// each leader, once its group has arrived, sends every other group the blocks its members
-/// owe that group's members (one put per run of consecutive senders into each member's
-/// `dest`, the leader's with the signal; a quiet first when there were puts to members, so
-/// they are in place before the signal); once every other group's blocks have arrived, it
-/// releases its members. The strided form (alltoalls) is declined to `basic`.
+/// alltoall and alltoalls: every member writes its blocks for its own group's members into
+/// their `dest`; each leader, once its group has arrived, sends every other group the blocks
+/// its members owe that group's members, and once every other group's blocks have arrived,
+/// releases its members. Blocks are `nelems` elements of `es` bytes, read every `sst`
+/// elements and written every `dst` (1 and 1 for alltoall).
+///
+/// With `dst` 1 the blocks of a run of consecutive senders are consecutive in a receiver's
+/// `dest`, so the leader packs them and puts them there: one put per run and receiving
+/// member, the receiving leader's with the signal (a quiet first when there were puts to
+/// members, so they are in place before it). Else see [`alltoall_staged`].
 ///
 /// # Safety
 /// `dest` (symmetric, n blocks) and `src` (symmetric, n blocks) must be valid (the core
@@ -308,52 +312,62 @@ pub unsafe fn alltoall(
     dst: isize,
     sst: isize,
 ) -> c_int {
-    if dst != 1 || sst != 1 {
-        return RC_DECLINED;
+    let (Ok(dst), Ok(sst)) = (usize::try_from(dst), usize::try_from(sst)) else {
+        return RC_ERROR;
+    };
+    if dst == 0 || sst == 0 {
+        return RC_ERROR;
     }
-    let bs = es * nelems;
+    let shape = Strided { es, nelems, dst, sst, dest: dest as *mut u8, src: src as *const u8 };
+    let bs = shape.block_bytes();
     let e = t.next();
-    let (dest, src) = (dest as *mut u8, src as *const u8);
-    let block = |base: *mut u8, i: c_int| base.wrapping_add(i as usize * bs);
-    let src_block = |i: c_int| src.wrapping_add(i as usize * bs);
     // SAFETY: `dest` and `src` hold n blocks on every member (caller); a member writes only
     // its own block of each `dest`, which no `src` overlaps (spec); the private buffer holds
     // the longest run of blocks.
     unsafe {
         let mut transported = false;
         for (j, &tj) in t.members(t.g).iter().enumerate() {
-            transported |= t.put_local(c, j, block(dest, t.me), src_block(tj), bs);
+            transported |= if dst == 1 && sst == 1 {
+                t.put_local(c, j, shape.dest_block(t.me), shape.src_block(tj), bs)
+            } else {
+                t.put_local_strided(c, j, shape.dest_block(t.me), shape.src_block(tj), (es, nelems, dst, sst))
+            };
         }
         t.publish(c, transported);
         if as_member(c, t, e) {
             return RC_OK;
         }
         gather(c, t, e);
-        let h = t.hosts();
-        let longest = runs(t.members(t.g)).map(|(_, len)| len).max().unwrap_or(0);
+        if dst != 1 {
+            alltoall_staged(c, t, &shape);
+            t.lsignal_all(LDATA, e);
+            return RC_OK;
+        }
+        let (h, mine) = (t.hosts(), t.members(t.g));
+        let longest = runs(mine).map(|(_, len)| len).max().unwrap_or(0);
         let [buf, _] = t.buffers(longest * bs);
         let buf = buf.as_mut_ptr().cast::<u8>();
-        // This group's blocks for team member `to`, run (first, len) of senders, into `buf`.
+        // This group's blocks for team member `to`, from senders `first..first + len`, packed.
         let assemble = |to: c_int, (first, len): (c_int, usize)| {
             for i in first..first + len as c_int {
                 let at = buf.wrapping_add((i - first) as usize * bs);
-                t.get_local(c, t.place_of(i).1, at, src_block(to), bs);
+                t.get_local_strided(c, t.place_of(i).1, at, shape.src_block(to), (es, nelems, sst));
             }
         };
         for k in (1..h).map(|d| (t.g + d) % h) {
             let theirs = t.members(k);
             for &to in &theirs[1..] {
-                for run in runs(t.members(t.g)) {
+                for run in runs(mine) {
                     assemble(to, run);
-                    t.put_member(c, to, block(dest, run.0), buf, run.1 * bs);
+                    t.put_member(c, to, shape.dest_block(run.0), buf, run.1 * bs);
                 }
             }
             if theirs.len() > 1 {
                 (c.quiet)();
             }
-            for run in runs(t.members(t.g)) {
+            for run in runs(mine) {
                 assemble(theirs[0], run);
-                t.nsend(c, k, block(dest, run.0), buf, run.1 * bs);
+                t.nsend(c, k, shape.dest_block(run.0), buf, run.1 * bs);
             }
         }
         for k in (1..h).map(|d| (t.g + h - d) % h) {
@@ -362,6 +376,107 @@ pub unsafe fn alltoall(
         t.lsignal_all(LDATA, e);
     }
     RC_OK
+}
+
+/// An alltoall(s) call's buffers and shape.
+struct Strided {
+    es: usize,
+    nelems: usize,
+    dst: usize,
+    sst: usize,
+    dest: *mut u8,
+    src: *const u8,
+}
+
+impl Strided {
+    fn block_bytes(&self) -> usize {
+        self.es * self.nelems
+    }
+
+    /// Where member `i`'s block starts in `dest`.
+    fn dest_block(&self, i: c_int) -> *mut u8 {
+        self.dest.wrapping_add(i as usize * self.nelems * self.dst * self.es)
+    }
+
+    /// Where the block for member `i` starts in `src`.
+    fn src_block(&self, i: c_int) -> *const u8 {
+        self.src.wrapping_add(i as usize * self.nelems * self.sst * self.es)
+    }
+}
+
+/// The leaders' part of an alltoalls strided in `dest`, where a block cannot land by one put.
+/// Each leader packs, for every other group, the blocks its group owes that group's members
+/// (receiver by receiver, senders in order) and the leaders trade these streams through the
+/// staging area: in each round every leader sends every other one the next piece of its
+/// stream ([`Team::piece`]: the slots of the round's parity, cut into one piece per group),
+/// waits for every other's, and copies them aside; each round is an exchange (every leader
+/// hears from every other in it, which keeps the slots' rule of [`Team::next_exchange`]), and
+/// the rounds are as many as the longest stream needs, the same count everywhere. Then each
+/// leader scatters what arrived into its members' `dest`. Against `basic`'s put per element,
+/// one message per pair of hosts and round.
+///
+/// # Safety
+/// As [`alltoall`], on a leader whose group has arrived.
+unsafe fn alltoall_staged(c: &CoreServices, t: &Team, shape: &Strided) {
+    let (h, mine) = (t.hosts(), t.members(t.g));
+    let bs = shape.block_bytes();
+    let stream = |a: usize, b: usize| t.members(a).len() * t.members(b).len() * bs;
+    let longest = (0..h).flat_map(|a| (0..h).filter(move |&b| b != a).map(move |b| (a, b)));
+    let longest = longest.map(|(a, b)| stream(a, b)).max().unwrap_or(0);
+    let piece = t.piece_bytes();
+    let rounds = longest.div_ceil(piece).max(1);
+    // Every other group's stream, out and in, at the same offsets (the streams between this
+    // group and group k are equally long both ways).
+    let others: Vec<usize> = (1..h).map(|d| (t.g + d) % h).collect();
+    let mut at = vec![0usize; h];
+    let mut total = 0;
+    for &k in &others {
+        at[k] = total;
+        total += stream(t.g, k);
+    }
+    let [out, inc] = t.buffers(total);
+    let (out, inc) = (out.as_mut_ptr().cast::<u8>(), inc.as_mut_ptr().cast::<u8>());
+    // SAFETY: the buffers hold `total` bytes; the pieces hold `piece` bytes of this exchange;
+    // the rest as the caller vouched.
+    unsafe {
+        for &k in &others {
+            for (m, &to) in t.members(k).iter().enumerate() {
+                for s in 0..mine.len() {
+                    let p = out.add(at[k] + (m * mine.len() + s) * bs);
+                    t.get_local_strided(c, s, p, shape.src_block(to), (shape.es, shape.nelems, shape.sst));
+                }
+            }
+        }
+        for r in 0..rounds {
+            let x = t.next_exchange();
+            let part = |k: usize| {
+                let len = stream(t.g, k);
+                let lo = (r * piece).min(len);
+                (lo, (lo + piece).min(len) - lo)
+            };
+            for &k in &others {
+                let (lo, len) = part(k);
+                t.nsend(c, k, t.piece(x, t.g), out.add(at[k] + lo), len);
+            }
+            for &k in others.iter().rev() {
+                t.nwait(c, k);
+                let (lo, len) = part(k);
+                std::ptr::copy_nonoverlapping(t.piece(x, k), inc.add(at[k] + lo), len);
+            }
+        }
+        let mut transported = false;
+        for &k in &others {
+            let theirs = t.members(k);
+            for j in 0..mine.len() {
+                for (s, &from) in theirs.iter().enumerate() {
+                    let p = inc.add(at[k] + (j * theirs.len() + s) * bs);
+                    let run = (shape.es, shape.nelems, shape.dst, 1);
+                    transported |= t.put_local_strided(c, j, shape.dest_block(from), p, run);
+                }
+            }
+        }
+        t.publish(c, transported);
+    }
 }
 
 /// Reductions to all, and scans ([`scan`]): for a reduction, each leader combines its group's

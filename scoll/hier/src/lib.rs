@@ -2,11 +2,11 @@
 //! group per host; inside a group, data and signals move by load/store on the members' mapped
 //! memory (no transport, no atomics); between groups only one leader per host talks, over the
 //! spml, in O(log hosts) steps for barrier, broadcast, reductions and scans, and one message per
-//! other host (per run of consecutive members) for fcollect, collect and alltoall. Teams
+//! other host (per run of consecutive members) for fcollect, collect and alltoall(s). Teams
 //! within one host are left to `shm`, and teams it cannot serve (hosts that do not map their
 //! PEs, more than [`MAX_LOCAL`] PEs on a host or [`MAX_HOSTS`] hosts, active-set teams on a
-//! pSync) to `basic`, as are the calls it has no hierarchical form for (strided alltoalls, and
-//! scans on teams whose hosts' PEs are not consecutive).
+//! pSync) to `basic`, as are the calls it has no hierarchical form for (scans on teams whose
+//! hosts' PEs are not consecutive).
 
 mod algo;
 mod team;

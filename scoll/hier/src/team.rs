@@ -289,13 +289,31 @@ impl Team {
         self.slot(x, step - usize::from(!self.folds))
     }
 
+    /// Bytes of the slots of one parity ([`Team::slot`]): exchange `x` writes only inside
+    /// its parity's half, however it cuts it.
+    fn half_bytes(&self) -> usize {
+        STAGE_AREA / 2 / self.slot_bytes * self.slot_bytes
+    }
+
+    /// Bytes each sending group has in a staging half ([`Team::piece`]).
+    pub fn piece_bytes(&self) -> usize {
+        self.half_bytes() / self.hosts() / 64 * 64
+    }
+
+    /// The part of exchange `x`'s staging half that group `k`'s leader sends into, when every
+    /// leader sends every other one message (a staged alltoall): the slots of `x`'s parity
+    /// cut into one piece per group, at the symmetric address every leader uses.
+    pub fn piece(&self, x: u64, k: usize) -> *mut u8 {
+        let at = (x % 2) as usize * self.half_bytes() + k * self.piece_bytes();
+        self.scratch.wrapping_add(STAGE).cast::<u8>().wrapping_add(at)
+    }
+
     /// Staging slot `i` of exchange `x`: `i` below ceil(log2 hosts), the slots of one
     /// exchange (a scan's rounds use them in turn).
     pub fn slot(&self, x: u64, i: usize) -> *mut u8 {
-        let steps = STAGE_AREA / 2 / self.slot_bytes;
-        debug_assert!(i < steps);
-        let slot = (x % 2) as usize * steps + i;
-        self.scratch.wrapping_add(STAGE).cast::<u8>().wrapping_add(slot * self.slot_bytes)
+        debug_assert!(i < self.half_bytes() / self.slot_bytes);
+        let at = (x % 2) as usize * self.half_bytes() + i * self.slot_bytes;
+        self.scratch.wrapping_add(STAGE).cast::<u8>().wrapping_add(at)
     }
 
     /// Wait for the next signal from group `from`'s leader.
@@ -345,6 +363,71 @@ impl Team {
             std::ptr::copy_nonoverlapping(src, p, len);
         }
         false
+    }
+
+    /// Write `n` elements of `es` bytes, read from `src` every `sst` elements, to local
+    /// member `j`'s copy of symmetric `dest`, one every `dst` elements (a strided
+    /// [`Team::put_local`]; the mapping is looked up once, since the whole run lies in one
+    /// symmetric object). Returns whether a transport was used.
+    ///
+    /// # Safety
+    /// `dest` symmetric with room for the run, `src` readable for it, not overlapping.
+    pub unsafe fn put_local_strided(
+        &self,
+        c: &CoreServices,
+        j: usize,
+        dest: *mut u8,
+        src: *const u8,
+        (es, n, dst, sst): (usize, usize, usize, usize),
+    ) -> bool {
+        if n == 0 || es == 0 {
+            return false;
+        }
+        // SAFETY: caller; `ptr` returns NULL or a mapping of the object `dest` starts.
+        unsafe {
+            let p =
+                if j == self.l { dest } else { (c.ptr)(dest as *const c_void, self.local_pe(j)) as *mut u8 };
+            for e in 0..n {
+                let (to, from) = (e * dst * es, src.add(e * sst * es));
+                if p.is_null() {
+                    (c.putmem)(dest.wrapping_add(to).cast(), from.cast(), es, self.local_pe(j));
+                } else {
+                    std::ptr::copy_nonoverlapping(from, p.add(to), es);
+                }
+            }
+            p.is_null()
+        }
+    }
+
+    /// Read `n` elements of `es` bytes, one every `sst` elements, of local member `j`'s copy
+    /// of symmetric `src` into `dest`, packed.
+    ///
+    /// # Safety
+    /// `src` symmetric with the run in it, `dest` writable for `n * es` bytes.
+    pub unsafe fn get_local_strided(
+        &self,
+        c: &CoreServices,
+        j: usize,
+        dest: *mut u8,
+        src: *const u8,
+        (es, n, sst): (usize, usize, usize),
+    ) {
+        if sst == 1 {
+            // SAFETY: caller.
+            return unsafe { self.get_local(c, j, dest, src, n * es) };
+        }
+        // SAFETY: caller; as above.
+        unsafe {
+            let p = (c.ptr)(src as *const c_void, self.local_pe(j)) as *const u8;
+            for e in 0..n {
+                let from = src.wrapping_add(e * sst * es);
+                if p.is_null() {
+                    (c.getmem)(dest.add(e * es).cast(), from.cast(), es, self.local_pe(j));
+                } else {
+                    std::ptr::copy_nonoverlapping(p.add(e * sst * es), dest.add(e * es), es);
+                }
+            }
+        }
     }
 
     /// Read `len` bytes of local member `j`'s copy of symmetric `src` into `dest`.
