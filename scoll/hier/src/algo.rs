@@ -421,9 +421,10 @@ unsafe fn alltoall_staged(c: &CoreServices, t: &Team, shape: &Strided) {
     let (h, mine) = (t.hosts(), t.members(t.g));
     let bs = shape.block_bytes();
     let stream = |a: usize, b: usize| t.members(a).len() * t.members(b).len() * bs;
-    let longest = (0..h).flat_map(|a| (0..h).filter(move |&b| b != a).map(move |b| (a, b)));
-    let longest = longest.map(|(a, b)| stream(a, b)).max().unwrap_or(0);
-    let piece = t.piece_bytes();
+    let pairs = (0..h).flat_map(|a| (0..h).filter(move |&b| b != a).map(move |b| (a, b)));
+    let longest = pairs.map(|(a, b)| stream(a, b)).max().unwrap_or(0);
+    // At least 64 bytes with up to MAX_HOSTS hosts.
+    let piece = t.piece_bytes().max(1);
     let rounds = longest.div_ceil(piece).max(1);
     // Every other group's stream, out and in, at the same offsets (the streams between this
     // group and group k are equally long both ways).
