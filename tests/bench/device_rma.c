@@ -5,7 +5,8 @@
  * (SHMEM_ENABLE_GPU_SPACE=1); rshmem only (memory spaces are not in OpenSHMEM 1.6). Where PE 1's
  * device memory is not mapped and the spml moves no device memory, the GPU figures are
  * transfers through PE 1's CPU, and the ratio to the host figures is their cost.
- * PE 1 waits in shmem_long_wait_until between blocks, inside the library. */
+ * The "_d2d" figures move the same bytes between PE 0's own GPU-space buffer and PE 1's
+ * (device to device). PE 1 waits in shmem_long_wait_until between blocks, inside the library. */
 #include "bench.h"
 
 #define NREP 7
@@ -26,7 +27,8 @@ int main(void) {
     char *host = shmem_malloc(BIG);
     char *dev = shmem_space_malloc(SHMEM_SPACE_GPU, BIG);
     char *local = malloc(BIG);
-    if (!host || !dev || !local) {
+    char *mine = shmem_space_malloc(SHMEM_SPACE_GPU, BIG); /* PE 0's device-side source */
+    if (!host || !dev || !local || !mine) {
         fprintf(stderr, "device_rma: out of memory\n");
         shmem_global_exit(1);
     }
@@ -37,8 +39,9 @@ int main(void) {
     for (int s = 0; s < 3; s++) {
         size_t n = sizes[s];
         long iters = n >= BIG ? base / 20 + 5 : n >= 65536 ? base / 4 + 5 : base;
-        for (int where = 0; where < 2; where++) {
+        for (int where = 0; where < 3; where++) {
             char *dest = where ? dev : host;
+            char *buf = where == 2 ? mine : local;
             for (int get = 0; get < 2; get++) {
                 for (int r = 0; r < NREP; r++) {
                     shmem_barrier_all();
@@ -46,9 +49,9 @@ int main(void) {
                         double t = now_us();
                         for (long i = 0; i < iters; i++) {
                             if (get) {
-                                shmem_getmem(local, dest, n, 1);
+                                shmem_getmem(buf, dest, n, 1);
                             } else {
-                                shmem_putmem(dest, local, n, 1);
+                                shmem_putmem(dest, buf, n, 1);
                                 shmem_quiet();
                             }
                         }
@@ -57,12 +60,14 @@ int main(void) {
                     block_end(&done, &blocks);
                 }
                 char name[32];
-                snprintf(name, sizeof name, "%s_%s", get ? "get" : "put_quiet", where ? "gpu" : "host");
+                snprintf(name, sizeof name, "%s_%s", get ? "get" : "put_quiet",
+                         where == 2 ? "gpu_d2d" : where ? "gpu" : "host");
                 result_blocks(name, n, v, NREP, "us");
             }
         }
     }
     shmem_barrier_all();
+    shmem_space_free(SHMEM_SPACE_GPU, mine);
     shmem_space_free(SHMEM_SPACE_GPU, dev);
     shmem_free(host);
     free(local);

@@ -168,3 +168,53 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
     assert!(settings().contains("= \"40M\"  [file "), "a reinstall replaced the site's configuration");
     drop(scratch);
 }
+
+/// scripts/bundle.sh: the install tree plus the libraries it loads beyond the C runtime and
+/// UCX's loadable transports, with an env.sh that makes programs load them from the bundle (for
+/// a machine without the packages, such as the GPU machine of docs/performance.md).
+#[test]
+fn a_bundle_carries_its_libraries_and_programs_load_them_from_it() {
+    let scratch = Scratch::new("bundle");
+    let dir = scratch.0.join("bundle");
+    let work = scratch.0.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    sh(Command::new("bash")
+        .arg(source_dir().join("../scripts/bundle.sh"))
+        .arg(&dir)
+        .arg("--build-dir")
+        .arg(target_dir()));
+    let deps = dir.join("lib/deps").canonicalize().unwrap();
+    for lib in ["libucp.so.0", "libucs.so.0", "libuct.so.0", "libpmix.so.2", "libhwloc.so.15"] {
+        assert!(deps.join(lib).is_file(), "{lib} is not in the bundle");
+    }
+    for runtime in ["libc.so.6", "libm.so.6", "libgcc_s.so.1"] {
+        assert!(!deps.join(runtime).exists(), "{runtime} must come from the machine, not the bundle");
+    }
+    assert!(deps.join("ucx/libuct_cma.so.0").is_file(), "UCX's shared-memory transport module");
+    let debug_info = sh(Command::new("readelf").arg("-S").arg(dir.join("lib/rshmem/librshmem_spml_ucx.so")));
+    assert!(!debug_info.contains(".debug_info"), "plugins are stripped of debug information");
+
+    std::fs::write(work.join("hello.c"), HELLO).unwrap();
+    let env = dir.join("env.sh");
+    let in_bundle = |script: &str| {
+        sh(Command::new("bash")
+            .current_dir(&work)
+            .arg("-c")
+            .arg(format!("source '{}' && {script}", env.display())))
+    };
+    in_bundle("oshcc -O2 -o hello hello.c");
+    // libshmem loads PMIx and hwloc; the spml plugin loads UCX.
+    let spml = dir.join("lib/rshmem/librshmem_spml_ucx.so");
+    for (object, lib) in [("hello".to_string(), "libpmix.so.2"), (spml.display().to_string(), "libucp.so.0")]
+    {
+        let ldd = in_bundle(&format!("ldd '{object}'"));
+        let line = ldd.lines().find(|l| l.contains(lib)).unwrap_or_default();
+        assert!(line.contains(&deps.display().to_string()), "{object}: {lib} resolves to {line}");
+    }
+    let _g = job_lock();
+    let out = in_bundle("UCX_LOG_LEVEL=debug oshrun -np 2 --timeout 60 ./hello 2>&1");
+    assert!(out.contains("sum 2 of 2") && out.contains("PE 0 ok 1") && out.contains("PE 1 ok 1"), "{out}");
+    let modules = deps.join("ucx").display().to_string();
+    assert!(out.contains(&modules), "UCX did not look for its modules in {modules}: {out}");
+    drop(scratch);
+}
