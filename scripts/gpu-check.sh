@@ -87,7 +87,12 @@ if command -v nvcc > /dev/null; then
     if nvcc -O2 -I"$inc" -o "$out/gpu_kernel" tests/gpu/gpu_kernel.cu \
         -L"$libdir" -Xlinker -rpath,"$(cd "$libdir" && pwd)" -lshmem; then
         for np in 2 4; do
-            run gpu_kernel "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=256M
+            run gpu_kernel "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=256M SHMEM_INFO=1
+            # The program set its device before init: memheap cuda must have taken that one.
+            if ! grep -q "GPU memory of PE 0: memheap cuda: .*current at shmem_init" "$out/$runs-gpu_kernel-np$np.log"; then
+                echo "gpu-check: gpu_kernel, $np PEs: memheap cuda did not use the device current at init"
+                fail=1
+            fi
         done
         run gpu_kernel 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=256M SHMEM_LOCAL_MAP=0
     else

@@ -1,6 +1,8 @@
 /* CUDA kernels and rshmem on the same symmetric device memory (issue 10), built by
  * scripts/gpu-check.sh with nvcc where one is installed (CI has no CUDA toolkit).
- * Each PE, with the CUDA runtime's legacy default stream:
+ * Each PE makes device 0 current before shmem_init, as NVSHMEM programs do (memheap cuda then
+ * uses that device; gpu-check.sh looks for "current at shmem_init" in SHMEM_INFO's output), then,
+ * with the CUDA runtime's legacy default stream:
  *   - fills a GPU-space buffer with a kernel and, with no synchronisation of its own, puts it
  *     into the next PE's GPU space: memheap cuda's copies are ordered after work queued on the
  *     legacy default stream, as cudaMemcpy is;
@@ -54,6 +56,11 @@ static void expect(const char *what, const int *p, int n, int base, int scale) {
 }
 
 int main(void) {
+    /* Before init: no PE number yet, so no shmem_global_exit either. */
+    if (cudaSetDevice(0) != cudaSuccess || cudaFree(0) != cudaSuccess) {
+        fprintf(stderr, "gpu_kernel: no CUDA device\n");
+        return 1;
+    }
     shmem_init();
     int me = shmem_my_pe(), npes = shmem_n_pes();
     int next = (me + 1) % npes, prev = (me + npes - 1) % npes;

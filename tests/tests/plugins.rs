@@ -332,6 +332,17 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
         r.assert_all_pes_ok("device_space", np);
         assert!(shm_names("rshmem-fakedev-").is_empty(), "{:?}", shm_names("rshmem-fakedev-"));
     }
+    // Which memheap serves GPU memory, in its own words (memheap cuda names the device and why
+    // that one): under SHMEM_INFO for PE 0, in every PE's info log.
+    let said = "memheap fakedev: stand-in GPU memory the CPU cannot touch (tests)";
+    let told = [env.as_slice(), &[("SHMEM_INFO", "1"), ("SHMEM_LOG_LEVEL", "info")]].concat();
+    let r = oshrun(2, &prog, &told, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("device_space", 2);
+    assert!(r.stderr.contains(&format!("  GPU memory of PE 0: {said}")), "{}", r.stderr);
+    for pe in 0..2 {
+        let line = format!("rshmem[PE {pe}] info rshmem::plugin::select: {said}");
+        assert!(r.stderr.contains(&line), "{line} missing: {}", r.stderr);
+    }
     // Host memory reached only through the spml (sshmem anon cannot be mapped), device memory
     // mapped: a put from device memory to a peer's host memory is staged through host memory.
     // The staging buffers are the memheap's pinned host memory (fakedev counts the copies

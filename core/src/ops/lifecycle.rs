@@ -170,7 +170,11 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         .find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU)
         .map(plugin::memheaps::device_memory);
     let gpu_note = match &gpu {
-        Some(Ok(g)) => format!("memheap {} serves GPU memory", g.name),
+        // The component's own account of its device (which one, and why that one).
+        Some(Ok(g)) => {
+            let said = memheap_sel.answers.iter().find(|a| a.available && a.component.name == g.name);
+            format!("memheap {}: {}", g.name, said.map_or("serves GPU memory", |a| a.reason.as_str()))
+        }
         Some(Err(e)) => e.clone(),
         None => {
             let why: Vec<String> = memheap_sel
@@ -481,6 +485,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // (mpirun, srun) they would stay in /dev/shm.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     crate::ops::spaces::init_gpu(rt);
+    if rt.gpu.is_some() && crate::log::enabled(crate::log::INFO, "plugin select") {
+        crate::log::log(crate::log::INFO, "plugin select", &rt.gpu_note);
+    }
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
     if my_pe == 0 {
@@ -494,6 +501,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             eprint!("{}", crate::ops::info::settings_report());
             for (fw, names) in &rt.selected {
                 eprintln!("  selected {}: {}", fw.name(), names.join(", "));
+            }
+            if rt.gpu.is_some() {
+                eprintln!("  GPU memory of PE 0: {}", rt.gpu_note);
             }
             let w = crate::ops::coll::world(routine);
             let first = |v: &[String]| v.first().cloned().unwrap_or_default();

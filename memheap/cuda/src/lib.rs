@@ -4,9 +4,11 @@
 //! initialisation error); cudarc panics when the driver library is missing, so the probe
 //! looks for it first and every call into cudarc is inside a panic boundary.
 //!
-//! The device of a PE is its local rank modulo the devices it can see
-//! (`CUDA_VISIBLE_DEVICES` narrows those, as the driver applies it), so the PEs of a host
-//! spread over its GPUs.
+//! The device of a PE is the one the program made current on the thread that calls
+//! `shmem_init` (`cudaSetDevice` before init, NVSHMEM's rule), so rshmem's device memory and
+//! the program's kernels share a device and its primary context. Where no context is current,
+//! it is the PE's local rank modulo the devices it can see (`CUDA_VISIBLE_DEVICES` narrows
+//! those, as the driver applies it), so the PEs of a host spread over its GPUs.
 //!
 //! The allocator is the CPU heap's (offsets, bookkeeping in host memory, never in the
 //! segment), with device-to-device copies when `realloc` moves a block.
@@ -18,7 +20,9 @@
 //!   on a stream of the memheap's own, then `cuStreamSynchronize`, because the core relies on
 //!   a finished copy (an atomic's read-modify-write, the order of a put and its signal). The
 //!   stream is a blocking one: ordered after the program's work on the legacy default stream,
-//!   as `cudaMemcpy` is, but not waiting for its kernels on non-blocking streams;
+//!   as `cudaMemcpy` is, but not waiting for its kernels on non-blocking streams. A plain
+//!   `cuMemcpy` measured faster device to device only because it does not wait for the copy
+//!   (docs/performance.md, "GPU check");
 //! - `owns` asks `cuPointerGetAttribute` for the memory type;
 //! - `host_alloc`/`host_free` give the core page-locked staging buffers (`cuMemHostAlloc`).
 //!
@@ -56,6 +60,8 @@ static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
 /// What the probe found, for the reason text.
 pub struct Found {
     pub ordinal: i32,
+    /// The program had made this device current before init.
+    pub current: bool,
     pub count: i32,
     pub name: String,
     pub bytes: usize,
@@ -76,12 +82,26 @@ pub fn probe(local_rank: i32) -> Result<Found, String> {
             std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into())
         ));
     }
-    let ordinal = local_rank.max(0) % count;
+    let current = current_device().filter(|d| (0..count).contains(d));
+    let ordinal = current.unwrap_or(local_rank.max(0) % count);
     let dev = result::device::get(ordinal).map_err(|e| cuda("cuDeviceGet", e))?;
     let name = result::device::get_name(dev).unwrap_or_else(|_| "unnamed".into());
     // SAFETY: `dev` is a device handle the driver just returned.
     let bytes = unsafe { result::device::total_mem(dev) }.map_err(|e| cuda("cuDeviceTotalMem", e))?;
-    Ok(Found { ordinal, count, name, bytes })
+    Ok(Found { ordinal, current: current.is_some(), count, name, bytes })
+}
+
+/// The device of the context current on this thread, if the program made one current
+/// (`cudaSetDevice`, or a driver-API context) before calling into rshmem.
+fn current_device() -> Option<i32> {
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes one context handle; the driver is initialised (cuInit) by the caller.
+    if unsafe { sys::cuCtxGetCurrent(&mut ctx) } != sys::CUresult::CUDA_SUCCESS || ctx.is_null() {
+        return None;
+    }
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: writes one device handle of the current context; a device handle is its ordinal.
+    (unsafe { sys::cuCtxGetDevice(&mut dev) } == sys::CUresult::CUDA_SUCCESS).then_some(dev)
 }
 
 fn device(local_rank: i32) -> &'static Result<Device, String> {
@@ -305,8 +325,13 @@ fn query(core: &'static CoreServices, r: &mut QueryResult) {
         Ok(f) => {
             r.available = 1;
             r.priority = 10;
+            let why = if f.current {
+                "current at shmem_init".to_string()
+            } else {
+                format!("for local rank {rank}")
+            };
             r.set_reason(&format!(
-                "GPU memory: device {} of {} ({}, {:.1} GiB) for local rank {rank}",
+                "GPU memory: device {} of {} ({}, {:.1} GiB) {why}",
                 f.ordinal,
                 f.count,
                 f.name,
