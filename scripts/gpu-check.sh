@@ -10,7 +10,8 @@
 # peer mapped (SHMEM_LOCAL_MAP=0), so peers' device memory is copied by their CPUs when UCX
 # moves no CUDA memory. Where nvcc is installed, tests/gpu/gpu_kernel.cu: CUDA kernels writing
 # and checking the device memory rshmem moves. Then device_space with the device hidden
-# (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on.
+# (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on. A run
+# that leaves rshmem's or UCX's names in /dev/shm or /tmp fails.
 #
 # Usage: bash scripts/gpu-check.sh [--prefix DIR] [--logs DIR] [--timeout S]   (exit 0: all passed)
 # Without --prefix it builds, which needs what the README's build needs (Rust, UCX, PMIx and
@@ -57,6 +58,10 @@ gcc -shared -fPIC -fvisibility=hidden -Iplugins/include -o "$out/plugins/libsshm
 "$bin/shmem_info" 2>&1 | grep -i cuda || true
 
 fail=0 runs=0
+# Our names in /dev/shm and /tmp before the runs: each run must leave no more of them.
+ours() { find /dev/shm /tmp -maxdepth 1 \( -name 'rshmem-*' -o -name 'ucx_shm_posix_*' \) ! -name '*.lock' \
+    ! -name 'rshmem-gpu-check.*' 2> /dev/null | sort; }
+before=$(ours)
 run() { # PROGRAM NP, then environment assignments
     local prog=$1 np=$2
     shift 2
@@ -65,6 +70,11 @@ run() { # PROGRAM NP, then environment assignments
     if env "$@" timeout "$limit" "$bin/oshrun" -np "$np" "$out/$prog" > "$log" 2>&1 &&
         [ "$(grep -c "^$prog: PE [0-9]* ok\$" "$log")" = "$np" ]; then
         echo "gpu-check: $prog, $np PEs ($*): ok"
+        left=$(comm -13 <(echo "$before") <(ours))
+        if [ -n "$left" ]; then
+            echo "gpu-check: $prog, $np PEs ($*): left behind: $left"
+            fail=1
+        fi
     else
         echo "gpu-check: $prog, $np PEs ($*): FAILED"
         cat "$log"
