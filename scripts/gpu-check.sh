@@ -8,7 +8,8 @@
 # shmem_malloc in GPU memory under SHMEM_DEFAULT_SPACE=GPU; device_space again with host memory
 # reached only through the spml, so device bytes are staged through pinned buffers; and with no
 # peer mapped (SHMEM_LOCAL_MAP=0), so peers' device memory is copied by their CPUs when UCX
-# moves no CUDA memory. Where nvcc is installed, tests/gpu/gpu_kernel.cu: CUDA kernels writing
+# moves no CUDA memory; tests/c/gpu_context.c, a driver-API program with a context of its own,
+# which must still be current after every rshmem call. Where nvcc is installed, tests/gpu/gpu_kernel.cu: CUDA kernels writing
 # and checking the device memory rshmem moves. Then device_space with the device hidden
 # (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on. A run
 # that leaves rshmem's or UCX's names in /dev/shm or /tmp fails.
@@ -49,6 +50,7 @@ out=$(mktemp -d /tmp/rshmem-gpu-check.XXXXXX)
 trap 'if [ -n "$logs" ]; then mkdir -p "$logs" && cp "$out"/*.log "$logs"/; fi; rm -rf "$out"' EXIT
 "$bin/oshcc" -O2 -Itests/c -o "$out/device_space" tests/c/device_space.c
 "$bin/oshcc" -O2 -Itests/c -o "$out/default_gpu" tests/c/default_gpu.c
+"$bin/oshcc" -O2 -Itests/c -o "$out/gpu_context" tests/c/gpu_context.c -ldl
 # sshmem "anon" (the C example), whose host segments no peer maps: host memory then goes
 # through the spml while device memory stays mapped, so device bytes are staged through the
 # memheap's page-locked buffers.
@@ -89,6 +91,8 @@ done
 run device_space 8 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M \
     SHMEM_MCA_plugin_path="$out/plugins" SHMEM_MCA_sshmem=anon
+# A program with a driver-API context of its own keeps it current across rshmem's calls.
+run gpu_context 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
 # No peer mapped: with a UCX without CUDA support, peers' device memory is reached through
 # their CPUs (spml ucx's transfers through the target, cuMemcpy on the progress thread).
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_LOCAL_MAP=0

@@ -451,6 +451,21 @@ pub fn fakedev() -> &'static str {
     })
 }
 
+/// The test CUDA driver "fakecuda" (tests/plugins/fake_libcuda.c), built once per test
+/// process as `libcuda.so.1` with the `libcuda.so` link beside it: the directory to put first
+/// in `LD_LIBRARY_PATH`, where memheap cuda (through cudarc) and test programs find it.
+pub fn fakecuda() -> &'static str {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = target_dir().join("rshmem-test-plugins/fakecuda");
+        gcc_plugin(&repo().join("tests/plugins/fake_libcuda.c"), &dir, "libcuda.so.1");
+        let link = dir.join("libcuda.so");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("libcuda.so.1", &link).unwrap();
+        dir.display().to_string()
+    })
+}
+
 /// The environment that selects fakedev as the GPU memheap, then `more`.
 pub fn on_fakedev(more: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
     [&[("SHMEM_MCA_plugin_path", fakedev()), ("SHMEM_MCA_memheap", "fakedev,cpu")], more].concat()

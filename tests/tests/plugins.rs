@@ -373,6 +373,96 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
     assert_nothing_left(&before, "device_space");
 }
 
+/// A program, its PEs and its environment beyond the common one.
+type FakecudaRun<'a> = (&'a str, usize, &'a [(&'a str, &'a str)]);
+
+/// The counts fakecuda prints at exit (FAKECUDA_STATS=1), one map per PE.
+fn fakecuda_stats(stderr: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("fakecuda stats: "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.chunks(2).map(|p| (p[0].to_string(), p[1].parse().unwrap())).collect()
+        })
+        .collect()
+}
+
+/// memheap cuda itself, on the test CUDA driver fakecuda (tests/plugins/fake_libcuda.c):
+/// device memory the CPU cannot touch, contexts current per thread, copies that land only when
+/// their stream is synchronised, IPC handles that peers open. device_space runs on it on 1, 2
+/// and 4 PEs, through the target's CPU and staged through pinned buffers, default_gpu with
+/// shmem_malloc on the device; gpu_context checks that a program's own driver-API
+/// context stays current across rshmem's calls. Each PE must free every allocation, close
+/// every IPC mapping and unpin every buffer by the end of shmem_finalize, and never call the driver without the
+/// right context. With two devices, PEs spread over them by local rank unless the program
+/// chose one before init.
+#[test]
+fn memheap_cuda_runs_on_a_stand_in_driver() {
+    let dir = fakecuda();
+    let base = [
+        ("LD_LIBRARY_PATH", dir),
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
+        ("SHMEM_MCA_memheap", "cuda,cpu"),
+        ("FAKECUDA_STATS", "1"),
+    ];
+    let before = leftovers();
+    // Host memory through the spml (sshmem anon), device memory mapped: staged through pinned
+    // buffers.
+    let staged = [("SHMEM_MCA_plugin_path", fakedev()), ("SHMEM_MCA_sshmem", "anon")];
+    let runs: [FakecudaRun; 8] = [
+        ("device_space", 1, &[]),
+        ("device_space", 2, &[("SHMEM_INFO", "1")]),
+        ("device_space", 4, &[]),
+        ("device_space", 2, &[("SHMEM_LOCAL_MAP", "0")]),
+        ("device_space", 2, &staged),
+        ("default_gpu", 2, &[("SHMEM_DEFAULT_SPACE", "GPU"), ("EXPECT_HEAP_SIZE", "4194304")]),
+        ("gpu_context", 2, &[]),
+        ("gpu_context", 1, &[]),
+    ];
+    for (name, np, more) in runs {
+        let env = [base.as_slice(), more].concat();
+        let r = oshrun(np, &c_test(name), &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok(name, np);
+        let stats = fakecuda_stats(&r.stderr);
+        assert_eq!(stats.len(), np, "{name}: one line per PE: {}", r.stderr);
+        for s in &stats {
+            let n = |k: &str| s.get(k).copied().unwrap_or_else(|| panic!("no {k}: {}", r.stderr));
+            assert!(n("alloc") >= 1 && n("copies") >= 1, "{name}: {}", r.stderr);
+            assert_eq!(n("alloc"), n("free"), "{name}: every allocation freed: {}", r.stderr);
+            assert_eq!(n("ipc_open"), n("ipc_close"), "{name}: every IPC mapping closed: {}", r.stderr);
+            assert_eq!(n("pinned"), n("unpinned"), "{name}: every pinned buffer freed: {}", r.stderr);
+            assert_eq!(n("context_errors"), 0, "{name}: {}", r.stderr);
+            if more == staged {
+                assert!(n("pinned") >= 1, "{name}: staged through pinned memory: {}", r.stderr);
+            }
+            let mapped = np > 1 && !more.contains(&("SHMEM_LOCAL_MAP", "0"));
+            assert_eq!(n("ipc_open") >= 1, mapped, "{name}: peers map device memory by IPC: {}", r.stderr);
+        }
+        if more.contains(&("SHMEM_INFO", "1")) {
+            let said =
+                "GPU memory of PE 0: memheap cuda: GPU memory: device 0 of 1 (rshmem fake CUDA device 0, \
+                        16.0 GiB) for local rank 0";
+            assert!(r.stderr.contains(said), "{said} missing: {}", r.stderr);
+        }
+    }
+    // Two devices: local rank modulo devices, unless a context was current at init.
+    let two = [base.as_slice(), &[("FAKECUDA_DEVICES", "2"), ("SHMEM_LOG_LEVEL", "info")]].concat();
+    let r = oshrun(2, &c_test("device_space"), &two, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("device_space", 2);
+    for pe in 0..2 {
+        let line = format!("memheap cuda: GPU memory: device {pe} of 2 (rshmem fake CUDA device {pe}, ");
+        assert!(r.stderr.contains(&line), "PE {pe}: {line} missing: {}", r.stderr);
+    }
+    let r = oshrun(2, &c_test("gpu_context"), &two, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("gpu_context", 2);
+    let chosen =
+        "memheap cuda: GPU memory: device 0 of 2 (rshmem fake CUDA device 0, 16.0 GiB) current at shmem_init";
+    assert_eq!(r.stderr.matches(chosen).count(), 2, "{}", r.stderr);
+    assert_nothing_left(&before, "memheap cuda on fakecuda");
+}
+
 /// SHMEM_DEFAULT_SPACE=GPU: shmem_malloc and its kin allocate device memory from the GPU
 /// space, whose team is SHMEM_TEAM_WORLD, sized by SHMEM_GPU_SYMMETRIC_SIZE, else by
 /// SHMEM_SYMMETRIC_SIZE; RMA, atomics and world collectives run on it. Where no GPU space can

@@ -603,6 +603,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     fence_within(routine, rt, limit);
     crate::ops::device::release_stages(rt);
+    crate::ops::spaces::release_device_memory(routine, rt, || fence_within(routine, rt, limit));
     runtime::withdraw();
     for reg in &rt.spml_regs {
         // SAFETY: plugin ABI call on registrations made at init.
@@ -611,6 +612,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     // SAFETY: plugin ABI call; every PE passed the fence above.
     unsafe { (rt.spml.finalize)() };
     rt.boot.finalize();
-    // The heap stays mapped: peers that have not finished exiting may still read through
-    // their mappings, and the pages go with the process.
+    // The host heaps stay mapped: peers that have not finished exiting may still read
+    // through their mappings, and the pages go with the process. Device memory was given
+    // back above, after a fence of its own.
 }

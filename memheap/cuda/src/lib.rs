@@ -26,8 +26,13 @@
 //! - `owns` asks `cuPointerGetAttribute` for the memory type;
 //! - `host_alloc`/`host_free` give the core page-locked staging buffers (`cuMemHostAlloc`).
 //!
+//! Every driver call runs with the primary context pushed on the calling thread's stack and
+//! popped after (`OnDevice`), so a program with a driver-API context of its own finds it
+//! current after each OpenSHMEM call.
+//!
 //! Run on an NVIDIA H100 on 2026-11-24 by `scripts/gpu-check.sh` (docs/performance.md, "GPU
-//! check").
+//! check"), before the push and pop; in CI on the test driver `tests/plugins/fake_libcuda.c`
+//! (`tests/tests/plugins.rs`, `memheap_cuda_runs_on_a_stand_in_driver`).
 
 use cudarc::driver::{result, sys};
 use rshmem_plugin_api::boundary;
@@ -111,12 +116,14 @@ fn device(local_rank: i32) -> &'static Result<Device, String> {
         // SAFETY: `dev` is valid; the primary context is retained for the process's lifetime.
         let ctx = unsafe { result::primary_ctx::retain(dev) }
             .map_err(|e| format!("cuDevicePrimaryCtxRetain failed: {e}"))?;
-        // SAFETY: the context was just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| format!("cuCtxSetCurrent failed: {e}"))?;
+        // The stream belongs to the primary context; a context the program made current
+        // before init is current again when `on` drops.
+        let on = enter(ctx)?;
         let mut stream: sys::CUstream = std::ptr::null_mut();
         let flags = sys::CUstream_flags_enum::CU_STREAM_DEFAULT as u32;
         // SAFETY: writes one stream handle; the stream lives as long as the process.
         check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
+        drop(on);
         Ok(Device { ctx, stream })
     })
 }
@@ -140,7 +147,7 @@ unsafe fn device_copy(dst: *mut u8, src: *const u8, len: usize) {
 /// Both ranges valid for `len` bytes, host or device memory (unified addressing tells the
 /// driver which).
 unsafe fn stream_copy(dst: *mut c_void, src: *const c_void, len: usize) -> Result<(), String> {
-    current()?;
+    let _on = on_device()?;
     let Some(Ok(d)) = DEVICE.get() else { return Err("the device was not opened".into()) };
     // SAFETY: the caller's contract on the ranges; the stream belongs to the current context.
     check("cuMemcpyAsync", unsafe {
@@ -154,11 +161,49 @@ unsafe extern "C" fn create(base: *mut c_void, size: usize) -> *mut c_void {
     heap_slots::create_with("memheap cuda", base, size, device_copy)
 }
 
-/// Make this PE's device context current on the calling thread (the core calls from any).
-fn current() -> Result<(), String> {
+/// The device's primary context, current on the calling thread while this lives. A program
+/// that made a context of its own current (driver API, `cuCtxCreate`) gets it back when this
+/// drops: the primary context was pushed on the thread's stack and is popped. A thread with no
+/// context keeps the primary one, as the CUDA runtime would make it current on first use; a
+/// thread where it already is current pays one `cuCtxGetCurrent`.
+struct OnDevice {
+    pushed: bool,
+}
+
+impl Drop for OnDevice {
+    fn drop(&mut self) {
+        if self.pushed {
+            let mut ctx: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: pops the context `enter` pushed on this thread. It cannot fail for a
+            // context that was pushed, and a drop has no one to tell if it did.
+            unsafe { sys::cuCtxPopCurrent_v2(&mut ctx) };
+        }
+    }
+}
+
+/// Make `ctx` current on the calling thread until the guard drops (see `OnDevice`).
+fn enter(ctx: sys::CUcontext) -> Result<OnDevice, String> {
+    let mut now: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes one context handle.
+    check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut now) })?;
+    if now == ctx {
+        return Ok(OnDevice { pushed: false });
+    }
+    if now.is_null() {
+        // SAFETY: `ctx` is the retained primary context, live for the process.
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })?;
+        return Ok(OnDevice { pushed: false });
+    }
+    // SAFETY: as above; the guard pops it.
+    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) })?;
+    Ok(OnDevice { pushed: true })
+}
+
+/// This PE's device context, current on the calling thread (the core calls from any thread)
+/// until the guard drops.
+fn on_device() -> Result<OnDevice, String> {
     let Some(Ok(d)) = DEVICE.get() else { return Err("the device was not opened".into()) };
-    // SAFETY: the context was retained in `device` and lives for the process.
-    unsafe { result::ctx::set_current(d.ctx) }.map_err(|e| format!("cuCtxSetCurrent failed: {e}"))
+    enter(d.ctx)
 }
 
 fn check(what: &str, r: sys::CUresult) -> Result<(), String> {
@@ -182,7 +227,7 @@ fn rc(slot: &str, f: impl FnOnce() -> Result<(), String>) -> c_int {
 
 unsafe extern "C" fn seg_create(size: usize, _hint: *mut c_void, out: *mut SegmentDesc) -> c_int {
     rc("segment create", || {
-        current()?;
+        let _on = on_device()?;
         let mut dptr: sys::CUdeviceptr = 0;
         // SAFETY: a valid out-pointer, in this PE's context.
         check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut dptr, size) })?;
@@ -211,7 +256,7 @@ unsafe extern "C" fn seg_attach(
     addr: *mut *mut c_void,
 ) -> c_int {
     rc("segment attach", || {
-        current()?;
+        let _on = on_device()?;
         let mut h = sys::CUipcMemHandle { reserved: [0; 64] };
         if blob_len != h.reserved.len() {
             return Err(format!("an IPC handle of {blob_len} bytes"));
@@ -233,7 +278,7 @@ unsafe extern "C" fn seg_attach(
 
 unsafe extern "C" fn seg_detach(addr: *mut c_void, _size: usize) {
     rc("segment detach", || {
-        current()?;
+        let _on = on_device()?;
         // SAFETY: an address `seg_attach` opened.
         check("cuIpcCloseMemHandle", unsafe { sys::cuIpcCloseMemHandle(addr as sys::CUdeviceptr) })
     });
@@ -243,7 +288,7 @@ unsafe extern "C" fn seg_unlink(_seg: *mut SegmentDesc) {}
 
 unsafe extern "C" fn seg_destroy(seg: *mut SegmentDesc) {
     rc("segment destroy", || {
-        current()?;
+        let _on = on_device()?;
         // SAFETY: the caller's segment, made by `seg_create`.
         let base = unsafe { (*seg).base } as sys::CUdeviceptr;
         // SAFETY: an allocation of `seg_create` that nobody uses any more.
@@ -288,7 +333,7 @@ unsafe extern "C" fn owns(ptr: *const c_void) -> c_int {
 unsafe extern "C" fn host_alloc(len: usize) -> *mut c_void {
     let mut p: *mut c_void = std::ptr::null_mut();
     let ok = rc("host_alloc", || {
-        current()?;
+        let _on = on_device()?;
         // SAFETY: writes one pointer to `p`.
         check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_PORTABLE) })
     });
@@ -301,7 +346,7 @@ unsafe extern "C" fn host_alloc(len: usize) -> *mut c_void {
 
 unsafe extern "C" fn host_free(p: *mut c_void) {
     rc("host_free", || {
-        current()?;
+        let _on = on_device()?;
         // SAFETY: the core's contract: `p` came from `host_alloc` and is freed once.
         check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p) })
     });

@@ -533,6 +533,38 @@ pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
     0
 }
 
+/// At finalize: give back the device memory of every GPU space still alive (the predefined
+/// one, and created ones the program did not destroy), which the process would otherwise hold
+/// until it exits, where a program may go on using its GPU. Host segments stay, as the init
+/// heap does (their pages go with the process). Peers' mappings are detached first, and
+/// `fence` waits until every PE has detached before any PE frees its own copy: CUDA forbids
+/// freeing memory another process still has open by IPC handle. Spaces are made and destroyed
+/// collectively, so every PE has the same ones and either every PE fences or none does.
+pub fn release_device_memory(routine: &CStr, rt: &Runtime, fence: impl FnOnce()) {
+    let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut owned: Vec<segment::Owned> = handles
+        .into_iter()
+        .filter_map(|h| {
+            // SAFETY: CREATED holds pointers to Space values that are never freed.
+            let sp = unsafe { &*(h as *const Space) };
+            if sp.device == DEVICE_CPU || !sp.alive.swap(false, Ordering::AcqRel) {
+                return None;
+            }
+            sp.owned.lock().unwrap_or_else(|e| e.into_inner()).take()
+        })
+        .collect();
+    if owned.is_empty() {
+        return;
+    }
+    for o in &mut owned {
+        o.detach_peers();
+    }
+    fence();
+    for o in owned {
+        segment::release(routine, rt, o);
+    }
+}
+
 /// Allocate from a space: the default space's heap or a created space's.
 fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
     let rt = runtime::get(routine);

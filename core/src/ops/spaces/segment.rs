@@ -388,6 +388,18 @@ pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
 }
 
 impl Owned {
+    /// Detach this host's peers' copies (and its shadow's), leaving this PE's own to free:
+    /// the first half of `release` where every PE must detach before any PE frees.
+    pub fn detach_peers(&mut self) {
+        for m in self.mapped.drain(..) {
+            // SAFETY: plugin ABI call on a mapping `connect` made; nothing uses it any more.
+            unsafe { (self.makers.segments.detach)(m.cast(), self.desc.size) };
+        }
+        if let Some(shadow) = self.shadow.as_mut() {
+            shadow.detach_peers();
+        }
+    }
+
     /// Bytes of the segment per PE.
     pub fn len(&self) -> usize {
         self.desc.size

@@ -1,0 +1,511 @@
+/*
+ * fakecuda: a stand-in for the CUDA driver library (libcuda.so), for testing memheap "cuda" on
+ * machines without a GPU. It implements the driver calls that memheap cuda and
+ * tests/c/gpu_context.c make, with rules at least as strict as the real driver's where the
+ * component depends on them:
+ *
+ * - Device memory is not CPU memory: an allocation's device address is an inaccessible
+ *   (PROT_NONE) reservation; its bytes live in a second mapping of the same memfd that only
+ *   this library uses. A load or store by rshmem on device memory ends the PE with SIGSEGV.
+ * - Contexts are per thread, on a stack (cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent,
+ *   cuCtxCreate). Allocating, making streams, pinning and opening IPC handles need a current
+ *   context; a copy must run with its stream's context current.
+ * - cuMemcpyAsync only queues the copy: the bytes move at cuStreamSynchronize. A component
+ *   that forgot to wait would read stale data.
+ * - IPC handles name the owner's pid and memfd; a peer opens /proc/<pid>/fd/<fd>, so nothing
+ *   is ever named in /dev/shm and a handle dies with its owner, as CUDA's do.
+ *
+ * FAKECUDA_DEVICES (default 1) sets how many devices it reports. FAKECUDA_STATS=1 prints at
+ * exit how many allocations, frees, IPC opens and closes, pinned buffers and copies there were,
+ * and how many calls failed for want of the right context.
+ *
+ * Build:  cc -shared -fPIC -o libcuda.so tests/plugins/fake_libcuda.c
+ * Use:    LD_LIBRARY_PATH=<dir> SHMEM_ENABLE_GPU_SPACE=1 oshrun ...   (memheap cuda loads it)
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct fake_ctx *CUcontext;
+typedef struct fake_stream *CUstream;
+typedef struct {
+    char reserved[64];
+} CUipcMemHandle;
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_MAP_FAILED = 205,
+    CUDA_ERROR_INVALID_HANDLE = 400,
+};
+enum { CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2, CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 };
+
+#define MAX_DEVICES 8
+#define MAX_REGIONS 256
+#define MAX_PINNED 64
+#define STACK 16
+#define QUEUE 32
+
+struct fake_ctx {
+    int device;
+    int primary;
+    int destroyed;
+};
+
+struct copy_op {
+    char *dst;
+    const char *src;
+    size_t len;
+};
+
+struct fake_stream {
+    struct fake_ctx *ctx;
+    int queued;
+    struct copy_op q[QUEUE];
+};
+
+/* A device allocation, own (cuMemAlloc) or opened from another process's IPC handle. */
+struct region {
+    uintptr_t dev; /* the PROT_NONE reservation; 0 when the slot is free */
+    char *view;    /* the read-write mapping of the same memory */
+    size_t len;
+    int fd; /* own allocations keep their memfd open for peers; -1 for opened ones */
+};
+
+static struct region regions[MAX_REGIONS];
+static void *pinned[MAX_PINNED];
+static size_t pinned_len[MAX_PINNED];
+static struct fake_ctx primaries[MAX_DEVICES];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int initialised;
+static int devices = 1;
+static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_copies, n_ctx_errors;
+
+static __thread struct fake_ctx *stack[STACK];
+static __thread int depth;
+
+static struct fake_ctx *current(void) { return depth > 0 ? stack[depth - 1] : NULL; }
+
+/* The current context, or NULL after counting the failure (no context, or a destroyed one). */
+static struct fake_ctx *need_ctx(void) {
+    struct fake_ctx *c = current();
+    if (!c || c->destroyed) {
+        atomic_fetch_add(&n_ctx_errors, 1);
+        return NULL;
+    }
+    return c;
+}
+
+#define NEED_INIT                                                                                                \
+    do {                                                                                                         \
+        if (!atomic_load(&initialised)) return CUDA_ERROR_NOT_INITIALIZED;                                      \
+    } while (0)
+
+/* The region holding [p, p+len), or NULL. Called with the lock held. */
+static struct region *find(uintptr_t p, size_t len) {
+    for (int i = 0; i < MAX_REGIONS; i++) {
+        struct region *r = &regions[i];
+        if (r->dev && p >= r->dev && p - r->dev <= r->len && len <= r->len - (p - r->dev)) return r;
+    }
+    return NULL;
+}
+
+static int is_pinned(uintptr_t p) {
+    for (int i = 0; i < MAX_PINNED; i++)
+        if (pinned[i] && p >= (uintptr_t)pinned[i] && p - (uintptr_t)pinned[i] < pinned_len[i]) return 1;
+    return 0;
+}
+
+/* Map `fd` twice into a free slot: inaccessible at the device address, read-write for copies. */
+static struct region *map_region(int fd, size_t len) {
+    struct region *r = NULL;
+    for (int i = 0; i < MAX_REGIONS && !r; i++)
+        if (!regions[i].dev) r = &regions[i];
+    if (!r) return NULL;
+    void *view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (view == MAP_FAILED) return NULL;
+    void *dev = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (dev == MAP_FAILED) {
+        munmap(view, len);
+        return NULL;
+    }
+    r->dev = (uintptr_t)dev;
+    r->view = view;
+    r->len = len;
+    r->fd = -1;
+    return r;
+}
+
+static void unmap_region(struct region *r) {
+    munmap((void *)r->dev, r->len);
+    munmap(r->view, r->len);
+    if (r->fd >= 0) close(r->fd);
+    memset(r, 0, sizeof *r);
+}
+
+EXPORT CUresult cuInit(unsigned flags) {
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    const char *n = getenv("FAKECUDA_DEVICES");
+    if (n) devices = atoi(n) < 0 ? 0 : atoi(n) > MAX_DEVICES ? MAX_DEVICES : atoi(n);
+    for (int i = 0; i < MAX_DEVICES; i++) primaries[i] = (struct fake_ctx){.device = i, .primary = 1};
+    atomic_store(&initialised, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v) {
+    *v = 12000;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *count) {
+    NEED_INIT;
+    *count = devices;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
+    NEED_INIT;
+    if (ordinal < 0 || ordinal >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    *dev = ordinal;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+    NEED_INIT;
+    if (dev < 0 || dev >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, (size_t)len, "rshmem fake CUDA device %d", dev);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+    NEED_INIT;
+    if (dev < 0 || dev >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = (size_t)16 << 30;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
+    NEED_INIT;
+    if (dev < 0 || dev >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = &primaries[dev];
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    NEED_INIT;
+    return dev < 0 || dev >= devices ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+/* A context of the program's own: made current (pushed), as the driver does. */
+EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned flags, CUdevice dev) {
+    (void)flags;
+    NEED_INIT;
+    if (dev < 0 || dev >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    if (depth == STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct fake_ctx *c = calloc(1, sizeof *c);
+    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    c->device = dev;
+    stack[depth++] = c;
+    *ctx = c;
+    return CUDA_SUCCESS;
+}
+
+/* Destroying a context pops it where it is current on this thread. Its memory is kept (tests
+ * destroy contexts only at their end), but using it any further is an error. */
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    NEED_INIT;
+    if (!ctx || ctx->primary || ctx->destroyed) return CUDA_ERROR_INVALID_CONTEXT;
+    ctx->destroyed = 1;
+    if (current() == ctx) depth--;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+    NEED_INIT;
+    if (!ctx) {
+        if (depth > 0) depth--;
+        return CUDA_SUCCESS;
+    }
+    if (ctx->destroyed) return CUDA_ERROR_INVALID_CONTEXT;
+    if (depth == 0) depth = 1;
+    stack[depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
+    NEED_INIT;
+    *ctx = current();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    NEED_INIT;
+    if (!ctx || ctx->destroyed) return CUDA_ERROR_INVALID_CONTEXT;
+    if (depth == STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    stack[depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx) {
+    NEED_INIT;
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    struct fake_ctx *c = stack[--depth];
+    if (ctx) *ctx = c;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *dev) {
+    NEED_INIT;
+    struct fake_ctx *c = need_ctx();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    *dev = c->device;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t len) {
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (len == 0) return CUDA_ERROR_INVALID_VALUE;
+    int fd = memfd_create("fakecuda", MFD_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (ftruncate(fd, (off_t)len) != 0) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&lock);
+    struct region *r = map_region(fd, len);
+    if (r) r->fd = fd;
+    pthread_mutex_unlock(&lock);
+    if (!r) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    atomic_fetch_add(&n_alloc, 1);
+    *dptr = r->dev;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    struct region *r = find(dptr, 0);
+    int ok = r && r->dev == dptr && r->fd >= 0;
+    if (ok) unmap_region(r);
+    pthread_mutex_unlock(&lock);
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&n_free, 1);
+    return CUDA_SUCCESS;
+}
+
+/* The handle: a magic word, the owner's pid, its memfd and the allocation's size. */
+struct handle {
+    char magic[8];
+    int pid;
+    int fd;
+    size_t len;
+};
+
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr dptr) {
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    struct region *r = find(dptr, 0);
+    struct handle x = {.magic = "fakecu", .pid = getpid(), .fd = r ? r->fd : -1, .len = r ? r->len : 0};
+    int ok = r && r->dev == dptr && r->fd >= 0;
+    pthread_mutex_unlock(&lock);
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &x, sizeof x);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle h, unsigned flags) {
+    (void)flags;
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    struct handle x;
+    memcpy(&x, h.reserved, sizeof x);
+    if (memcmp(x.magic, "fakecu", 7) != 0 || x.pid == getpid()) return CUDA_ERROR_INVALID_HANDLE;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", x.pid, x.fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    struct region *r = map_region(fd, x.len);
+    pthread_mutex_unlock(&lock);
+    close(fd);
+    if (!r) return CUDA_ERROR_MAP_FAILED;
+    atomic_fetch_add(&n_open, 1);
+    *dptr = r->dev;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    struct region *r = find(dptr, 0);
+    int ok = r && r->dev == dptr && r->fd < 0;
+    if (ok) unmap_region(r);
+    pthread_mutex_unlock(&lock);
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&n_close, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr ptr) {
+    NEED_INIT;
+    if (attr != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    unsigned kind = find(ptr, 0) ? CU_MEMORYTYPE_DEVICE : is_pinned(ptr) ? CU_MEMORYTYPE_HOST : 0;
+    pthread_mutex_unlock(&lock);
+    if (!kind) return CUDA_ERROR_INVALID_VALUE; /* pageable memory the driver does not know */
+    *(unsigned *)data = kind;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **p, size_t len, unsigned flags) {
+    (void)flags;
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    void *m = malloc(len ? len : 1);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    int i = 0;
+    while (i < MAX_PINNED && pinned[i]) i++;
+    if (i < MAX_PINNED) {
+        pinned[i] = m;
+        pinned_len[i] = len;
+    }
+    pthread_mutex_unlock(&lock);
+    if (i == MAX_PINNED) {
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    atomic_fetch_add(&n_pinned, 1);
+    *p = m;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p) {
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_PINNED; i++)
+        if (pinned[i] == p) {
+            pinned[i] = NULL;
+            found = 1;
+        }
+    pthread_mutex_unlock(&lock);
+    if (!found) return CUDA_ERROR_INVALID_VALUE;
+    free(p);
+    atomic_fetch_add(&n_unpinned, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
+    (void)flags;
+    NEED_INIT;
+    struct fake_ctx *c = need_ctx();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    struct fake_stream *st = calloc(1, sizeof *st);
+    if (!st) return CUDA_ERROR_OUT_OF_MEMORY;
+    st->ctx = c;
+    *s = st;
+    return CUDA_SUCCESS;
+}
+
+/* Where the bytes of [p, p+len) are: the view for device memory, else p itself (host memory).
+ * NULL when the range starts in an allocation but runs past its end. Lock held. */
+static char *bytes_at(uintptr_t p, size_t len) {
+    struct region *r = find(p, len);
+    if (r) return r->view + (p - r->dev);
+    return find(p, 0) ? NULL : (char *)p;
+}
+
+/* Run the stream's queued copies, in order. Lock held. */
+static void drain(struct fake_stream *st) {
+    for (int i = 0; i < st->queued; i++) memmove(st->q[i].dst, st->q[i].src, st->q[i].len);
+    st->queued = 0;
+}
+
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUstream s) {
+    NEED_INIT;
+    struct fake_ctx *c = need_ctx();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE; /* the legacy stream: not used by rshmem */
+    if (s->ctx != c) {
+        atomic_fetch_add(&n_ctx_errors, 1);
+        return CUDA_ERROR_INVALID_HANDLE; /* a stream of another context */
+    }
+    pthread_mutex_lock(&lock);
+    char *d = bytes_at(dst, len), *sv = bytes_at(src, len);
+    if (d && sv) {
+        if (s->queued == QUEUE) drain(s);
+        s->q[s->queued++] = (struct copy_op){d, sv, len};
+    }
+    pthread_mutex_unlock(&lock);
+    if (!d || !sv) return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&n_copies, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+    NEED_INIT;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    drain(s);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult e, const char **s) {
+    switch (e) {
+    case CUDA_SUCCESS: *s = "no error"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *s = "initialization error"; break;
+    case CUDA_ERROR_INVALID_DEVICE: *s = "invalid device ordinal"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context"; break;
+    case CUDA_ERROR_MAP_FAILED: *s = "mapping of buffer object failed"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *s = "invalid resource handle"; break;
+    default: *s = "unknown error"; return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult e, const char **s) {
+    const char *text;
+    CUresult r = cuGetErrorString(e, &text);
+    *s = r == CUDA_SUCCESS ? "CUDA_ERROR" : "CUDA_ERROR_UNKNOWN";
+    return r;
+}
+
+__attribute__((destructor)) static void fake_stats(void) {
+    const char *on = getenv("FAKECUDA_STATS");
+    /* Only a process that used the driver: a probe that loads and unloads it says nothing. */
+    if (on && strcmp(on, "1") == 0 && atomic_load(&initialised))
+        fprintf(stderr,
+                "fakecuda stats: alloc %lu free %lu ipc_open %lu ipc_close %lu pinned %lu unpinned %lu copies %lu "
+                "context_errors %lu\n",
+                atomic_load(&n_alloc), atomic_load(&n_free), atomic_load(&n_open), atomic_load(&n_close),
+                atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_copies), atomic_load(&n_ctx_errors));
+}
