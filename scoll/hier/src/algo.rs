@@ -427,11 +427,11 @@ unsafe fn alltoall_staged(c: &CoreServices, t: &Team, shape: &Strided) {
     let piece = t.piece_bytes().max(1);
     let rounds = longest.div_ceil(piece).max(1);
     // Every other group's stream, out and in, at the same offsets (the streams between this
-    // group and group k are equally long both ways).
-    let others: Vec<usize> = (1..h).map(|d| (t.g + d) % h).collect();
-    let mut at = vec![0usize; h];
+    // group and group k are equally long both ways). On the stack: no allocation per call.
+    let others = || (1..h).map(|d| (t.g + d) % h);
+    let mut at = [0usize; crate::MAX_HOSTS];
     let mut total = 0;
-    for &k in &others {
+    for k in others() {
         at[k] = total;
         total += stream(t.g, k);
     }
@@ -440,7 +440,7 @@ unsafe fn alltoall_staged(c: &CoreServices, t: &Team, shape: &Strided) {
     // SAFETY: the buffers hold `total` bytes; the pieces hold `piece` bytes of this exchange;
     // the rest as the caller vouched.
     unsafe {
-        for &k in &others {
+        for k in others() {
             for (m, &to) in t.members(k).iter().enumerate() {
                 for s in 0..mine.len() {
                     let p = out.add(at[k] + (m * mine.len() + s) * bs);
@@ -455,18 +455,18 @@ unsafe fn alltoall_staged(c: &CoreServices, t: &Team, shape: &Strided) {
                 let lo = (r * piece).min(len);
                 (lo, (lo + piece).min(len) - lo)
             };
-            for &k in &others {
+            for k in others() {
                 let (lo, len) = part(k);
                 t.nsend(c, k, t.piece(x, t.g), out.add(at[k] + lo), len);
             }
-            for &k in others.iter().rev() {
+            for k in others().rev() {
                 t.nwait(c, k);
                 let (lo, len) = part(k);
                 std::ptr::copy_nonoverlapping(t.piece(x, k), inc.add(at[k] + lo), len);
             }
         }
         let mut transported = false;
-        for &k in &others {
+        for k in others() {
             let theirs = t.members(k);
             for j in 0..mine.len() {
                 for (s, &from) in theirs.iter().enumerate() {
