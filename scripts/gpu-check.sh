@@ -8,7 +8,7 @@
 # shmem_malloc in GPU memory under SHMEM_DEFAULT_SPACE=GPU; device_space again with host memory
 # reached only through the spml, so device bytes are staged through pinned buffers; and with no
 # peer mapped (SHMEM_LOCAL_MAP=0), so peers' device memory is copied by their CPUs when UCX
-# moves no CUDA memory; tests/c/gpu_context.c, a driver-API program with a context of its own,
+# moves no CUDA memory; device_space with copies waited for by polling; tests/c/gpu_context.c, a driver-API program with a context of its own,
 # which must still be current after every rshmem call. Where nvcc is installed, tests/gpu/gpu_kernel.cu: CUDA kernels writing
 # and checking the device memory rshmem moves. Then device_space with the device hidden
 # (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on. A run
@@ -91,6 +91,8 @@ done
 run device_space 8 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M \
     SHMEM_MCA_plugin_path="$out/plugins" SHMEM_MCA_sshmem=anon
+# Copies waited for by polling cuStreamQuery instead of cuStreamSynchronize.
+run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_MCA_memheap_cuda_poll_copies=1
 # A program with a driver-API context of its own keeps it current across rshmem's calls.
 run gpu_context 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
 # No peer mapped: with a UCX without CUDA support, peers' device memory is reached through

@@ -10,13 +10,15 @@
  * - Contexts are per thread, on a stack (cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent,
  *   cuCtxCreate). Allocating, making streams, pinning and opening IPC handles need a current
  *   context; a copy must run with its stream's context current.
- * - cuMemcpyAsync only queues the copy: the bytes move at cuStreamSynchronize. A component
- *   that forgot to wait would read stale data.
+ * - cuMemcpyAsync only queues the copy: the bytes move at cuStreamSynchronize, or at the
+ *   second cuStreamQuery (the first answers "not ready"). A component that forgot to wait would
+ *   read stale data.
  * - IPC handles name the owner's pid and memfd; a peer opens /proc/<pid>/fd/<fd>, so nothing
  *   is ever named in /dev/shm and a handle dies with its owner, as CUDA's do.
  *
  * FAKECUDA_DEVICES (default 1) sets how many devices it reports. FAKECUDA_STATS=1 prints at
- * exit how many allocations, frees, IPC opens and closes, pinned buffers and copies there were,
+ * exit how many allocations, frees, IPC opens and closes, pinned buffers, copies and stream
+ * queries there were,
  * and how many calls failed for want of the right context.
  *
  * Build:  cc -shared -fPIC -o libcuda.so tests/plugins/fake_libcuda.c
@@ -52,6 +54,7 @@ enum {
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_MAP_FAILED = 205,
+    CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_INVALID_HANDLE = 400,
 };
 enum { CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2, CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 };
@@ -77,6 +80,7 @@ struct copy_op {
 struct fake_stream {
     struct fake_ctx *ctx;
     int queued;
+    int asked; /* cuStreamQuery said "not ready" once for the queued copies */
     struct copy_op q[QUEUE];
 };
 
@@ -95,7 +99,7 @@ static struct fake_ctx primaries[MAX_DEVICES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int initialised;
 static int devices = 1;
-static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_copies, n_ctx_errors;
+static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_copies, n_queries, n_ctx_errors;
 
 static __thread struct fake_ctx *stack[STACK];
 static __thread int depth;
@@ -445,6 +449,7 @@ static char *bytes_at(uintptr_t p, size_t len) {
 static void drain(struct fake_stream *st) {
     for (int i = 0; i < st->queued; i++) memmove(st->q[i].dst, st->q[i].src, st->q[i].len);
     st->queued = 0;
+    st->asked = 0;
 }
 
 EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUstream s) {
@@ -468,6 +473,24 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUst
     return CUDA_SUCCESS;
 }
 
+/* A stream with queued copies answers "not ready" to its first query and runs them at the
+ * second, so a caller that polls must loop. */
+EXPORT CUresult cuStreamQuery(CUstream s) {
+    NEED_INIT;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    atomic_fetch_add(&n_queries, 1);
+    pthread_mutex_lock(&lock);
+    int pending = s->queued > 0 && !s->asked;
+    if (pending)
+        s->asked = 1;
+    else {
+        drain(s);
+        s->asked = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuStreamSynchronize(CUstream s) {
     NEED_INIT;
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
@@ -487,6 +510,7 @@ EXPORT CUresult cuGetErrorString(CUresult e, const char **s) {
     case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context"; break;
     case CUDA_ERROR_MAP_FAILED: *s = "mapping of buffer object failed"; break;
     case CUDA_ERROR_INVALID_HANDLE: *s = "invalid resource handle"; break;
+    case CUDA_ERROR_NOT_READY: *s = "device not ready"; break;
     default: *s = "unknown error"; return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -505,7 +529,8 @@ __attribute__((destructor)) static void fake_stats(void) {
     if (on && strcmp(on, "1") == 0 && atomic_load(&initialised))
         fprintf(stderr,
                 "fakecuda stats: alloc %lu free %lu ipc_open %lu ipc_close %lu pinned %lu unpinned %lu copies %lu "
-                "context_errors %lu\n",
+                "queries %lu context_errors %lu\n",
                 atomic_load(&n_alloc), atomic_load(&n_free), atomic_load(&n_open), atomic_load(&n_close),
-                atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_copies), atomic_load(&n_ctx_errors));
+                atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_copies), atomic_load(&n_queries),
+                atomic_load(&n_ctx_errors));
 }

@@ -392,7 +392,7 @@ fn fakecuda_stats(stderr: &str) -> Vec<std::collections::BTreeMap<String, u64>> 
 /// device memory the CPU cannot touch, contexts current per thread, copies that land only when
 /// their stream is synchronised, IPC handles that peers open. device_space runs on it on 1, 2
 /// and 4 PEs, through the target's CPU and staged through pinned buffers, default_gpu with
-/// shmem_malloc on the device; gpu_context checks that a program's own driver-API
+/// shmem_malloc on the device, and with copies waited for by polling; gpu_context checks that a program's own driver-API
 /// context stays current across rshmem's calls. Each PE must free every allocation, close
 /// every IPC mapping and unpin every buffer by the end of shmem_finalize, and never call the driver without the
 /// right context. With two devices, PEs spread over them by local rank unless the program
@@ -411,8 +411,10 @@ fn memheap_cuda_runs_on_a_stand_in_driver() {
     // Host memory through the spml (sshmem anon), device memory mapped: staged through pinned
     // buffers.
     let staged = [("SHMEM_MCA_plugin_path", fakedev()), ("SHMEM_MCA_sshmem", "anon")];
-    let runs: [FakecudaRun; 8] = [
+    let poll = [("SHMEM_MCA_memheap_cuda_poll_copies", "1")];
+    let runs: [FakecudaRun; 9] = [
         ("device_space", 1, &[]),
+        ("device_space", 2, &poll),
         ("device_space", 2, &[("SHMEM_INFO", "1")]),
         ("device_space", 4, &[]),
         ("device_space", 2, &[("SHMEM_LOCAL_MAP", "0")]),
@@ -434,6 +436,10 @@ fn memheap_cuda_runs_on_a_stand_in_driver() {
             assert_eq!(n("ipc_open"), n("ipc_close"), "{name}: every IPC mapping closed: {}", r.stderr);
             assert_eq!(n("pinned"), n("unpinned"), "{name}: every pinned buffer freed: {}", r.stderr);
             assert_eq!(n("context_errors"), 0, "{name}: {}", r.stderr);
+            // Polling: every copy is waited for by querying its stream until it is done (the
+            // test driver says "not ready" once per copy); else by synchronising it.
+            let queries = if more == poll { 2 * n("copies") } else { 0 };
+            assert_eq!(n("queries"), queries, "{name}: {}", r.stderr);
             if more == staged {
                 assert!(n("pinned") >= 1, "{name}: staged through pinned memory: {}", r.stderr);
             }
