@@ -9,6 +9,7 @@
  * through shmem_getmem only. */
 #include "check.h"
 #include <dlfcn.h>
+#include <string.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -104,6 +105,10 @@ int main(void) {
     shmem_space_free(SHMEM_SPACE_GPU, words);
     still_mine("shmem_space_free");
     REPORT_OK("gpu_context");
+    /* GPU_CONTEXT_EXIT=implicit-odd: odd PEs return without shmem_finalize, so the implicit
+     * finalize at exit meets the explicit one of the others (it must not hang). */
+    const char *how = getenv("GPU_CONTEXT_EXIT");
+    if (how && strcmp(how, "implicit-odd") == 0 && me % 2 == 1) return 0;
     shmem_finalize();
     CUcontext now = NULL;
     if (drv_ctx_get_current(&now) != 0 || now != mine) {

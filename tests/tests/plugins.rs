@@ -453,6 +453,13 @@ fn memheap_cuda_runs_on_a_stand_in_driver() {
             assert!(r.stderr.contains(said), "{said} missing: {}", r.stderr);
         }
     }
+    // PEs finalizing explicitly and implicitly (at exit) in one job meet in finalize's fences;
+    // the implicit one makes no driver call, so only the explicit ones free.
+    let mixed = [base.as_slice(), &[("GPU_CONTEXT_EXIT", "implicit-odd")]].concat();
+    let r = oshrun(4, &c_test("gpu_context"), &mixed, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("gpu_context", 4);
+    let freed: Vec<bool> = fakecuda_stats(&r.stderr).iter().map(|s| s["alloc"] == s["free"]).collect();
+    assert_eq!(freed.iter().filter(|f| **f).count(), 2, "{}", r.stderr);
     // Two devices: local rank modulo devices, unless a context was current at init.
     let two = [base.as_slice(), &[("FAKECUDA_DEVICES", "2"), ("SHMEM_LOG_LEVEL", "info")]].concat();
     let r = oshrun(2, &c_test("device_space"), &two, DEFAULT_TIMEOUT);

@@ -537,7 +537,7 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
         if status == 0 && !crate::error::is_exiting() {
             let ms = crate::config::raw("SHMEM_EXIT_WAIT_MS").trim().parse::<u64>().unwrap_or(750);
             let limit = (ms > 0).then(|| std::time::Duration::from_millis(ms));
-            finalize_within(c"shmem_finalize (implicit, at exit)", limit);
+            finalize_within(c"shmem_finalize (implicit, at exit)", limit, true);
         } else {
             // SAFETY: the default context is always live.
             unsafe { crate::ops::ctx::quiet(c"exit", crate::ops::ctx::default()) };
@@ -585,14 +585,14 @@ fn fence_within(routine: &CStr, rt: &'static Runtime, limit: Option<std::time::D
 
 /// `shmem_finalize`: complete communication, synchronise, release the components.
 pub fn finalize(routine: &CStr) {
-    finalize_within(routine, None)
+    finalize_within(routine, None, false)
 }
 
 /// Finalize, the synchronisation bounded by `limit` when given (the implicit finalize at exit).
 /// Finalize synchronises through the bootstrap, not with a team barrier: a PE finalizing must
 /// never complete another PE's `shmem_barrier_all` (it would then leave while that PE still
 /// counts on it).
-fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
+fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: bool) {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if !runtime::is_initialized() {
         return;
@@ -603,7 +603,11 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>) {
     unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     fence_within(routine, rt, limit);
     crate::ops::device::release_stages(rt);
-    crate::ops::spaces::release_device_memory(routine, rt, || fence_within(routine, rt, limit));
+    // At exit the process gives its device memory back anyway, and the driver may already
+    // have run its own exit handlers (its calls would then fail), so only an explicit
+    // finalize calls it; both fence alike, since PEs may finalize either way in one job.
+    let fence = || fence_within(routine, rt, limit);
+    crate::ops::spaces::release_device_memory(routine, rt, !at_exit, fence);
     runtime::withdraw();
     for reg in &rt.spml_regs {
         // SAFETY: plugin ABI call on registrations made at init.

@@ -540,7 +540,9 @@ pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
 /// `fence` waits until every PE has detached before any PE frees its own copy: CUDA forbids
 /// freeing memory another process still has open by IPC handle. Spaces are made and destroyed
 /// collectively, so every PE has the same ones and either every PE fences or none does.
-pub fn release_device_memory(routine: &CStr, rt: &Runtime, fence: impl FnOnce()) {
+/// Without `free` (the implicit finalize at exit) it only fences, so that PEs finalizing
+/// either way still meet in the same number of fences.
+pub fn release_device_memory(routine: &CStr, rt: &Runtime, free: bool, fence: impl FnOnce()) {
     let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut owned: Vec<segment::Owned> = handles
         .into_iter()
@@ -554,6 +556,11 @@ pub fn release_device_memory(routine: &CStr, rt: &Runtime, fence: impl FnOnce())
         })
         .collect();
     if owned.is_empty() {
+        return;
+    }
+    if !free {
+        drop(owned); // no driver call: the process's exit gives the memory back
+        fence();
         return;
     }
     for o in &mut owned {
