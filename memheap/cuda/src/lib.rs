@@ -152,8 +152,8 @@ unsafe fn device_copy(dst: *mut u8, src: *const u8, len: usize) {
 /// Both ranges valid for `len` bytes, host or device memory (unified addressing tells the
 /// driver which).
 unsafe fn stream_copy(dst: *mut c_void, src: *const c_void, len: usize) -> Result<(), String> {
-    let _on = on_device()?;
     let Some(Ok(d)) = DEVICE.get() else { return Err("the device was not opened".into()) };
+    let _on = enter(d.ctx)?;
     // SAFETY: the caller's contract on the ranges; the stream belongs to the current context.
     check("cuMemcpyAsync", unsafe {
         sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, d.stream)
