@@ -152,7 +152,7 @@ fn catch_signals() {
     }
 }
 
-/// What must go when the job is over: the socket directory and the job's `/dev/shm` names.
+/// What must go when the job is over: the socket directory and UCX's stray `/dev/shm` names.
 struct Leftovers {
     dir: PathBuf,
     job_id: String,
@@ -161,18 +161,11 @@ struct Leftovers {
 }
 
 impl Leftovers {
-    /// Every PE has ended: remove the directory, the shared-memory names of this job that a PE
-    /// stopped during `shmem_init` had no time to unlink (PEs unlink theirs at the end of
-    /// init, so a job that started normally has none left), and UCX's ([`ucx_orphans`]).
+    /// Every PE has ended: remove the directory and UCX's shared-memory names
+    /// ([`ucx_orphans`]). rshmem's own segments have no name (memfds handed over a socket), so
+    /// a PE stopped at any point leaves none of them.
     fn remove(&self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        let prefix = format!("rshmem-{}-", self.job_id);
-        let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
-        for e in dir.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
         // A second's slack: file times come from a coarser clock than `since`.
         let since = self.since.checked_sub(Duration::from_secs(1)).unwrap_or(self.since);
         for f in ucx_orphans(Path::new("/dev/shm"), since) {

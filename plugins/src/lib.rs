@@ -68,6 +68,10 @@ pub mod scoll_component;
 
 pub mod boundary;
 
+/// Helper for sshmem components and the core (not part of the C ABI): memory objects without
+/// a name, handed to local peers over a socket.
+pub mod share;
+
 /// How setting and parameter values read (booleans, sizes), shared with the core.
 pub mod values;
 

@@ -247,6 +247,66 @@ pub fn shm_names(prefix: &str) -> std::collections::BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// Every name created in `/dev/shm` from [`ShmWatch::start`] on (inotify), so that a test can
+/// show that a job never names shared memory at all: then no way of killing it, at any moment,
+/// can leave a name behind.
+pub struct ShmWatch {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl ShmWatch {
+    pub fn start() -> ShmWatch {
+        use std::os::fd::FromRawFd;
+        // SAFETY: inotify_init1 has no preconditions; the result is checked.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(fd >= 0, "inotify_init1: {}", std::io::Error::last_os_error());
+        // SAFETY: a descriptor we just opened and own.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // SAFETY: a NUL-terminated path and our inotify descriptor.
+        let wd = unsafe {
+            libc::inotify_add_watch(
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                c"/dev/shm".as_ptr(),
+                libc::IN_CREATE | libc::IN_MOVED_TO,
+            )
+        };
+        assert!(wd >= 0, "inotify_add_watch(/dev/shm): {}", std::io::Error::last_os_error());
+        ShmWatch { fd }
+    }
+
+    /// The names created so far (each once), in order.
+    pub fn created(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // SAFETY: read into our own buffer of the given length.
+            let n = unsafe {
+                libc::read(std::os::fd::AsRawFd::as_raw_fd(&self.fd), buf.as_mut_ptr().cast(), buf.len())
+            };
+            if n <= 0 {
+                let e = std::io::Error::last_os_error();
+                assert!(n == 0 || e.kind() == std::io::ErrorKind::WouldBlock, "inotify read: {e}");
+                break;
+            }
+            let mut at = 0usize;
+            let head = std::mem::size_of::<libc::inotify_event>();
+            while at + head <= n as usize {
+                // SAFETY: the kernel wrote whole events; the header may be unaligned in the buffer.
+                let ev: libc::inotify_event = unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+                let name = &buf[at + head..at + head + ev.len as usize];
+                let name = name.split(|&b| b == 0).next().unwrap_or_default();
+                if ev.mask & libc::IN_Q_OVERFLOW != 0 {
+                    names.push("(inotify queue overflow)".into());
+                } else if !name.is_empty() {
+                    names.push(String::from_utf8_lossy(name).into_owned());
+                }
+                at += head + ev.len as usize;
+            }
+        }
+        names
+    }
+}
+
 /// rshmem's objects in the places a job may leave them: `/dev/shm` names and `/tmp`
 /// directories (oshrun's bootstrap socket).
 pub fn leftovers() -> std::collections::BTreeSet<String> {
@@ -281,7 +341,7 @@ pub fn assert_nothing_left(before: &std::collections::BTreeSet<String>, what: &s
 
 /// Start a launcher command with the PEs' extra environment, bounded by `timeout` + 30 s.
 /// Every job is followed by the leak check: nothing of ours may remain in `/dev/shm` or `/tmp`.
-fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Run {
+pub fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Run {
     let _g = job_lock();
     let before = leftovers();
     let start = Instant::now();

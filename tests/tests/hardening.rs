@@ -331,3 +331,15 @@ fn logging_follows_shmem_log_level_shmem_debug_and_rust_log() {
     let bad = stderr(&[("SHMEM_LOG_LEVEL", "loud")]);
     assert!(bad.contains("SHMEM_LOG_LEVEL=loud: use error, warn, info, debug, trace or off"), "{bad}");
 }
+
+#[test]
+fn a_small_dev_shm_does_not_limit_the_heap() {
+    // Containers often mount a small /dev/shm (Docker's default is 64 MB). Segments are memfds,
+    // which that mount's size does not bound: under a 16 MiB /dev/shm of the job's own (a mount
+    // namespace), each PE fills 48 MiB of heap. Measured 2026-11-24: with segments in /dev/shm,
+    // as before, both PEs died of SIGBUS at the first touch past 16 MiB.
+    let script = "mount -t tmpfs -o size=16m tmpfs /dev/shm && exec \"$0\" -np 2 --timeout 60 -- \"$1\"";
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c", script]).arg(target_dir().join("oshrun")).arg(c_test("big_heap"));
+    run_launcher(cmd, &[("SHMEM_SYMMETRIC_SIZE", "64M")], T).assert_all_pes_ok("big_heap", 2);
+}

@@ -65,6 +65,27 @@ fn global_exit_under_mpirun_ends_every_pe_with_its_status() {
     assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
 }
 
+#[test]
+fn no_launcher_sees_a_shared_memory_name_of_ours_at_any_moment() {
+    // A PE killed while a segment had a name in /dev/shm would leave it there under mpirun and
+    // srun, which do not know our names. Segments are nameless memfds handed over sockets, so
+    // no job ever creates such a name: a watch on /dev/shm sees none while jobs start, map
+    // their heap, global data and memory spaces (spaces.c), and end.
+    let slurm =
+        std::env::var_os("SLURM_CONF").is_some() || std::path::Path::new("/etc/slurm/slurm.conf").exists();
+    let mut launchers = vec![Launcher::Oshrun, Launcher::Mpirun];
+    if slurm {
+        launchers.push(Launcher::Srun);
+    }
+    let watch = ShmWatch::start();
+    for l in launchers {
+        launch(l, 4, &c_test("spaces"), &[], T).assert_all_pes_ok("spaces", 4);
+        launch(l, 2, &c_test("putget_static"), &[], T).assert_all_pes_ok("putget_static", 2);
+    }
+    let ours: Vec<String> = watch.created().into_iter().filter(|n| n.starts_with("rshmem")).collect();
+    assert!(ours.is_empty(), "jobs named shared memory in /dev/shm: {ours:?}");
+}
+
 /// `hosts: PE i shared=S mapped=M` for every PE.
 fn placement(r: &Run, np: usize, shared: usize) {
     r.assert_all_pes_ok("hosts", np);

@@ -275,7 +275,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if let Some(d) = &data {
         let id = segs.add_local(d.base, d.len);
         debug_assert_eq!(id, SEG_DATA);
-        publish(SEG_DATA, d.base, d.len, std::ptr::null_mut(), d.name.as_bytes());
+        publish(SEG_DATA, d.base, d.len, std::ptr::null_mut(), &d.ticket);
     }
     let nseg = segs.count() as u32;
     let scoll_params: Vec<(&str, crate::config::params::Declared)> = found
@@ -479,10 +479,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {
         d.unlink();
     }
-    // Nobody returns from init before every PE has dropped its names: otherwise a PE that
-    // ends the job right after init (shmem_global_exit, a crash) could have a peer killed
-    // between that fence and its unlink, and under a launcher that does not know our names
-    // (mpirun, srun) they would stay in /dev/shm.
+    // The closing fence: no PE uses a team (set up above) before every PE has set it up.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     crate::ops::spaces::init_gpu(rt);
     if rt.gpu.is_some() && crate::log::enabled(crate::log::INFO, "plugin select") {

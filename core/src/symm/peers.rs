@@ -35,10 +35,13 @@ pub(crate) fn map_peer(
     blob: &[u8],
 ) -> *mut u8 {
     if seg == SEG_DATA {
-        if let Ok(name) = std::str::from_utf8(blob) {
-            if let Ok(p) = static_data::attach(name, len) {
-                return p;
-            }
+        match static_data::attach(blob, len) {
+            Ok(p) => return p,
+            Err(e) => crate::log::log(
+                crate::log::WARN,
+                "init",
+                &format!("could not map PE {pe}'s global data ({e}); using the spml"),
+            ),
         }
     } else if !blob.is_empty() {
         let mut addr = std::ptr::null_mut();

@@ -4,19 +4,27 @@
 //! To let local peers reach them with plain loads and stores (fast, and no target-side
 //! progress needed), `shmem_init` moves the program's writable data onto a shared-memory
 //! object: it copies the pages of the main executable's writable PT_LOAD segment into a new
-//! POSIX shm object and maps that object over the same addresses with MAP_FIXED. Peers then
-//! map the object by name. Costs and caveats (see docs/architecture.md): the copy happens once
+//! memfd and maps that object over the same addresses with MAP_FIXED. Peers then fetch the
+//! object's descriptor from this PE (`rshmem_plugin_api::share`: it never has a name that could
+//! outlive a killed PE) and map it. Costs and caveats (see docs/architecture.md): the copy happens once
 //! at init (the data segment is usually small); RELRO pages in that range become writable;
 //! after `fork()` a child shares these variables with its parent; threads must not write
 //! globals while `shmem_init` runs.
 
-use std::ffi::CString;
+use rshmem_plugin_api::share::{self, Server};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// How long a peer waits for this PE's thread to hand its data segment over (it answers at once
+/// unless this PE is stopped).
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct DataSegment {
     pub base: usize,
     pub len: usize,
-    pub name: String,
-    unlinked: bool,
+    /// What a local peer needs to fetch the segment (see `attach`).
+    pub ticket: Vec<u8>,
+    server: Option<Server>,
 }
 
 struct Found {
@@ -71,30 +79,21 @@ pub fn remap(job: &str, pe: i32) -> Result<Option<DataSegment>, String> {
     unsafe { libc::dl_iterate_phdr(Some(phdr_cb), &mut found as *mut _ as *mut libc::c_void) };
     let Some(f) = found else { return Ok(None) };
     let len = f.end - f.start;
-    let name = format!("/rshmem-{job}-{pe}-data");
-    let cname = CString::new(name.clone()).map_err(|e| e.to_string())?;
-    // SAFETY: plain syscalls on a fresh name; every result is checked.
+    let fd = share::memfd("rshmem-data", len)?;
+    // SAFETY: plain syscalls on our own descriptor and the program's own data pages, whose
+    // range the loader reported; every result is checked.
     unsafe {
-        let fd = libc::shm_open(cname.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600);
-        if fd < 0 {
-            return Err(format!("shm_open({name}): {}", errno()));
-        }
-        let fail = |what: &str| {
-            let e = format!("{what}: {}", errno());
-            libc::close(fd);
-            libc::shm_unlink(cname.as_ptr());
-            Err(e)
-        };
-        if libc::ftruncate(fd, len as libc::off_t) != 0 {
-            return fail("ftruncate");
-        }
         // Copy the current contents (RELRO pages may be read-only: reading is enough).
         let mut done = 0;
         while done < len {
-            let n =
-                libc::pwrite(fd, (f.start + done) as *const libc::c_void, len - done, done as libc::off_t);
+            let n = libc::pwrite(
+                fd.as_raw_fd(),
+                (f.start + done) as *const libc::c_void,
+                len - done,
+                done as libc::off_t,
+            );
             if n <= 0 {
-                return fail("copying the data segment");
+                return Err(format!("copying the data segment: {}", errno()));
             }
             done += n as usize;
         }
@@ -103,51 +102,42 @@ pub fn remap(job: &str, pe: i32) -> Result<Option<DataSegment>, String> {
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED | libc::MAP_FIXED,
-            fd,
+            fd.as_raw_fd(),
             0,
         );
         if p == libc::MAP_FAILED || p as usize != f.start {
-            return fail("mapping the data segment");
+            return Err(format!("mapping the data segment: {}", errno()));
         }
-        libc::close(fd);
     }
-    Ok(Some(DataSegment { base: f.start, len, name, unlinked: false }))
+    let (server, ticket) = Server::start(&fd, &format!("{job}-{pe}-data"))?;
+    Ok(Some(DataSegment { base: f.start, len, ticket, server: Some(server) }))
 }
 
-/// Map a local peer's data segment.
-pub fn attach(name: &str, len: usize) -> Result<*mut u8, String> {
-    let cname = CString::new(name).map_err(|e| e.to_string())?;
-    // SAFETY: plain syscalls; results checked.
-    unsafe {
-        let fd = libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0);
-        if fd < 0 {
-            return Err(format!("shm_open({name}): {}", errno()));
-        }
-        let p = libc::mmap(
+/// Map a local peer's data segment, fetched with the `ticket` it published.
+pub fn attach(ticket: &[u8], len: usize) -> Result<*mut u8, String> {
+    let fd = share::fetch(ticket, FETCH_TIMEOUT)?;
+    // SAFETY: mapping a descriptor we hold; the mapping outlives it.
+    let p = unsafe {
+        libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            fd,
+            fd.as_raw_fd(),
             0,
-        );
-        libc::close(fd);
-        if p == libc::MAP_FAILED {
-            return Err(format!("mmap({name}): {}", errno()));
-        }
-        Ok(p as *mut u8)
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(format!("mmap(a peer's data segment): {}", errno()));
     }
+    Ok(p as *mut u8)
 }
 
 impl DataSegment {
-    /// Remove the name once every local peer has mapped it (nothing leaks if the job dies).
+    /// Stop handing the segment out once every local peer has mapped it.
     pub fn unlink(&mut self) {
-        if !self.unlinked {
-            if let Ok(c) = CString::new(self.name.clone()) {
-                // SAFETY: plain syscall on our own name.
-                unsafe { libc::shm_unlink(c.as_ptr()) };
-            }
-            self.unlinked = true;
+        if let Some(s) = self.server.take() {
+            s.stop();
         }
     }
 }

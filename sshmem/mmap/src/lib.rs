@@ -1,29 +1,42 @@
-//! sshmem "mmap": each segment is a POSIX shared-memory object, mapped `MAP_SHARED` by its owner
-//! and, by name, by every local peer, so on-node RMA can be plain loads and stores. The name
-//! travels in the segment's `blob`; it is unlinked as soon as every peer has attached, so a job
-//! that dies leaves nothing behind in /dev/shm.
+//! sshmem "mmap": each segment is an anonymous shared-memory object (a memfd), mapped
+//! `MAP_SHARED` by its owner and by every local peer, so on-node RMA can be plain loads and
+//! stores. The object never has a name: from `create` to `unlink` a thread of the owner hands
+//! its descriptor to the local peers that present the ticket in the segment's `blob`
+//! (`rshmem_plugin_api::share`), so a job that dies at any moment leaves nothing in /dev/shm.
 
 mod shm;
 
 pub use shm::BASE_ALIGN;
 
 use rshmem_plugin_api::boundary::{self, slot};
+use rshmem_plugin_api::share::{self, Server};
 use rshmem_plugin_api::{CoreServices, Framework, QueryResult, SegmentDesc, SshmemOps, RC_ERROR, RC_OK};
-use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
 
 const COMPONENT: &str = "sshmem mmap";
-/// Makes every segment name of this process unique.
+/// Makes every segment's label in this process unique.
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Longest object name Linux accepts (a file name in /dev/shm, plus the leading '/').
-const NAME_MAX: usize = 255;
 const PROBE_SIZE: usize = 1 << 16;
+/// How long `attach` waits for the owner's thread to hand over its segment: it answers at
+/// once unless the owner is stopped, so this only bounds a hang.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What `SegmentDesc::handle` points at: the name, and whether `unlink` already removed it.
+/// What `SegmentDesc::handle` points at: the thread handing the segment out, until `unlink`.
 struct Owned {
-    name: CString,
-    unlinked: AtomicBool,
+    server: Mutex<Option<Server>>,
+}
+
+impl Owned {
+    fn stop_serving(&self) {
+        let server = self.server.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(s) = server {
+            s.stop();
+        }
+    }
 }
 
 fn log_error(msg: &str) {
@@ -42,22 +55,38 @@ fn job_and_pe() -> (String, c_int) {
     (job, c.my_pe)
 }
 
-fn object_name(suffix: &str) -> Result<CString, String> {
+/// A label for a segment's socket and memfd: job, PE and `suffix` (the socket adds the pid
+/// and random digits).
+fn label(suffix: &str) -> String {
     let (job, pe) = job_and_pe();
-    let name = format!("/rshmem-{job}-{pe}-{suffix}");
-    if name.len() > NAME_MAX {
-        return Err(format!("shared-memory name too long ({} bytes): {name}", name.len()));
-    }
-    CString::new(name).map_err(|e| e.to_string())
+    format!("{job}-{pe}-{suffix}")
 }
 
-/// Can POSIX shared memory be created, sized, mapped and removed here?
+/// Can an anonymous shared object be created, mapped, handed over a socket and mapped again?
 fn probe() -> Result<(), String> {
-    let name = object_name(&format!("{}-probe", std::process::id()))?;
-    let p = shm::create(&name, PROBE_SIZE, std::ptr::null_mut())?;
+    let fd = share::memfd("rshmem-probe", PROBE_SIZE)?;
+    let p = shm::map_new(&fd, PROBE_SIZE, std::ptr::null_mut())?;
+    let handed = Server::start(&fd, &label("probe")).and_then(|(server, ticket)| {
+        let got = share::fetch(&ticket, FETCH_TIMEOUT);
+        server.stop();
+        shm::map_peer(&got?, PROBE_SIZE)
+    });
+    let result = handed.map(|q| {
+        // SAFETY: both probe mappings view one object, used by nobody else.
+        let same = unsafe {
+            *(p as *mut u64) = 0x5eed;
+            *(q as *const u64) == 0x5eed
+        };
+        // SAFETY: the probe's own second mapping, unused from here.
+        unsafe { shm::unmap(q, PROBE_SIZE) };
+        same
+    });
     // SAFETY: the probe mapping was just made and is used by nobody.
     unsafe { shm::unmap(p, PROBE_SIZE) };
-    shm::unlink(&name)
+    match result? {
+        true => Ok(()),
+        false => Err("a handed-over memfd did not show the owner's writes".into()),
+    }
 }
 
 fn query(_core: &'static CoreServices, r: &mut QueryResult) {
@@ -65,11 +94,11 @@ fn query(_core: &'static CoreServices, r: &mut QueryResult) {
         Ok(()) => {
             r.available = 1;
             r.priority = 30;
-            r.set_reason("POSIX shared memory works");
+            r.set_reason("shared memory works, and can be handed to peers over a Unix socket");
         }
         Err(e) => {
             r.available = 0;
-            r.set_reason(&format!("POSIX shared memory unusable: {e}"));
+            r.set_reason(&format!("shared memory cannot be shared here: {e}"));
         }
     }
 }
@@ -79,9 +108,18 @@ unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDes
         if out.is_null() || size == 0 {
             return RC_ERROR;
         }
-        let made = object_name(&COUNTER.fetch_add(1, Ordering::Relaxed).to_string())
-            .and_then(|name| shm::create(&name, size, hint).map(|p| (name, p)));
-        let (name, base) = match made {
+        let made = share::memfd("rshmem-segment", size).and_then(|fd| {
+            let base = shm::map_new(&fd, size, hint)?;
+            match Server::start(&fd, &label(&COUNTER.fetch_add(1, Ordering::Relaxed).to_string())) {
+                Ok((server, ticket)) => Ok((base, server, ticket)),
+                Err(e) => {
+                    // SAFETY: the mapping just made, seen by nobody.
+                    unsafe { shm::unmap(base, size) };
+                    Err(e)
+                }
+            }
+        });
+        let (base, server, ticket) = match made {
             Ok(x) => x,
             Err(e) => {
                 log_error(&e);
@@ -91,25 +129,23 @@ unsafe extern "C" fn create(size: usize, hint: *mut c_void, out: *mut SegmentDes
         // SAFETY: checked non-NULL; the core passes a writable descriptor.
         let seg = unsafe { &mut *out };
         *seg = SegmentDesc::default();
-        let bytes = name.as_bytes();
-        seg.blob[..bytes.len()].copy_from_slice(bytes);
-        seg.blob_len = bytes.len();
+        seg.blob[..ticket.len()].copy_from_slice(&ticket);
+        seg.blob_len = ticket.len();
         seg.base = base;
         seg.size = size;
-        seg.handle = Box::into_raw(Box::new(Owned { name, unlinked: AtomicBool::new(false) })) as *mut c_void;
+        seg.handle = Box::into_raw(Box::new(Owned { server: Mutex::new(Some(server)) })) as *mut c_void;
         RC_OK
     })
 }
 
 unsafe extern "C" fn attach(blob: *const u8, blob_len: usize, size: usize, addr: *mut *mut c_void) -> c_int {
     slot(COMPONENT, "attach", || {
-        if blob.is_null() || addr.is_null() || blob_len == 0 || blob_len > NAME_MAX {
+        if blob.is_null() || addr.is_null() || blob_len == 0 || blob_len > share::TICKET_MAX {
             return RC_ERROR;
         }
         // SAFETY: the core passes the peer's blob with its length.
-        let bytes = unsafe { std::slice::from_raw_parts(blob, blob_len) };
-        let Ok(name) = CString::new(bytes) else { return RC_ERROR };
-        match shm::attach(&name, size) {
+        let ticket = unsafe { std::slice::from_raw_parts(blob, blob_len) };
+        match share::fetch(ticket, FETCH_TIMEOUT).and_then(|fd| shm::map_peer(&fd, size)) {
             Ok(p) => {
                 // SAFETY: checked non-NULL; the core passes a writable out-pointer.
                 unsafe { *addr = p };
@@ -128,7 +164,7 @@ unsafe extern "C" fn detach(addr: *mut c_void, size: usize) {
     slot(COMPONENT, "detach", || unsafe { shm::unmap(addr, size) })
 }
 
-/// The name of a segment this component created, and its unlink flag.
+/// The bookkeeping of a segment this component created.
 fn owned<'a>(seg: *mut SegmentDesc) -> Option<&'a Owned> {
     // SAFETY: the core passes NULL or a segment `create` filled in.
     let h = unsafe { seg.as_ref() }?.handle as *const Owned;
@@ -139,10 +175,7 @@ fn owned<'a>(seg: *mut SegmentDesc) -> Option<&'a Owned> {
 unsafe extern "C" fn unlink(seg: *mut SegmentDesc) {
     slot(COMPONENT, "unlink", || {
         if let Some(o) = owned(seg) {
-            match shm::unlink(&o.name) {
-                Ok(()) => o.unlinked.store(true, Ordering::Release),
-                Err(e) => log_error(&e),
-            }
+            o.stop_serving();
         }
     })
 }
@@ -150,11 +183,7 @@ unsafe extern "C" fn unlink(seg: *mut SegmentDesc) {
 unsafe extern "C" fn destroy(seg: *mut SegmentDesc) {
     slot(COMPONENT, "destroy", || {
         if let Some(o) = owned(seg) {
-            if !o.unlinked.load(Ordering::Acquire) {
-                if let Err(e) = shm::unlink(&o.name) {
-                    log_error(&e);
-                }
-            }
+            o.stop_serving();
         }
         // SAFETY: `owned` returned Some or None, so `seg` is NULL or the core's descriptor.
         let Some(seg) = (unsafe { seg.as_mut() }) else { return };
@@ -179,7 +208,7 @@ fn open(_core: &'static CoreServices) -> *const c_void {
 rshmem_plugin_api::export_plugin! {
     framework: Framework::Sshmem,
     name: "mmap",
-    description: "symmetric segments in POSIX shared memory (shm_open + mmap), mappable by local peers",
+    description: "symmetric segments in anonymous shared memory (memfd + mmap), handed to local peers over a Unix socket",
     params: &[],
     caps: rshmem_plugin_api::SSHMEM_CAP_PEER_ATTACH,
     query: query,

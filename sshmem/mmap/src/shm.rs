@@ -1,7 +1,8 @@
-//! Thin, checked wrappers over the POSIX shared-memory system calls. Errors carry the call, the
-//! object name and the errno text, because they end up in `query` reasons and error logs.
+//! Checked mappings of shared-memory objects. Errors carry the call and the errno text,
+//! because they end up in `query` reasons and error logs.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Segment bases are aligned to this, so an allocation aligned (as an offset) to anything up to
 /// it is also aligned as an address on every PE, whatever address each PE got.
@@ -11,10 +12,6 @@ pub const BASE_ALIGN: usize = 1 << 30;
 
 fn errno_text() -> String {
     std::io::Error::last_os_error().to_string()
-}
-
-fn name_of(name: &CStr) -> String {
-    name.to_string_lossy().into_owned()
 }
 
 /// Map `fd` shared, at the hint when the kernel grants it and it is `BASE_ALIGN`-aligned,
@@ -64,68 +61,27 @@ unsafe fn map_aligned(fd: c_int, size: usize, hint: *mut c_void) -> *mut c_void 
     p
 }
 
-/// Create the shared object `name` (exclusively, mode 0600) of `size` bytes and map it here.
+/// Map a new shared-memory object `fd` of `size` bytes here (see `map_aligned` for `hint`).
 /// The pages are not touched: first touch is expensive and most of a heap is never used.
-pub fn create(name: &CStr, size: usize, hint: *mut c_void) -> Result<*mut c_void, String> {
-    let n = name_of(name);
-    let len = libc::off_t::try_from(size).map_err(|_| format!("size {size} too large"))?;
-    // SAFETY: shm_open on a NUL-terminated name; the result is checked.
-    let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
-    if fd < 0 {
-        return Err(format!("shm_open({n}): {}", errno_text()));
-    }
-    // SAFETY: fd is the object just created; every failure below closes it and removes the name.
-    unsafe {
-        if libc::ftruncate(fd, len) != 0 {
-            let e = format!("ftruncate({n}, {size}): {}", errno_text());
-            libc::close(fd);
-            libc::shm_unlink(name.as_ptr());
-            return Err(e);
-        }
-        let p = map_aligned(fd, size, hint);
-        let e = format!("mmap({n}, {size}): {}", errno_text());
-        libc::close(fd);
-        if p == libc::MAP_FAILED {
-            libc::shm_unlink(name.as_ptr());
-            return Err(e);
-        }
-        Ok(p)
-    }
-}
-
-/// Map `size` bytes of an existing object (a local peer's segment) anywhere.
-pub fn attach(name: &CStr, size: usize) -> Result<*mut c_void, String> {
-    let n = name_of(name);
-    // SAFETY: shm_open on a NUL-terminated name; the result is checked.
-    let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
-    if fd < 0 {
-        return Err(format!("shm_open({n}): {}", errno_text()));
-    }
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    let flags = libc::MAP_SHARED | libc::MAP_NORESERVE;
-    // SAFETY: mapping the object just opened; the mapping outlives the descriptor.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), size, prot, flags, fd, 0) };
-    let e = format!("mmap({n}, {size}): {}", errno_text());
-    // SAFETY: closing our own descriptor.
-    unsafe { libc::close(fd) };
+pub fn map_new(fd: &OwnedFd, size: usize, hint: *mut c_void) -> Result<*mut c_void, String> {
+    // SAFETY: `fd` is a shared-memory object the caller sized to `size` bytes.
+    let p = unsafe { map_aligned(fd.as_raw_fd(), size, hint) };
     if p == libc::MAP_FAILED {
-        return Err(e);
+        return Err(format!("mmap({size} bytes): {}", errno_text()));
     }
     Ok(p)
 }
 
-/// Remove the name. ENOENT counts as success: the name is gone either way.
-pub fn unlink(name: &CStr) -> Result<(), String> {
-    // SAFETY: shm_unlink on a NUL-terminated name.
-    if unsafe { libc::shm_unlink(name.as_ptr()) } == 0 {
-        return Ok(());
+/// Map `size` bytes of a local peer's segment, received as `fd`, anywhere.
+pub fn map_peer(fd: &OwnedFd, size: usize) -> Result<*mut c_void, String> {
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let flags = libc::MAP_SHARED | libc::MAP_NORESERVE;
+    // SAFETY: mapping a descriptor we hold; the mapping outlives the descriptor.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), size, prot, flags, fd.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        return Err(format!("mmap(a peer's segment, {size} bytes): {}", errno_text()));
     }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ENOENT) {
-        Ok(())
-    } else {
-        Err(format!("shm_unlink({}): {err}", name_of(name)))
-    }
+    Ok(p)
 }
 
 /// Unmap a mapping made by `create` or `attach`.

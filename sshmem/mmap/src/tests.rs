@@ -26,12 +26,26 @@ fn ops() -> &'static SshmemOps {
     unsafe { &*(p as *const SshmemOps) }
 }
 
-fn name_exists(name: &str) -> bool {
-    std::path::Path::new("/dev/shm").join(name.trim_start_matches('/')).exists()
+/// Entries of /dev/shm whose name has this test process's job id (the fake core's).
+fn our_names() -> Vec<String> {
+    let tag = format!("test_{}", std::process::id());
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(&tag))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
-fn blob(seg: &SegmentDesc) -> String {
-    String::from_utf8(seg.blob[..seg.blob_len].to_vec()).unwrap()
+fn blob(seg: &SegmentDesc) -> Vec<u8> {
+    seg.blob[..seg.blob_len].to_vec()
+}
+
+/// The abstract socket name inside a ticket (after magic, pid and token).
+fn socket_name(seg: &SegmentDesc) -> String {
+    String::from_utf8_lossy(&seg.blob[24..seg.blob_len]).into_owned()
 }
 
 #[test]
@@ -53,8 +67,7 @@ fn query_probes_for_real_and_leaves_nothing_behind() {
     unsafe { (d.query.unwrap())(fake_core(), &mut r) };
     assert_eq!(r.available, 1, "{}", r.reason_str());
     assert_eq!(r.priority, 30);
-    let probe = format!("rshmem-test_{}-3-{}-probe", std::process::id(), std::process::id());
-    assert!(!name_exists(&probe));
+    assert!(our_names().is_empty(), "{:?}", our_names());
 }
 
 #[test]
@@ -66,10 +79,9 @@ fn two_mappings_of_one_segment_share_memory() {
     // alive while used and are released at the end.
     unsafe {
         assert_eq!((ops.create)(size, std::ptr::null_mut(), &mut seg), RC_OK);
-        let name = blob(&seg);
-        assert!(name.starts_with(&format!("/rshmem-test_{}-3-", std::process::id())), "{name}");
-        assert_eq!(name.matches('/').count(), 1, "{name}");
-        assert!(name_exists(&name));
+        let name = socket_name(&seg);
+        assert!(name.starts_with(&format!("rshmem-test_{}-3-", std::process::id())), "{name}");
+        assert!(our_names().is_empty(), "a segment has no name in /dev/shm: {:?}", our_names());
         assert_eq!(seg.size, size);
         assert_eq!(seg.base as usize % BASE_ALIGN, 0);
 
@@ -82,8 +94,7 @@ fn two_mappings_of_one_segment_share_memory() {
         assert_eq!(*(seg.base as *const u64).add(size / 8 - 1), 42);
 
         (ops.unlink)(&mut seg);
-        assert!(!name_exists(&name));
-        // Both mappings still work once the name is gone, but nobody new can attach.
+        // Both mappings still work once it is no longer handed out, but nobody new can attach.
         *(other as *mut u64) = 7;
         assert_eq!(*(seg.base as *const u64), 7);
         let mut third = std::ptr::null_mut();
@@ -96,21 +107,39 @@ fn two_mappings_of_one_segment_share_memory() {
 }
 
 #[test]
-fn destroy_removes_a_name_that_was_never_unlinked() {
+fn destroy_stops_handing_out_a_segment_that_was_never_unlinked() {
     let ops = ops();
     let mut seg = SegmentDesc::default();
     // SAFETY: calls through the component's table with valid arguments.
     unsafe {
         assert_eq!((ops.create)(4096, std::ptr::null_mut(), &mut seg), RC_OK);
-        let name = blob(&seg);
-        assert!(name_exists(&name));
+        let ticket = blob(&seg);
+        let mut other = std::ptr::null_mut();
+        assert_eq!((ops.attach)(ticket.as_ptr(), ticket.len(), 4096, &mut other), RC_OK);
+        (ops.detach)(other, 4096);
         (ops.destroy)(&mut seg);
-        assert!(!name_exists(&name));
+        assert_eq!((ops.attach)(ticket.as_ptr(), ticket.len(), 4096, &mut other), RC_ERROR);
     }
 }
 
 #[test]
-fn names_are_unique_per_segment() {
+fn a_ticket_with_a_wrong_token_maps_nothing() {
+    let ops = ops();
+    let mut seg = SegmentDesc::default();
+    // SAFETY: calls through the component's table with valid arguments.
+    unsafe {
+        assert_eq!((ops.create)(4096, std::ptr::null_mut(), &mut seg), RC_OK);
+        let mut forged = blob(&seg);
+        forged[10] ^= 0x80;
+        let mut addr = std::ptr::null_mut();
+        assert_eq!((ops.attach)(forged.as_ptr(), forged.len(), 4096, &mut addr), RC_ERROR);
+        assert!(addr.is_null());
+        (ops.destroy)(&mut seg);
+    }
+}
+
+#[test]
+fn tickets_are_unique_per_segment() {
     let ops = ops();
     let (mut a, mut b) = (SegmentDesc::default(), SegmentDesc::default());
     // SAFETY: calls through the component's table with valid arguments.
@@ -118,6 +147,7 @@ fn names_are_unique_per_segment() {
         assert_eq!((ops.create)(4096, std::ptr::null_mut(), &mut a), RC_OK);
         assert_eq!((ops.create)(4096, std::ptr::null_mut(), &mut b), RC_OK);
         assert_ne!(blob(&a), blob(&b));
+        assert_ne!(socket_name(&a), socket_name(&b));
         (ops.destroy)(&mut a);
         (ops.destroy)(&mut b);
     }
