@@ -21,6 +21,8 @@ static long double ldsrc[K], lddst[K];
 static double _Complex csrc[K], cdst[K];
 static unsigned int usrc[K], udst[K];
 static long inplace[K];
+#define BIG 1100 /* longs per block: 8800 bytes, more than one packing chunk of scoll basic */
+static long bsrc[2 * BIG * MAXN], bdst[BIG * MAXN + 1];
 
 static void on_team(shmem_team_t team) {
     int me = shmem_team_my_pe(team), n = shmem_team_n_pes(team);
@@ -71,6 +73,13 @@ static void on_team(shmem_team_t team) {
     for (int p = 0; p < n; p++)
         for (int i = 0; i < 2; i++) CHECK(dst[p * 2 + i] == p * 1000 + me * 2 + i);
     CHECK(dst[n * 2] == 0);
+    memset(bdst, 0xff, sizeof bdst); /* every byte of a lost element would read 0xff */
+    for (int j = 0; j < n * BIG; j++) bsrc[j * 2] = me * 100000 + j;
+    shmem_team_sync(team);
+    CHECK(shmem_long_alltoalls(team, bdst, bsrc, 1, 2, BIG) == 0);
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < BIG; i++) CHECK(bdst[p * BIG + i] == p * 100000 + me * BIG + i);
+    CHECK(bdst[n * BIG] == -1);
 
     /* reductions */
     long sum = 0;

@@ -303,6 +303,9 @@ unsafe fn linear_collect(
     RC_OK
 }
 
+/// Bytes of source elements alltoalls packs per put when only `src` is strided.
+const PACK_CHUNK: usize = 4096;
+
 /// alltoall(s): puts (contiguous, or element by element when strided) on a shifted schedule
 /// (member i starts with member i + 1, so no member is everyone's first target), then a quiet
 /// and a barrier, after which every block has arrived. No entry barrier: the spec makes every
@@ -323,8 +326,10 @@ pub unsafe fn alltoall(
         return RC_ERROR;
     }
     let (dst, sst) = (dst as usize, sst as usize);
-    // A block strided only in `src` is packed and goes by one put.
-    let mut packed = if dst == 1 && sst != 1 { vec![0u8; nelems * es] } else { Vec::new() };
+    // A block strided only in `src` is packed, a chunk at a time through this buffer on the
+    // stack (no allocation per call), and goes by one put per chunk.
+    let mut packed = [0u8; PACK_CHUNK];
+    let per_chunk = (PACK_CHUNK / es.max(1)).max(1);
     // SAFETY: the buffers are valid for the sizes the core checked, and the team's scratch is
     // live for the call (caller).
     unsafe {
@@ -334,11 +339,18 @@ pub unsafe fn alltoall(
             let s = (src as *const u8).wrapping_add(j as usize * nelems * sst * es);
             if dst == 1 && sst == 1 {
                 put_to(c, t, j, d, s, nelems * es);
-            } else if dst == 1 {
-                for (e, p) in packed.chunks_exact_mut(es.max(1)).enumerate() {
-                    std::ptr::copy_nonoverlapping(s.wrapping_add(e * sst * es), p.as_mut_ptr(), es);
+            } else if dst == 1 && es <= PACK_CHUNK {
+                let mut first = 0;
+                while first < nelems {
+                    let m = per_chunk.min(nelems - first);
+                    for e in 0..m {
+                        let from = s.wrapping_add((first + e) * sst * es);
+                        std::ptr::copy_nonoverlapping(from, packed.as_mut_ptr().add(e * es), es);
+                    }
+                    // A blocking put: `packed` may be refilled once it returns.
+                    put_to(c, t, j, d.wrapping_add(first * es), packed.as_ptr(), m * es);
+                    first += m;
                 }
-                put_to(c, t, j, d, packed.as_ptr(), packed.len());
             } else {
                 for e in 0..nelems {
                     put_to(c, t, j, d.wrapping_add(e * dst * es), s.wrapping_add(e * sst * es), es);
