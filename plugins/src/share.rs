@@ -16,7 +16,7 @@
 //! namespace cannot fetch, and callers then reach it through the network as a remote peer.
 
 use std::ffi::c_void;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
@@ -266,6 +266,17 @@ fn answer(s: &mut UnixStream, uid: u32, token: &[u8; TOKEN], object: RawFd) -> R
     send_fd(s, object)
 }
 
+/// Send the token with `MSG_NOSIGNAL`: a server that has gone must give an error, not a
+/// SIGPIPE that would end a C program.
+fn send_token(s: &UnixStream, token: &[u8]) -> Result<(), String> {
+    // SAFETY: send reads `token.len()` bytes of our slice.
+    let n = unsafe { libc::send(s.as_raw_fd(), token.as_ptr().cast(), token.len(), libc::MSG_NOSIGNAL) };
+    if n != token.len() as isize {
+        return Err(if n < 0 { os_error("send") } else { format!("sent {n} of {} bytes", token.len()) });
+    }
+    Ok(())
+}
+
 /// Fetch the descriptor a peer's [`Server`] serves under `ticket`, waiting at most `timeout`
 /// for it to answer.
 pub fn fetch(ticket: &[u8], timeout: Duration) -> Result<OwnedFd, String> {
@@ -277,7 +288,7 @@ pub fn fetch(ticket: &[u8], timeout: Duration) -> Result<OwnedFd, String> {
     let name = &ticket[8 + TOKEN..];
     let shown = String::from_utf8_lossy(name);
     let addr = SocketAddr::from_abstract_name(name).map_err(|e| format!("socket name {shown}: {e}"))?;
-    let mut s = UnixStream::connect_addr(&addr).map_err(|e| format!("connect(@{shown}): {e}"))?;
+    let s = UnixStream::connect_addr(&addr).map_err(|e| format!("connect(@{shown}): {e}"))?;
     s.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
     let (their_pid, their_uid) = peer_cred(&s)?;
@@ -286,7 +297,7 @@ pub fn fetch(ticket: &[u8], timeout: Duration) -> Result<OwnedFd, String> {
             "@{shown} is served by pid {their_pid} (uid {their_uid}), not by the segment's owner, pid {pid}"
         ));
     }
-    s.write_all(token).map_err(|e| format!("sending the token to @{shown}: {e}"))?;
+    send_token(&s, token).map_err(|e| format!("sending the token to @{shown}: {e}"))?;
     recv_fd(&s).map_err(|e| format!("receiving the segment from @{shown}: {e}"))
 }
 
