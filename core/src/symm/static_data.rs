@@ -6,10 +6,10 @@
 //! object: it copies the pages of the main executable's writable PT_LOAD segment into a new
 //! memfd and maps that object over the same addresses with MAP_FIXED. Peers then fetch the
 //! object's descriptor from this PE (`rshmem_plugin_api::share`: it never has a name that could
-//! outlive a killed PE) and map it. Costs and caveats (see docs/architecture.md): the copy happens once
-//! at init (the data segment is usually small); RELRO pages in that range become writable;
-//! after `fork()` a child shares these variables with its parent; threads must not write
-//! globals while `shmem_init` runs.
+//! outlive a killed PE) and map it. Costs and caveats (see docs/architecture.md): the copy
+//! happens once at init (the data segment is usually small); RELRO pages in that range become
+//! writable; after `fork()` a child shares these variables with its parent; threads must not
+//! write globals while `shmem_init` runs.
 
 use rshmem_plugin_api::share::{self, Server};
 use std::os::fd::AsRawFd;

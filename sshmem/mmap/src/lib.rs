@@ -55,8 +55,8 @@ fn job_and_pe() -> (String, c_int) {
     (job, c.my_pe)
 }
 
-/// A label for a segment's socket and memfd: job, PE and `suffix` (the socket adds the pid
-/// and random digits).
+/// A label for a segment's socket: job, PE and `suffix` (`share` adds the pid and random
+/// digits).
 fn label(suffix: &str) -> String {
     let (job, pe) = job_and_pe();
     format!("{job}-{pe}-{suffix}")
