@@ -68,6 +68,10 @@ pub mod scoll_component;
 
 pub mod boundary;
 
+/// Randomness, hex and constant-time comparison for secrets (not part of the C ABI), shared by
+/// the bootstrap and `share`.
+pub mod secret;
+
 /// Helper for sshmem components and the core (not part of the C ABI): memory objects without
 /// a name, handed to local peers over a socket.
 pub mod share;

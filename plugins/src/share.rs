@@ -15,6 +15,7 @@
 //! is the one the ticket names. Abstract names belong to a network namespace: a peer in another
 //! namespace cannot fetch, and callers then reach it through the network as a remote peer.
 
+use crate::secret;
 use std::ffi::c_void;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -35,22 +36,6 @@ pub const TICKET_MAX: usize = 4 + 4 + TOKEN + 107;
 
 fn os_error(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
-}
-
-fn random(buf: &mut [u8]) -> Result<(), String> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: getrandom writes at most `len - done` bytes into our buffer.
-        let n = unsafe { libc::getrandom(buf[done..].as_mut_ptr().cast(), buf.len() - done, 0) };
-        if n < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(os_error("getrandom"));
-        }
-        done += n as usize;
-    }
-    Ok(())
 }
 
 /// A new anonymous shared-memory object of `size` bytes (close-on-exec). `tag` names it in
@@ -181,15 +166,14 @@ impl Server {
     /// file-name characters are kept), and return the server and its ticket (at most
     /// [`TICKET_MAX`] bytes) for the peers.
     pub fn start(fd: &OwnedFd, label: &str) -> Result<(Server, Vec<u8>), String> {
-        let mut secret = [0u8; TOKEN + 6];
-        random(&mut secret)?;
-        let (token, suffix) = secret.split_at(TOKEN);
+        let bytes = secret::random_bytes(TOKEN + 6).map_err(|e| format!("getrandom: {e}"))?;
+        let (token, suffix) = bytes.split_at(TOKEN);
         let label: String = label
             .chars()
             .take(40)
             .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
             .collect();
-        let hex: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = secret::hex(suffix);
         let pid = std::process::id();
         let name = format!("rshmem-{label}-{pid}-{hex}");
         let addr = SocketAddr::from_abstract_name(name.as_bytes())
@@ -260,7 +244,7 @@ fn answer(s: &mut UnixStream, uid: u32, token: &[u8; TOKEN], object: RawFd) -> R
     let mut got = [0u8; TOKEN];
     s.read_exact(&mut got).map_err(|e| e.to_string())?;
     // Every byte compared, so the time taken says nothing about a near miss.
-    if got.iter().zip(token).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0 {
+    if !secret::same(&got, token) {
         return Err("wrong token".into());
     }
     send_fd(s, object)

@@ -5,7 +5,8 @@
 
 pub mod oshrun;
 pub mod pmix;
-pub mod secret;
+/// Randomness and secrets, shared with the components (the plugin API crate holds them).
+pub use rshmem_plugin_api::secret;
 pub mod singleton;
 pub mod wire;
 

@@ -1,5 +1,5 @@
 //! Randomness for what must not be guessed: the per-job secret every PE presents to `oshrun`,
-//! and the tags that make shared-memory object names unpredictable.
+//! the tokens that let local peers fetch a segment (`share`), and unpredictable socket names.
 
 use std::io;
 
