@@ -129,6 +129,31 @@ fn options(c: &CoreServices) -> Options {
         progress_thread: bool_param(c, "progress_thread", true),
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
         spin_rounds: if oversubscribed(c.local_size) { 0 } else { ucx::SPIN_ROUNDS },
+        batch_puts: batch_puts(c),
+        amos_on_am_lane: ucx::sockets_only(std::env::var("UCX_TLS").ok().as_deref(), rdma_devices()),
+    }
+}
+
+/// Whether this host has an RDMA device (`/sys/class/infiniband` lists InfiniBand, RoCE and
+/// iWARP devices alike).
+fn rdma_devices() -> bool {
+    std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
+}
+
+/// `SHMEM_MCA_spml_ucx_batch_puts`: a boolean, or `auto` (the default): batch where UCX can only
+/// use sockets, i.e. this host has no RDMA device, or `UCX_TLS` names TCP and no RDMA
+/// transport. Over RDMA a put is a network operation of its own without a system call, and
+/// batching would move the work onto the target's CPU.
+fn batch_puts(c: &CoreServices) -> bool {
+    let auto = || ucx::sockets_only(std::env::var("UCX_TLS").ok().as_deref(), rdma_devices());
+    // SAFETY: the table is the one the core passed to query/open.
+    let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", "batch_puts") };
+    match v.as_deref().map(str::trim) {
+        None | Some("auto") | Some("") => auto(),
+        Some(v) => rshmem_plugin_api::values::parse_bool(v).unwrap_or_else(|| {
+            log(LOG_WARN, &format!("SHMEM_MCA_spml_ucx_batch_puts={v} is not auto or a boolean; using auto"));
+            auto()
+        }),
     }
 }
 
@@ -336,7 +361,8 @@ unsafe extern "C" fn mem_register(
         if !ours {
             u.borrow_registration();
         }
-        u.add_region(base as usize, len);
+        // SAFETY: `handle` is a live registration of our context.
+        u.add_region(base as usize, len, unsafe { u.is_host_memory(handle) });
         let record = Registration { memh: ours.then_some(handle), base: base as usize, len };
         // SAFETY: `reg` is a valid out-pointer (core).
         unsafe { *reg = Box::into_raw(Box::new(record)) as *mut c_void };
@@ -666,6 +692,12 @@ rshmem_plugin_api::export_plugin! {
             kind: rshmem_plugin_api::PARAM_BOOL,
             default_value: cstr!("1"),
             doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress"),
+        },
+        ParamDecl {
+            name: cstr!("batch_puts"),
+            kind: rshmem_plugin_api::PARAM_STRING,
+            default_value: cstr!("auto"),
+            doc: cstr!("Carry puts of up to 256 bytes to a peer in one active message per peer, sent when full, before any other operation to that peer, at quiet, whenever the PE waits in the library, and by the progress thread once the PE computes; quiet waits for the target's acknowledgement. auto: on where UCX can only use sockets (no RDMA device here, or UCX_TLS names TCP and no RDMA transport); 1/0: always/never"),
         },
         ParamDecl {
             name: cstr!("via_target"),

@@ -5,11 +5,13 @@
 //! these types, and the unit tests drive them directly in one process.
 
 mod am;
+mod batch;
 mod channel;
 mod mapping;
 mod target;
 pub use am::{Complaint, Header as AmHeader};
-pub use channel::{Channel, WorkerList};
+pub use batch::PUT_MAX as BATCH_PUT_MAX;
+pub use channel::{Channel, ChannelList};
 pub use target::{Copier, CHUNK as VIA_TARGET_CHUNK};
 
 use rshmem_ucx_sys as sys;
@@ -37,6 +39,9 @@ pub const FINALIZE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long the idle progress thread sleeps on the worker's event fd before looking again.
 const IDLE_POLL_MS: c_int = 10;
+/// The same while a created channel in use has a batch waiting (the thread sends it once the
+/// channel stands idle).
+const WAITING_POLL_MS: c_int = 1;
 
 /// How long the progress thread stays off the worker once it sees an application thread drive
 /// it, before it looks again; the pause doubles, up to [`ACTIVE_PAUSE_MAX`], while the
@@ -59,6 +64,11 @@ pub struct Options {
     /// Idle rounds a blocking wait drives the worker before it starts yielding the core
     /// ([`SPIN_ROUNDS`], or 0 when this host has more PEs than cores).
     pub spin_rounds: u32,
+    /// Batch small puts per peer into one active message (see `batch`).
+    pub batch_puts: bool,
+    /// UCX emulates atomics with active messages (it moves data over sockets only), so they
+    /// follow batches in order ([`sockets_only`]).
+    pub amos_on_am_lane: bool,
 }
 
 /// Idle progress rounds a blocking operation spins before yielding, when every PE of the host
@@ -71,7 +81,13 @@ pub const SPIN_ROUNDS: u32 = 64;
 
 impl Default for Options {
     fn default() -> Self {
-        Options { progress_thread: true, loopback_only: false, spin_rounds: SPIN_ROUNDS }
+        Options {
+            progress_thread: true,
+            loopback_only: false,
+            spin_rounds: SPIN_ROUNDS,
+            batch_puts: true,
+            amos_on_am_lane: true,
+        }
     }
 }
 
@@ -82,6 +98,21 @@ pub fn net_devices(opts: &Options, user: Option<&str>) -> Option<String> {
         Some(u) => Some(u.to_string()),
         None if opts.loopback_only => Some("lo".to_string()),
         None => None,
+    }
+}
+
+/// Whether UCX will move data over sockets only, which is when batching small puts pays (see
+/// `batch`): `UCX_TLS` (if set) names TCP and no RDMA transport; unset, this host has no RDMA
+/// device. A `UCX_TLS` that excludes transports (`^...`) is judged by the devices.
+pub fn sockets_only(tls: Option<&str>, rdma_devices: bool) -> bool {
+    const RDMA: &[&str] = &["rc", "ud", "dc", "ib", "rdma", "verbs", "mlx", "gga", "srd", "all"];
+    match tls.map(str::trim) {
+        Some(t) if !t.is_empty() && !t.starts_with('^') => {
+            let names: Vec<&str> = t.split(',').map(str::trim).collect();
+            names.iter().any(|n| n.starts_with("tcp"))
+                && !names.iter().any(|n| RDMA.iter().any(|r| n.starts_with(r)))
+        }
+        _ => !rdma_devices,
     }
 }
 
@@ -334,7 +365,19 @@ struct ThreadShared {
     health: Arc<Health>,
     /// The default channel's activity counter.
     activity: Arc<std::sync::atomic::AtomicU64>,
+    /// The default channel and the created ones, whose waiting batches the thread sends.
+    chan: Arc<Channel>,
+    extra: ChannelList,
+    /// Set while the thread sleeps on the event fd (a first waiting put then signals it).
+    wake: &'static batch::Wake,
 }
+impl ThreadShared {
+    /// Whether a created channel has a batch waiting.
+    fn extra_batches(&self) -> bool {
+        self.extra.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|c| c.batch_waiting())
+    }
+}
+
 // SAFETY: the worker is in UCS_THREAD_MODE_MULTI (UCX serialises access to it) and outlives the
 // thread (joined in `stop_progress_thread`); `Health` is made of atomics.
 unsafe impl Send for ThreadShared {}
@@ -344,7 +387,7 @@ unsafe impl Send for ThreadShared {}
 /// needs to reach the peers: their worker addresses and packed remote keys.
 pub struct Ucx {
     context: sys::ucp_context_h,
-    chan: Channel,
+    chan: Arc<Channel>,
     address: Vec<u8>,
     n_pes: usize,
     wakeup: bool,
@@ -368,11 +411,15 @@ pub struct Ucx {
     /// whether they and the reply handler are installed. Leaked, like `receiver`.
     server: &'static target::Server,
     target_ready: Result<(), String>,
-    /// Workers of the created channels, which the waits of the default channel and
+    /// The created channels, whose workers the waits of the default channel and
     /// [`Ucx::progress_all`] drive too (not the progress thread: a second thread driving a
     /// worker its context's thread is busy with made operations on it 10-40 times slower,
-    /// measured over TCP).
-    channel_workers: channel::WorkerList,
+    /// measured over TCP; it only sends their waiting batches while they are idle).
+    channel_workers: ChannelList,
+    /// Whether channels batch small puts (the option, where this context allows it).
+    batching: bool,
+    amos_on_am_lane: bool,
+    wake: &'static batch::Wake,
 }
 
 /// Kept for channels created after `connect` (contexts are created at any time).
@@ -410,7 +457,7 @@ impl Ucx {
         let context = create_context(features(opts), n_pes, opts)?;
         let health = Arc::new(Health::new());
         let channel_workers = Arc::new(Mutex::new(Vec::new()));
-        let chan = match Channel::new(context, n_pes, health.clone(), opts.spin_rounds) {
+        let mut chan = match Channel::new(context, n_pes, health.clone(), opts.spin_rounds) {
             Ok(c) => c,
             Err(e) => {
                 // SAFETY: the context has nothing else attached.
@@ -433,6 +480,16 @@ impl Ucx {
         let am_ready = receiver.install();
         let server: &'static target::Server = Box::leak(Box::new(target::Server::new()));
         let target_ready = server.install(chan.worker());
+        let wake: &'static batch::Wake = Box::leak(Box::new(batch::Wake {
+            worker: chan.worker() as usize,
+            sleeping: AtomicBool::new(false),
+        }));
+        // Peers may batch whatever this PE does, so the handler is always there. Batches are
+        // copied by the target's CPU into host memory: not where UCX moves device memory.
+        let batching = batch::install_receiver(receiver, chan.worker()).is_ok()
+            && opts.batch_puts
+            && !context_moves_cuda(context)
+            && chan.enable_batching(n_pes, opts.amos_on_am_lane, Some(wake)).is_ok();
         Ok(Ucx {
             context,
             receiver,
@@ -450,8 +507,11 @@ impl Ucx {
             context_released: AtomicBool::new(false),
             progress: Mutex::new(None),
             peers: Mutex::new(Peers::default()),
-            chan: chan.with_companions(channel_workers.clone()),
+            chan: Arc::new(chan.with_companions(channel_workers.clone())),
             channel_workers,
+            batching,
+            amos_on_am_lane: opts.amos_on_am_lane,
+            wake,
         })
     }
 
@@ -462,13 +522,24 @@ impl Ucx {
     /// Whether this context moves CUDA device memory itself (UCX built with CUDA support, its
     /// CUDA transports loaded): the spml then declares GPU memory in `memory_types`.
     pub fn moves_cuda_memory(&self) -> bool {
-        let mut attr = sys::ucp_context_attr_t {
-            field_mask: sys::UCP_ATTR_FIELD_MEMORY_TYPES as u64,
-            ..Default::default()
-        };
-        // SAFETY: a live context and an attribute struct asking for one plain field.
-        let st = unsafe { sys::ucp_context_query(self.context, &mut attr) };
-        st == sys::UCS_OK && attr.memory_types & (1u64 << sys::UCS_MEMORY_TYPE_CUDA) != 0
+        context_moves_cuda(self.context)
+    }
+
+    /// Whether small puts are batched (see `batch`).
+    pub fn batching(&self) -> bool {
+        self.batching
+    }
+
+    /// Whether a registration of this context is ordinary host memory (not device memory).
+    ///
+    /// # Safety
+    /// `memh` must be a live registration of this context.
+    pub unsafe fn is_host_memory(&self, memh: sys::ucp_mem_h) -> bool {
+        let mut attr =
+            sys::ucp_mem_attr_t { field_mask: sys::UCP_MEM_ATTR_FIELD_MEM_TYPE as u64, ..Default::default() };
+        // SAFETY: a live registration (caller); valid out-pointer.
+        let st = unsafe { sys::ucp_mem_query(memh, &mut attr) };
+        st == sys::UCS_OK && attr.mem_type == sys::UCS_MEMORY_TYPE_HOST
     }
 
     /// The default channel's worker address, which peers need to create their endpoints to it.
@@ -536,13 +607,15 @@ impl Ucx {
         if self.target_ready.is_err() {
             return Err(OpError::Invalid);
         }
+        ch.settle_pe(pe, channel::Path::Am)?;
         // SAFETY: the caller's contract.
         unsafe { target::transfer(ch, &self.chan, &self.health, pe, put, seg, off, buf, len) }
     }
 
-    /// Note memory registered for remote access: put-with-signal messages may write it.
-    pub fn add_region(&self, base: usize, len: usize) {
-        self.receiver.regions.add(base, len);
+    /// Note memory registered for remote access: put-with-signal messages may write it, and
+    /// batched puts too when it is `host` memory.
+    pub fn add_region(&self, base: usize, len: usize, host: bool) {
+        self.receiver.regions.add(base, len, host);
     }
 
     /// Undo one [`Ucx::add_region`].
@@ -578,10 +651,19 @@ impl Ucx {
         if let Some(ch) = peers.pool.pop() {
             return Ok(ch);
         }
-        let ch =
-            Arc::new(Channel::new(self.context, self.n_pes, self.health.clone(), self.chan.spin_rounds())?);
-        // Replies to transfers through a target come back to the worker that asked.
-        let replies = if self.target_ready.is_ok() { target::install_replies(ch.worker()) } else { Ok(()) };
+        let mut ch = Channel::new(self.context, self.n_pes, self.health.clone(), self.chan.spin_rounds())?
+            .with_home(self.chan.worker());
+        // Acknowledgements of batches, and replies to transfers through a target, come back to
+        // the worker that sent.
+        let mut replies = if self.batching {
+            ch.enable_batching(self.n_pes, self.amos_on_am_lane, Some(self.wake))
+        } else {
+            Ok(())
+        };
+        if replies.is_ok() && self.target_ready.is_ok() {
+            replies = target::install_replies(ch.worker());
+        }
+        let ch = Arc::new(ch);
         let setup = replies.and_then(|()| ch.connect(&peers.addrs)).and_then(|()| {
             peers.keys.iter().try_for_each(|(pe, seg, packed)| ch.add_rkey(*pe, *seg, packed))
         });
@@ -590,7 +672,7 @@ impl Ucx {
             return Err(e);
         }
         peers.extra.push(ch.clone());
-        self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).push(ch.worker() as usize);
+        self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).push(ch.clone());
         Ok(ch)
     }
 
@@ -713,9 +795,8 @@ impl Ucx {
     pub fn progress_all(&self) -> bool {
         let mut busy = self.chan.progress();
         let chans = self.channel_workers.lock().unwrap_or_else(|e| e.into_inner());
-        for &w in chans.iter() {
-            // SAFETY: live multi-thread-mode workers (removed from the list before closing).
-            busy |= unsafe { sys::ucp_worker_progress(w as sys::ucp_worker_h) } != 0;
+        for ch in chans.iter() {
+            busy |= ch.progress();
         }
         busy
     }
@@ -760,7 +841,14 @@ impl Ucx {
         check("ucp_worker_get_efd", unsafe { sys::ucp_worker_get_efd(worker, &mut efd) })?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let shared = ThreadShared { worker, health: self.health.clone(), activity: self.chan.activity() };
+        let shared = ThreadShared {
+            worker,
+            health: self.health.clone(),
+            activity: self.chan.activity(),
+            chan: self.chan.clone(),
+            extra: self.channel_workers.clone(),
+            wake: self.wake,
+        };
         let handle = std::thread::Builder::new()
             .name("rshmem-ucx-progress".into())
             .spawn(move || {
@@ -872,6 +960,15 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
             continue;
         }
         pause = ACTIVE_PAUSE_MIN;
+        // The application left its batches waiting and went on computing: send them.
+        let mut waiting = shared.chan.drain_if_idle(true);
+        if shared.extra_batches() {
+            // A copy of the list: sending may wait, and the application's waits need the list.
+            let extra = shared.extra.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            for ch in extra {
+                waiting |= ch.drain_if_idle(false);
+            }
+        }
         // SAFETY: a multi-thread-mode worker that outlives this thread.
         if unsafe { sys::ucp_worker_progress(shared.worker) } != 0 {
             continue;
@@ -879,9 +976,16 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
         // SAFETY: as above; arming after a progress call that found nothing to do.
         match unsafe { sys::ucp_worker_arm(shared.worker) } {
             sys::UCS_OK => {
+                // Marked sleeping before looking for waiting batches once more: a put that
+                // left the first one after this look sees the mark and signals the worker.
+                shared.wake.sleeping.store(true, Ordering::SeqCst);
+                waiting |= shared.chan.batch_waiting() || shared.extra_batches();
+                // A created channel in use is looked at again soon rather than at the idle pace.
+                let timeout = if waiting { WAITING_POLL_MS } else { IDLE_POLL_MS };
                 let mut pfd = libc::pollfd { fd: efd, events: libc::POLLIN, revents: 0 };
                 // SAFETY: one valid pollfd; the fd belongs to the worker, which outlives us.
-                unsafe { libc::poll(&mut pfd, 1, IDLE_POLL_MS) };
+                unsafe { libc::poll(&mut pfd, 1, timeout) };
+                shared.wake.sleeping.store(false, Ordering::SeqCst);
             }
             sys::UCS_ERR_BUSY => {}
             _ => std::thread::sleep(Duration::from_millis(1)),
@@ -895,6 +999,15 @@ pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t) -> String {
         "spml ucx: PE {pe} is unreachable ({}): it died or left without shmem_finalize",
         sys::status_string(st)
     )
+}
+
+/// Whether `context` moves CUDA device memory itself (UCX built with CUDA support).
+fn context_moves_cuda(context: sys::ucp_context_h) -> bool {
+    let mut attr =
+        sys::ucp_context_attr_t { field_mask: sys::UCP_ATTR_FIELD_MEMORY_TYPES as u64, ..Default::default() };
+    // SAFETY: a live context and an attribute struct asking for one plain field.
+    let st = unsafe { sys::ucp_context_query(context, &mut attr) };
+    st == sys::UCS_OK && attr.memory_types & (1u64 << sys::UCS_MEMORY_TYPE_CUDA) != 0
 }
 
 /// `ucp_mem_map` of `[base, base + len)` (or an allocation of `len` bytes with `allocate`,

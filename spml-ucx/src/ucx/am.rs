@@ -29,30 +29,40 @@ pub struct Header {
 
 pub const HEADER_BYTES: usize = std::mem::size_of::<Header>();
 
-/// This process's memory registered for remote access, as `(base, len)`: the only memory an
-/// active message may write.
+/// This process's memory registered for remote access, as `(base, len, host)`: the only memory
+/// an active message may write (`host`: ordinary memory the CPU may copy into, not device
+/// memory).
 #[derive(Default)]
-pub struct Regions(RwLock<Vec<(usize, usize)>>);
+pub struct Regions(RwLock<Vec<(usize, usize, bool)>>);
 
 impl Regions {
-    pub fn add(&self, base: usize, len: usize) {
-        self.0.write().unwrap_or_else(|e| e.into_inner()).push((base, len));
+    pub fn add(&self, base: usize, len: usize, host: bool) {
+        self.0.write().unwrap_or_else(|e| e.into_inner()).push((base, len, host));
     }
 
     /// Forget one registration of `[base, base + len)`.
     pub fn remove(&self, base: usize, len: usize) {
         let mut v = self.0.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = v.iter().position(|r| *r == (base, len)) {
+        if let Some(i) = v.iter().position(|r| (r.0, r.1) == (base, len)) {
             v.swap_remove(i);
         }
     }
 
     /// Whether `[addr, addr + len)` lies inside one registration.
     pub fn contains(&self, addr: u64, len: usize) -> bool {
+        self.find(addr, len, false)
+    }
+
+    /// Whether `[addr, addr + len)` lies inside one registration of host memory.
+    pub fn contains_host(&self, addr: u64, len: usize) -> bool {
+        self.find(addr, len, true)
+    }
+
+    fn find(&self, addr: u64, len: usize, host_only: bool) -> bool {
         let Ok(addr) = usize::try_from(addr) else { return false };
         let Some(end) = addr.checked_add(len) else { return false };
         let v = self.0.read().unwrap_or_else(|e| e.into_inner());
-        v.iter().any(|&(b, l)| addr >= b && end <= b + l)
+        v.iter().any(|&(b, l, host)| addr >= b && end <= b + l && (host || !host_only))
     }
 }
 
@@ -171,6 +181,11 @@ impl Receiver {
     #[cold]
     fn refuse(&self, why: &str) {
         self.refusals.refuse(&format!("spml ucx: refused a put-with-signal message: {why}"));
+    }
+
+    #[cold]
+    pub fn refuse_batch(&self, why: &str) {
+        self.refusals.refuse(&format!("spml ucx: refused a batch of puts: {why}"));
     }
 
     /// Check a message against the registrations: the data's range and an aligned word.

@@ -8,6 +8,7 @@
 //! [`Channel::atomic`]) neither allocate, lock (beyond UCX's own worker lock in multi-thread
 //! mode) nor log: they report failures as a `Copy` [`OpError`].
 
+use super::batch::{self, Batches, Slot, SlotGuard};
 use super::{check, status, EpArg, Health, OpError, MAX_SEGMENTS};
 use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
 use rshmem_ucx_sys as sys;
@@ -24,8 +25,23 @@ use std::time::{Duration, Instant};
 /// Measured over TCP only: on RDMA transports a zero-copy rendezvous may win earlier.
 pub const PUT_SIGNAL_EAGER_MAX: usize = 256 * 1024;
 
-/// Workers (as addresses) of the created channels.
-pub type WorkerList = Arc<Mutex<Vec<usize>>>;
+/// How an operation that does not travel in a batch reaches the peer, which decides whether,
+/// after a fence, it must wait for the batches before it to be acknowledged (see `batch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Path {
+    /// An active message: on the endpoint's active-message lane, like the batches, so sent
+    /// after them it is applied after them.
+    Am,
+    /// An atomic: on the active-message lane too where UCX emulates atomics in software, as
+    /// over TCP ([`Batches::amos_on_am_lane`]); else on a lane of its own.
+    Amo,
+    /// RMA, which UCX may spread over other lanes (and connections).
+    Rma,
+}
+
+/// The created channels (whose workers the default channel's waits drive, and whose batches
+/// the progress thread sends while their contexts are idle).
+pub type ChannelList = Arc<Mutex<Vec<Arc<Channel>>>>;
 
 /// Every channel's worker is multi-threaded, whatever its context promises (PRIVATE,
 /// SERIALIZED): other threads drive it too (a peer's flush can depend on its answers), and a
@@ -37,11 +53,16 @@ pub struct Channel {
     rkeys: Box<[AtomicPtr<sys::ucp_rkey>]>,
     ep_args: Box<[EpArg]>,
     /// Endpoint failures of every channel of a `Ucx` go to the same record.
-    _health: Arc<Health>,
+    health: Arc<Health>,
     /// Other workers this channel's waits drive now and then (the default channel drives the
     /// created ones: a peer's flush may wait for one of them to answer while its own context
     /// is idle, and two PEs flushing at once must not wait for each other forever).
-    companions: Option<WorkerList>,
+    companions: Option<ChannelList>,
+    /// The default worker of this process, for a created channel: waits for acknowledgements
+    /// drive it too, since a batch this PE sends itself is applied there.
+    home: usize,
+    /// Small puts batched per peer (see `batch`), when enabled.
+    batches: Option<&'static Batches>,
     /// Changes whenever an application thread drives this worker or issues an operation on it;
     /// the progress thread leaves the worker alone while it keeps changing (see
     /// `super::progress_loop`).
@@ -95,26 +116,56 @@ impl Channel {
             eps: (0..n_pes).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             rkeys: (0..n_pes * MAX_SEGMENTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             ep_args: (0..n_pes).map(|pe| EpArg { pe, health: hp }).collect(),
-            _health: health,
+            health,
             companions: None,
+            home: 0,
+            batches: None,
             activity: Arc::new(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
             spin_rounds,
         })
     }
 
-    pub(super) fn with_companions(mut self, c: WorkerList) -> Channel {
+    pub(super) fn with_companions(mut self, c: ChannelList) -> Channel {
         self.companions = Some(c);
         self
+    }
+
+    /// A created channel drives `home`, the default worker, while waiting for acknowledgements.
+    pub(super) fn with_home(mut self, home: sys::ucp_worker_h) -> Channel {
+        self.home = home as usize;
+        self
+    }
+
+    /// Batch small puts from now on, acknowledged on this channel's worker; `wake` is how a
+    /// first waiting put wakes the progress thread. Before any operation.
+    pub(super) fn enable_batching(
+        &mut self,
+        n_pes: usize,
+        amos_on_am_lane: bool,
+        wake: Option<&'static batch::Wake>,
+    ) -> Result<(), String> {
+        let b: &'static Batches = Box::leak(Box::new(Batches::new(n_pes, amos_on_am_lane)));
+        if let Some(w) = wake {
+            let _ = b.wake.set(w);
+        }
+        batch::install_acks(b, self.worker)?;
+        self.batches = Some(b);
+        Ok(())
+    }
+
+    /// Whether small puts are batched.
+    pub fn batching(&self) -> bool {
+        self.batches.is_some()
     }
 
     /// Drive the companion workers once.
     #[cold]
     fn progress_companions(&self) {
         if let Some(c) = &self.companions {
-            for &w in c.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            for ch in c.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 // SAFETY: live multi-thread-mode workers (removed from the list before closing).
-                unsafe { sys::ucp_worker_progress(w as sys::ucp_worker_h) };
+                unsafe { sys::ucp_worker_progress(ch.worker) };
             }
         }
     }
@@ -325,6 +376,13 @@ impl Channel {
     ) -> Result<(), OpError> {
         let (ep, rkey) = self.target(pe, seg)?;
         self.touch();
+        if let Some(b) = self.batches {
+            if len <= batch::PUT_MAX {
+                // SAFETY: `src` readable for `len` (caller).
+                return unsafe { self.batch_put(b, pe, raddr, src as *const u8, len) };
+            }
+            self.settle(b, pe, Path::Rma)?;
+        }
         let param = sys::ucp_request_param_t::default();
         // SAFETY: live endpoint and key; `src` readable for `len` (caller).
         let r = unsafe { sys::ucp_put_nbx(ep, src, len, raddr, rkey, &param) };
@@ -348,6 +406,9 @@ impl Channel {
     ) -> Result<(), OpError> {
         let (ep, rkey) = self.target(pe, seg)?;
         self.touch();
+        if let Some(b) = self.batches {
+            self.settle(b, pe, Path::Rma)?;
+        }
         let param = sys::ucp_request_param_t::default();
         // SAFETY: live endpoint and key; `dst` writable for `len` (caller).
         let r = unsafe { sys::ucp_get_nbx(ep, dst, len, raddr, rkey, &param) };
@@ -371,6 +432,9 @@ impl Channel {
     ) -> Result<(), OpError> {
         let ep = self.ep(pe)?;
         self.touch();
+        if let Some(b) = self.batches {
+            self.settle(b, pe, Path::Am)?;
+        }
         let h = super::AmHeader { dest, sig, value };
         let mut param = sys::ucp_request_param_t::default();
         if len <= PUT_SIGNAL_EAGER_MAX {
@@ -418,6 +482,9 @@ impl Channel {
     ) -> Result<(), OpError> {
         let (ep, rkey) = self.target(pe, seg)?;
         self.touch();
+        if let Some(b) = self.batches {
+            self.settle(b, pe, Path::Amo)?;
+        }
         // SAFETY: live endpoint and key; the operand is passed by value.
         status(unsafe { sys::ucp_atomic_post(ep, op, value, size, raddr, rkey) })
     }
@@ -484,6 +551,9 @@ impl Channel {
             _ => return Err(OpError::Invalid),
         };
         let (ep, rkey) = self.target(pe, seg)?;
+        if let Some(b) = self.batches {
+            self.settle(b, pe, Path::Amo)?;
+        }
         let mut reply = reply_in;
         let mut param = sys::ucp_request_param_t {
             op_attr_mask: sys::UCP_OP_ATTR_FIELD_DATATYPE,
@@ -502,26 +572,300 @@ impl Channel {
         Ok(if fetch { reply } else { zero })
     }
 
-    /// Complete every operation issued on this channel (remote completion included).
+    /// Complete every operation issued on this channel (remote completion included): send
+    /// every waiting batch, flush the worker, then wait until every batch was acknowledged.
     pub fn flush(&self) -> Result<(), OpError> {
+        if let Some(b) = self.batches {
+            self.send_waiting(b, false)?;
+        }
         let param = sys::ucp_request_param_t::default();
         // SAFETY: our own worker.
         let r = unsafe { sys::ucp_worker_flush_nbx(self.worker, &param) };
-        status(self.wait(r))
+        status(self.wait(r))?;
+        if let Some(b) = self.batches {
+            self.await_acks(b, None, || b.unacked.load(Ordering::Acquire) == 0)?;
+        }
+        Ok(())
     }
 
-    /// Order operations issued before against those issued after, per target.
+    /// Order operations issued before against those issued after, per target. Batched puts
+    /// need nothing now (see `batch`): the next operation outside the batch to a peer waits
+    /// for the batches from before this fence.
     pub fn fence(&self) -> Result<(), OpError> {
+        if let Some(b) = self.batches {
+            if b.unacked.load(Ordering::Acquire) > 0 || b.waiting.load(Ordering::Acquire) > 0 {
+                b.fence_gen.fetch_add(1, Ordering::AcqRel);
+            }
+        }
         // SAFETY: our own worker.
         status(unsafe { sys::ucp_worker_fence(self.worker) })
     }
 
-    /// Drive communication once; true when something happened.
+    /// Drive communication once (sending waiting batches first); true when something happened.
     #[inline(always)]
     pub fn progress(&self) -> bool {
         self.touch();
+        let mut sent = false;
+        if let Some(b) = self.batches {
+            if b.waiting.load(Ordering::Relaxed) > 0 {
+                sent = self.send_waiting(b, true).unwrap_or(false);
+            }
+        }
         // SAFETY: our own worker.
-        unsafe { sys::ucp_worker_progress(self.worker) != 0 }
+        unsafe { sys::ucp_worker_progress(self.worker) != 0 || sent }
+    }
+
+    /// Append a put of at most [`batch::PUT_MAX`] bytes to the peer's batch, sending the batch
+    /// first when the put does not fit.
+    ///
+    /// # Safety
+    /// `src` readable for `len` bytes; `pe` has an endpoint.
+    #[inline(always)]
+    unsafe fn batch_put(
+        &self,
+        b: &Batches,
+        pe: usize,
+        dest: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), OpError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let s = &b.slots[pe];
+        let g = s.lock();
+        b.catch_up(s, &g);
+        let mut at = s.len.load(Ordering::Relaxed);
+        if at + batch::ENTRY_HEADER + len > batch::CAP {
+            self.send_slot(b, pe, &g)?;
+            at = 0;
+        }
+        // SeqCst against the progress thread, which marks itself sleeping and then looks for
+        // waiting batches: one of the two sees the other.
+        if at == 0 && b.waiting.fetch_add(1, Ordering::SeqCst) == 0 {
+            if let Some(w) = b.wake.get() {
+                if w.sleeping.load(Ordering::SeqCst) {
+                    // SAFETY: the default worker, which outlives every channel's use.
+                    unsafe { sys::ucp_worker_signal(w.worker as sys::ucp_worker_h) };
+                }
+            }
+        }
+        // SAFETY: the lock is held and the entry fits (sent above otherwise); `src` (caller).
+        unsafe { b.append(pe, dest, src, len) };
+        Ok(())
+    }
+
+    /// Send the peer's batch, if it holds anything, and wait until UCX no longer needs its
+    /// bytes (at once, normally: the transport copies an eager message).
+    fn send_slot(&self, b: &Batches, pe: usize, _held: &SlotGuard<'_>) -> Result<(), OpError> {
+        let s: &Slot = &b.slots[pe];
+        let len = s.len.load(Ordering::Relaxed);
+        if len == 0 {
+            return Ok(());
+        }
+        let ep = self.ep(pe)?;
+        let h = batch::Header { peer: pe as u32, count: s.count.load(Ordering::Relaxed) };
+        // Counted before it leaves: the acknowledgement may come during the send's own progress.
+        s.sent.fetch_add(1, Ordering::AcqRel);
+        b.unacked.fetch_add(1, Ordering::AcqRel);
+        let param = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
+            flags: sys::UCP_AM_SEND_FLAG_EAGER | sys::UCP_AM_SEND_FLAG_REPLY,
+            ..Default::default()
+        };
+        // SAFETY: a live endpoint; the header and the peer's bytes (ours under the lock) stay
+        // valid until the send has completed (waited for right below).
+        let r = unsafe {
+            sys::ucp_am_send_nbx(
+                ep,
+                batch::BATCH,
+                (&h as *const batch::Header).cast(),
+                batch::HEADER_BYTES,
+                b.buffer(pe) as *const c_void,
+                len,
+                &param,
+            )
+        };
+        let st = self.wait_sent(r);
+        if st != sys::UCS_OK {
+            // Never acknowledged: the caller ends the job over the lost peer.
+            s.sent.fetch_sub(1, Ordering::AcqRel);
+            b.unacked.fetch_sub(1, Ordering::AcqRel);
+            return Err(OpError::Status(st));
+        }
+        s.len.store(0, Ordering::Relaxed);
+        s.count.store(0, Ordering::Relaxed);
+        b.waiting.fetch_sub(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Wait until a batch's send completed. Over TCP a send that did not fit the socket
+    /// completes only as the receiver reads, and the receiver may be this process's default
+    /// worker (a batch to itself) or need this process's default worker to answer its own
+    /// sends first: so a created channel drives the default worker too, and whoever waits here
+    /// keeps the worker that receives moving (threads blocked on a lock this one holds do not).
+    fn wait_sent(&self, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
+        if self.home == 0 || !sys::ptr_is_request(r) {
+            return self.wait(r);
+        }
+        let mut idle = 0u32;
+        loop {
+            // SAFETY: a live request of our worker (freed only below).
+            let st = unsafe { sys::ucp_request_check_status(r) };
+            if st != sys::UCS_INPROGRESS {
+                // SAFETY: completed, freed exactly once.
+                unsafe { sys::ucp_request_free(r) };
+                return st;
+            }
+            // SAFETY: our own worker and the process's default one (multi-thread mode).
+            let busy = unsafe {
+                (sys::ucp_worker_progress(self.worker)
+                    | sys::ucp_worker_progress(self.home as sys::ucp_worker_h))
+                    != 0
+            };
+            if busy {
+                idle = 0;
+            } else if idle < self.spin_rounds {
+                idle += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Send every peer's waiting batch; with `try_only`, skip peers whose lock another thread
+    /// holds (it sends). True when something was sent.
+    pub(super) fn send_waiting(&self, b: &Batches, try_only: bool) -> Result<bool, OpError> {
+        let mut sent = false;
+        for (pe, s) in b.slots.iter().enumerate() {
+            if b.waiting.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            if s.len.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let g = if try_only {
+                match s.try_lock() {
+                    Some(g) => g,
+                    None => continue,
+                }
+            } else {
+                s.lock()
+            };
+            if s.len.load(Ordering::Relaxed) > 0 {
+                self.send_slot(b, pe, &g)?;
+                sent = true;
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Before an operation to `pe` that does not travel in its batch: send the batch, so that
+    /// the operation follows it on the endpoint. If a fence came after puts still
+    /// unacknowledged, an operation that may take another path than the batch (see [`Path`])
+    /// also waits for their acknowledgement.
+    #[inline(always)]
+    pub(super) fn settle(&self, b: &Batches, pe: usize, path: Path) -> Result<(), OpError> {
+        match b.slots.get(pe) {
+            Some(s) if !s.settled() => self.settle_slow(b, pe, s, path),
+            _ => Ok(()),
+        }
+    }
+
+    #[cold]
+    fn settle_slow(&self, b: &Batches, pe: usize, s: &Slot, path: Path) -> Result<(), OpError> {
+        let mark = {
+            let g = s.lock();
+            b.catch_up(s, &g);
+            self.send_slot(b, pe, &g)?;
+            s.fence_mark.load(Ordering::Relaxed)
+        };
+        let behind = match path {
+            Path::Am => false,
+            Path::Amo => !b.amos_on_am_lane,
+            Path::Rma => true,
+        };
+        if behind && s.acked.load(Ordering::Acquire) < mark {
+            self.await_acks(b, Some(pe), || s.acked.load(Ordering::Acquire) >= mark)?;
+        }
+        Ok(())
+    }
+
+    /// Drive this worker (and the default one, for a created channel; the companions now and
+    /// then) until `done`, yielding in idle rounds as [`Channel::wait`] does. A lost peer that
+    /// owes an acknowledgement (`pe`, or any) ends the wait with UCX's status.
+    fn await_acks(&self, b: &Batches, pe: Option<usize>, done: impl Fn() -> bool) -> Result<(), OpError> {
+        let mut spins = 0u32;
+        let mut idle = 0u32;
+        while !done() {
+            if let Some((lost, st, _)) = self.health.failure() {
+                let owes = |p: usize| {
+                    b.slots
+                        .get(p)
+                        .is_some_and(|s| s.acked.load(Ordering::Acquire) < s.sent.load(Ordering::Acquire))
+                };
+                if pe.map_or(owes(lost), |p| p == lost && owes(p)) {
+                    return Err(OpError::Status(st));
+                }
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                self.progress_companions();
+            }
+            self.touch();
+            // SAFETY: our own worker, and the process's default one (multi-thread mode, alive
+            // for as long as any channel is).
+            let mut busy = unsafe { sys::ucp_worker_progress(self.worker) } != 0;
+            if self.home != 0 {
+                // SAFETY: as above.
+                busy |= unsafe { sys::ucp_worker_progress(self.home as sys::ucp_worker_h) } != 0;
+            }
+            if busy {
+                idle = 0;
+            } else if idle < self.spin_rounds {
+                idle += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    /// For the progress thread: send the waiting batches of this channel if its application
+    /// threads have left it alone (`idle`: the caller knows; else since the thread last
+    /// looked, its activity counter stood still). True when something is still waiting.
+    pub(super) fn drain_if_idle(&self, idle: bool) -> bool {
+        let Some(b) = self.batches else { return false };
+        if b.waiting.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        let now = self.activity.load(Ordering::Relaxed);
+        if b.thread_seen.swap(now, Ordering::Relaxed) != now && !idle {
+            return true; // in use: its own calls send it, or the next look does
+        }
+        // A failure here is the application's to report, at its next operation on the peer.
+        let _ = self.send_waiting(b, true);
+        b.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// Whether a batch is waiting to be sent.
+    pub(super) fn batch_waiting(&self) -> bool {
+        self.batches.is_some_and(|b| b.waiting.load(Ordering::SeqCst) > 0)
+    }
+
+    /// Peer `pe`'s batch counters: (batches sent, acknowledged, bytes waiting).
+    #[cfg(test)]
+    pub(super) fn batch_counts(&self, pe: usize) -> (u64, u64, usize) {
+        let s = &self.batches.expect("batching").slots[pe];
+        (s.sent.load(Ordering::Acquire), s.acked.load(Ordering::Acquire), s.len.load(Ordering::Acquire))
+    }
+
+    /// [`Channel::settle`] for `pe` when batching.
+    pub(super) fn settle_pe(&self, pe: usize, path: Path) -> Result<(), OpError> {
+        match self.batches {
+            Some(b) => self.settle(b, pe, path),
+            None => Ok(()),
+        }
     }
 
     pub fn is_closed(&self) -> bool {

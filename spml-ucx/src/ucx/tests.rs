@@ -12,6 +12,17 @@ fn connected(opts: Options) -> Ucx {
     u
 }
 
+/// Register memory as `mem_register` does: mapped, and noted as a region that put-with-signal
+/// messages and batched puts may write (host memory, which this checks).
+fn map(u: &Ucx, p: *mut c_void, len: usize, allocate: bool) -> (sys::ucp_mem_h, *mut c_void) {
+    let (memh, base) = u.mem_map(p, len, allocate).expect("register memory");
+    // SAFETY: the registration just made.
+    let host = unsafe { u.is_host_memory(memh) };
+    assert!(host, "UCX reports ordinary memory as host memory");
+    u.add_region(base as usize, len, host);
+    (memh, base)
+}
+
 /// Read a word UCX wrote behind the compiler's back.
 fn read(v: &[u64], i: usize) -> u64 {
     // SAFETY: an in-bounds element of a live vector.
@@ -33,7 +44,7 @@ fn put_get_atomic_and_flush_through_a_self_endpoint() {
     let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     assert_eq!(u.n_pes(), 1);
     let mut target = vec![0u64; 64];
-    let (memh, base) = u.mem_map(target.as_mut_ptr().cast(), 64 * 8, false).expect("register a buffer");
+    let (memh, base) = map(&u, target.as_mut_ptr().cast(), 64 * 8, false);
     assert_eq!(base, target.as_mut_ptr().cast());
     // SAFETY: a live registration of this context.
     let packed = unsafe { u.rkey_pack(memh) }.expect("pack its key");
@@ -96,7 +107,7 @@ fn put_get_atomic_and_flush_through_a_self_endpoint() {
 fn every_atomic_operation_in_both_widths() {
     let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     let mut words = vec![0u64; 4];
-    let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 32, false).unwrap();
+    let (memh, _) = map(&u, words.as_mut_ptr().cast(), 32, false);
     // SAFETY: a live registration of this context.
     let packed = unsafe { u.rkey_pack(memh) }.unwrap();
     u.add_rkey(0, 0, &packed).unwrap();
@@ -180,7 +191,7 @@ fn missing_endpoints_and_keys_are_errors_not_crashes() {
 #[test]
 fn allocated_memory_can_be_mapped_through_its_key() {
     let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
-    let (memh, base) = u.mem_map(std::ptr::null_mut(), 1 << 20, true).expect("UCX allocates 1 MiB");
+    let (memh, base) = map(&u, std::ptr::null_mut(), 1 << 20, true);
     assert!(!base.is_null());
     // SAFETY: a live registration of this context.
     let packed = unsafe { u.rkey_pack(memh) }.unwrap();
@@ -214,7 +225,7 @@ fn progress_thread_runs_sleeps_and_stops() {
     assert!(u.progress_thread_running());
     u.start_progress_thread(None).expect("starting twice is harmless");
     let mut target = vec![0u64; 8];
-    let (memh, _) = u.mem_map(target.as_mut_ptr().cast(), 64, false).unwrap();
+    let (memh, _) = map(&u, target.as_mut_ptr().cast(), 64, false);
     // SAFETY: a live registration of this context.
     let packed = unsafe { u.rkey_pack(memh) }.unwrap();
     u.add_rkey(0, 0, &packed).unwrap();
@@ -292,7 +303,7 @@ fn two_workers_exchange_data_and_one_leaves_without_hanging() {
     a.connect(&addrs).unwrap();
     b.connect(&addrs).unwrap();
     let mut target = vec![0u64; 8];
-    let (memh, _) = b.mem_map(target.as_mut_ptr().cast(), 64, false).unwrap();
+    let (memh, _) = map(&b, target.as_mut_ptr().cast(), 64, false);
     // SAFETY: a live registration of b's context.
     let packed = unsafe { b.rkey_pack(memh) }.unwrap();
     a.add_rkey(1, 0, &packed).unwrap();
@@ -339,7 +350,7 @@ fn two_workers_exchange_data_and_one_leaves_without_hanging() {
 fn created_channels_have_their_own_worker_and_every_key() {
     let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
     let mut words = vec![0u64; 8];
-    let (memh, _) = u.mem_map(words.as_mut_ptr().cast(), 64, false).unwrap();
+    let (memh, _) = map(&u, words.as_mut_ptr().cast(), 64, false);
     // SAFETY: a live registration of this context.
     let packed = unsafe { u.rkey_pack(memh) }.unwrap();
     u.add_rkey(0, 0, &packed).unwrap(); // announced before the channels exist
@@ -389,6 +400,179 @@ fn created_channels_have_their_own_worker_and_every_key() {
     drop(shared);
 }
 
+/// A one-PE job with batching on, one registered target buffer of `words` words keyed as
+/// segment 0: the job, the buffer, its address and the registration.
+fn batching_job(opts: Options, words: usize) -> (Ucx, Vec<u64>, u64, sys::ucp_mem_h) {
+    let u = connected(Options { batch_puts: true, ..opts });
+    assert!(u.batching(), "batching is on where UCX moves no device memory");
+    let mut target = vec![0u64; words];
+    let (memh, _) = map(&u, target.as_mut_ptr().cast(), words * 8, false);
+    // SAFETY: a live registration of this context.
+    let packed = unsafe { u.rkey_pack(memh) }.unwrap();
+    u.add_rkey(0, 0, &packed).unwrap();
+    let base = target.as_ptr() as u64;
+    (u, target, base, memh)
+}
+
+#[test]
+fn batched_puts_land_in_order_once_quiet_returns() {
+    let (u, target, base, memh) =
+        batching_job(Options { progress_thread: false, loopback_only: true, ..Options::default() }, 1024);
+    // 2000 puts of 8 bytes fill several messages (a put's entry takes 20 of a buffer's 4096
+    // bytes); every word is written twice, the later value must win.
+    for round in 0..2u64 {
+        for i in 0..1000u64 {
+            let v = i * 10 + round;
+            // SAFETY: `v` is read before the put returns.
+            unsafe { u.put(0, 0, base + 8 * i, (&v as *const u64).cast(), 8, round == 0) }.unwrap();
+        }
+    }
+    let (sent, _, waiting) = u.batch_counts(0);
+    assert!(sent >= 9, "{sent} messages for 2000 puts: the buffer was sent when full");
+    assert!(waiting > 0, "the last puts wait for the quiet");
+    u.flush().unwrap();
+    let (sent, acked, waiting) = u.batch_counts(0);
+    assert_eq!((acked, waiting), (sent, 0), "quiet returns once every batch was acknowledged");
+    assert!((0..1000).all(|i| read(&target, i) == i as u64 * 10 + 1));
+    // Puts of every size up to the limit, and bytes at odd addresses.
+    let bytes: Vec<u8> = (0..=255u8).collect();
+    for len in [1usize, 7, 100, 255, BATCH_PUT_MAX] {
+        // SAFETY: `bytes` holds 256 bytes.
+        unsafe { u.put(0, 0, base + 8 * 512 + 3, bytes.as_ptr().cast(), len, false) }.unwrap();
+        u.flush().unwrap();
+        let mut back = vec![0u8; len];
+        // SAFETY: `back` is writable for `len` bytes.
+        unsafe { u.get(0, 0, base + 8 * 512 + 3, back.as_mut_ptr().cast(), len, true) }.unwrap();
+        assert_eq!(back, bytes[..len]);
+    }
+    assert_eq!(u.refused_messages(), 0);
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+}
+
+#[test]
+fn other_operations_to_the_peer_follow_its_batch_and_a_fence_waits_for_it() {
+    let (u, target, base, memh) =
+        batching_job(Options { progress_thread: false, loopback_only: true, ..Options::default() }, 16);
+    let v = 42u64;
+    // SAFETY: `v` outlives the put.
+    unsafe { u.put(0, 0, base, (&v as *const u64).cast(), 8, true) }.unwrap();
+    assert_eq!(u.batch_counts(0), (0, 0, 20), "waiting in the buffer");
+    // A get of the same word goes after the batch, which it sends first.
+    let mut got = 0u64;
+    // SAFETY: `got` is writable.
+    unsafe { u.get(0, 0, base, (&mut got as *mut u64).cast(), 8, true) }.unwrap();
+    assert_eq!(got, 42);
+    assert_eq!(u.batch_counts(0).0, 1);
+    u.flush().unwrap();
+    // After a fence, a get (RMA, which may take another lane) waits for the batch's answer.
+    let w = 7u64;
+    // SAFETY: `w` outlives the put.
+    unsafe { u.put(0, 0, base + 8, (&w as *const u64).cast(), 8, true) }.unwrap();
+    u.fence().unwrap();
+    // SAFETY: `got` is writable.
+    unsafe { u.get(0, 0, base + 40, (&mut got as *mut u64).cast(), 8, true) }.unwrap();
+    let (sent, acked, waiting) = u.batch_counts(0);
+    assert_eq!((sent, acked, waiting), (2, 2, 0), "the put before the fence is complete before the get");
+    // An atomic after a fence follows the batch on the active-message lane (UCX's software
+    // atomics over TCP): sent first, not waited for.
+    // SAFETY: as above.
+    unsafe { u.put(0, 0, base + 8, (&w as *const u64).cast(), 8, true) }.unwrap();
+    u.fence().unwrap();
+    u.atomic_add_u64(0, 0, base + 16, 1).unwrap();
+    assert_eq!((u.batch_counts(0).0, u.batch_counts(0).2), (3, 0), "sent before the atomic");
+    u.flush().unwrap();
+    // A put after the fence rides in the buffer with no waiting at all.
+    // SAFETY: as above.
+    unsafe { u.put(0, 0, base + 24, (&w as *const u64).cast(), 8, true) }.unwrap();
+    u.fence().unwrap();
+    // SAFETY: as above.
+    unsafe { u.put(0, 0, base + 32, (&w as *const u64).cast(), 8, true) }.unwrap();
+    assert_eq!(u.batch_counts(0), (3, 3, 40));
+    u.flush().unwrap();
+    assert_eq!((read(&target, 1), read(&target, 2), read(&target, 3), read(&target, 4)), (7, 1, 7, 7));
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+}
+
+#[test]
+fn where_atomics_take_a_lane_of_their_own_they_wait_after_a_fence_too() {
+    let opts =
+        Options { progress_thread: false, loopback_only: true, amos_on_am_lane: false, ..Options::default() };
+    let (u, target, base, memh) = batching_job(opts, 4);
+    let w = 7u64;
+    // SAFETY: `w` outlives the put.
+    unsafe { u.put(0, 0, base, (&w as *const u64).cast(), 8, true) }.unwrap();
+    u.atomic_add_u64(0, 0, base + 8, 1).unwrap();
+    assert_eq!(u.batch_counts(0).0, 1, "no fence: the batch is sent first");
+    // SAFETY: as above.
+    unsafe { u.put(0, 0, base, (&w as *const u64).cast(), 8, true) }.unwrap();
+    u.fence().unwrap();
+    u.atomic_add_u64(0, 0, base + 8, 1).unwrap();
+    assert_eq!(u.batch_counts(0), (2, 2, 0), "the put before the fence is complete before the atomic");
+    u.flush().unwrap();
+    assert_eq!((read(&target, 0), read(&target, 1)), (7, 2));
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+}
+
+#[test]
+fn a_waiting_batch_reaches_the_target_while_the_pe_computes() {
+    // The spec's progress rule: a put must not wait for this PE's next call into the library.
+    let (u, target, base, memh) = batching_job(Options { loopback_only: true, ..Options::default() }, 4);
+    u.start_progress_thread(None).expect("progress thread");
+    std::thread::sleep(Duration::from_millis(30)); // the thread sleeps on the worker's fd
+    for v in [5u64, 6] {
+        // SAFETY: `v` is read before the put returns.
+        unsafe { u.put(0, 0, base, (&v as *const u64).cast(), 8, true) }.unwrap();
+        let t = Instant::now();
+        while read(&target, 0) != v && t.elapsed() < Duration::from_secs(5) {
+            std::hint::spin_loop(); // "computing": no call into the library
+        }
+        assert_eq!(read(&target, 0), v, "delivered without a library call");
+        assert!(t.elapsed() < Duration::from_millis(100), "took {:?}", t.elapsed());
+    }
+    u.stop_progress_thread();
+    u.flush().unwrap();
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+}
+
+#[test]
+fn a_batched_put_into_memory_not_registered_is_refused() {
+    let (u, _target, _base, memh) =
+        batching_job(Options { progress_thread: false, loopback_only: true, ..Options::default() }, 4);
+    let elsewhere = [0u64; 2];
+    let v = 1u64;
+    // The key of segment 0 passes the sender's checks; the address is the target's to refuse.
+    // SAFETY: `v` outlives the put.
+    unsafe { u.put(0, 0, elsewhere.as_ptr() as u64, (&v as *const u64).cast(), 8, true) }.unwrap();
+    u.flush().unwrap();
+    assert_eq!(u.refused_messages(), 1);
+    assert_eq!(read(&elsewhere, 0), 0, "nothing written");
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+}
+
+#[test]
+fn batching_is_for_sockets_only() {
+    assert!(sockets_only(None, false), "no RDMA device: TCP it is");
+    assert!(!sockets_only(None, true));
+    assert!(sockets_only(Some("tcp,self"), true), "the user chose TCP");
+    assert!(sockets_only(Some("sm,tcp"), true));
+    assert!(!sockets_only(Some("rc,tcp"), false));
+    assert!(!sockets_only(Some("ud_v,sm"), false));
+    assert!(!sockets_only(Some("sm,self"), false), "nothing to batch without TCP");
+    assert!(!sockets_only(Some("all"), false));
+    assert!(sockets_only(Some("^rc"), false), "exclusions are judged by the devices");
+    assert!(!sockets_only(Some("^tcp"), true));
+}
+
 #[test]
 fn channels_need_a_connected_spml() {
     let u =
@@ -424,8 +608,8 @@ fn put_with_signal_lands_the_data_before_the_word_and_refuses_unregistered_memor
     const WORDS: usize = 8 + (8 << 20) / 8;
     let mut target = vec![0u64; WORDS];
     let base = target.as_mut_ptr() as usize;
-    let (memh, _) = u.mem_map(base as *mut c_void, WORDS * 8, false).unwrap();
-    u.add_region(base, WORDS * 8);
+    let (memh, _) = map(&u, base as *mut c_void, WORDS * 8, false);
+    u.add_region(base, WORDS * 8, true);
     let mut expected = 0u64;
     for (k, len) in [0usize, 1, 100, 8192, 64 << 10, 1 << 20, 8 << 20].into_iter().enumerate() {
         let src: Vec<u8> = (0..len).map(|j| (j * 7 + k) as u8).collect();

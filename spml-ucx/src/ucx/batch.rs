@@ -1,0 +1,500 @@
+//! Small puts batched per peer: over TCP every UCX message costs a system call, about 6 µs
+//! between two emulated hosts, so an 8-byte put cost that much whatever carried it. A channel
+//! keeps a buffer per peer; a put of at most [`PUT_MAX`] bytes is appended to it (destination,
+//! length, bytes) and returns, since the source may be reused at once. The buffer travels as
+//! one active message (`BATCH`) when it is full, when the application waits or progresses
+//! inside the library, before any other operation to that peer, at quiet, and, when the
+//! application computes, when the progress thread takes over (see `super::progress_loop`).
+//! The target's handler copies each put into place, in order, and answers with an `ACK`; quiet
+//! waits for every batch it sent to be acknowledged, so the puts are then remotely complete.
+//!
+//! Ordering (the spec's fence): puts to one peer after a fence travel in the same buffer, or in
+//! a later message on the same endpoint, after those before it, so a fence costs nothing for
+//! them. An operation that does not travel in the batch (a get, an atomic, a larger put, a
+//! put-with-signal message) first sends the peer's buffer. What travels on the endpoint's
+//! active-message lane after it is applied after it: other active messages, and atomics where
+//! UCX emulates them with active messages (as over TCP, the only place where batching is on by
+//! default). Anything else (RMA, which UCX may spread over other lanes and connections, or
+//! atomics done by the network) after a fence waits for the acknowledgement of every batch
+//! holding puts from before the fence: [`Slot::fence_mark`], kept lazily per peer against the
+//! channel's fence generation.
+//!
+//! The handler writes only host memory this process registered for remote access
+//! (`super::am::Regions`); a message naming anything else is refused and ends the job.
+
+use super::am::{check_header_room, set_handler, Receiver};
+use rshmem_ucx_sys as sys;
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Active-message ids (put-with-signal is 1, transfers through the target 2-4).
+pub const BATCH: u32 = 5;
+pub const ACK: u32 = 6;
+
+/// Puts of at most this many bytes are batched. Over TCP a message of a few hundred bytes
+/// costs what an 8-byte one does, so batching pays for every put that shares a message.
+pub const PUT_MAX: usize = 256;
+
+/// Bytes of entries a peer's buffer holds: one page, so a buffer that is never used costs no
+/// memory (the buffers are one zeroed allocation, whose untouched pages the kernel does not
+/// back), and one eager message carries it whole.
+pub const CAP: usize = 4096;
+
+/// An entry: the destination address (8 bytes) and the length (4), then the bytes.
+pub const ENTRY_HEADER: usize = 12;
+
+/// A batch's header: the target's index in the sender's table (returned in the `ACK`, so the
+/// sender knows whose batch was applied) and the number of entries.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    pub peer: u32,
+    pub count: u32,
+}
+
+pub const HEADER_BYTES: usize = std::mem::size_of::<Header>();
+
+/// One peer's buffer state. `len` and `count` change only under `lock`; `len` is also read
+/// without it, as a hint that there is something to send.
+pub struct Slot {
+    lock: AtomicBool,
+    pub len: AtomicUsize,
+    pub count: AtomicU32,
+    /// Batches sent to this peer, and acknowledged by it (both only grow).
+    pub sent: AtomicU64,
+    pub acked: AtomicU64,
+    /// `acked` must reach this before an operation outside the batch goes to the peer: the
+    /// batches that hold puts issued before the last fence.
+    pub fence_mark: AtomicU64,
+    /// The channel's fence generation `fence_mark` was computed for.
+    pub fence_gen: AtomicU64,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            lock: AtomicBool::new(false),
+            len: AtomicUsize::new(0),
+            count: AtomicU32::new(0),
+            sent: AtomicU64::new(0),
+            acked: AtomicU64::new(0),
+            fence_mark: AtomicU64::new(0),
+            fence_gen: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether nothing of this peer's is waiting or unacknowledged.
+    #[inline(always)]
+    pub fn settled(&self) -> bool {
+        self.len.load(Ordering::Relaxed) == 0
+            && self.acked.load(Ordering::Acquire) >= self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Take the lock, spinning (the holder appends a few bytes or sends one message).
+    #[inline(always)]
+    pub fn lock(&self) -> SlotGuard<'_> {
+        while self.lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::hint::spin_loop();
+            if self.lock.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+        }
+        SlotGuard(self)
+    }
+
+    pub fn try_lock(&self) -> Option<SlotGuard<'_>> {
+        // Not `then_some`: a guard built for nothing would release the holder's lock when dropped.
+        match self.lock.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => Some(SlotGuard(self)),
+            Err(_) => None,
+        }
+    }
+}
+
+/// Holds a [`Slot`]'s lock until dropped.
+pub struct SlotGuard<'a>(&'a Slot);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock.store(false, Ordering::Release);
+    }
+}
+
+/// How a put that leaves the first bytes waiting wakes the progress thread when it sleeps on
+/// the default worker's event fd, so that a PE that goes on computing still delivers them
+/// within the thread's pause.
+pub struct Wake {
+    pub worker: usize,
+    pub sleeping: AtomicBool,
+}
+
+/// A channel's buffers, one [`Slot`] and [`CAP`] bytes per peer. Leaked by its channel: the
+/// acknowledgement handler of the worker refers to it, and a worker may be left to the process
+/// exit (see `Channel::close`).
+pub struct Batches {
+    pub slots: Box<[Slot]>,
+    buf: *mut u8,
+    layout: Layout,
+    /// Batches sent and not yet acknowledged, all peers together.
+    pub unacked: AtomicU64,
+    /// Peers whose buffer holds bytes.
+    pub waiting: AtomicUsize,
+    /// Fences issued while something was outstanding.
+    pub fence_gen: AtomicU64,
+    pub wake: OnceLock<&'static Wake>,
+    /// The owner's activity counter as the progress thread last saw it.
+    pub thread_seen: AtomicU64,
+    /// Whether UCX carries atomics on the active-message lane (software atomics, as over
+    /// TCP): they then follow the batches sent before them, in order.
+    pub amos_on_am_lane: bool,
+}
+
+// SAFETY: a peer's bytes in `buf` are only touched under its slot's lock; the rest is atomics.
+unsafe impl Send for Batches {}
+// SAFETY: as above.
+unsafe impl Sync for Batches {}
+
+impl Batches {
+    pub fn new(n_pes: usize, amos_on_am_lane: bool) -> Batches {
+        let layout = Layout::from_size_align(n_pes.max(1) * CAP, 4096).expect("a valid layout");
+        // SAFETY: a non-zero size. Zeroed memory of this size comes from fresh pages the kernel
+        // backs only when touched.
+        let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+        if buf.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Batches {
+            slots: (0..n_pes).map(|_| Slot::new()).collect(),
+            buf,
+            layout,
+            unacked: AtomicU64::new(0),
+            waiting: AtomicUsize::new(0),
+            fence_gen: AtomicU64::new(0),
+            wake: OnceLock::new(),
+            thread_seen: AtomicU64::new(0),
+            amos_on_am_lane,
+        }
+    }
+
+    /// Peer `pe`'s buffer; only to be used under its slot's lock.
+    ///
+    /// # Safety
+    /// `pe` is in range and the caller holds the slot's lock.
+    #[inline(always)]
+    pub unsafe fn buffer(&self, pe: usize) -> *mut u8 {
+        // SAFETY: in range (caller): the allocation holds `n_pes * CAP` bytes.
+        unsafe { self.buf.add(pe * CAP) }
+    }
+
+    /// Bring the slot's fence mark up to the channel's latest fence, before anything is
+    /// appended to it: everything it holds now predates that fence.
+    #[inline(always)]
+    pub fn catch_up(&self, s: &Slot, _held: &SlotGuard<'_>) {
+        let g = self.fence_gen.load(Ordering::Acquire);
+        if s.fence_gen.load(Ordering::Relaxed) != g {
+            s.fence_gen.store(g, Ordering::Relaxed);
+            let pending = u64::from(s.len.load(Ordering::Relaxed) > 0);
+            s.fence_mark.store(s.sent.load(Ordering::Relaxed) + pending, Ordering::Relaxed);
+        }
+    }
+
+    /// Append one put to the slot's buffer, which has room for it.
+    ///
+    /// # Safety
+    /// The caller holds the slot's lock; `src` is readable for `len` bytes; the entry fits.
+    #[inline(always)]
+    pub unsafe fn append(&self, pe: usize, dest: u64, src: *const u8, len: usize) {
+        let s = &self.slots[pe];
+        let at = s.len.load(Ordering::Relaxed);
+        debug_assert!(at + ENTRY_HEADER + len <= CAP);
+        // SAFETY: inside this peer's CAP bytes (caller), which only the lock holder touches.
+        unsafe {
+            let p = self.buffer(pe).add(at);
+            std::ptr::write_unaligned(p as *mut u64, dest);
+            std::ptr::write_unaligned(p.add(8) as *mut u32, len as u32);
+            std::ptr::copy_nonoverlapping(src, p.add(ENTRY_HEADER), len);
+        }
+        s.len.store(at + ENTRY_HEADER + len, Ordering::Relaxed);
+        s.count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Batches {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, released once.
+        unsafe { std::alloc::dealloc(self.buf, self.layout) };
+    }
+}
+
+/// Install the batch handler on the default worker, whose [`Receiver`] knows the memory it may
+/// write. `rx` must outlive the worker.
+pub fn install_receiver(rx: &'static Receiver, worker: sys::ucp_worker_h) -> Result<(), String> {
+    check_header_room(worker, HEADER_BYTES, "batched puts")?;
+    set_handler(worker, BATCH, on_batch, rx as *const Receiver as *mut c_void)
+}
+
+/// Install the acknowledgement handler on a channel's worker (every worker that sends batches).
+pub fn install_acks(b: &'static Batches, worker: sys::ucp_worker_h) -> Result<(), String> {
+    check_header_room(worker, HEADER_BYTES, "batched puts")?;
+    set_handler(worker, ACK, on_ack, b as *const Batches as *mut c_void)
+}
+
+/// Walk a batch's entries in order, calling `f` with each one's destination and bytes; stops
+/// at the first error, `f`'s or why the message is malformed.
+pub fn walk(
+    data: &[u8],
+    count: u32,
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut at = 0usize;
+    for i in 0..count {
+        let head = data
+            .get(at..at + ENTRY_HEADER)
+            .ok_or_else(|| format!("entry {i} of {count} starts past the {} bytes sent", data.len()))?;
+        let dest = u64::from_ne_bytes(head[..8].try_into().expect("8 bytes"));
+        let len = u32::from_ne_bytes(head[8..].try_into().expect("4 bytes")) as usize;
+        let body = data
+            .get(at + ENTRY_HEADER..at + ENTRY_HEADER + len)
+            .ok_or_else(|| format!("entry {i} of {count} ({len} bytes) runs past the message"))?;
+        f(dest, body)?;
+        at += ENTRY_HEADER + len;
+    }
+    if at != data.len() {
+        return Err(format!("{} bytes after the last of {count} entries", data.len() - at));
+    }
+    Ok(())
+}
+
+/// Apply a batch: check every entry against the registered host memory first, then copy each
+/// in order (a later put to the same bytes wins, as it would have arrived later).
+fn apply(rx: &Receiver, data: &[u8], count: u32) -> Result<(), String> {
+    walk(data, count, |dest, bytes| {
+        if rx.regions.contains_host(dest, bytes.len()) {
+            Ok(())
+        } else {
+            Err(format!("{} bytes at {dest:#x} are not registered host memory of this PE", bytes.len()))
+        }
+    })?;
+    walk(data, count, |dest, bytes| {
+        // SAFETY: registered host memory of this process (checked above), which the sender's
+        // puts may write; the source is the message, valid during the handler.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dest as usize as *mut u8, bytes.len()) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn on_batch(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t {
+    let body = || {
+        // SAFETY: the argument is the leaked Receiver that installed this handler.
+        let rx = unsafe { &*(arg as *const Receiver) };
+        // SAFETY: UCX passes a valid parameter structure.
+        let (attr, reply_ep) = unsafe { ((*param).recv_attr, (*param).reply_ep) };
+        if attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV as u64 != 0 {
+            rx.refuse_batch("a rendezvous message (batches are sent eagerly)");
+            return sys::UCS_ERR_INVALID_PARAM;
+        }
+        if header_length != HEADER_BYTES || header.is_null() {
+            rx.refuse_batch(&format!("a header of {header_length} bytes, not {HEADER_BYTES}"));
+            return sys::UCS_OK;
+        }
+        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
+        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
+        let bytes: &[u8] = if length == 0 || data.is_null() {
+            &[]
+        } else {
+            // SAFETY: an eager message's data is `length` readable bytes during this call.
+            unsafe { std::slice::from_raw_parts(data as *const u8, length) }
+        };
+        if let Err(why) = apply(rx, bytes, h.count) {
+            rx.refuse_batch(&why);
+        }
+        // Acknowledged even when refused: the refusal ends the job, and the sender must not
+        // wait for an answer that would never come until then.
+        if attr & sys::UCP_AM_RECV_ATTR_FIELD_REPLY_EP as u64 != 0 && !reply_ep.is_null() {
+            send_ack(reply_ep, Header { peer: h.peer, count: h.count });
+        } else {
+            rx.refuse_batch("a batch without a reply endpoint");
+        }
+        sys::UCS_OK
+    };
+    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+}
+
+/// Send an acknowledgement from inside the handler, where nothing may wait: completed at once
+/// when the transport takes it (the header is then copied), else boxed until its send completes.
+fn send_ack(ep: sys::ucp_ep_h, h: Header) {
+    let p = sys::ucp_request_param_t {
+        op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS | sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
+        flags: sys::UCP_AM_SEND_FLAG_EAGER,
+        ..Default::default()
+    };
+    // SAFETY: the endpoint UCX handed the handler; with immediate completion forced, UCX keeps
+    // no reference to the header after returning.
+    let r = unsafe {
+        sys::ucp_am_send_nbx(ep, ACK, (&h as *const Header).cast(), HEADER_BYTES, std::ptr::null(), 0, &p)
+    };
+    if sys::ptr_is_request(r) {
+        // Not expected with FORCE_IMM_CMPL; the request is UCX's to finish.
+        // SAFETY: a live request, released once.
+        unsafe { sys::ucp_request_free(r) };
+        return;
+    }
+    if sys::ptr_status(r) != sys::UCS_ERR_NO_RESOURCE {
+        return; // sent, or the peer is gone (its failure is reported through its endpoint)
+    }
+    let boxed = Box::into_raw(Box::new(h));
+    let p = sys::ucp_request_param_t {
+        op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK
+            | sys::UCP_OP_ATTR_FIELD_USER_DATA
+            | sys::UCP_OP_ATTR_FIELD_FLAGS,
+        flags: sys::UCP_AM_SEND_FLAG_EAGER,
+        cb: sys::ucp_request_param_t__bindgen_ty_1 { send: Some(on_ack_sent) },
+        user_data: boxed.cast(),
+        ..Default::default()
+    };
+    // SAFETY: as above; the boxed header lives until the send completes (freed by
+    // `on_ack_sent`, or below when no request was made).
+    let r = unsafe {
+        sys::ucp_am_send_nbx(ep, ACK, boxed as *const c_void, HEADER_BYTES, std::ptr::null(), 0, &p)
+    };
+    if !sys::ptr_is_request(r) {
+        // SAFETY: no request: the callback will not run, so the box is ours again.
+        drop(unsafe { Box::from_raw(boxed) });
+    }
+}
+
+unsafe extern "C" fn on_ack_sent(request: *mut c_void, _status: sys::ucs_status_t, user_data: *mut c_void) {
+    let body = || {
+        // SAFETY: the box `send_ack` leaked for this request, taken back exactly once; the
+        // request is a worker's, released once from its completion callback.
+        unsafe {
+            drop(Box::from_raw(user_data as *mut Header));
+            sys::ucp_request_free(request);
+        }
+    };
+    if std::panic::catch_unwind(body).is_err() {
+        std::process::abort();
+    }
+}
+
+unsafe extern "C" fn on_ack(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    _data: *mut c_void,
+    _length: usize,
+    _param: *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t {
+    let body = || {
+        // SAFETY: the argument is the leaked Batches that installed this handler.
+        let b = unsafe { &*(arg as *const Batches) };
+        if header_length != HEADER_BYTES || header.is_null() {
+            return sys::UCS_OK; // not an acknowledgement this library sent
+        }
+        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
+        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
+        let Some(s) = b.slots.get(h.peer as usize) else { return sys::UCS_OK };
+        // Only what was sent can be acknowledged: a stray answer must not release a quiet.
+        let acked = s.acked.load(Ordering::Acquire);
+        if acked < s.sent.load(Ordering::Acquire) {
+            s.acked.store(acked + 1, Ordering::Release);
+            b.unacked.fetch_sub(1, Ordering::AcqRel);
+        }
+        sys::UCS_OK
+    };
+    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(puts: &[(u64, &[u8])]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for (d, b) in puts {
+            v.extend_from_slice(&d.to_ne_bytes());
+            v.extend_from_slice(&(b.len() as u32).to_ne_bytes());
+            v.extend_from_slice(b);
+        }
+        v
+    }
+
+    fn entries(data: &[u8], count: u32) -> Result<Vec<(u64, Vec<u8>)>, String> {
+        let mut v = Vec::new();
+        walk(data, count, |d, b| {
+            v.push((d, b.to_vec()));
+            Ok(())
+        })?;
+        Ok(v)
+    }
+
+    #[test]
+    fn entries_round_trip_and_malformed_batches_are_named() {
+        let msg = encode(&[(0x1000, b"abc"), (0x2000, b""), (0x3000, &[7u8; 256])]);
+        let e = entries(&msg, 3).expect("well formed");
+        assert_eq!(e.len(), 3);
+        assert_eq!(e[0], (0x1000, b"abc".to_vec()));
+        assert_eq!(e[1], (0x2000, vec![]));
+        assert_eq!(e[2].1.len(), 256);
+        assert!(entries(&msg, 4).unwrap_err().contains("starts past"));
+        assert!(entries(&msg, 2).unwrap_err().contains("after the last"));
+        assert!(entries(&msg[..msg.len() - 1], 3).unwrap_err().contains("runs past"));
+    }
+
+    #[test]
+    fn appended_puts_are_what_a_batch_decodes_to() {
+        let b = Batches::new(3, true);
+        let s = &b.slots[2];
+        let g = s.lock();
+        assert!(s.try_lock().is_none(), "the lock excludes a second holder");
+        assert!(s.try_lock().is_none(), "and a failed try leaves it held");
+        let data = [1u8, 2, 3, 4, 5];
+        // SAFETY: the lock is held and both entries fit.
+        unsafe {
+            b.append(2, 0xabc, data.as_ptr(), 5);
+            b.append(2, 0xdef, data.as_ptr(), 2);
+        }
+        let len = s.len.load(Ordering::Relaxed);
+        assert_eq!(len, 2 * ENTRY_HEADER + 7);
+        // SAFETY: peer 2 is in range and its lock is held.
+        let bytes = unsafe { std::slice::from_raw_parts(b.buffer(2), len) };
+        let e = entries(bytes, s.count.load(Ordering::Relaxed)).expect("decodes");
+        assert_eq!(e, vec![(0xabc, data.to_vec()), (0xdef, data[..2].to_vec())]);
+        drop(g);
+        assert!(s.try_lock().is_some());
+        // Untouched peers' buffers stay empty.
+        assert!(b.slots[0].settled() && b.slots[1].settled() && !s.settled());
+    }
+
+    #[test]
+    fn a_fence_marks_what_was_there_before_it() {
+        let b = Batches::new(1, true);
+        let s = &b.slots[0];
+        let one = [9u8];
+        {
+            let g = s.lock();
+            b.catch_up(s, &g);
+            // SAFETY: held lock; fits.
+            unsafe { b.append(0, 8, one.as_ptr(), 1) };
+        }
+        s.sent.store(3, Ordering::Relaxed); // three batches went before
+        b.fence_gen.fetch_add(1, Ordering::AcqRel);
+        let g = s.lock();
+        b.catch_up(s, &g);
+        // The three sent and the one still waiting predate the fence.
+        assert_eq!(s.fence_mark.load(Ordering::Relaxed), 4);
+        // Nothing changes until the next fence.
+        s.sent.store(9, Ordering::Relaxed);
+        b.catch_up(s, &g);
+        assert_eq!(s.fence_mark.load(Ordering::Relaxed), 4);
+    }
+}
