@@ -882,6 +882,19 @@ impl Channel {
             return Ok(());
         }
         let mut pending: Vec<sys::ucs_status_ptr_t> = Vec::new();
+        if let Some(b) = self.batches {
+            // Puts still waiting (a context never quieted) go now, and get their answers while
+            // the peers still listen, as UCX's flush below waits for its own puts.
+            if self.send_waiting(b, false).is_ok() {
+                while b.unacked.load(Ordering::Acquire) > 0
+                    && self.health.failure().is_none()
+                    && Instant::now() < deadline
+                {
+                    // SAFETY: our own worker.
+                    unsafe { sys::ucp_worker_progress(self.worker) };
+                }
+            }
+        }
         let param = sys::ucp_request_param_t::default();
         // SAFETY: our own worker.
         let r = unsafe { sys::ucp_worker_flush_nbx(self.worker, &param) };
