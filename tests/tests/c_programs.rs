@@ -79,6 +79,14 @@ fn ring() {
     run_everywhere("ring", &[]);
 }
 
+/// Small puts in the patterns that depend on their order and delivery (through the network
+/// spml ucx batches them): fence before an atomic or a flag put, every size to 256 bytes, and
+/// delivery both ways while the PEs compute without calling the library.
+#[test]
+fn small_puts_keep_order_and_arrive_while_pes_compute() {
+    run_everywhere("small_puts", &[]);
+}
+
 #[test]
 fn barrier_and_sync_all() {
     run_everywhere("barrier", &[]);
