@@ -533,7 +533,7 @@ fn a_waiting_batch_reaches_the_target_while_the_pe_computes() {
             std::hint::spin_loop(); // "computing": no call into the library
         }
         assert_eq!(read(&target, 0), v, "delivered without a library call");
-        assert!(t.elapsed() < Duration::from_millis(100), "took {:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_secs(1), "took {:?}", t.elapsed());
     }
     u.stop_progress_thread();
     u.flush().unwrap();
