@@ -5,8 +5,10 @@
 //! independently, as the spec intends (9.4) and as OSHMEM's spml ucx does.
 //!
 //! Hot paths ([`Channel::put`], [`Channel::get`], [`Channel::atomic_add_u64`],
-//! [`Channel::atomic`]) neither allocate, lock (beyond UCX's own worker lock in multi-thread
-//! mode) nor log: they report failures as a `Copy` [`OpError`].
+//! [`Channel::atomic`]) neither allocate nor log, and lock only what UCX locks itself (its
+//! worker, in multi-thread mode) plus, for a batched put, the peer's batch: an uncontended
+//! atomic exchange where the message it replaces cost a system call (see `batch`). They report
+//! failures as a `Copy` [`OpError`].
 
 use super::batch::{self, Batches, Slot, SlotGuard};
 use super::{check, status, EpArg, Health, OpError, MAX_SEGMENTS};
