@@ -112,6 +112,58 @@ pub fn set_handler(worker: sys::ucp_worker_h, id: u32, cb: Handler, arg: *mut c_
     })
 }
 
+/// A message a handler sends (an answer): its header and data, which must stay where they are
+/// until UCX has sent them.
+pub trait Outbound: Send + 'static {
+    /// `(header, header bytes, data, data bytes)`.
+    fn parts(&self) -> (*const c_void, usize, *const c_void, usize);
+}
+
+/// Send `msg` as active message `id` on `ep` from inside a handler, where nothing may wait: the
+/// message is boxed until its send completes (freed by the completion callback, or here when
+/// UCX sent it at once). A failed send needs nothing more: whoever waits for the answer learns
+/// of the lost peer through its endpoint.
+pub fn send_boxed<T: Outbound>(ep: sys::ucp_ep_h, id: u32, msg: T) {
+    let msg = Box::into_raw(Box::new(msg));
+    let p = sys::ucp_request_param_t {
+        op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK
+            | sys::UCP_OP_ATTR_FIELD_USER_DATA
+            | sys::UCP_OP_ATTR_FIELD_FLAGS,
+        flags: sys::UCP_AM_SEND_FLAG_EAGER,
+        cb: sys::ucp_request_param_t__bindgen_ty_1 { send: Some(on_boxed_sent::<T>) },
+        user_data: msg.cast(),
+        ..Default::default()
+    };
+    // SAFETY: an endpoint UCX handed the handler; the boxed message stays valid and in place
+    // until the send completes.
+    let r = unsafe {
+        let (h, hlen, d, dlen) = (*msg).parts();
+        sys::ucp_am_send_nbx(ep, id, h, hlen, d, dlen, &p)
+    };
+    if !sys::ptr_is_request(r) {
+        // SAFETY: no request: the callback will not run, so the box is ours again.
+        drop(unsafe { Box::from_raw(msg) });
+    }
+}
+
+unsafe extern "C" fn on_boxed_sent<T: Outbound>(
+    request: *mut c_void,
+    _status: sys::ucs_status_t,
+    user_data: *mut c_void,
+) {
+    let body = || {
+        // SAFETY: the box `send_boxed` leaked for this request, taken back exactly once; the
+        // request is a worker's, released once from its completion callback.
+        unsafe {
+            drop(Box::from_raw(user_data as *mut T));
+            sys::ucp_request_free(request);
+        }
+    };
+    if std::panic::catch_unwind(body).is_err() {
+        std::process::abort();
+    }
+}
+
 /// Told why a message was refused or a receive failed; ends the job (see `lib.rs`).
 pub type Complaint = fn(&str);
 

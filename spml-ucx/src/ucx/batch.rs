@@ -22,7 +22,7 @@
 //! The handler writes only host memory this process registered for remote access
 //! (`super::am::Regions`); a message naming anything else is refused and ends the job.
 
-use super::am::{check_header_room, set_handler, Receiver};
+use super::am::{check_header_room, send_boxed, set_handler, Outbound, Receiver};
 use rshmem_ucx_sys as sys;
 use std::alloc::Layout;
 use std::ffi::c_void;
@@ -55,6 +55,13 @@ pub struct Header {
 }
 
 pub const HEADER_BYTES: usize = std::mem::size_of::<Header>();
+
+/// An acknowledgement is the header alone.
+impl Outbound for Header {
+    fn parts(&self) -> (*const c_void, usize, *const c_void, usize) {
+        ((self as *const Header).cast(), HEADER_BYTES, std::ptr::null(), 0)
+    }
+}
 
 /// One peer's buffer state. `len` and `count` change only under `lock`; `len` is also read
 /// without it, as a hint that there is something to send.
@@ -320,70 +327,14 @@ unsafe extern "C" fn on_batch(
         // Acknowledged even when refused: the refusal ends the job, and the sender must not
         // wait for an answer that would never come until then.
         if attr & sys::UCP_AM_RECV_ATTR_FIELD_REPLY_EP as u64 != 0 && !reply_ep.is_null() {
-            send_ack(reply_ep, Header { peer: h.peer, count: h.count });
+            // From inside the handler nothing may wait: the header is boxed until it is sent.
+            send_boxed(reply_ep, ACK, Header { peer: h.peer, count: h.count });
         } else {
             rx.refuse_batch("a batch without a reply endpoint");
         }
         sys::UCS_OK
     };
     std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
-}
-
-/// Send an acknowledgement from inside the handler, where nothing may wait: completed at once
-/// when the transport takes it (the header is then copied), else boxed until its send completes.
-fn send_ack(ep: sys::ucp_ep_h, h: Header) {
-    let p = sys::ucp_request_param_t {
-        op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS | sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
-        flags: sys::UCP_AM_SEND_FLAG_EAGER,
-        ..Default::default()
-    };
-    // SAFETY: the endpoint UCX handed the handler; with immediate completion forced, UCX keeps
-    // no reference to the header after returning.
-    let r = unsafe {
-        sys::ucp_am_send_nbx(ep, ACK, (&h as *const Header).cast(), HEADER_BYTES, std::ptr::null(), 0, &p)
-    };
-    if sys::ptr_is_request(r) {
-        // Not expected with FORCE_IMM_CMPL; the request is UCX's to finish.
-        // SAFETY: a live request, released once.
-        unsafe { sys::ucp_request_free(r) };
-        return;
-    }
-    if sys::ptr_status(r) != sys::UCS_ERR_NO_RESOURCE {
-        return; // sent, or the peer is gone (its failure is reported through its endpoint)
-    }
-    let boxed = Box::into_raw(Box::new(h));
-    let p = sys::ucp_request_param_t {
-        op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK
-            | sys::UCP_OP_ATTR_FIELD_USER_DATA
-            | sys::UCP_OP_ATTR_FIELD_FLAGS,
-        flags: sys::UCP_AM_SEND_FLAG_EAGER,
-        cb: sys::ucp_request_param_t__bindgen_ty_1 { send: Some(on_ack_sent) },
-        user_data: boxed.cast(),
-        ..Default::default()
-    };
-    // SAFETY: as above; the boxed header lives until the send completes (freed by
-    // `on_ack_sent`, or below when no request was made).
-    let r = unsafe {
-        sys::ucp_am_send_nbx(ep, ACK, boxed as *const c_void, HEADER_BYTES, std::ptr::null(), 0, &p)
-    };
-    if !sys::ptr_is_request(r) {
-        // SAFETY: no request: the callback will not run, so the box is ours again.
-        drop(unsafe { Box::from_raw(boxed) });
-    }
-}
-
-unsafe extern "C" fn on_ack_sent(request: *mut c_void, _status: sys::ucs_status_t, user_data: *mut c_void) {
-    let body = || {
-        // SAFETY: the box `send_ack` leaked for this request, taken back exactly once; the
-        // request is a worker's, released once from its completion callback.
-        unsafe {
-            drop(Box::from_raw(user_data as *mut Header));
-            sys::ucp_request_free(request);
-        }
-    };
-    if std::panic::catch_unwind(body).is_err() {
-        std::process::abort();
-    }
 }
 
 unsafe extern "C" fn on_ack(

@@ -41,6 +41,32 @@ pub(super) enum Path {
     Rma,
 }
 
+/// The idle rounds of a wait: the first `spin` rounds that found nothing to do spin, each one
+/// after them yields the core (the PE that has to answer may be waiting for it).
+struct Backoff {
+    idle: u32,
+    spin: u32,
+}
+
+impl Backoff {
+    #[inline(always)]
+    fn new(spin: u32) -> Backoff {
+        Backoff { idle: 0, spin }
+    }
+
+    /// After a round of progress; `busy`: it found something to do.
+    #[inline(always)]
+    fn round(&mut self, busy: bool) {
+        if busy {
+            self.idle = 0;
+        } else if self.idle < self.spin {
+            self.idle += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// The created channels (whose workers the default channel's waits drive, and whose batches
 /// the progress thread sends while their contexts are idle).
 pub type ChannelList = Arc<Mutex<Vec<Arc<Channel>>>>;
@@ -299,7 +325,7 @@ impl Channel {
         }
         self.touch();
         let mut spins = 0u32;
-        let mut idle = 0u32;
+        let mut idle = Backoff::new(self.spin_rounds);
         loop {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
@@ -314,13 +340,7 @@ impl Channel {
                 return st;
             }
             // SAFETY: our own worker, used under its sharing contract.
-            if unsafe { sys::ucp_worker_progress(self.worker) } != 0 {
-                idle = 0;
-            } else if idle < self.spin_rounds {
-                idle += 1;
-            } else {
-                std::thread::yield_now();
-            }
+            idle.round(unsafe { sys::ucp_worker_progress(self.worker) } != 0);
         }
     }
 
@@ -710,7 +730,7 @@ impl Channel {
         if self.home == 0 || !sys::ptr_is_request(r) {
             return self.wait(r);
         }
-        let mut idle = 0u32;
+        let mut idle = Backoff::new(self.spin_rounds);
         loop {
             // SAFETY: a live request of our worker (freed only below).
             let st = unsafe { sys::ucp_request_check_status(r) };
@@ -719,20 +739,21 @@ impl Channel {
                 unsafe { sys::ucp_request_free(r) };
                 return st;
             }
-            // SAFETY: our own worker and the process's default one (multi-thread mode).
-            let busy = unsafe {
-                (sys::ucp_worker_progress(self.worker)
-                    | sys::ucp_worker_progress(self.home as sys::ucp_worker_h))
-                    != 0
-            };
-            if busy {
-                idle = 0;
-            } else if idle < self.spin_rounds {
-                idle += 1;
-            } else {
-                std::thread::yield_now();
-            }
+            idle.round(self.progress_with_home());
         }
+    }
+
+    /// Drive this worker once, and the default one too for a created channel; true when
+    /// something happened.
+    fn progress_with_home(&self) -> bool {
+        // SAFETY: our own worker (multi-thread mode).
+        let mut busy = unsafe { sys::ucp_worker_progress(self.worker) } != 0;
+        if self.home != 0 {
+            // SAFETY: the process's default worker, in multi-thread mode, alive for as long as
+            // any channel is.
+            busy |= unsafe { sys::ucp_worker_progress(self.home as sys::ucp_worker_h) } != 0;
+        }
+        busy
     }
 
     /// Send every peer's waiting batch; with `try_only`, skip peers whose lock another thread
@@ -798,7 +819,7 @@ impl Channel {
     /// owes an acknowledgement (`pe`, or any) ends the wait with UCX's status.
     fn await_acks(&self, b: &Batches, pe: Option<usize>, done: impl Fn() -> bool) -> Result<(), OpError> {
         let mut spins = 0u32;
-        let mut idle = 0u32;
+        let mut idle = Backoff::new(self.spin_rounds);
         while !done() {
             if let Some((lost, st, _)) = self.health.failure() {
                 let owes = |p: usize| {
@@ -815,20 +836,7 @@ impl Channel {
                 self.progress_companions();
             }
             self.touch();
-            // SAFETY: our own worker, and the process's default one (multi-thread mode, alive
-            // for as long as any channel is).
-            let mut busy = unsafe { sys::ucp_worker_progress(self.worker) } != 0;
-            if self.home != 0 {
-                // SAFETY: as above.
-                busy |= unsafe { sys::ucp_worker_progress(self.home as sys::ucp_worker_h) } != 0;
-            }
-            if busy {
-                idle = 0;
-            } else if idle < self.spin_rounds {
-                idle += 1;
-            } else {
-                std::thread::yield_now();
-            }
+            idle.round(self.progress_with_home());
         }
         Ok(())
     }

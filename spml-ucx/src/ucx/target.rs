@@ -24,7 +24,7 @@
 //! one nobody asked for) is dropped instead of writing anywhere. On the target, the core checks
 //! every range against its own device segments.
 
-use super::am::{check_header_room, set_handler, Handler, Refusals};
+use super::am::{check_header_room, send_boxed, set_handler, Handler, Outbound, Refusals};
 use super::{Channel, Complaint, Health, OpError};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
@@ -138,6 +138,12 @@ struct Outgoing {
     data: Vec<u8>,
 }
 
+impl Outbound for Outgoing {
+    fn parts(&self) -> (*const c_void, usize, *const c_void, usize) {
+        ((&self.header as *const Header).cast(), HEADER_BYTES, self.data.as_ptr().cast(), self.data.len())
+    }
+}
+
 unsafe extern "C" fn on_put(
     arg: *mut c_void,
     header: *const c_void,
@@ -207,7 +213,7 @@ unsafe fn on_request(
             out.data.clear();
         }
         if has_reply_ep {
-            send_reply(reply_ep, out);
+            send_boxed(reply_ep, REPLY, out);
         }
         if let Err(why) = outcome {
             server.refuse(&why);
@@ -218,54 +224,6 @@ unsafe fn on_request(
         sys::UCS_OK
     };
     std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
-}
-
-/// Send `out` on `ep` from inside a handler (no waiting there): UCX frees nothing of ours, so
-/// the message is boxed until its send completes.
-fn send_reply(ep: sys::ucp_ep_h, out: Outgoing) {
-    let out = Box::into_raw(Box::new(out));
-    let p = sys::ucp_request_param_t {
-        op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK
-            | sys::UCP_OP_ATTR_FIELD_USER_DATA
-            | sys::UCP_OP_ATTR_FIELD_FLAGS,
-        flags: sys::UCP_AM_SEND_FLAG_EAGER,
-        cb: sys::ucp_request_param_t__bindgen_ty_1 { send: Some(on_reply_sent) },
-        user_data: out.cast(),
-        ..Default::default()
-    };
-    // SAFETY: the endpoint UCX handed the handler; the boxed header and data stay valid until
-    // the send completes (freed by `on_reply_sent`, or below when no request was made).
-    let r = unsafe {
-        let o = &*out;
-        sys::ucp_am_send_nbx(
-            ep,
-            REPLY,
-            (&o.header as *const Header).cast(),
-            HEADER_BYTES,
-            o.data.as_ptr().cast(),
-            o.data.len(),
-            &p,
-        )
-    };
-    if !sys::ptr_is_request(r) {
-        // SAFETY: no request: the callback will not run, so the box is ours again.
-        drop(unsafe { Box::from_raw(out) });
-    }
-}
-
-unsafe extern "C" fn on_reply_sent(request: *mut c_void, _status: sys::ucs_status_t, user_data: *mut c_void) {
-    let body = || {
-        // SAFETY: the box `send_reply` leaked for this request, taken back exactly once; the
-        // request is a worker's, released once from its completion callback. A failed reply
-        // needs nothing more here: its waiter learns of the lost peer through the endpoint.
-        unsafe {
-            drop(Box::from_raw(user_data as *mut Outgoing));
-            sys::ucp_request_free(request);
-        }
-    };
-    if std::panic::catch_unwind(body).is_err() {
-        std::process::abort();
-    }
 }
 
 /// A waiter's state while its reply is outstanding.
