@@ -125,12 +125,13 @@ fn bool_param(core: &CoreServices, name: &str, default: bool) -> bool {
 }
 
 fn options(c: &CoreServices) -> Options {
+    let sockets = ucx::sockets_only(std::env::var("UCX_TLS").ok().as_deref(), rdma_devices());
     Options {
         progress_thread: bool_param(c, "progress_thread", true),
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
         spin_rounds: if oversubscribed(c.local_size) { 0 } else { ucx::SPIN_ROUNDS },
-        batch_puts: batch_puts(c),
-        amos_on_am_lane: ucx::sockets_only(std::env::var("UCX_TLS").ok().as_deref(), rdma_devices()),
+        batch_puts: batch_puts(c, sockets),
+        amos_on_am_lane: sockets,
     }
 }
 
@@ -141,18 +142,17 @@ fn rdma_devices() -> bool {
 }
 
 /// `SHMEM_MCA_spml_ucx_batch_puts`: a boolean, or `auto` (the default): batch where UCX can only
-/// use sockets, i.e. this host has no RDMA device, or `UCX_TLS` names TCP and no RDMA
+/// use `sockets`, i.e. this host has no RDMA device, or `UCX_TLS` names TCP and no RDMA
 /// transport. Over RDMA a put is a network operation of its own without a system call, and
 /// batching would move the work onto the target's CPU.
-fn batch_puts(c: &CoreServices) -> bool {
-    let auto = || ucx::sockets_only(std::env::var("UCX_TLS").ok().as_deref(), rdma_devices());
+fn batch_puts(c: &CoreServices, sockets: bool) -> bool {
     // SAFETY: the table is the one the core passed to query/open.
     let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", "batch_puts") };
     match v.as_deref().map(str::trim) {
-        None | Some("auto") | Some("") => auto(),
+        None | Some("auto") | Some("") => sockets,
         Some(v) => rshmem_plugin_api::values::parse_bool(v).unwrap_or_else(|| {
             log(LOG_WARN, &format!("SHMEM_MCA_spml_ucx_batch_puts={v} is not auto or a boolean; using auto"));
-            auto()
+            sockets
         }),
     }
 }

@@ -361,11 +361,11 @@ struct ProgressThread {
 
 /// What the progress thread uses; the `Ucx` joins the thread before destroying the worker.
 struct ThreadShared {
-    worker: sys::ucp_worker_h,
     health: Arc<Health>,
     /// The default channel's activity counter.
     activity: Arc<std::sync::atomic::AtomicU64>,
-    /// The default channel and the created ones, whose waiting batches the thread sends.
+    /// The default channel (whose worker the thread drives) and the created ones, whose
+    /// waiting batches the thread sends.
     chan: Arc<Channel>,
     extra: ChannelList,
     /// Set while the thread sleeps on the event fd (a first waiting put then signals it).
@@ -377,10 +377,6 @@ impl ThreadShared {
         self.extra.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|c| c.batch_waiting())
     }
 }
-
-// SAFETY: the worker is in UCS_THREAD_MODE_MULTI (UCX serialises access to it) and outlives the
-// thread (joined in `stop_progress_thread`); `Health` is made of atomics.
-unsafe impl Send for ThreadShared {}
 
 /// A UCX context, its default channel (shared by the application threads and the progress
 /// thread, `UCS_THREAD_MODE_MULTI`), the channels of created contexts, and what a new channel
@@ -842,7 +838,6 @@ impl Ucx {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let shared = ThreadShared {
-            worker,
             health: self.health.clone(),
             activity: self.chan.activity(),
             chan: self.chan.clone(),
@@ -970,11 +965,11 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
             }
         }
         // SAFETY: a multi-thread-mode worker that outlives this thread.
-        if unsafe { sys::ucp_worker_progress(shared.worker) } != 0 {
+        if unsafe { sys::ucp_worker_progress(shared.chan.worker()) } != 0 {
             continue;
         }
         // SAFETY: as above; arming after a progress call that found nothing to do.
-        match unsafe { sys::ucp_worker_arm(shared.worker) } {
+        match unsafe { sys::ucp_worker_arm(shared.chan.worker()) } {
             sys::UCS_OK => {
                 // Marked sleeping before looking for waiting batches once more: a put that
                 // left the first one after this look sees the mark and signals the worker.
