@@ -2,5 +2,6 @@
 //! the compiler wrappers and `shmem_info`.
 
 pub mod kvserver;
+pub mod output;
 pub mod run;
 pub mod wrapper;

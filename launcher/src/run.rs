@@ -1,9 +1,11 @@
 //! `oshrun`: start N PEs of a program on this node, serve their bootstrap, forward their
-//! environment (they inherit stdout/stderr, so output goes straight to the terminal), and watch
+//! environment (they inherit stdout/stderr, so output goes straight to the terminal, unless
+//! `--tag-output` asks for every line to carry its PE: [`crate::output`]), and watch
 //! them: the first PE to die abnormally, exit with an error or request an abort ends the job at
 //! once, with a message naming it, and its status becomes oshrun's.
 
 use crate::kvserver::Server;
+use crate::output::Tagger;
 use rshmem_boot::{secret, wire};
 use rshmem_topology::{BindTo, Host};
 use std::io::Write;
@@ -15,33 +17,105 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+#[derive(Debug)]
 pub struct Options {
     pub np: usize,
     /// What each PE is bound to (`--bind-to`), from the host's topology (hwloc).
     pub bind: BindTo,
     pub timeout: Option<Duration>,
     pub env: Vec<(String, String)>,
+    /// `--tag-output`: every line of a PE's output carries its rank ([`crate::output`]).
+    pub tag_output: bool,
     pub program: String,
     pub args: Vec<String>,
 }
 
-pub const USAGE: &str =
-    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core|numa|none] [-x NAME[=VALUE]]... [--] program [args...]";
+/// What the command line asks for.
+pub enum Invocation {
+    Run(Options),
+    Help,
+    Version,
+}
 
-pub fn parse(args: &[String]) -> Result<Options, String> {
+pub const USAGE: &str =
+    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core|numa|none] [-x NAME[=VALUE]]... [--mca NAME VALUE]... [--tag-output] [--] program [args...]";
+
+/// `oshrun --help`.
+pub const HELP: &str = "usage: oshrun [options] [--] program [args...]
+Start an OpenSHMEM program on several PEs of this machine. On a cluster, start it with
+Open MPI's mpirun or Slurm's srun --mpi=pmix instead; a program started alone is one PE.
+
+  -np, -n, --np, -c N     the number of PEs (default 1)
+  --timeout SECONDS       end the job, with an error (status 124), when it runs longer
+  --bind-to core|numa|none
+                          give each PE a core of its own, or that core's NUMA node, from the
+                          topology hwloc reports (default none)
+  -x NAME[=VALUE]         set (or pass on) an environment variable for every PE
+  --mca NAME VALUE        set the library's setting SHMEM_MCA_NAME to VALUE for every PE
+                          (shmem_info lists them), as Open MPI's --mca does
+  --tag-output            prefix every line a PE writes with [1,RANK]<stdout>: or
+                          [1,RANK]<stderr>:, as Open MPI's mpirun does
+  --oversubscribe, --allow-run-as-root
+                          accepted for Open MPI's command lines; oshrun always allows more PEs
+                          than cores (waits then yield the core) and runs as any user
+  -h, --help              this text
+  -V, --version           oshrun's version
+  --                      the end of oshrun's options
+
+The job ends as soon as one PE dies, exits with an error or calls shmem_global_exit; oshrun
+names that PE and returns its status. Long options also take the form --option=VALUE.";
+
+/// Open MPI options that place PEs on hosts: oshrun has one host, so it says where to go.
+const HOST_OPTIONS: [&str; 13] = [
+    "-H",
+    "-host",
+    "--host",
+    "-hostfile",
+    "--hostfile",
+    "-machinefile",
+    "--machinefile",
+    "--default-hostfile",
+    "-N",
+    "-npernode",
+    "--npernode",
+    "--ppn",
+    "--npersocket",
+];
+
+/// The argument `--name=value` as (`--name`, `value`); anything else as it is.
+fn split_long(a: &str) -> (&str, Option<&str>) {
+    match a.strip_prefix("--").and_then(|rest| rest.split_once('=')) {
+        Some((name, v)) => (&a[..name.len() + 2], Some(v)),
+        None => (a, None),
+    }
+}
+
+/// A setting name for `--mca NAME VALUE`: letters, digits and `_`, as the library's are.
+fn mca_name(n: &str) -> Result<String, String> {
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!("--mca {n}: a setting name is letters, digits and '_' (shmem_info lists them)"));
+    }
+    Ok(format!("SHMEM_MCA_{n}"))
+}
+
+pub fn parse(args: &[String]) -> Result<Invocation, String> {
     let mut np = None;
     let mut timeout = None;
     let mut bind = BindTo::None;
     let mut env = Vec::new();
+    let mut tag_output = false;
     let mut i = 0;
     while i < args.len() {
-        let a = args[i].as_str();
+        let (a, inline) = split_long(args[i].as_str());
         let mut value = |what: &str| -> Result<String, String> {
+            if let Some(v) = inline {
+                return Ok(v.to_string());
+            }
             i += 1;
             args.get(i).cloned().ok_or_else(|| format!("{a} needs {what}"))
         };
         match a {
-            "-np" | "-n" | "--np" | "-c" => {
+            "-np" | "-n" | "--np" | "-c" | "--n" => {
                 let v = value("a number of PEs")?;
                 np = Some(
                     v.parse::<usize>()
@@ -52,11 +126,15 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--timeout" => {
                 let v = value("seconds")?;
-                timeout = Some(Duration::from_secs_f64(
-                    v.parse().map_err(|_| format!("--timeout {v}: not a number"))?,
-                ));
+                let t: f64 = v.parse().map_err(|_| format!("--timeout {v}: not a number"))?;
+                timeout = Some(
+                    Duration::try_from_secs_f64(t)
+                        .ok()
+                        .filter(|d| !d.is_zero())
+                        .ok_or_else(|| format!("--timeout {v}: not a positive number of seconds"))?,
+                );
             }
-            "--bind-to" => {
+            "--bind-to" | "-bind-to" => {
                 let v = value("core, numa or none")?;
                 bind = BindTo::parse(&v).ok_or_else(|| format!("--bind-to {v}: use core, numa or none"))?;
             }
@@ -67,7 +145,27 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                     None => env.push((v.clone(), std::env::var(&v).unwrap_or_default())),
                 }
             }
-            "-h" | "--help" => return Err(USAGE.to_string()),
+            "--mca" | "-mca" => {
+                let n = value("a setting name and a value")?;
+                let name = mca_name(&n)?;
+                i += 1;
+                let v = args.get(i).cloned().ok_or_else(|| format!("{a} {n} needs a value"))?;
+                env.push((name, v));
+            }
+            "--tag-output" | "-tag-output" => tag_output = true,
+            "--oversubscribe" | "-oversubscribe" | "--allow-run-as-root" => {}
+            "-h" | "--help" => return Ok(Invocation::Help),
+            "-V" | "--version" => return Ok(Invocation::Version),
+            "--map-by" | "-map-by" | "--rank-by" | "-rank-by" => {
+                return Err(format!(
+                    "{a}: oshrun starts PE ranks in order on this machine; bind them with --bind-to core|numa"
+                ))
+            }
+            h if HOST_OPTIONS.contains(&h) => {
+                return Err(format!(
+                    "{h}: oshrun starts every PE on this machine; to run on several hosts, start the program with Open MPI's mpirun or Slurm's srun --mpi=pmix (README, \"Under Open MPI's mpirun, Slurm, and across hosts\")"
+                ))
+            }
             "--" => {
                 i += 1;
                 break;
@@ -78,7 +176,15 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         i += 1;
     }
     let program = args.get(i).cloned().ok_or_else(|| format!("no program given\n{USAGE}"))?;
-    Ok(Options { np: np.unwrap_or(1), bind, timeout, env, program, args: args[i + 1..].to_vec() })
+    Ok(Invocation::Run(Options {
+        np: np.unwrap_or(1),
+        bind,
+        timeout,
+        env,
+        tag_output,
+        program,
+        args: args[i + 1..].to_vec(),
+    }))
 }
 
 fn signal_name(sig: i32) -> String {
@@ -357,6 +463,7 @@ pub fn run(o: &Options) -> i32 {
     };
     let mut keeper = start_keeper(&left);
     let mut job = Job { pes: Vec::new() };
+    let mut tagger = Tagger::default();
     // `--bind-to core|numa` binds from the topology hwloc reports. Unbound, the scheduler may
     // start two PEs on one core and waits then cost context switches until it spreads them
     // (measured: a 6.5 µs ping-pong for the first 20000 rounds, 0.5 µs once spread). Bound,
@@ -375,6 +482,20 @@ pub fn run(o: &Options) -> i32 {
             .envs(o.env.iter().map(|(k, v)| (k, v)));
         if rank != 0 {
             cmd.stdin(Stdio::null());
+        }
+        // --tag-output: a pseudo-terminal for stdout where one can be had, else a pipe.
+        let mut pty_out = None;
+        if o.tag_output {
+            match crate::output::stdout_pty() {
+                Some((ours, theirs)) => {
+                    cmd.stdout(Stdio::from(theirs));
+                    pty_out = Some(ours);
+                }
+                None => {
+                    cmd.stdout(Stdio::piped());
+                }
+            }
+            cmd.stderr(Stdio::piped());
         }
         // The CPU set is built here: between fork and exec only system calls are safe.
         let cpus: Option<libc::cpu_set_t> = binding.as_ref().map(|b| {
@@ -404,9 +525,16 @@ pub fn run(o: &Options) -> i32 {
             });
         }
         match cmd.spawn() {
-            Ok(c) => {
+            Ok(mut c) => {
                 // The pid is managed with waitpid from here on; dropping `Child` neither kills
                 // nor reaps it.
+                // (The PE's side of the terminal closes here with `cmd`, at the end of this
+                // turn, so that reading ends when the PE's copies close.)
+                let out: Option<Box<dyn std::io::Read + Send>> = match pty_out {
+                    Some(t) => Some(Box::new(t)),
+                    None => c.stdout.take().map(|p| Box::new(p) as _),
+                };
+                tagger.forward(rank, out, c.stderr.take().map(|p| Box::new(p) as _));
                 server.set_pid(rank, c.id());
                 if let Some(k) = keeper.as_mut() {
                     let _ = writeln!(k, "{}", c.id());
@@ -416,16 +544,22 @@ pub fn run(o: &Options) -> i32 {
             Err(e) => {
                 eprintln!("oshrun: cannot start {}: {e}", o.program);
                 job.kill_all();
+                tagger.finish(OUTPUT_GRACE);
                 left.remove();
                 return 127;
             }
         }
     }
     let status = watch(o, &server, &mut job);
+    tagger.finish(OUTPUT_GRACE);
     left.remove();
     drop(keeper);
     status
 }
+
+/// How long `--tag-output` waits, once every PE has ended, for the rest of their output (a
+/// process a PE left running in the background may keep its pipe open).
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
 /// How long a PE may stay stopped (SIGSTOP, SIGTSTP...) before the job is ended: the others
 /// cannot progress without it, and waiting for `--timeout` would only hide the cause.
@@ -612,9 +746,18 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
+    /// The options of a command line that runs a program.
+    fn opts(v: &[&str]) -> Result<Options, String> {
+        match parse(&s(v))? {
+            Invocation::Run(o) => Ok(o),
+            Invocation::Help => Err("help".into()),
+            Invocation::Version => Err("version".into()),
+        }
+    }
+
     #[test]
     fn parses_np_env_and_program_arguments() {
-        let o = parse(&s(&["-np", "4", "-x", "A=1", "--", "./prog", "-np", "x"])).unwrap();
+        let o = opts(&["-np", "4", "-x", "A=1", "--", "./prog", "-np", "x"]).unwrap();
         assert_eq!(o.np, 4);
         assert_eq!(o.env, vec![("A".to_string(), "1".to_string())]);
         assert_eq!(o.program, "./prog");
@@ -623,12 +766,12 @@ mod tests {
 
     #[test]
     fn bind_to_takes_core_numa_or_none_and_defaults_to_none() {
-        assert_eq!(parse(&s(&["-np", "2", "p"])).unwrap().bind, BindTo::None);
-        assert_eq!(parse(&s(&["--bind-to", "core", "-np", "2", "p"])).unwrap().bind, BindTo::Core);
-        assert_eq!(parse(&s(&["--bind-to", "numa", "-np", "2", "p"])).unwrap().bind, BindTo::Numa);
-        assert_eq!(parse(&s(&["--bind-to", "none", "-np", "2", "p"])).unwrap().bind, BindTo::None);
-        assert!(parse(&s(&["--bind-to", "socket", "-np", "2", "p"])).is_err());
-        assert!(parse(&s(&["--bind-to", "socket", "p"])).is_err());
+        assert_eq!(opts(&["-np", "2", "p"]).unwrap().bind, BindTo::None);
+        assert_eq!(opts(&["--bind-to", "core", "-np", "2", "p"]).unwrap().bind, BindTo::Core);
+        assert_eq!(opts(&["--bind-to", "numa", "-np", "2", "p"]).unwrap().bind, BindTo::Numa);
+        assert_eq!(opts(&["--bind-to", "none", "-np", "2", "p"]).unwrap().bind, BindTo::None);
+        assert!(opts(&["--bind-to", "socket", "-np", "2", "p"]).is_err());
+        assert!(opts(&["--bind-to", "socket", "p"]).is_err());
     }
 
     #[test]
@@ -677,9 +820,38 @@ mod tests {
 
     #[test]
     fn rejects_bad_counts_and_missing_program() {
-        assert!(parse(&s(&["-np", "0", "p"])).is_err());
-        assert!(parse(&s(&["-np", "two", "p"])).is_err());
-        assert!(parse(&s(&["-np", "2"])).is_err());
-        assert!(parse(&s(&["--bogus", "p"])).is_err());
+        assert!(opts(&["-np", "0", "p"]).is_err());
+        assert!(opts(&["-np", "two", "p"]).is_err());
+        assert!(opts(&["-np", "2"]).is_err());
+        assert!(opts(&["--bogus", "p"]).is_err());
+    }
+
+    #[test]
+    fn open_mpi_command_lines_run_here() {
+        let o = opts(&["--oversubscribe", "--allow-run-as-root", "--np=3", "--tag-output", "p"]).unwrap();
+        assert_eq!((o.np, o.tag_output), (3, true));
+        assert!(!opts(&["-np", "2", "p"]).unwrap().tag_output);
+        let o = opts(&["--mca", "spml", "ucx", "-mca", "scoll_basic_priority", "7", "--bind-to=core", "p"])
+            .unwrap();
+        let want = [("SHMEM_MCA_spml", "ucx"), ("SHMEM_MCA_scoll_basic_priority", "7")];
+        assert_eq!(o.env, want.map(|(k, v)| (k.to_string(), v.to_string())));
+        assert_eq!(o.bind, BindTo::Core);
+        assert_eq!(opts(&["--timeout=2.5", "p"]).unwrap().timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(opts(&["--help", "p"]).unwrap_err(), "help");
+        assert_eq!(opts(&["-V"]).unwrap_err(), "version");
+    }
+
+    #[test]
+    fn options_it_cannot_honour_are_refused_with_the_reason() {
+        for h in ["-H", "--host", "--hostfile", "-N", "--npernode"] {
+            let e = opts(&[h, "a,b", "p"]).unwrap_err();
+            assert!(e.contains("mpirun") && e.contains("srun --mpi=pmix"), "{h}: {e}");
+        }
+        assert!(opts(&["--map-by", "core", "p"]).unwrap_err().contains("--bind-to"));
+        assert!(opts(&["--mca", "spml"]).unwrap_err().contains("needs a value"));
+        assert!(opts(&["--mca", "a-b", "1", "p"]).unwrap_err().contains("setting name"));
+        for t in ["-1", "0", "nan", "inf"] {
+            assert!(opts(&["--timeout", t, "p"]).is_err(), "--timeout {t}");
+        }
     }
 }

@@ -144,6 +144,11 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
         .env_remove("SHMEM_MCA_plugin_path"));
     let installed_plugins = prefix.join("lib/rshmem").canonicalize().unwrap();
     assert!(info.contains(&installed_plugins.display().to_string()), "{info}");
+    // --version asks the library beside it, and each tool says what it is.
+    let v = sh(Command::new(prefix.join("bin/shmem_info")).arg("--version"));
+    assert!(v.starts_with("rshmem (OpenSHMEM 1.6); shmem_info "), "{v}");
+    let v = sh(Command::new(prefix.join("bin/oshrun")).arg("--version"));
+    assert!(v.starts_with("oshrun (rshmem) "), "{v}");
 
     // The install-wide configuration file: installed commented out, read from PREFIX/etc by the
     // installed tools, and kept (with a site's edits) when rshmem is installed again.

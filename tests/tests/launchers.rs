@@ -176,3 +176,62 @@ fn teams_across_hosts_use_the_hierarchical_collectives_unless_hosts_are_unmapped
     let p = world_providers(&r);
     assert!(p.contains("barrier basic, broadcast basic"), "`{p}`\n{}", r.stderr);
 }
+
+/// oshrun straight from the command line (not through `run_launcher`, which takes tags out).
+fn oshrun_raw(args: &[&str]) -> std::process::Output {
+    let _g = job_lock();
+    let before = leftovers();
+    let out = std::process::Command::new(target_dir().join("oshrun"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_nothing_left(&before, &format!("oshrun {args:?}"));
+    out
+}
+
+/// The options users of Open MPI's oshrun type: --oversubscribe, --allow-run-as-root, --mca,
+/// --option=value, and --tag-output, whose lines carry their PE as mpirun's do.
+#[test]
+fn oshrun_takes_open_mpi_command_lines_and_tags_every_line_with_its_pe() {
+    let hello = c_test("hello");
+    let o = oshrun_raw(&[
+        "--oversubscribe",
+        "--allow-run-as-root",
+        "--np=3",
+        "--timeout=60",
+        "--tag-output",
+        "--mca",
+        "no_such_setting",
+        "1",
+        "--",
+        hello.to_str().unwrap(),
+    ]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    for pe in 0..3 {
+        let line = format!("[1,{pe}]<stdout>:Hello from PE {pe} of 3 (rshmem, OpenSHMEM 1.6)");
+        assert!(out.lines().any(|l| l == line), "missing `{line}` in:\n{out}");
+    }
+    assert!(out.lines().all(|l| l.starts_with("[1,")), "{out}");
+    // --mca reached the PEs as SHMEM_MCA_no_such_setting, which PE 0 warns about on stderr.
+    assert!(
+        err.lines().any(|l| l.starts_with("[1,0]<stderr>:") && l.contains("SHMEM_MCA_no_such_setting")),
+        "{err}"
+    );
+
+    // What a PE wrote before it failed is not lost with the job.
+    let o = oshrun_raw(&["-np", "2", "--tag-output", "--", "sh", "-c", "echo last words; exit 3"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(out.lines().any(|l| l.ends_with("]<stdout>:last words")), "{out}");
+
+    let o = oshrun_raw(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--tag-output"));
+    // Other hosts are the PMIx launchers' business: oshrun says so instead of running here.
+    let o = oshrun_raw(&["--hostfile", "hosts", "-np", "2", hello.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--hostfile") && err.contains("srun --mpi=pmix"), "{err}");
+}

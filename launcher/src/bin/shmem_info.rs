@@ -7,15 +7,17 @@
 //! tree), else whichever `libshmem.so.0` the loader finds. So they describe what that library
 //! would do, with its own plugins and configuration files.
 
-use std::ffi::{c_char, c_uint, CStr};
+use std::ffi::{c_char, c_int, c_uint, CStr};
 use std::path::PathBuf;
 
-const USAGE: &str = "usage: shmem_info [--all | --settings | --selection | --topology]...
+const USAGE: &str = "usage: shmem_info [--all | --settings | --selection | --topology]... | --version
   --all        everything below (the default)
   --settings   the configuration files, and every setting with its value and source
   --selection  every component found: its parameters, its probe answer on this machine and
                what a job started here would select (no job is started; also --components)
-  --topology   this host's topology as hwloc reports it";
+  --topology   this host's topology as hwloc reports it
+  --version    the library's name and the OpenSHMEM version it implements, as the library
+               itself answers (shmem_info_get_name, shmem_info_get_version)";
 
 /// The sections of `rshmem_info_report` (core/src/capi/tools.rs).
 const INFO_SETTINGS: c_uint = 1;
@@ -72,10 +74,46 @@ fn report(lib: &libloading::Library, sections: c_uint) -> Result<String, String>
     }
 }
 
+/// The library's own answer to `shmem_info_get_name` and `shmem_info_get_version`, which the
+/// specification allows before `shmem_init`.
+fn version(lib: &libloading::Library) -> Result<String, String> {
+    type Name = unsafe extern "C" fn(*mut c_char);
+    type Version = unsafe extern "C" fn(*mut c_int, *mut c_int);
+    let missing = |e: libloading::Error| format!("the library loaded is no OpenSHMEM library ({e})");
+    // SAFETY: the OpenSHMEM API's signatures for these two routines.
+    let (name, ver) = unsafe {
+        (
+            lib.get::<Name>(b"shmem_info_get_name\0").map_err(missing)?,
+            lib.get::<Version>(b"shmem_info_get_version\0").map_err(missing)?,
+        )
+    };
+    // SHMEM_MAX_NAME_LEN (256) bytes, NUL-terminated by the library; one more zero for safety.
+    let mut buf = [0 as c_char; 257];
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: a buffer of SHMEM_MAX_NAME_LEN bytes and two valid out-pointers, as the routines ask.
+    unsafe {
+        name(buf.as_mut_ptr());
+        ver(&mut major, &mut minor);
+    }
+    // SAFETY: the last byte is never written, so the buffer holds a NUL-terminated string.
+    let n = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+    Ok(format!("{n} (OpenSHMEM {major}.{minor})"))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
+        return;
+    }
+    if args.iter().any(|a| a == "--version" || a == "-V") {
+        match open_library().and_then(|l| version(&l)) {
+            Ok(v) => println!("{v}; shmem_info {}", env!("CARGO_PKG_VERSION")),
+            Err(e) => {
+                eprintln!("shmem_info: {e}");
+                std::process::exit(1);
+            }
+        }
         return;
     }
     const KNOWN: [&str; 5] = ["--all", "--settings", "--selection", "--components", "--topology"];
