@@ -55,7 +55,7 @@ progress_thread = false
     assert_eq!(heap_of(&r), 24 * MIB);
     // `info = true` printed the settings, with their sources, and the selection.
     for want in [
-        format!("SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"24M\"  [file {path}, file key symmetric_size]"),
+        format!("SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE, SHMEM_SYMMETRIC_HEAP_SIZE) = \"24M\"  [file {path}, file key symmetric_size]"),
         "selected sshmem: ucx".into(),
         "selected spml: ucx".into(),
     ] {
@@ -69,13 +69,23 @@ progress_thread = false
     assert!(r.stderr.contains("selected sshmem: mmap"), "{}", r.stderr);
     assert!(
         r.stderr.contains(
-            "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"32M\"  [environment (SHMEM_SYMMETRIC_SIZE)"
+            "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE, SHMEM_SYMMETRIC_HEAP_SIZE) = \"32M\"  [environment (SHMEM_SYMMETRIC_SIZE)"
         ),
         "{}",
         r.stderr
     );
     // So does a legacy spelling.
     let r = run(&[("SHMEM_CONFIG", path), ("SMA_SYMMETRIC_SIZE", "16M")], &home);
+    assert_eq!(heap_of(&r), 16 * MIB);
+    // And Open MPI's, which a job script written for OSHMEM sets, with no warning about it;
+    // the older OpenSHMEM spelling comes first where both are set.
+    let r = run(&[("SHMEM_CONFIG", path), ("SHMEM_SYMMETRIC_HEAP_SIZE", "24M")], &home);
+    assert_eq!(heap_of(&r), 24 * MIB);
+    assert!(!r.stderr.contains("not an rshmem setting"), "{}", r.stderr);
+    let r = run(
+        &[("SHMEM_CONFIG", path), ("SHMEM_SYMMETRIC_HEAP_SIZE", "24M"), ("SMA_SYMMETRIC_SIZE", "16M")],
+        &home,
+    );
     assert_eq!(heap_of(&r), 16 * MIB);
 
     // shmem_info, without a job, reports the parameter's value and origin.

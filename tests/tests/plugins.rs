@@ -254,7 +254,7 @@ fn shmem_info_lists_components_and_settings() {
         "=> selected: shm, hier, basic",
         "=> selected: cpu for CPU memory",
         "  cuda ",
-        "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE) = \"512M\"  [default, file key symmetric_size]",
+        "SHMEM_SYMMETRIC_SIZE (also SMA_SYMMETRIC_SIZE, SHMEM_SYMMETRIC_HEAP_SIZE) = \"512M\"  [default, file key symmetric_size]",
     ] {
         assert!(out.contains(want), "missing `{want}` in:\n{out}");
     }

@@ -23,27 +23,29 @@ pub enum Kind {
 
 pub struct Setting {
     pub name: &'static str,
-    /// Older spelling still honoured (e.g. `SMA_SYMMETRIC_SIZE`).
-    pub legacy: Option<&'static str>,
+    /// Other spellings still honoured, in order, where the setting's own name is not set:
+    /// older OpenSHMEM names (`SMA_SYMMETRIC_SIZE`) and other implementations' (Open MPI's
+    /// `SHMEM_SYMMETRIC_HEAP_SIZE`), so that job scripts written for them keep working.
+    pub legacy: &'static [&'static str],
     pub kind: Kind,
     pub default: &'static str,
     pub doc: &'static str,
 }
 
 const fn setting(name: &'static str, kind: Kind, default: &'static str, doc: &'static str) -> Setting {
-    Setting { name, legacy: None, kind, default, doc }
+    Setting { name, legacy: &[], kind, default, doc }
 }
 
 pub const SETTINGS: &[Setting] = &[
     setting("SHMEM_CONFIG", Kind::Str, "", "A TOML configuration file for this job, read after the install-wide file (PREFIX/etc/rshmem.toml) and the user's ($XDG_CONFIG_HOME/rshmem/config.toml, else ~/.config/rshmem/config.toml); each overrides the one before and the environment overrides them all. It must exist"),
     Setting {
-        legacy: Some("SMA_SYMMETRIC_SIZE"),
+        legacy: &["SMA_SYMMETRIC_SIZE", "SHMEM_SYMMETRIC_HEAP_SIZE"],
         ..setting("SHMEM_SYMMETRIC_SIZE", Kind::Size, "512M", "Bytes of symmetric heap per PE (suffixes K, M, G, T)")
     },
-    Setting { legacy: Some("SMA_VERSION"), ..setting("SHMEM_VERSION", Kind::Bool, "0", "Print the library version at start-up") },
-    Setting { legacy: Some("SMA_INFO"), ..setting("SHMEM_INFO", Kind::Bool, "0", "Print the settings and the selected components at start-up") },
+    Setting { legacy: &["SMA_VERSION"], ..setting("SHMEM_VERSION", Kind::Bool, "0", "Print the library version at start-up") },
+    Setting { legacy: &["SMA_INFO"], ..setting("SHMEM_INFO", Kind::Bool, "0", "Print the settings and the selected components at start-up") },
     Setting {
-        legacy: Some("SMA_DEBUG"),
+        legacy: &["SMA_DEBUG"],
         ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Debugging output, as in Sandia OpenSHMEM: the log level becomes debug unless SHMEM_LOG_LEVEL is set. Every argument check (transfer bounds, handles, hint bits) runs always, with or without it")
     },
     setting("SHMEM_LOG_LEVEL", Kind::Str, "", "Log level: error, warn, info, debug, trace or off (empty: warn, or debug under SHMEM_DEBUG). RUST_LOG refines it per target with env_logger directives (RUST_LOG=rshmem::spml=debug); lines read rshmem[PE n] <level> <target>: <message>"),
@@ -141,12 +143,14 @@ pub fn lookup_var(var: &str) -> Option<(String, Source)> {
 }
 
 /// A declared setting's value and where it came from: the environment (its name, then its
-/// legacy name), else the configuration files, else the default.
+/// other spellings in order), else the configuration files, else the default.
 pub fn resolve(name: &str) -> (String, Source) {
     let s = lookup(name);
-    if let Some(l) = s.legacy.filter(|_| std::env::var_os(s.name).is_none()) {
-        if let Ok(v) = std::env::var(l) {
-            return (v, Source::Env(l.to_string()));
+    if std::env::var_os(s.name).is_none() {
+        for l in s.legacy {
+            if let Ok(v) = std::env::var(l) {
+                return (v, Source::Env(l.to_string()));
+            }
         }
     }
     lookup_var(s.name).unwrap_or_else(|| (s.default.to_string(), Source::Default))
@@ -204,7 +208,7 @@ pub fn get_size(name: &str) -> Result<usize, String> {
 pub fn unknown_settings<'a>(vars: impl Iterator<Item = &'a str>) -> Vec<(String, Option<&'static str>)> {
     let mut out = Vec::new();
     for v in vars {
-        if !v.starts_with("SHMEM_") || SETTINGS.iter().any(|s| s.name == v) {
+        if !v.starts_with("SHMEM_") || SETTINGS.iter().any(|s| s.name == v || s.legacy.contains(&v)) {
             continue;
         }
         if file::frameworks().iter().any(|f| v.starts_with(&format!("SHMEM_MCA_{f}_"))) {
@@ -246,6 +250,7 @@ mod tests {
             [
                 "SHMEM_SYMETRIC_SIZE",
                 "SHMEM_DEBUG",
+                "SHMEM_SYMMETRIC_HEAP_SIZE",
                 "SHMEM_MCA_spml_ucx_progress_thread",
                 "SHMEM_FOO_BAR_BAZ_QUUX",
                 "PATH",

@@ -32,7 +32,8 @@ pub fn settings_report() -> String {
     }
     s.push_str("\nSettings (environment > files > default):\n");
     for st in SETTINGS {
-        let legacy = st.legacy.map(|l| format!(" (also {l})")).unwrap_or_default();
+        let legacy =
+            if st.legacy.is_empty() { String::new() } else { format!(" (also {})", st.legacy.join(", ")) };
         let key = config::file::file_key(st.name).map(|k| format!(", file key {k}")).unwrap_or_default();
         let (value, from) = config::resolve(st.name);
         let _ = writeln!(s, "  {}{legacy} = {value:?}  [{from}{key}]\n      {}", st.name, st.doc);
