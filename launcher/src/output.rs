@@ -34,6 +34,15 @@ pub fn stdout_pty() -> Option<(File, OwnedFd)> {
     // SAFETY: openpty succeeded, so both are open descriptors that nothing else owns.
     let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
     use std::os::fd::AsRawFd;
+    // openpty's descriptors are inherited by default: every PE started later would hold this
+    // one's. (The PE gets its side as its stdout all the same: the copy onto descriptor 1
+    // is not close-on-exec.)
+    for fd in [master.as_raw_fd(), slave.as_raw_fd()] {
+        // SAFETY: an open descriptor of ours; F_SETFD takes an int flag.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return None;
+        }
+    }
     // SAFETY: a zeroed termios is a valid buffer for tcgetattr to fill; `slave` is open.
     unsafe {
         let mut t: libc::termios = std::mem::zeroed();
