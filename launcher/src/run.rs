@@ -107,6 +107,14 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
     let mut i = 0;
     while i < args.len() {
         let (a, inline) = split_long(args[i].as_str());
+        if inline.is_some()
+            && matches!(
+                a,
+                "--tag-output" | "--oversubscribe" | "--allow-run-as-root" | "--help" | "--version"
+            )
+        {
+            return Err(format!("{a} takes no value (given {})", args[i]));
+        }
         let mut value = |what: &str| -> Result<String, String> {
             if let Some(v) = inline {
                 return Ok(v.to_string());
@@ -848,6 +856,7 @@ mod tests {
             assert!(e.contains("mpirun") && e.contains("srun --mpi=pmix"), "{h}: {e}");
         }
         assert!(opts(&["--map-by", "core", "p"]).unwrap_err().contains("--bind-to"));
+        assert!(opts(&["--tag-output=no", "p"]).unwrap_err().contains("takes no value"));
         assert!(opts(&["--mca", "spml"]).unwrap_err().contains("needs a value"));
         assert!(opts(&["--mca", "a-b", "1", "p"]).unwrap_err().contains("setting name"));
         for t in ["-1", "0", "nan", "inf"] {
