@@ -226,8 +226,9 @@ fn oshrun_takes_open_mpi_command_lines_and_tags_every_line_with_its_pe() {
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(out.lines().any(|l| l.ends_with("]<stdout>:last words")), "{out}");
 
-    // No PE inherits another's terminal or pipes: each has the same descriptors open.
-    let o = oshrun_raw(&["-np", "3", "--tag-output", "--", "sh", "-c", "ls /proc/$$/fd | wc -l"]);
+    // No PE inherits another's terminal or pipes: each has the same descriptors open (the
+    // shell counts its own, with no child whose pipe could be open at that moment).
+    let o = oshrun_raw(&["-np", "3", "--tag-output", "--", "sh", "-c", "set -- /proc/$$/fd/*; echo $#"]);
     let out = String::from_utf8_lossy(&o.stdout);
     let counts: std::collections::BTreeSet<&str> =
         out.lines().filter_map(|l| l.split_once("]<stdout>:")).map(|(_, n)| n.trim()).collect();
