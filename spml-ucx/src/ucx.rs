@@ -7,11 +7,13 @@
 mod am;
 mod batch;
 mod channel;
+mod handler;
 mod mapping;
 mod target;
-pub use am::{Complaint, Header as AmHeader};
+pub use am::Header as AmHeader;
 pub use batch::PUT_MAX as BATCH_PUT_MAX;
 pub use channel::{Channel, ChannelList};
+pub use handler::Complaint;
 pub use target::{Copier, CHUNK as VIA_TARGET_CHUNK};
 
 use rshmem_ucx_sys as sys;

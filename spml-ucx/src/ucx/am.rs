@@ -10,10 +10,11 @@
 //! The handler writes only into memory this process registered for remote access
 //! ([`Regions`]): a message naming anything else is refused and ends the job, whatever sent it.
 
+use super::handler::{boundary, check_header_room, set_handler, Complaint, Message, Refusals, Wire};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
 
 /// The active-message id of put-with-signal.
 pub const PUT_SIGNAL: u32 = 1;
@@ -26,6 +27,9 @@ pub struct Header {
     pub sig: u64,
     pub value: u64,
 }
+
+// SAFETY: `repr(C)`, three u64s.
+unsafe impl Wire for Header {}
 
 pub const HEADER_BYTES: usize = std::mem::size_of::<Header>();
 
@@ -63,135 +67,6 @@ impl Regions {
         let Some(end) = addr.checked_add(len) else { return false };
         let v = self.0.read().unwrap_or_else(|e| e.into_inner());
         v.iter().any(|&(b, l, host)| addr >= b && end <= b + l && (host || !host_only))
-    }
-}
-
-/// A UCX active-message handler.
-pub type Handler = unsafe extern "C" fn(
-    *mut c_void,
-    *const c_void,
-    usize,
-    *mut c_void,
-    usize,
-    *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t;
-
-/// Whether `worker` carries headers of `bytes`, which `what` needs.
-pub fn check_header_room(worker: sys::ucp_worker_h, bytes: usize, what: &str) -> Result<(), String> {
-    let mut attr = sys::ucp_worker_attr_t {
-        field_mask: sys::UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER as u64,
-        ..Default::default()
-    };
-    // SAFETY: a live worker; valid out-pointer.
-    super::check("ucp_worker_query", unsafe { sys::ucp_worker_query(worker, &mut attr) })?;
-    if attr.max_am_header < bytes {
-        return Err(format!(
-            "UCX carries active-message headers of {} bytes, {what} needs {bytes}",
-            attr.max_am_header
-        ));
-    }
-    Ok(())
-}
-
-/// Install `cb` for messages `id` on `worker`, whole messages only; `arg` must outlive the
-/// worker.
-pub fn set_handler(worker: sys::ucp_worker_h, id: u32, cb: Handler, arg: *mut c_void) -> Result<(), String> {
-    let param = sys::ucp_am_handler_param_t {
-        field_mask: (sys::UCP_AM_HANDLER_PARAM_FIELD_ID
-            | sys::UCP_AM_HANDLER_PARAM_FIELD_FLAGS
-            | sys::UCP_AM_HANDLER_PARAM_FIELD_CB
-            | sys::UCP_AM_HANDLER_PARAM_FIELD_ARG) as u64,
-        id,
-        flags: sys::UCP_AM_FLAG_WHOLE_MSG,
-        cb: Some(cb),
-        arg,
-    };
-    // SAFETY: a live worker; the argument outlives it (caller).
-    super::check("ucp_worker_set_am_recv_handler", unsafe {
-        sys::ucp_worker_set_am_recv_handler(worker, &param)
-    })
-}
-
-/// A message a handler sends (an answer): its header and data, which must stay where they are
-/// until UCX has sent them.
-pub trait Outbound: Send + 'static {
-    /// `(header, header bytes, data, data bytes)`.
-    fn parts(&self) -> (*const c_void, usize, *const c_void, usize);
-}
-
-/// Send `msg` as active message `id` on `ep` from inside a handler, where nothing may wait: the
-/// message is boxed until its send completes (freed by the completion callback, or here when
-/// UCX sent it at once). A failed send needs nothing more: whoever waits for the answer learns
-/// of the lost peer through its endpoint.
-pub fn send_boxed<T: Outbound>(ep: sys::ucp_ep_h, id: u32, msg: T) {
-    let msg = Box::into_raw(Box::new(msg));
-    let p = sys::ucp_request_param_t {
-        op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK
-            | sys::UCP_OP_ATTR_FIELD_USER_DATA
-            | sys::UCP_OP_ATTR_FIELD_FLAGS,
-        flags: sys::UCP_AM_SEND_FLAG_EAGER,
-        cb: sys::ucp_request_param_t__bindgen_ty_1 { send: Some(on_boxed_sent::<T>) },
-        user_data: msg.cast(),
-        ..Default::default()
-    };
-    // SAFETY: an endpoint UCX handed the handler; the boxed message stays valid and in place
-    // until the send completes.
-    let r = unsafe {
-        let (h, hlen, d, dlen) = (*msg).parts();
-        sys::ucp_am_send_nbx(ep, id, h, hlen, d, dlen, &p)
-    };
-    if !sys::ptr_is_request(r) {
-        // SAFETY: no request: the callback will not run, so the box is ours again.
-        drop(unsafe { Box::from_raw(msg) });
-    }
-}
-
-unsafe extern "C" fn on_boxed_sent<T: Outbound>(
-    request: *mut c_void,
-    _status: sys::ucs_status_t,
-    user_data: *mut c_void,
-) {
-    let body = || {
-        // SAFETY: the box `send_boxed` leaked for this request, taken back exactly once; the
-        // request is a worker's, released once from its completion callback.
-        unsafe {
-            drop(Box::from_raw(user_data as *mut T));
-            sys::ucp_request_free(request);
-        }
-    };
-    if std::panic::catch_unwind(body).is_err() {
-        std::process::abort();
-    }
-}
-
-/// Told why a message was refused or a receive failed; ends the job (see `lib.rs`).
-pub type Complaint = fn(&str);
-
-/// Messages a handler refused: counted, and told to whoever ends the job (printed until
-/// someone is set).
-#[derive(Default)]
-pub struct Refusals {
-    complain: OnceLock<Complaint>,
-    count: AtomicUsize,
-}
-
-impl Refusals {
-    /// Who to tell (once; later calls change nothing).
-    pub fn on_complaint(&self, f: Complaint) {
-        let _ = self.complain.set(f);
-    }
-
-    pub fn count(&self) -> usize {
-        self.count.load(Ordering::Acquire)
-    }
-
-    #[cold]
-    pub fn refuse(&self, msg: &str) {
-        self.count.fetch_add(1, Ordering::AcqRel);
-        match self.complain.get() {
-            Some(f) => f(msg),
-            None => eprintln!("{msg}"),
-        }
     }
 }
 
@@ -276,30 +151,35 @@ unsafe extern "C" fn on_put_signal(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    let body = || {
+    boundary(|| {
         // SAFETY: the argument is the Receiver that installed this handler (see `install`).
         let rx = unsafe { &*(arg as *const Receiver) };
-        // SAFETY: UCX passes a valid parameter structure.
-        let rndv = unsafe { (*param).recv_attr } & sys::UCP_AM_RECV_ATTR_FLAG_RNDV as u64 != 0;
+        // SAFETY: UCX's arguments, during its call.
+        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
         // Refused: a rendezvous sender's operation fails with this status; eager data is
         // dropped (UCX accepts no other answer for it).
-        let refused = if rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
-        if header_length != HEADER_BYTES || header.is_null() {
-            rx.refuse(&format!("a header of {header_length} bytes, not {HEADER_BYTES}"));
-            return refused;
-        }
-        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
-        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
-        if let Err(why) = rx.admissible(&h, length) {
+        let refused = if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
+        let h = match m.header {
+            Ok(h) => h,
+            Err(why) => {
+                rx.refuse(&why);
+                return refused;
+            }
+        };
+        if let Err(why) = rx.admissible(&h, m.length) {
             rx.refuse(&why);
             return refused;
         }
-        if !rndv {
-            // SAFETY: eager data: `length` readable bytes; the destination is registered
-            // memory of this process (checked) that the sender's protocol gives to it now.
+        if !m.rndv {
+            // SAFETY: the destination is registered memory of this process, checked for
+            // `length >= eager.len()` bytes, that the sender's protocol gives to it now.
             unsafe {
-                if length > 0 {
-                    std::ptr::copy_nonoverlapping(data as *const u8, h.dest as usize as *mut u8, length);
+                if !m.eager.is_empty() {
+                    std::ptr::copy_nonoverlapping(
+                        m.eager.as_ptr(),
+                        h.dest as usize as *mut u8,
+                        m.eager.len(),
+                    );
                 }
                 apply(h.sig, h.value);
             }
@@ -314,8 +194,9 @@ unsafe extern "C" fn on_put_signal(
         };
         // SAFETY: the descriptor UCX just handed us, received into checked registered memory,
         // from inside the worker's progress (allowed for this call).
-        let r =
-            unsafe { sys::ucp_am_recv_data_nbx(rx.worker, data, h.dest as usize as *mut c_void, length, &p) };
+        let r = unsafe {
+            sys::ucp_am_recv_data_nbx(rx.worker, m.data, h.dest as usize as *mut c_void, m.length, &p)
+        };
         if sys::ptr_is_request(r) {
             return sys::UCS_OK; // `on_rendezvous_done` signals and frees
         }
@@ -326,11 +207,10 @@ unsafe extern "C" fn on_put_signal(
             // SAFETY: checked above.
             unsafe { apply(pending.sig, pending.value) };
         } else {
-            rx.refuse(&format!("receiving {length} bytes failed: {}", sys::status_string(st)));
+            rx.refuse(&format!("receiving {} bytes failed: {}", m.length, sys::status_string(st)));
         }
         sys::UCS_OK
-    };
-    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+    })
 }
 
 unsafe extern "C" fn on_rendezvous_done(
@@ -339,7 +219,7 @@ unsafe extern "C" fn on_rendezvous_done(
     length: usize,
     user_data: *mut c_void,
 ) {
-    let body = || {
+    boundary(|| {
         // SAFETY: the box `on_put_signal` leaked for this request, taken back exactly once.
         let pending = unsafe { Box::from_raw(user_data as *mut Pending) };
         // SAFETY: the Receiver outlives its worker's requests.
@@ -352,8 +232,5 @@ unsafe extern "C" fn on_rendezvous_done(
         }
         // SAFETY: a request of the worker, released once, from its completion callback.
         unsafe { sys::ucp_request_free(request) };
-    };
-    if std::panic::catch_unwind(body).is_err() {
-        std::process::abort();
-    }
+    })
 }

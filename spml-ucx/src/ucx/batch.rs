@@ -22,7 +22,8 @@
 //! The handler writes only host memory this process registered for remote access
 //! (`super::am::Regions`); a message naming anything else is refused and ends the job.
 
-use super::am::{check_header_room, send_boxed, set_handler, Outbound, Receiver};
+use super::am::Receiver;
+use super::handler::{boundary, check_header_room, send_boxed, set_handler, Message, Outbound, Wire};
 use rshmem_ucx_sys as sys;
 use std::alloc::Layout;
 use std::ffi::c_void;
@@ -53,6 +54,9 @@ pub struct Header {
     pub peer: u32,
     pub count: u32,
 }
+
+// SAFETY: `repr(C)`, two u32s.
+unsafe impl Wire for Header {}
 
 pub const HEADER_BYTES: usize = std::mem::size_of::<Header>();
 
@@ -300,59 +304,52 @@ unsafe extern "C" fn on_batch(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    let body = || {
+    boundary(|| {
         // SAFETY: the argument is the leaked Receiver that installed this handler.
         let rx = unsafe { &*(arg as *const Receiver) };
-        // SAFETY: UCX passes a valid parameter structure.
-        let (attr, reply_ep) = unsafe { ((*param).recv_attr, (*param).reply_ep) };
-        if attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV as u64 != 0 {
+        // SAFETY: UCX's arguments, during its call.
+        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+        if m.rndv {
             rx.refuse_batch("a rendezvous message (batches are sent eagerly)");
             return sys::UCS_ERR_INVALID_PARAM;
         }
-        if header_length != HEADER_BYTES || header.is_null() {
-            rx.refuse_batch(&format!("a header of {header_length} bytes, not {HEADER_BYTES}"));
-            return sys::UCS_OK;
-        }
-        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
-        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
-        let bytes: &[u8] = if length == 0 || data.is_null() {
-            &[]
-        } else {
-            // SAFETY: an eager message's data is `length` readable bytes during this call.
-            unsafe { std::slice::from_raw_parts(data as *const u8, length) }
+        let h = match m.header {
+            Ok(h) => h,
+            Err(why) => {
+                rx.refuse_batch(&why);
+                return sys::UCS_OK;
+            }
         };
-        if let Err(why) = apply(rx, bytes, h.count) {
+        if let Err(why) = apply(rx, m.eager, h.count) {
             rx.refuse_batch(&why);
         }
         // Acknowledged even when refused: the refusal ends the job, and the sender must not
         // wait for an answer that would never come until then.
-        if attr & sys::UCP_AM_RECV_ATTR_FIELD_REPLY_EP as u64 != 0 && !reply_ep.is_null() {
+        match m.reply_ep {
             // From inside the handler nothing may wait: the header is boxed until it is sent.
-            send_boxed(reply_ep, ACK, Header { peer: h.peer, count: h.count });
-        } else {
-            rx.refuse_batch("a batch without a reply endpoint");
+            Some(ep) => send_boxed(ep, ACK, Header { peer: h.peer, count: h.count }),
+            None => rx.refuse_batch("a batch without a reply endpoint"),
         }
         sys::UCS_OK
-    };
-    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+    })
 }
 
 unsafe extern "C" fn on_ack(
     arg: *mut c_void,
     header: *const c_void,
     header_length: usize,
-    _data: *mut c_void,
-    _length: usize,
-    _param: *const sys::ucp_am_recv_param_t,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    let body = || {
+    boundary(|| {
         // SAFETY: the argument is the leaked Batches that installed this handler.
         let b = unsafe { &*(arg as *const Batches) };
-        if header_length != HEADER_BYTES || header.is_null() {
+        // SAFETY: UCX's arguments, during its call.
+        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+        let Ok(h) = m.header else {
             return sys::UCS_OK; // not an acknowledgement this library sent
-        }
-        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
-        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
+        };
         let Some(s) = b.slots.get(h.peer as usize) else { return sys::UCS_OK };
         // Only what was sent can be acknowledged: a stray answer must not release a quiet.
         let acked = s.acked.load(Ordering::Acquire);
@@ -361,8 +358,7 @@ unsafe extern "C" fn on_ack(
             b.unacked.fetch_sub(1, Ordering::AcqRel);
         }
         sys::UCS_OK
-    };
-    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+    })
 }
 
 #[cfg(test)]

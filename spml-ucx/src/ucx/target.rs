@@ -24,7 +24,9 @@
 //! one nobody asked for) is dropped instead of writing anywhere. On the target, the core checks
 //! every range against its own device segments.
 
-use super::am::{check_header_room, send_boxed, set_handler, Handler, Outbound, Refusals};
+use super::handler::{
+    boundary, check_header_room, send_boxed, set_handler, Handler, Message, Outbound, Refusals, Wire,
+};
 use super::{Channel, Complaint, Health, OpError};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
@@ -54,6 +56,9 @@ pub struct Header {
     /// In a reply: 0 when the target copied, else nonzero.
     pub status: i32,
 }
+
+// SAFETY: `repr(C)`: three u64s, a u32 and an i32, no padding.
+unsafe impl Wire for Header {}
 
 pub const HEADER_BYTES: usize = std::mem::size_of::<Header>();
 
@@ -181,49 +186,41 @@ unsafe fn on_request(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    let body = || {
+    boundary(|| {
         // SAFETY: the argument is the leaked Server that installed this handler.
         let server = unsafe { &*(arg as *const Server) };
-        // SAFETY: UCX passes a valid parameter structure.
-        let (attr, reply_ep) = unsafe { ((*param).recv_attr, (*param).reply_ep) };
-        let rndv = attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV as u64 != 0;
-        if header_length != HEADER_BYTES || header.is_null() {
-            server.refuse(&format!("a header of {header_length} bytes, not {HEADER_BYTES}"));
-            return if rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
-        }
-        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
-        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
-        let has_reply_ep = attr & sys::UCP_AM_RECV_ATTR_FIELD_REPLY_EP as u64 != 0 && !reply_ep.is_null();
-        let bytes: &[u8] = if rndv || length == 0 || data.is_null() {
-            &[]
-        } else {
-            // SAFETY: an eager message's data is `length` readable bytes during this call.
-            unsafe { std::slice::from_raw_parts(data as *const u8, length) }
+        // SAFETY: UCX's arguments (caller), during its call.
+        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+        let h = match m.header {
+            Ok(h) => h,
+            Err(why) => {
+                server.refuse(&why);
+                return if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
+            }
         };
         let mut out = Outgoing { header: h, data: Vec::new() };
-        let outcome = if rndv {
+        let outcome = if m.rndv {
             Err("a rendezvous message (transfers through the target are sent eagerly)".to_string())
-        } else if !has_reply_ep {
+        } else if m.reply_ep.is_none() {
             Err("a request without a reply endpoint".to_string())
         } else {
-            server.serve(id, &h, bytes, &mut out.data)
+            server.serve(id, &h, m.eager, &mut out.data)
         };
         out.header.status = i32::from(outcome.is_err());
         if outcome.is_err() {
             out.data.clear();
         }
-        if has_reply_ep {
-            send_boxed(reply_ep, REPLY, out);
+        if let Some(ep) = m.reply_ep {
+            send_boxed(ep, REPLY, out);
         }
         if let Err(why) = outcome {
             server.refuse(&why);
-            if rndv {
+            if m.rndv {
                 return sys::UCS_ERR_INVALID_PARAM;
             }
         }
         sys::UCS_OK
-    };
-    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+    })
 }
 
 /// A waiter's state while its reply is outstanding.
@@ -282,32 +279,31 @@ unsafe extern "C" fn on_reply(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    let body = || {
-        // SAFETY: UCX passes a valid parameter structure.
-        let rndv = unsafe { (*param).recv_attr } & sys::UCP_AM_RECV_ATTR_FLAG_RNDV as u64 != 0;
-        if header_length != HEADER_BYTES || header.is_null() || rndv {
-            // Not a reply this library sent: nobody waits for it.
-            return if rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
+    boundary(|| {
+        // SAFETY: UCX's arguments, during its call.
+        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+        let Ok(h) = m.header else {
+            return if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
+        };
+        if m.rndv {
+            // Not a reply this library sent (replies go eagerly): nobody waits for it.
+            return sys::UCS_ERR_INVALID_PARAM;
         }
-        // SAFETY: UCX passes `header_length` readable bytes, in no particular alignment.
-        let h = unsafe { std::ptr::read_unaligned(header as *const Header) };
         let mut v = PENDING.lock().unwrap_or_else(|e| e.into_inner());
         let Some(w) = take(&mut v, h.token) else { return sys::UCS_OK };
         let mut status = i64::from(h.status);
-        if status == 0 && length != w.cap {
+        if status == 0 && m.eager.len() != w.cap {
             status = -1; // a get answered with the wrong number of bytes
         }
-        if status == 0 && length > 0 {
-            // SAFETY: `length` readable bytes of eager data; the waiter's destination is
-            // writable for `cap == length` bytes while it waits (it cannot stop waiting
-            // without taking PENDING's lock, held here).
-            unsafe { std::ptr::copy_nonoverlapping(data as *const u8, w.dst as *mut u8, length) };
+        if status == 0 && !m.eager.is_empty() {
+            // SAFETY: the waiter's destination is writable for `cap == eager.len()` bytes
+            // while it waits (it cannot stop waiting without taking PENDING's lock, held here).
+            unsafe { std::ptr::copy_nonoverlapping(m.eager.as_ptr(), w.dst as *mut u8, m.eager.len()) };
         }
         // SAFETY: the waiter's word, alive while it waits (as above).
         unsafe { &*w.done }.store(status, Ordering::Release);
         sys::UCS_OK
-    };
-    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+    })
 }
 
 /// Move `len` bytes between host buffer `buf` and bytes `off..` of PE `pe`'s segment `seg`
