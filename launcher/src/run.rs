@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Debug)]
@@ -63,7 +63,11 @@ Open MPI's mpirun or Slurm's srun --mpi=pmix instead; a program started alone is
   --                      the end of oshrun's options
 
 The job ends as soon as one PE dies, exits with an error or calls shmem_global_exit; oshrun
-names that PE and returns its status. Long options also take the form --option=VALUE.";
+names that PE and returns its status. Long options also take the form --option=VALUE.
+
+Signals: SIGUSR1 and SIGUSR2 sent to oshrun are passed on to every PE. SIGTERM, SIGINT or
+SIGHUP end the job: the PEs get SIGTERM, and SIGKILL 2 s later (or at a second signal);
+oshrun then returns 128 + the signal's number.";
 
 /// Open MPI options that place PEs on hosts: oshrun has one host, so it says where to go.
 const HOST_OPTIONS: [&str; 13] = [
@@ -251,19 +255,44 @@ fn private_dir() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// Signals that end the job (TERM, INT, HUP): the handler only records the signal; the watch
-/// loop stops the PEs and cleans up.
+/// Signals that end the job (TERM, INT, HUP): the handler only records the signal and counts
+/// it (a second one while the PEs are given their grace kills them at once); the watch loop
+/// stops the PEs and cleans up.
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+static SIGNAL_COUNT: AtomicU32 = AtomicU32::new(0);
+
+/// Signals passed on to every PE, as Open MPI's mpirun does: a batch system's warning before
+/// a time limit (`sbatch --signal=USR1@60`) or a user's `kill -USR1` reaches the program
+/// (a checkpoint, a progress report) instead of killing oshrun.
+const FORWARDED: [libc::c_int; 2] = [libc::SIGUSR1, libc::SIGUSR2];
+
+/// The forwarded signals received and not yet passed on, one bit per signal number.
+static TO_FORWARD: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     SIGNALLED.store(sig, Ordering::Relaxed);
+    SIGNAL_COUNT.fetch_add(1, Ordering::Relaxed);
+}
+
+extern "C" fn on_forwarded(sig: libc::c_int) {
+    TO_FORWARD.fetch_or(1 << sig, Ordering::Relaxed);
 }
 
 fn catch_signals() {
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        // SAFETY: the handler is async-signal-safe (one atomic store).
-        unsafe { libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+    let handlers = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP]
+        .map(|s| (s, on_signal as extern "C" fn(libc::c_int)))
+        .into_iter()
+        .chain(FORWARDED.map(|s| (s, on_forwarded as extern "C" fn(libc::c_int))));
+    for (sig, f) in handlers {
+        // SAFETY: both handlers are async-signal-safe (atomic operations only).
+        unsafe { libc::signal(sig, f as libc::sighandler_t) };
     }
+}
+
+/// The forwarded signals received since the last call.
+fn take_forwarded() -> Vec<libc::c_int> {
+    let bits = TO_FORWARD.swap(0, Ordering::Relaxed);
+    FORWARDED.into_iter().filter(|&s| bits & (1 << s) != 0).collect()
 }
 
 /// What must go when the job is over: the socket directory and UCX's stray `/dev/shm` names.
@@ -394,11 +423,55 @@ struct Job {
 }
 
 impl Job {
-    fn kill_all(&mut self) {
+    /// Send `sig` to every PE still running.
+    fn signal_all(&self, sig: libc::c_int) {
         for pe in self.pes.iter().filter(|p| p.live) {
             // SAFETY: the pid is our unreaped child, so it cannot have been reused.
-            unsafe { libc::kill(pe.pid as libc::pid_t, libc::SIGKILL) };
+            unsafe { libc::kill(pe.pid as libc::pid_t, sig) };
         }
+    }
+
+    /// End every PE still running as Open MPI's launchers do: SIGTERM first (and SIGCONT, so
+    /// that a stopped PE gets it), so that a program may clean up or write a checkpoint, then
+    /// SIGKILL for whatever is still running after [`TERM_GRACE`], or at once when oshrun
+    /// gets another terminating signal meanwhile (a second Ctrl-C).
+    fn stop_all(&mut self) {
+        if !self.pes.iter().any(|p| p.live) {
+            return;
+        }
+        let signals = SIGNAL_COUNT.load(Ordering::Relaxed);
+        self.signal_all(libc::SIGTERM);
+        self.signal_all(libc::SIGCONT);
+        let deadline = Instant::now() + TERM_GRACE;
+        loop {
+            for pe in self.pes.iter_mut().filter(|p| p.live) {
+                if let Some(Event::Exited(_) | Event::Killed(_)) = poll(pe.pid) {
+                    pe.live = false;
+                }
+            }
+            let left: Vec<u32> = self.pes.iter().filter(|p| p.live).map(|p| p.pid).collect();
+            if left.is_empty() {
+                return;
+            }
+            if SIGNAL_COUNT.load(Ordering::Relaxed) != signals {
+                break;
+            }
+            if Instant::now() >= deadline {
+                eprintln!(
+                    "oshrun: {} PE(s) (pid {}) still running {} s after SIGTERM; killing them",
+                    left.len(),
+                    left.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
+                    TERM_GRACE.as_secs()
+                );
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.kill_all();
+    }
+
+    fn kill_all(&mut self) {
+        self.signal_all(libc::SIGKILL);
         for pe in self.pes.iter_mut().filter(|p| p.live) {
             let mut st = 0;
             // SAFETY: waiting for our own child.
@@ -407,6 +480,9 @@ impl Job {
         }
     }
 }
+
+/// How long PEs sent SIGTERM at the end of a job have before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
 
 /// What `waitpid` reported for a PE.
 enum Event {
@@ -551,7 +627,7 @@ pub fn run(o: &Options) -> i32 {
             }
             Err(e) => {
                 eprintln!("oshrun: cannot start {}: {e}", o.program);
-                job.kill_all();
+                job.stop_all();
                 tagger.finish(OUTPUT_GRACE);
                 left.remove();
                 return 127;
@@ -580,7 +656,7 @@ fn ended_by_abort(server: &Server, job: &mut Job) -> Option<i32> {
     if !msg.contains("shmem_global_exit") {
         eprintln!("oshrun: PE {rank} aborted the job: {msg}");
     }
-    job.kill_all();
+    job.stop_all();
     Some(code)
 }
 
@@ -593,7 +669,7 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
     let mut last_turn = Instant::now();
     let stop_job = |job: &mut Job, msg: String, code: i32| {
         eprintln!("{msg}");
-        job.kill_all();
+        job.stop_all();
         code
     };
     loop {
@@ -605,6 +681,9 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
                 format!("oshrun: got {}; stopping {live} running PE(s)", signal_name(sig)),
                 128 + sig,
             );
+        }
+        for sig in take_forwarded() {
+            job.signal_all(sig);
         }
         if let Some(code) = ended_by_abort(server, job) {
             return code;

@@ -38,6 +38,17 @@ fn os_error(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 
+/// Run a system call again while a signal interrupts it: a program's own handler installed
+/// without `SA_RESTART` (a SIGUSR1 that oshrun forwards, say) must not fail the exchange.
+fn restarting(mut call: impl FnMut() -> isize) -> isize {
+    loop {
+        let n = call();
+        if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return n;
+        }
+    }
+}
+
 /// A new anonymous shared-memory object of `size` bytes (close-on-exec). `tag` names it in
 /// /proc/PID/maps only.
 pub fn memfd(tag: &str, size: usize) -> Result<OwnedFd, String> {
@@ -98,15 +109,16 @@ fn send_fd(s: &UnixStream, fd: RawFd) -> Result<(), String> {
     msg.msg_control = ctl.as_mut_ptr().cast();
     msg.msg_controllen = space as _;
     // SAFETY: msg_control points at `space` zeroed, aligned bytes, so the first header is
-    // inside it; its data has room for one descriptor. sendmsg reads only what msg describes.
-    let rc = unsafe {
+    // inside it; its data has room for one descriptor.
+    unsafe {
         let c = libc::CMSG_FIRSTHDR(&msg);
         (*c).cmsg_level = libc::SOL_SOCKET;
         (*c).cmsg_type = libc::SCM_RIGHTS;
         (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
-        libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_NOSIGNAL)
-    };
+    }
+    // SAFETY: sendmsg reads only what msg describes (above).
+    let rc = restarting(|| unsafe { libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) });
     if rc != 1 {
         return Err(os_error("sendmsg"));
     }
@@ -127,7 +139,7 @@ fn recv_fd(s: &UnixStream) -> Result<OwnedFd, String> {
     msg.msg_control = ctl.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of_val(&ctl) as _;
     // SAFETY: recvmsg writes at most what msg describes: one byte and `ctl`.
-    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    let n = restarting(|| unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) });
     if n < 0 {
         return Err(os_error("recvmsg"));
     }
@@ -254,7 +266,9 @@ fn answer(s: &mut UnixStream, uid: u32, token: &[u8; TOKEN], object: RawFd) -> R
 /// SIGPIPE that would end a C program.
 fn send_token(s: &UnixStream, token: &[u8]) -> Result<(), String> {
     // SAFETY: send reads `token.len()` bytes of our slice.
-    let n = unsafe { libc::send(s.as_raw_fd(), token.as_ptr().cast(), token.len(), libc::MSG_NOSIGNAL) };
+    let n = restarting(|| unsafe {
+        libc::send(s.as_raw_fd(), token.as_ptr().cast(), token.len(), libc::MSG_NOSIGNAL)
+    });
     if n != token.len() as isize {
         return Err(if n < 0 { os_error("send") } else { format!("sent {n} of {} bytes", token.len()) });
     }

@@ -243,3 +243,116 @@ fn oshrun_takes_open_mpi_command_lines_and_tags_every_line_with_its_pe() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--hostfile") && err.contains("srun --mpi=pmix"), "{err}");
 }
+
+/// A job of `tests/c/signals.c` under oshrun, stopped at the point where every PE has said
+/// "ready": the test signals oshrun and then collects the rest.
+struct SignalledJob {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stdout: Vec<String>,
+}
+
+impl SignalledJob {
+    fn start(np: usize, mode: &str, extra_env: &[(&str, &str)]) -> SignalledJob {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(target_dir().join("oshrun"))
+            .args(["-np", &np.to_string(), "--timeout", "60", "--"])
+            .arg(c_test("signals"))
+            .env("SIGNALS_MODE", mode)
+            .envs(extra_env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start oshrun");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let mut job = SignalledJob { child, lines, stdout: Vec::new() };
+        let deadline = std::time::Instant::now() + T;
+        while job.stdout.iter().filter(|l| l.ends_with(" ready")).count() < np {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match job.lines.recv_timeout(left) {
+                Ok(l) => job.stdout.push(l),
+                Err(_) => panic!("not every PE got ready: {:?}", job.stdout),
+            }
+        }
+        job
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: signalling the child we started (not yet reaped).
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Wait for oshrun: its status, stdout and stderr, and how long it took.
+    fn finish(mut self) -> (Option<i32>, String, String, Duration) {
+        let t = std::time::Instant::now();
+        let out = self.child.wait_with_output().expect("wait for oshrun");
+        let took = t.elapsed();
+        self.stdout.extend(self.lines.try_iter());
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), self.stdout.join("\n"), err, took)
+    }
+}
+
+/// oshrun passes SIGUSR1 and SIGUSR2 on to every PE (as mpirun does; a batch system's warning
+/// before a time limit is one), and a PE interrupted by them inside the library goes on with
+/// its data intact; SIGTERM gives PEs the chance to clean up before they are killed.
+#[test]
+fn oshrun_forwards_user_signals_and_ends_a_job_with_sigterm_before_sigkill() {
+    let _g = job_lock();
+    let before = leftovers();
+    // On both paths: mapped peers, and every peer through UCX (with its progress thread).
+    for env in [&[][..], &[("SHMEM_LOCAL_MAP", "0")][..]] {
+        let job = SignalledJob::start(3, "forward", env);
+        job.signal(libc::SIGUSR1);
+        std::thread::sleep(Duration::from_millis(100));
+        job.signal(libc::SIGUSR2);
+        let (code, out, err, _) = job.finish();
+        assert_eq!(code, Some(0), "{env:?}\n{out}\n{err}");
+        for pe in 0..3 {
+            let line = format!("PE {pe} got SIGUSR1 and SIGUSR2, ");
+            assert!(
+                out.lines().any(|l| l.starts_with(&line) && l.ends_with("values ok")),
+                "{env:?}\n{out}\n{err}"
+            );
+        }
+    }
+    assert_nothing_left(&before, "signals forward");
+
+    // SIGTERM reaches every PE, whose handler cleans up; oshrun reports it and ends with 143.
+    let job = SignalledJob::start(3, "term", &[]);
+    job.signal(libc::SIGTERM);
+    let (code, out, err, _) = job.finish();
+    assert_eq!(code, Some(128 + libc::SIGTERM), "{out}\n{err}");
+    for pe in 0..3 {
+        assert!(out.lines().any(|l| l == format!("PE {pe}: SIGTERM, cleaned up")), "{out}\n{err}");
+    }
+    assert!(err.contains("oshrun: got") && !err.contains("still running"), "{err}");
+    assert_nothing_left(&before, "signals term");
+
+    // PEs that ignore SIGTERM are killed once their grace is over...
+    let job = SignalledJob::start(2, "ignore", &[]);
+    job.signal(libc::SIGTERM);
+    let (code, out, err, took) = job.finish();
+    assert_eq!(code, Some(128 + libc::SIGTERM), "{out}\n{err}");
+    assert!(
+        err.contains("2 PE(s)") && err.contains("still running 2 s after SIGTERM; killing them"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    // ...or at once when oshrun is told a second time (a second Ctrl-C).
+    let job = SignalledJob::start(2, "ignore", &[]);
+    job.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(200));
+    job.signal(libc::SIGINT);
+    let (code, out, err, _) = job.finish();
+    assert_eq!(code, Some(128 + libc::SIGTERM), "{out}\n{err}");
+    assert!(!err.contains("still running"), "{err}");
+    assert_nothing_left(&before, "signals ignore");
+}
