@@ -66,8 +66,8 @@ The job ends as soon as one PE dies, exits with an error or calls shmem_global_e
 names that PE and returns its status. Long options also take the form --option=VALUE.
 
 Signals: SIGUSR1 and SIGUSR2 sent to oshrun are passed on to every PE. SIGTERM, SIGINT or
-SIGHUP end the job: the PEs get SIGTERM, and SIGKILL 2 s later (or at a second signal);
-oshrun then returns 128 + the signal's number.";
+SIGHUP end the job: the PEs get SIGTERM, then SIGKILL if they are still running 2 s later
+(or at a second signal); oshrun returns 128 + the signal's number.";
 
 /// Open MPI options that place PEs on hosts: oshrun has one host, so it says where to go.
 const HOST_OPTIONS: [&str; 13] = [
@@ -556,6 +556,11 @@ pub fn run(o: &Options) -> i32 {
     let binding = bindings(o.bind, o.np);
     let key_hex = secret::hex(&key);
     for rank in 0..o.np {
+        // A terminating signal during start-up stops it here: starting thousands of PEs
+        // first would keep oshrun deaf to it for as long as that takes.
+        if SIGNALLED.load(Ordering::Relaxed) != 0 {
+            break;
+        }
         let mut cmd = Command::new(&o.program);
         cmd.args(&o.args)
             .env(wire::ENV_SOCKET, &sock)
@@ -662,7 +667,8 @@ fn ended_by_abort(server: &Server, job: &mut Job) -> Option<i32> {
 
 fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
     let start = Instant::now();
-    let mut running = o.np;
+    // Fewer than `o.np` when a signal stopped the start-up.
+    let mut running = job.pes.len();
     let mut deferred: Option<(usize, i32)> = None;
     // A PE that ended with status 0 without ever calling shmem_init.
     let mut left_before_init: Option<usize> = None;
@@ -699,7 +705,7 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
             }
         }
         last_turn = now;
-        for rank in 0..o.np {
+        for rank in 0..job.pes.len() {
             if !job.pes[rank].live {
                 continue;
             }

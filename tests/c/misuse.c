@@ -1,11 +1,16 @@
 /* Bad arguments chosen by MISUSE, each of which must end the job with a message naming the
  * routine and the argument (never a segfault or a silent success):
  * get_past_end / put_past_end (a transfer longer than the peer's heap), null_source,
- * null_dest, ctx_destroy_twice. */
+ * null_dest, ctx_destroy_twice; contexts: ctx_invalid_put, ctx_after_destroy,
+ * ctx_quiet_after_destroy, team_ctx_gone (a shareable context of a destroyed team);
+ * team_after_destroy; waits: wait_null, wait_private, test_any_null, signal_wait_null;
+ * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static long lk;
 
 int main(void) {
     const char *how = getenv("MISUSE");
@@ -14,7 +19,44 @@ int main(void) {
     char *sym = shmem_malloc(1 << 20);
     int peer = (shmem_my_pe() + 1) % shmem_n_pes();
     shmem_barrier_all();
+    /* Collective set-ups, on every PE. */
+    shmem_team_t team = SHMEM_TEAM_INVALID;
+    shmem_ctx_t team_ctx = SHMEM_CTX_INVALID;
+    if (how && (!strcmp(how, "team_after_destroy") || !strcmp(how, "team_ctx_gone"))) {
+        if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, 0, &team)) return 3;
+        if (!strcmp(how, "team_ctx_gone") && shmem_team_create_ctx(team, 0, &team_ctx)) return 4;
+        shmem_team_destroy(team);
+    }
     if (shmem_my_pe() == 0 && how) {
+        if (!strcmp(how, "team_after_destroy")) shmem_team_my_pe(team);
+        if (!strcmp(how, "team_ctx_gone")) shmem_ctx_destroy(team_ctx);
+        if (!strcmp(how, "ctx_invalid_put")) shmem_ctx_long_p(SHMEM_CTX_INVALID, (long *)sym, 1, peer);
+        if (!strcmp(how, "ctx_after_destroy") || !strcmp(how, "ctx_quiet_after_destroy")) {
+            shmem_ctx_t ctx;
+            if (shmem_ctx_create(0, &ctx) == 0) {
+                shmem_ctx_long_p(ctx, (long *)sym, 1, peer);
+                shmem_ctx_destroy(ctx);
+                if (!strcmp(how, "ctx_after_destroy")) shmem_ctx_long_p(ctx, (long *)sym, 2, peer);
+                shmem_ctx_quiet(ctx);
+            }
+        }
+        if (!strcmp(how, "wait_null")) shmem_long_wait_until(NULL, SHMEM_CMP_EQ, 1);
+        if (!strcmp(how, "wait_private")) shmem_long_wait_until(calloc(1, sizeof(long)), SHMEM_CMP_EQ, 1);
+        if (!strcmp(how, "test_any_null")) shmem_long_test_any(NULL, 4, NULL, SHMEM_CMP_EQ, 0);
+        if (!strcmp(how, "signal_wait_null")) shmem_signal_wait_until(NULL, SHMEM_CMP_EQ, 1);
+        if (!strcmp(how, "put_signal_private_sig")) {
+            uint64_t sig = 0;
+            shmem_putmem_signal(sym, sym, 8, &sig, 1, SHMEM_SIGNAL_SET, peer);
+        }
+        if (!strcmp(how, "clear_unheld_lock")) shmem_clear_lock(&lk);
+        if (!strcmp(how, "set_lock_twice")) {
+            shmem_set_lock(&lk);
+            shmem_set_lock(&lk);
+        }
+        if (!strcmp(how, "lock_private")) {
+            long mine = 0;
+            shmem_set_lock(&mine);
+        }
         if (!strcmp(how, "get_past_end")) {
             char *local = malloc(heap + (16 << 20));
             shmem_getmem(local, sym, heap + (8 << 20), peer);

@@ -107,11 +107,24 @@ fn transfers_past_the_end_of_the_heap_are_refused_on_both_paths() {
 }
 
 #[test]
-fn null_buffers_and_a_second_ctx_destroy_are_reported() {
+fn bad_handles_buffers_waits_and_locks_are_reported_naming_the_argument() {
     for (how, needle) in [
         ("null_source", "shmem_putmem: source is NULL but 64 bytes are to be transferred"),
         ("null_dest", "shmem_getmem: dest is NULL but 64 bytes are to be transferred"),
         ("ctx_destroy_twice", "shmem_ctx_destroy: ctx 0x"),
+        ("ctx_invalid_put", "shmem_ctx_long_p: ctx is SHMEM_CTX_INVALID"),
+        ("ctx_after_destroy", "shmem_ctx_long_p: ctx 0x"),
+        ("ctx_quiet_after_destroy", "shmem_ctx_quiet: ctx 0x"),
+        ("team_ctx_gone", "shmem_ctx_destroy: ctx 0x"),
+        ("team_after_destroy", "shmem_team_my_pe: team 0x"),
+        ("wait_null", "shmem_long_wait_until: ivar is NULL"),
+        ("wait_private", "shmem_long_wait_until: ivar 0x"),
+        ("test_any_null", "shmem_long_test_any: ivars is NULL"),
+        ("signal_wait_null", "shmem_signal_wait_until: sig_addr is NULL"),
+        ("put_signal_private_sig", "shmem_putmem_signal: sig_addr 0x"),
+        ("clear_unheld_lock", "shmem_clear_lock: lock 0x"),
+        ("set_lock_twice", "shmem_set_lock: this PE already holds lock"),
+        ("lock_private", "shmem_set_lock: lock 0x"),
     ] {
         let r = misuse(how, "1");
         assert_eq!(r.code(), Some(1), "{how}: {}", r.stderr);

@@ -71,7 +71,7 @@ pub unsafe fn post<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, valu
 }
 
 /// The one AMO routine: `op` on `pe`'s copy of `dest`, returning the previous value (zero for
-/// SET, for SHMEM_CTX_INVALID, and when `fetch` is false, see [`post`]).
+/// SET, and when `fetch` is false, see [`post`]).
 ///
 /// # Safety
 /// `dest` is checked to be symmetric and aligned.
@@ -87,9 +87,8 @@ pub unsafe fn run<T: Amo>(
     pe: c_int,
     fetch: bool,
 ) -> T {
-    if ctx.is_null() {
-        return T::from_bits(0);
-    }
+    // SAFETY: a handle the program got from the library (caller).
+    unsafe { crate::ops::ctx::check(routine, ctx) };
     let rt = runtime::get(routine);
     let (seg, off, p) = rma::target(rt, routine, "dest", dest as usize, T::SIZE, pe);
     if !(dest as usize).is_multiple_of(T::SIZE) {

@@ -8,7 +8,7 @@
 //! only permit optimisations that are not made.
 
 use crate::error::fatal;
-use crate::ops::handles::{rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Team};
+use crate::ops::handles::{rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Graveyard, Team};
 use crate::symm::runtime;
 use rshmem_plugin_api::SpmlCtx;
 use std::ffi::{c_int, c_long, c_void, CStr};
@@ -38,19 +38,56 @@ pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
     }
     // The spml context is made at the first operation that needs the spml: on one node every
     // peer is usually mapped, and a UCX worker costs milliseconds to create and to close.
-    let obj = Box::new(CtxObj {
+    let obj = CtxObj {
         spml: AtomicPtr::new(rt.spml.default_ctx),
         spml_dirty: AtomicBool::new(false),
         spml_pending: AtomicBool::new(rt.spml.ctx_slots().is_some()),
+        live: AtomicBool::new(true),
         options,
         team: AtomicPtr::new(std::ptr::null_mut()),
         _reserved: [0; 4],
-    });
-    let p = Box::into_raw(obj);
+    };
+    let p = match GRAVEYARD.reuse() {
+        Some(old) => {
+            let p = old as *mut CtxObj;
+            // SAFETY: a context object destroyed long ago, kept allocated in the graveyard and
+            // taken out of it here, so nobody else writes it.
+            unsafe { p.write(obj) };
+            p
+        }
+        None => Box::into_raw(Box::new(obj)),
+    };
     live().push(p as usize);
     // SAFETY: checked non-null.
     unsafe { *out = p };
     0
+}
+
+/// Destroyed contexts, kept allocated (see [`Graveyard`]).
+static GRAVEYARD: Graveyard = Graveyard::new();
+
+/// Check that `ctx` may carry an operation: not SHMEM_CTX_INVALID and not destroyed (the
+/// spec leaves both undefined; a program that did not check `shmem_ctx_create`'s result would
+/// otherwise lose its data silently).
+///
+/// # Safety
+/// `ctx` is NULL or a handle `create` returned (live or destroyed: destroyed objects stay
+/// allocated for a while, see [`Graveyard`]).
+#[inline(always)]
+pub(crate) unsafe fn check(routine: &CStr, ctx: Ctx) {
+    // SAFETY: caller.
+    if ctx.is_null() || !unsafe { &*ctx }.live.load(Ordering::Relaxed) {
+        dead(routine, ctx);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn dead(routine: &CStr, ctx: Ctx) -> ! {
+    if ctx.is_null() {
+        fatal(routine, "ctx is SHMEM_CTX_INVALID (did shmem_ctx_create or shmem_team_create_ctx fail?)");
+    }
+    fatal(routine, &format!("ctx {ctx:p} was destroyed"))
 }
 
 /// The contexts created and not destroyed yet: destroying one twice (or something that was
@@ -108,11 +145,10 @@ pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
             None => fatal(routine, &format!("ctx {ctx:p} is not a live context: destroyed already, or never created by shmem_ctx_create / shmem_team_create_ctx")),
         }
     }
-    // SAFETY: a live context (just checked); nothing uses it after this call.
-    let obj = unsafe {
-        quiet(routine, ctx);
-        Box::from_raw(ctx as *mut CtxObj)
-    };
+    // SAFETY: a live context (just checked).
+    unsafe { quiet(routine, ctx) };
+    // SAFETY: as above; the object stays allocated (in the graveyard) after this call.
+    let obj = unsafe { &*ctx };
     let spml_ctx = obj.spml.load(Ordering::Acquire);
     if !obj.spml_pending.load(Ordering::Acquire) && spml_ctx != rt.spml.default_ctx {
         if let Some((_, spml_destroy)) = rt.spml.ctx_slots() {
@@ -120,7 +156,32 @@ pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
             unsafe { spml_destroy(spml_ctx) };
         }
     }
+    obj.live.store(false, Ordering::Release);
+    GRAVEYARD.bury(ctx as usize);
 }
+
+/// Destroy every shareable context created from `team` (as `shmem_team_destroy` must); a
+/// private one still live is the program's error (the spec leaves it undefined: its owning
+/// thread may be using it).
+pub fn destroy_team_contexts(routine: &CStr, team: Team) {
+    let on_team: Vec<usize> = live()
+        .iter()
+        .copied()
+        // SAFETY: contexts in the live list are live objects.
+        .filter(|&p| std::ptr::eq(unsafe { &*(p as Ctx) }.team.load(Ordering::Acquire), team))
+        .collect();
+    for p in on_team {
+        // SAFETY: as above; the list's lock is not held, and only this thread destroys them.
+        let c = unsafe { &*(p as Ctx) };
+        if c.options & SHMEM_CTX_PRIVATE != 0 {
+            fatal(routine, &format!("ctx {:p}, created from this team with SHMEM_CTX_PRIVATE, must be destroyed (shmem_ctx_destroy) before the team", p as Ctx));
+        }
+        // SAFETY: a live context of this team.
+        unsafe { destroy(routine, p as Ctx) };
+    }
+}
+
+const SHMEM_CTX_PRIVATE: c_long = 2;
 
 /// `shmem_ctx_get_team`: every context created with `shmem_ctx_create` (and the default one)
 /// belongs to the world team.
@@ -137,7 +198,9 @@ pub unsafe fn get_team(routine: &CStr, ctx: Ctx, team: *mut Team) -> c_int {
         unsafe { *team = std::ptr::null() };
         return 1;
     }
-    // SAFETY: a live context by contract.
+    // SAFETY: a handle from `create` by contract.
+    unsafe { check(routine, ctx) };
+    // SAFETY: a live context (checked).
     let t = unsafe { &*ctx }.team.load(Ordering::Acquire);
     // SAFETY: checked non-null.
     unsafe { *team = if t.is_null() { &rshmem_team_world } else { t } };
@@ -145,15 +208,31 @@ pub unsafe fn get_team(routine: &CStr, ctx: Ctx, team: *mut Team) -> c_int {
 }
 
 /// Session hints (1.6): accepted; they permit batching, which is not done yet.
-pub fn session_start(routine: &CStr, _ctx: Ctx, _options: c_long, _config: *const c_void, _mask: c_long) {
+///
+/// # Safety
+/// `ctx` must be SHMEM_CTX_INVALID or a handle from `create`.
+pub unsafe fn session_start(
+    routine: &CStr,
+    ctx: Ctx,
+    _options: c_long,
+    _config: *const c_void,
+    _mask: c_long,
+) {
     runtime::get(routine);
+    if !ctx.is_null() {
+        // SAFETY: caller.
+        unsafe { check(routine, ctx) };
+    }
 }
 
 /// # Safety
 /// `ctx` must be SHMEM_CTX_INVALID or a live context.
 pub unsafe fn session_stop(routine: &CStr, ctx: Ctx) {
     // Ending a session completes nothing by itself, but flushing pending batches would go here.
-    let _ = (routine, ctx, Ordering::Relaxed);
+    if !ctx.is_null() {
+        // SAFETY: caller.
+        unsafe { check(routine, ctx) };
+    }
 }
 
 /// `shmem_quiet`: every put, get and AMO issued on `ctx` is complete and visible.
@@ -165,8 +244,10 @@ pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
         return;
     }
     let rt = runtime::get(routine);
+    // SAFETY: caller.
+    unsafe { check(routine, ctx) };
     atomic::fence(Ordering::SeqCst);
-    // SAFETY: non-null contexts point at live CtxObj values.
+    // SAFETY: a live context (checked).
     let c = unsafe { &*ctx };
     if c.spml_dirty.swap(false, Ordering::AcqRel) {
         // SAFETY: plugin ABI call on the context's spml handle.
@@ -185,6 +266,8 @@ pub unsafe fn fence(routine: &CStr, ctx: Ctx) {
         return;
     }
     let rt = runtime::get(routine);
+    // SAFETY: caller.
+    unsafe { check(routine, ctx) };
     atomic::fence(Ordering::Release);
     // SAFETY: as in `quiet`.
     let c = unsafe { &*ctx };

@@ -2,8 +2,10 @@
 //! are link-time constants in C (`&rshmem_ctx_default`).
 #![allow(non_upper_case_globals)]
 
+use std::collections::VecDeque;
 use std::ffi::{c_long, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr};
+use std::sync::Mutex;
 
 /// A context: which spml context carries its traffic, whether it has traffic the spml must
 /// complete at the next quiet (direct stores to mapped peers need no spml flush), and whether
@@ -17,6 +19,9 @@ pub struct CtxObj {
     pub spml: AtomicPtr<c_void>,
     pub spml_dirty: AtomicBool,
     pub spml_pending: AtomicBool,
+    /// False once destroyed: the object is kept for a while (see [`Graveyard`]) so that an
+    /// operation on a destroyed context is reported instead of reading freed memory.
+    pub live: AtomicBool,
     /// The `SHMEM_CTX_*` options it was created with.
     pub options: c_long,
     /// The team it was created on (NULL: the world).
@@ -33,6 +38,7 @@ pub static rshmem_ctx_default: CtxObj = CtxObj {
     spml: AtomicPtr::new(std::ptr::null_mut()),
     spml_dirty: AtomicBool::new(false),
     spml_pending: AtomicBool::new(false),
+    live: AtomicBool::new(true),
     options: 0,
     team: AtomicPtr::new(std::ptr::null_mut()),
     _reserved: [0; 4],
@@ -64,4 +70,39 @@ pub static rshmem_team_node: TeamObj =
 /// Whether `team` is one of the predefined teams, which live for the whole job.
 pub fn is_predefined(team: Team) -> bool {
     [&rshmem_team_world, &rshmem_team_shared, &rshmem_team_node].iter().any(|&t| std::ptr::eq(team, t))
+}
+
+/// Handles of destroyed contexts or teams, kept so that a program using one after destroying it
+/// meets a dead object and a clear error rather than freed memory. The oldest are reused once
+/// more than [`Graveyard::KEPT`] lie here, so a program that creates and destroys without end
+/// holds a bounded amount (64 bytes each).
+pub struct Graveyard(Mutex<VecDeque<usize>>);
+
+impl Default for Graveyard {
+    fn default() -> Graveyard {
+        Graveyard::new()
+    }
+}
+
+impl Graveyard {
+    pub const KEPT: usize = 1024;
+
+    pub const fn new() -> Graveyard {
+        Graveyard(Mutex::new(VecDeque::new()))
+    }
+
+    /// Keep a dead handle.
+    pub fn bury(&self, h: usize) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push_back(h);
+    }
+
+    /// The oldest dead handle, once more than [`Graveyard::KEPT`] are kept.
+    pub fn reuse(&self) -> Option<usize> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() > Self::KEPT {
+            g.pop_front()
+        } else {
+            None
+        }
+    }
 }

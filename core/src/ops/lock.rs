@@ -17,10 +17,44 @@ fn home() -> c_int {
     0
 }
 
+/// The locks this PE holds. The spec's lock is not reentrant, and a ticket lock cleared by a
+/// PE that does not hold it serves a ticket nobody took: the next PE to ask then waits
+/// forever. Both are reported instead (the lock routines each cost a network AMO at least, so
+/// this lookup is not felt).
+fn held() -> std::sync::MutexGuard<'static, Vec<usize>> {
+    static HELD: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Check the lock's address (naming it `lock`), and that this PE does (`want_held`) or does not
+/// hold it.
+fn check(rt: &runtime::Runtime, routine: &CStr, lock: *mut c_long, want_held: bool) {
+    crate::ops::rma::target(rt, routine, "lock", lock as usize, std::mem::size_of::<c_long>(), home());
+    if !(lock as usize).is_multiple_of(std::mem::align_of::<c_long>()) {
+        crate::error::fatal(routine, &format!("lock {lock:p} is not aligned to its 8-byte type"));
+    }
+    let holds = held().contains(&(lock as usize));
+    if holds && !want_held {
+        crate::error::fatal(
+            routine,
+            &format!(
+                "this PE already holds lock {lock:p} (the lock is not reentrant: it would wait for itself)"
+            ),
+        );
+    }
+    if !holds && want_held {
+        crate::error::fatal(
+            routine,
+            &format!("lock {lock:p} is not held by this PE (shmem_set_lock or shmem_test_lock first)"),
+        );
+    }
+}
+
 /// # Safety
 /// `lock` must be a symmetric `long` initialised to 0.
 pub unsafe fn set_lock(routine: &CStr, lock: *mut c_long) {
     let rt = runtime::get(routine);
+    check(rt, routine, lock, false);
     // SAFETY: forwarded; the core checks the address.
     let mine = (unsafe { amo::rmw(routine, ctx::default(), lock, amo::ADD, TICKET, home()) } >> 32) & SERVING;
     let mut i = 0;
@@ -29,6 +63,7 @@ pub unsafe fn set_lock(routine: &CStr, lock: *mut c_long) {
         backoff(&mut i, rt);
     }
     std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    held().push(lock as usize);
 }
 
 /// Returns 0 when the lock was free and is now held, 1 otherwise (never waits).
@@ -36,6 +71,7 @@ pub unsafe fn set_lock(routine: &CStr, lock: *mut c_long) {
 /// # Safety
 /// As [`set_lock`].
 pub unsafe fn test_lock(routine: &CStr, lock: *mut c_long) -> c_int {
+    check(runtime::get(routine), routine, lock, false);
     // SAFETY: forwarded; the core checks the address.
     let v = unsafe { amo::fetch(routine, ctx::default(), lock, home()) };
     if (v >> 32) & SERVING != v & SERVING {
@@ -45,6 +81,7 @@ pub unsafe fn test_lock(routine: &CStr, lock: *mut c_long) -> c_int {
     let old = unsafe { amo::compare_swap(routine, ctx::default(), lock, v, v.wrapping_add(TICKET), home()) };
     if old == v {
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        held().push(lock as usize);
         0
     } else {
         1
@@ -54,10 +91,12 @@ pub unsafe fn test_lock(routine: &CStr, lock: *mut c_long) -> c_int {
 /// # Safety
 /// As [`set_lock`]; the caller holds the lock.
 pub unsafe fn clear_lock(routine: &CStr, lock: *mut c_long) {
+    check(runtime::get(routine), routine, lock, true);
     // SAFETY: the default context is always live.
     unsafe { crate::ops::ctx::quiet(routine, ctx::default()) };
     // Serve the next ticket. The serving count lives in the low half; wrapping it would carry
     // into the ticket count only after 2^32 acquisitions of one lock.
     // SAFETY: forwarded.
     unsafe { amo::rmw(routine, ctx::default(), lock, amo::ADD, 1, home()) };
+    held().retain(|&l| l != lock as usize);
 }

@@ -35,6 +35,15 @@ fn check(routine: &CStr, cmp: c_int) {
     }
 }
 
+/// Check the `n` variables at `ivars` (symmetric, aligned, not NULL when `n > 0`).
+pub(crate) fn variables<T>(rt: &runtime::Runtime, routine: &CStr, what: &str, ivars: *const T, n: usize) {
+    let size = std::mem::size_of::<T>();
+    let len = n
+        .checked_mul(size)
+        .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"));
+    crate::ops::rma::local(rt, routine, what, ivars as usize, len, size);
+}
+
 /// # Safety
 /// `ivar` must be a valid, aligned local address.
 #[inline(always)]
@@ -75,6 +84,7 @@ unsafe fn active(status: *const c_int, i: usize) -> bool {
 pub unsafe fn wait_until<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_int, value: T) {
     check(routine, cmp);
     let rt = runtime::get(routine);
+    variables(rt, routine, "ivar", ivar, 1);
     let mut i = 0;
     // SAFETY: forwarded.
     while !unsafe { holds(ivar, cmp, value) } {
@@ -87,7 +97,8 @@ pub unsafe fn wait_until<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, c
 /// `ivar` must be a valid, aligned local address.
 pub unsafe fn test<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_int, value: T) -> c_int {
     check(routine, cmp);
-    runtime::get(routine);
+    let rt = runtime::get(routine);
+    variables(rt, routine, "ivar", ivar, 1);
     // SAFETY: forwarded.
     let ok = unsafe { holds(ivar, cmp, value) };
     if ok {
@@ -163,6 +174,7 @@ pub unsafe fn wait_all<T: Copy + PartialOrd>(
 ) {
     check(routine, cmp);
     let rt = runtime::get(routine);
+    variables(rt, routine, "ivars", ivars, n);
     let mut i = 0;
     loop {
         // SAFETY: forwarded.
@@ -190,6 +202,7 @@ pub unsafe fn wait_any<T: Copy + PartialOrd>(
 ) -> usize {
     check(routine, cmp);
     let rt = runtime::get(routine);
+    variables(rt, routine, "ivars", ivars, n);
     let mut i = 0;
     loop {
         // SAFETY: forwarded.
@@ -222,6 +235,7 @@ pub unsafe fn wait_some<T: Copy + PartialOrd>(
 ) -> usize {
     check(routine, cmp);
     let rt = runtime::get(routine);
+    variables(rt, routine, "ivars", ivars, n);
     let mut i = 0;
     loop {
         // SAFETY: forwarded.
@@ -249,7 +263,8 @@ pub unsafe fn test_all<T: Copy + PartialOrd>(
     values: Values<T>,
 ) -> c_int {
     check(routine, cmp);
-    runtime::get(routine);
+    let rt = runtime::get(routine);
+    variables(rt, routine, "ivars", ivars, n);
     // SAFETY: forwarded.
     let (active_n, holding, _, _) = unsafe { scan(ivars, n, status, cmp, &values, None) };
     fence(Ordering::Acquire);
@@ -269,7 +284,8 @@ pub unsafe fn test_any<T: Copy + PartialOrd>(
     values: Values<T>,
 ) -> usize {
     check(routine, cmp);
-    runtime::get(routine);
+    let rt = runtime::get(routine);
+    variables(rt, routine, "ivars", ivars, n);
     // SAFETY: forwarded.
     let (_, _, first, first_from) = unsafe { scan(ivars, n, status, cmp, &values, None) };
     fence(Ordering::Acquire);
@@ -291,7 +307,8 @@ pub unsafe fn test_some<T: Copy + PartialOrd>(
     values: Values<T>,
 ) -> usize {
     check(routine, cmp);
-    runtime::get(routine);
+    let rt = runtime::get(routine);
+    variables(rt, routine, "ivars", ivars, n);
     // SAFETY: forwarded.
     let (_, k, _, _) = unsafe { scan(ivars, n, status, cmp, &values, Some(indices)) };
     fence(Ordering::Acquire);

@@ -66,6 +66,26 @@ pub(crate) fn target(
     (seg, off, rt.segs.peer(pe as usize, seg))
 }
 
+/// Check `len` bytes at `addr` of this PE's own symmetric memory (a wait's or a test's
+/// variables): not NULL, symmetric, inside one segment, aligned to `align`. Waiting on memory
+/// no peer can write would never end.
+#[inline]
+pub(crate) fn local(rt: &Runtime, routine: &CStr, what: &str, addr: usize, len: usize, align: usize) {
+    if len == 0 {
+        return;
+    }
+    if addr == 0 {
+        fatal(routine, &format!("{what} is NULL ({len} bytes of variables expected)"));
+    }
+    let Some((_, _, room)) = rt.segs.locate(addr) else { not_symmetric(routine, what, addr) };
+    if len > room {
+        past_end(routine, what, addr, len, room);
+    }
+    if !addr.is_multiple_of(align) {
+        fatal(routine, &format!("{what} {addr:#x} is not aligned to its {align}-byte type"));
+    }
+}
+
 #[inline(always)]
 fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
     match nelems.checked_mul(size) {
@@ -99,7 +119,9 @@ pub unsafe fn put_any<const NBI: bool>(
     pe: c_int,
 ) {
     let len = bytes(routine, nelems, size);
-    if ctx.is_null() || len == 0 {
+    // SAFETY: a handle the program got from the library (caller).
+    unsafe { crate::ops::ctx::check(routine, ctx) };
+    if len == 0 {
         return;
     }
     if src.is_null() {
@@ -145,7 +167,9 @@ pub unsafe fn get_any<const NBI: bool>(
     pe: c_int,
 ) {
     let len = bytes(routine, nelems, size);
-    if ctx.is_null() || len == 0 {
+    // SAFETY: a handle the program got from the library (caller).
+    unsafe { crate::ops::ctx::check(routine, ctx) };
+    if len == 0 {
         return;
     }
     if dest.is_null() {

@@ -35,8 +35,13 @@ pub unsafe fn put_signal<const NBI: bool>(
     pe: c_int,
 ) {
     let op = op_of(routine, sig_op);
-    if ctx.is_null() {
-        return;
+    // SAFETY: a handle the program got from the library (caller).
+    unsafe { crate::ops::ctx::check(routine, ctx) };
+    // The signal word is checked here so that a bad one is reported under its own name.
+    let rt = crate::symm::runtime::get(routine);
+    crate::ops::rma::target(rt, routine, "sig_addr", sig_addr as usize, 8, pe);
+    if !(sig_addr as usize).is_multiple_of(8) {
+        crate::error::fatal(routine, &format!("sig_addr {sig_addr:p} is not aligned to its 8-byte type"));
     }
     // SAFETY: forwarded under the caller's guarantees.
     unsafe {
@@ -61,7 +66,8 @@ pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, 
 /// # Safety
 /// `sig_addr` must be a valid, aligned local address.
 pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
-    crate::symm::runtime::get(routine);
+    let rt = crate::symm::runtime::get(routine);
+    crate::ops::p2p::variables(rt, routine, "sig_addr", sig_addr, 1);
     // SAFETY: aligned word; peers update it atomically.
     let v = unsafe { crate::ops::p2p::read(sig_addr) };
     std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -73,6 +79,7 @@ pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
 /// # Safety
 /// As [`fetch`].
 pub unsafe fn wait_until(routine: &CStr, sig_addr: *const u64, cmp: c_int, value: u64) -> u64 {
+    crate::ops::p2p::variables(crate::symm::runtime::get(routine), routine, "sig_addr", sig_addr, 1);
     // SAFETY: forwarded.
     unsafe {
         crate::ops::p2p::wait_until(routine, sig_addr, cmp, value);

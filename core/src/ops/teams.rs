@@ -7,7 +7,7 @@
 //! first PE, and all read the union back.
 
 use crate::error::fatal;
-use crate::ops::handles::{is_predefined, Ctx, Team, TeamObj};
+use crate::ops::handles::{is_predefined, Ctx, Graveyard, Team, TeamObj};
 use crate::ops::team::{TeamState, MAX_TEAMS};
 use crate::symm::runtime;
 use rshmem_plugin_api::ScollOps;
@@ -154,6 +154,9 @@ pub fn live_in_space(tag: u64) -> usize {
         .count()
 }
 
+/// Destroyed teams' handles, kept allocated (see [`Graveyard`]).
+static GRAVEYARD: Graveyard = Graveyard::new();
+
 fn registry() -> &'static Registry {
     REGISTRY.get().expect("teams are set up at init")
 }
@@ -168,7 +171,7 @@ pub fn state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
     // SAFETY: non-null team handles point at TeamObj values that live until destroyed.
     let p = unsafe { &*team }.state.load(Ordering::Acquire);
     if p.is_null() {
-        fatal(routine, "the team handle does not refer to a live team");
+        fatal(routine, &format!("team {team:p} is not a live team (destroyed already?)"));
     }
     // SAFETY: team states live until `shmem_team_destroy`.
     Some(unsafe { &*(p as *const TeamState) })
@@ -293,11 +296,17 @@ fn split(
     t.num_contexts = config.map_or(0, |c| c.num_contexts);
     // A team split from a space's team (or from one of its descendants) keeps the space alive.
     *t.space.get_mut() = parent.space.load(Ordering::Acquire);
-    let obj = Box::new(TeamObj {
-        state: AtomicPtr::new(Box::into_raw(Box::new(t)) as *mut c_void),
-        _reserved: [0; 7],
-    });
-    let handle = Box::into_raw(obj);
+    let state = Box::into_raw(Box::new(t)) as *mut c_void;
+    let handle = match GRAVEYARD.reuse() {
+        Some(old) => {
+            let h = old as *mut TeamObj;
+            // SAFETY: a team object destroyed long ago, kept allocated in the graveyard and
+            // taken out of it here; its state pointer is NULL, so it is written once here.
+            unsafe { &*h }.state.store(state, Ordering::Release);
+            h
+        }
+        None => Box::into_raw(Box::new(TeamObj { state: AtomicPtr::new(state), _reserved: [0; 7] })),
+    };
     registry().live.lock().unwrap_or_else(|e| e.into_inner()).push(handle as usize);
     Ok(handle)
 }
@@ -463,6 +472,7 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
         fatal(routine, "SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEMX_TEAM_NODE cannot be destroyed");
     }
     let Some(t) = state(routine, team) else { return };
+    crate::ops::ctx::destroy_team_contexts(routine, team);
     // Nobody may still be in a collective on it, nor write to its scratch afterwards.
     // SAFETY: the default context is always live.
     unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
@@ -470,11 +480,13 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
     let slot = t.slot;
     // Out of the live list first, so that nobody walking it (live_in_space) meets a freed state.
     registry().live.lock().unwrap_or_else(|e| e.into_inner()).retain(|&h| h != team as usize);
-    // SAFETY: a team handle from `split`, destroyed once (by contract).
-    unsafe {
-        let obj = Box::from_raw(team as *mut TeamObj);
-        drop(Box::from_raw(obj.state.load(Ordering::Acquire) as *mut TeamState));
-    }
+    // The handle's object stays allocated, with no state, so that a later use of the handle
+    // is reported (`state`) instead of reading freed memory.
+    // SAFETY: a team handle from `split`, live (checked by `state`): its state is freed once.
+    let st = unsafe { &*team }.state.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    // SAFETY: as above.
+    drop(unsafe { Box::from_raw(st as *mut TeamState) });
+    GRAVEYARD.bury(team as usize);
     *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << slot);
 }
 
