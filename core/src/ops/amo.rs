@@ -67,7 +67,25 @@ use crate::ops::word::{direct32, direct64};
 #[inline]
 pub unsafe fn post<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) {
     // SAFETY: forwarded.
-    unsafe { run(routine, ctx, dest, op, value, T::from_bits(0), pe, false) };
+    unsafe { post_named(routine, "dest", ctx, dest, op, value, pe) };
+}
+
+/// [`post`] naming the word `what` in its errors (`sig_addr` for the signal routines).
+///
+/// # Safety
+/// As [`run`].
+#[inline]
+pub unsafe fn post_named<T: Amo>(
+    routine: &CStr,
+    what: &str,
+    ctx: Ctx,
+    dest: *mut T,
+    op: u32,
+    value: T,
+    pe: c_int,
+) {
+    // SAFETY: forwarded.
+    unsafe { run_named(routine, what, ctx, dest, op, value, T::from_bits(0), pe, false) };
 }
 
 /// The one AMO routine: `op` on `pe`'s copy of `dest`, returning the previous value (zero for
@@ -87,12 +105,33 @@ pub unsafe fn run<T: Amo>(
     pe: c_int,
     fetch: bool,
 ) -> T {
+    // SAFETY: forwarded.
+    unsafe { run_named(routine, "dest", ctx, dest, op, value, cond, pe, fetch) }
+}
+
+/// [`run`] naming the word `what` in its errors.
+///
+/// # Safety
+/// As [`run`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn run_named<T: Amo>(
+    routine: &CStr,
+    what: &str,
+    ctx: Ctx,
+    dest: *const T,
+    op: u32,
+    value: T,
+    cond: T,
+    pe: c_int,
+    fetch: bool,
+) -> T {
     // SAFETY: a handle the program got from the library (caller).
     unsafe { crate::ops::ctx::check(routine, ctx) };
     let rt = runtime::get(routine);
-    let (seg, off, p) = rma::target(rt, routine, "dest", dest as usize, T::SIZE, pe);
+    let (seg, off, p) = rma::target(rt, routine, what, dest as usize, T::SIZE, pe);
     if !(dest as usize).is_multiple_of(T::SIZE) {
-        fatal(routine, &format!("dest {dest:p} is not aligned to its {}-byte type", T::SIZE));
+        fatal(routine, &format!("{what} {dest:p} is not aligned to its {}-byte type", T::SIZE));
     }
     if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
         // SAFETY: an aligned word inside the peer's mapping (located and checked above).

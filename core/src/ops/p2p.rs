@@ -82,9 +82,24 @@ unsafe fn active(status: *const c_int, i: usize) -> bool {
 /// # Safety
 /// `ivar` must be a valid, aligned local address.
 pub unsafe fn wait_until<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_int, value: T) {
+    // SAFETY: forwarded.
+    unsafe { wait_until_named(routine, "ivar", ivar, cmp, value) }
+}
+
+/// [`wait_until`] naming the variable `what` in its errors (`sig_addr` for the signal wait).
+///
+/// # Safety
+/// As [`wait_until`].
+pub unsafe fn wait_until_named<T: Copy + PartialOrd>(
+    routine: &CStr,
+    what: &str,
+    ivar: *const T,
+    cmp: c_int,
+    value: T,
+) {
     check(routine, cmp);
     let rt = runtime::get(routine);
-    variables(rt, routine, "ivar", ivar, 1);
+    variables(rt, routine, what, ivar, 1);
     let mut i = 0;
     // SAFETY: forwarded.
     while !unsafe { holds(ivar, cmp, value) } {

@@ -35,19 +35,11 @@ pub unsafe fn put_signal<const NBI: bool>(
     pe: c_int,
 ) {
     let op = op_of(routine, sig_op);
-    // SAFETY: a handle the program got from the library (caller).
-    unsafe { crate::ops::ctx::check(routine, ctx) };
-    // The signal word is checked here so that a bad one is reported under its own name.
-    let rt = crate::symm::runtime::get(routine);
-    crate::ops::rma::target(rt, routine, "sig_addr", sig_addr as usize, 8, pe);
-    if !(sig_addr as usize).is_multiple_of(8) {
-        crate::error::fatal(routine, &format!("sig_addr {sig_addr:p} is not aligned to its 8-byte type"));
-    }
     // SAFETY: forwarded under the caller's guarantees.
     unsafe {
         rma::put_any::<NBI>(routine, ctx, dest, src, nelems, size, pe);
         crate::ops::ctx::fence(routine, ctx);
-        amo::post::<u64>(routine, ctx, sig_addr, op, signal, pe);
+        amo::post_named::<u64>(routine, "sig_addr", ctx, sig_addr, op, signal, pe);
     }
 }
 
@@ -58,7 +50,7 @@ pub unsafe fn put_signal<const NBI: bool>(
 pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     let op = op_of(routine, sig_op);
     // SAFETY: forwarded.
-    unsafe { amo::post::<u64>(routine, ctx, sig_addr, op, signal, pe) };
+    unsafe { amo::post_named::<u64>(routine, "sig_addr", ctx, sig_addr, op, signal, pe) };
 }
 
 /// `shmem_signal_fetch`: the local signal word.
@@ -79,10 +71,9 @@ pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
 /// # Safety
 /// As [`fetch`].
 pub unsafe fn wait_until(routine: &CStr, sig_addr: *const u64, cmp: c_int, value: u64) -> u64 {
-    crate::ops::p2p::variables(crate::symm::runtime::get(routine), routine, "sig_addr", sig_addr, 1);
-    // SAFETY: forwarded.
+    // SAFETY: forwarded; the word is checked there, once.
     unsafe {
-        crate::ops::p2p::wait_until(routine, sig_addr, cmp, value);
-        fetch(routine, sig_addr)
+        crate::ops::p2p::wait_until_named(routine, "sig_addr", sig_addr, cmp, value);
+        crate::ops::p2p::read(sig_addr)
     }
 }

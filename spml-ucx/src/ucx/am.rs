@@ -10,7 +10,7 @@
 //! The handler writes only into memory this process registered for remote access
 //! ([`Regions`]): a message naming anything else is refused and ends the job, whatever sent it.
 
-use super::handler::{boundary, check_header_room, set_handler, Complaint, Message, Refusals, Wire};
+use super::handler::{boundary, check_header_room, serve, set_handler, Complaint, Message, Refusals, Wire};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,11 +151,7 @@ unsafe extern "C" fn on_put_signal(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    boundary(|| {
-        // SAFETY: the argument is the Receiver that installed this handler (see `install`).
-        let rx = unsafe { &*(arg as *const Receiver) };
-        // SAFETY: UCX's arguments, during its call.
-        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+    let body = |rx: &Receiver, m: Message<'_, Header>| {
         // Refused: a rendezvous sender's operation fails with this status; eager data is
         // dropped (UCX accepts no other answer for it).
         let refused = if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
@@ -210,7 +206,9 @@ unsafe extern "C" fn on_put_signal(
             rx.refuse(&format!("receiving {} bytes failed: {}", m.length, sys::status_string(st)));
         }
         sys::UCS_OK
-    })
+    };
+    // SAFETY: UCX's arguments, during its call; `arg` is the Receiver that installed this handler.
+    unsafe { serve(arg, header, header_length, data, length, param, body) }
 }
 
 unsafe extern "C" fn on_rendezvous_done(

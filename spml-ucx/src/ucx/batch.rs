@@ -23,7 +23,7 @@
 //! (`super::am::Regions`); a message naming anything else is refused and ends the job.
 
 use super::am::Receiver;
-use super::handler::{boundary, check_header_room, send_boxed, set_handler, Message, Outbound, Wire};
+use super::handler::{check_header_room, send_boxed, serve, set_handler, Message, Outbound, Wire};
 use rshmem_ucx_sys as sys;
 use std::alloc::Layout;
 use std::ffi::c_void;
@@ -304,11 +304,7 @@ unsafe extern "C" fn on_batch(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    boundary(|| {
-        // SAFETY: the argument is the leaked Receiver that installed this handler.
-        let rx = unsafe { &*(arg as *const Receiver) };
-        // SAFETY: UCX's arguments, during its call.
-        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+    let body = |rx: &Receiver, m: Message<'_, Header>| {
         if m.rndv {
             rx.refuse_batch("a rendezvous message (batches are sent eagerly)");
             return sys::UCS_ERR_INVALID_PARAM;
@@ -331,7 +327,9 @@ unsafe extern "C" fn on_batch(
             None => rx.refuse_batch("a batch without a reply endpoint"),
         }
         sys::UCS_OK
-    })
+    };
+    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Receiver that installed this handler.
+    unsafe { serve(arg, header, header_length, data, length, param, body) }
 }
 
 unsafe extern "C" fn on_ack(
@@ -342,11 +340,7 @@ unsafe extern "C" fn on_ack(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    boundary(|| {
-        // SAFETY: the argument is the leaked Batches that installed this handler.
-        let b = unsafe { &*(arg as *const Batches) };
-        // SAFETY: UCX's arguments, during its call.
-        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+    let body = |b: &Batches, m: Message<'_, Header>| {
         let Ok(h) = m.header else {
             return sys::UCS_OK; // not an acknowledgement this library sent
         };
@@ -358,7 +352,9 @@ unsafe extern "C" fn on_ack(
             b.unacked.fetch_sub(1, Ordering::AcqRel);
         }
         sys::UCS_OK
-    })
+    };
+    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Batches that installed this handler.
+    unsafe { serve(arg, header, header_length, data, length, param, body) }
 }
 
 #[cfg(test)]

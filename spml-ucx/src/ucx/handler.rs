@@ -12,10 +12,35 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Run a handler's (or a completion callback's) body: a panic must not unwind into UCX's C
-/// frames, so it ends the process.
+/// frames, so it ends the process (which is also why no state a panic broke can be seen
+/// afterwards: the body need not be unwind-safe).
 #[inline(always)]
-pub fn boundary<R>(body: impl FnOnce() -> R + std::panic::UnwindSafe) -> R {
-    std::panic::catch_unwind(body).unwrap_or_else(|_| std::process::abort())
+pub fn boundary<R>(body: impl FnOnce() -> R) -> R {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|_| std::process::abort())
+}
+
+/// The body of an active-message handler, run on UCX's arguments: `arg` as the `A` that
+/// installed the handler, the message read once ([`Message::read`]), inside [`boundary`].
+///
+/// # Safety
+/// UCX's handler arguments, as passed to the handler, during its call; `arg` points at a live
+/// `A`.
+#[inline(always)]
+pub unsafe fn serve<A, H: Wire>(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+    body: impl FnOnce(&A, Message<'_, H>) -> sys::ucs_status_t,
+) -> sys::ucs_status_t {
+    boundary(|| {
+        // SAFETY: caller.
+        let (a, m) =
+            unsafe { (&*(arg as *const A), Message::read(header, header_length, data, length, param)) };
+        body(a, m)
+    })
 }
 
 /// A message header as it travels: plain data read from whatever bytes arrive.

@@ -25,7 +25,7 @@
 //! every range against its own device segments.
 
 use super::handler::{
-    boundary, check_header_room, send_boxed, set_handler, Handler, Message, Outbound, Refusals, Wire,
+    boundary, check_header_room, send_boxed, serve, set_handler, Handler, Message, Outbound, Refusals, Wire,
 };
 use super::{Channel, Complaint, Health, OpError};
 use rshmem_ucx_sys as sys;
@@ -186,11 +186,7 @@ unsafe fn on_request(
     length: usize,
     param: *const sys::ucp_am_recv_param_t,
 ) -> sys::ucs_status_t {
-    boundary(|| {
-        // SAFETY: the argument is the leaked Server that installed this handler.
-        let server = unsafe { &*(arg as *const Server) };
-        // SAFETY: UCX's arguments (caller), during its call.
-        let m = unsafe { Message::<Header>::read(header, header_length, data, length, param) };
+    let body = |server: &Server, m: Message<'_, Header>| {
         let h = match m.header {
             Ok(h) => h,
             Err(why) => {
@@ -220,7 +216,9 @@ unsafe fn on_request(
             }
         }
         sys::UCS_OK
-    })
+    };
+    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Server that installed this handler.
+    unsafe { serve(arg, header, header_length, data, length, param, body) }
 }
 
 /// A waiter's state while its reply is outstanding.
