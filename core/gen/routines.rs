@@ -726,7 +726,7 @@ pub const FAMILIES: &[Family] = &[
     Family { ctx: true, ..plain("ordering", "shmem_quiet", "void", "void", "ctx::quiet({NAME}, ctx)") },
     Family { ctx: true, ..plain("ordering", "shmem_fence", "void", "void", "ctx::fence({NAME}, ctx)") },
     // Completing everything on the context is a correct (if stronger) pe_quiet.
-    Family { ctx: true, ..plain("ordering", "shmem_pe_quiet", "void", "const int *target_pes, size_t npes", "ctx::quiet({NAME}, ctx)") },
+    Family { ctx: true, ..plain("ordering", "shmem_pe_quiet", "void", "const int *target_pes, size_t npes", "ctx::pe_quiet({NAME}, ctx, target_pes, npes)") },
     // --- teams (spec 9.5) ---
     plain("teams", "shmem_team_my_pe", "int", "shmem_team_t team", "teams::my_pe({NAME}, team)"),
     plain("teams", "shmem_team_n_pes", "int", "shmem_team_t team", "teams::n_pes({NAME}, team)"),

@@ -2,6 +2,7 @@
 //! the compiler wrappers and `shmem_info`.
 
 pub mod kvserver;
+pub mod limits;
 pub mod output;
 pub mod run;
 pub mod wrapper;

@@ -135,6 +135,11 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
                         .filter(|n| *n > 0)
                         .ok_or_else(|| format!("{a} {v}: not a positive number"))?,
                 );
+                // PE numbers are C ints.
+                np = Some(
+                    np.filter(|n| *n <= i32::MAX as usize)
+                        .ok_or_else(|| format!("{a} {v}: more PEs than a C int can number"))?,
+                );
             }
             "--timeout" => {
                 let v = value("seconds")?;
@@ -515,6 +520,10 @@ fn poll(pid: u32) -> Option<Event> {
 /// Run the job; returns oshrun's exit status.
 pub fn run(o: &Options) -> i32 {
     catch_signals();
+    if let Err(e) = crate::limits::check(o.np, o.tag_output) {
+        eprintln!("oshrun: {e}");
+        return 1;
+    }
     let dir = match private_dir() {
         Ok(d) => d,
         Err(e) => {
@@ -915,6 +924,7 @@ mod tests {
     fn rejects_bad_counts_and_missing_program() {
         assert!(opts(&["-np", "0", "p"]).is_err());
         assert!(opts(&["-np", "two", "p"]).is_err());
+        assert!(opts(&["-np", "4294967296", "p"]).is_err());
         assert!(opts(&["-np", "2"]).is_err());
         assert!(opts(&["--bogus", "p"]).is_err());
     }

@@ -4,7 +4,10 @@
  * null_dest, ctx_destroy_twice; contexts: ctx_invalid_put, ctx_after_destroy,
  * ctx_quiet_after_destroy, team_ctx_gone (a shareable context of a destroyed team);
  * team_after_destroy; waits: wait_null, wait_private, test_any_null, signal_wait_null;
- * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private. */
+ * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private;
+ * pe_quiet_null, pe_quiet_bad_pe; strided: iput_past_end, iget_not_symmetric; PEs passing
+ * different arguments to a collective: split_mismatch, split_2d_mismatch, and under
+ * SHMEM_DEBUG=1 malloc_mismatch, broadcast_mismatch, reduce_mismatch. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +30,33 @@ int main(void) {
         if (!strcmp(how, "team_ctx_gone") && shmem_team_create_ctx(team, 0, &team_ctx)) return 4;
         shmem_team_destroy(team);
     }
+    /* Collectives whose PEs disagree: PE 0 passes other arguments than the rest. */
+    int first = shmem_my_pe() == 0;
+    if (how && !strcmp(how, "split_mismatch"))
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, first ? 1 : 2, NULL, 0, &team);
+    if (how && !strcmp(how, "split_2d_mismatch")) {
+        shmem_team_t y;
+        shmem_team_split_2d(SHMEM_TEAM_WORLD, first ? 1 : 2, NULL, 0, &team, NULL, 0, &y);
+    }
+    if (how && !strcmp(how, "malloc_mismatch")) shmem_malloc(first ? 64 : 128);
+    if (how && !strcmp(how, "broadcast_mismatch"))
+        shmem_broadcastmem(SHMEM_TEAM_WORLD, sym, sym + 4096, first ? 8 : 16, 0);
+    if (how && !strcmp(how, "reduce_mismatch"))
+        shmem_long_sum_reduce(SHMEM_TEAM_WORLD, (long *)sym, (long *)(sym + 4096), first ? 1 : 2);
     if (shmem_my_pe() == 0 && how) {
+        if (!strcmp(how, "pe_quiet_null")) shmem_pe_quiet(NULL, 2);
+        if (!strcmp(how, "pe_quiet_bad_pe")) {
+            int pes[2] = {peer, 99};
+            shmem_pe_quiet(pes, 2);
+        }
+        if (!strcmp(how, "iput_past_end")) {
+            long src[4] = {1, 2, 3, 4};
+            shmem_long_iput((long *)sym, src, (ptrdiff_t)1 << 27, 1, 4, peer);
+        }
+        if (!strcmp(how, "iget_not_symmetric")) {
+            long src[4], dst[4];
+            shmem_long_iget(dst, src, 1, 2, 4, peer);
+        }
         if (!strcmp(how, "team_after_destroy")) shmem_team_my_pe(team);
         if (!strcmp(how, "team_ctx_gone")) shmem_ctx_destroy(team_ctx);
         if (!strcmp(how, "ctx_invalid_put")) shmem_ctx_long_p(SHMEM_CTX_INVALID, (long *)sym, 1, peer);

@@ -125,12 +125,64 @@ fn bad_handles_buffers_waits_and_locks_are_reported_naming_the_argument() {
         ("clear_unheld_lock", "shmem_clear_lock: lock 0x"),
         ("set_lock_twice", "shmem_set_lock: this PE already holds lock"),
         ("lock_private", "shmem_set_lock: lock 0x"),
+        ("pe_quiet_null", "shmem_pe_quiet: target_pes is NULL but npes is 2"),
+        ("pe_quiet_bad_pe", "shmem_pe_quiet: target_pes[1] = 99 is not a PE (the job has 2 PEs)"),
+        ("iput_past_end", "shmem_long_iput: dest 0x"),
+        ("iget_not_symmetric", "shmem_long_iget: source 0x"),
+        (
+            "split_mismatch",
+            "shmem_team_split_strided: the PEs of the team passed different start, stride, size",
+        ),
+        ("split_2d_mismatch", "shmem_team_split_2d: the PEs of the team passed different xrange"),
     ] {
         let r = misuse(how, "1");
         assert_eq!(r.code(), Some(1), "{how}: {}", r.stderr);
         assert!(r.stderr.contains(needle), "{how}: {}", r.stderr);
         assert!(!r.stdout.contains("not reached"));
     }
+}
+
+#[test]
+fn collectives_given_different_sizes_are_named_under_shmem_debug() {
+    for (how, needle) in [
+        ("malloc_mismatch", "shmem_malloc: the PEs of the team passed different size and alignment"),
+        ("broadcast_mismatch", "shmem_broadcastmem: the PEs of the team passed different nelems and PE_root"),
+        ("reduce_mismatch", "shmem_long_sum_reduce: the PEs of the team passed different nelems"),
+    ] {
+        let r = oshrun(
+            2,
+            &c_test("misuse"),
+            &[
+                ("MISUSE", how),
+                ("SHMEM_SYMMETRIC_SIZE", "64M"),
+                ("SHMEM_DEBUG", "1"),
+                ("SHMEM_LOG_LEVEL", "warn"),
+            ],
+            T,
+        );
+        assert_eq!(r.code(), Some(1), "{how}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{how}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn initialisations_are_counted_and_bad_levels_and_alignments_refused() {
+    let r = oshrun(2, &c_test("init_count"), &[], T);
+    r.assert_all_pes_ok("init_count", 2);
+    assert!(r.stderr.contains("shmem_init_thread: requested = 42 is not a thread level"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("shmem_align: alignment 24 is not a power of two; returning NULL"),
+        "{}",
+        r.stderr
+    );
+    let r = oshrun(2, &c_test("init_count"), &[("INIT_AGAIN", "1")], T);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("shmem_init: rshmem cannot be initialized again after its last shmem_finalize"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("initialized again"));
 }
 
 #[test]

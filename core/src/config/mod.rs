@@ -46,7 +46,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { legacy: &["SMA_INFO"], ..setting("SHMEM_INFO", Kind::Bool, "0", "Print the settings and the selected components at start-up") },
     Setting {
         legacy: &["SMA_DEBUG"],
-        ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Debugging output, as in Sandia OpenSHMEM: the log level becomes debug unless SHMEM_LOG_LEVEL is set. Every argument check (transfer bounds, handles, hint bits) runs always, with or without it")
+        ..setting("SHMEM_DEBUG", Kind::Bool, "0", "Debugging output, as in Sandia OpenSHMEM: the log level becomes debug unless SHMEM_LOG_LEVEL is set. Every argument check (transfer bounds, handles, hint bits) runs always, with or without it; SHMEM_DEBUG adds the checks that cost a few barriers per call: that every PE passed the same sizes (and root, strides) to team collectives and the same sizes and blocks to the symmetric allocation routines")
     },
     setting("SHMEM_LOG_LEVEL", Kind::Str, "", "Log level: error, warn, info, debug, trace or off (empty: warn, or debug under SHMEM_DEBUG). RUST_LOG refines it per target with env_logger directives (RUST_LOG=rshmem::spml=debug); lines read rshmem[PE n] <level> <target>: <message>"),
     setting("SHMEM_MCA_plugin_path", Kind::Str, "", "Extra directories (colon-separated) searched for component plugins"),

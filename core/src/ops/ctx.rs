@@ -257,6 +257,29 @@ pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
     }
 }
 
+/// `shmem_pe_quiet`: completion of what `ctx` issued to the PEs of `target_pes`. It completes
+/// everything on the context, as the spec allows; the list is still checked, so a bad list
+/// is named rather than silently ignored.
+///
+/// # Safety
+/// As [`quiet`]; `target_pes` must be NULL or hold `npes` ints.
+pub unsafe fn pe_quiet(routine: &CStr, ctx: Ctx, target_pes: *const c_int, npes: usize) {
+    if npes == 0 {
+        return;
+    }
+    let rt = runtime::get(routine);
+    if target_pes.is_null() {
+        fatal(routine, &format!("target_pes is NULL but npes is {npes}"));
+    }
+    // SAFETY: non-null, and `npes` ints by the caller's contract.
+    let pes = unsafe { std::slice::from_raw_parts(target_pes, npes) };
+    if let Some((i, pe)) = pes.iter().enumerate().find(|(_, &pe)| pe < 0 || pe >= rt.n_pes) {
+        fatal(routine, &format!("target_pes[{i}] = {pe} is not a PE (the job has {} PEs)", rt.n_pes));
+    }
+    // SAFETY: caller.
+    unsafe { quiet(routine, ctx) }
+}
+
 /// `shmem_fence`: operations to each PE are delivered in order.
 ///
 /// # Safety

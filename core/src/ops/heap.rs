@@ -16,8 +16,23 @@ fn alloc_internal(rt: &Runtime, size: usize, align: usize) -> Option<*mut u8> {
     rt.alloc(size, align.max(MIN_ALIGN))
 }
 
+/// Under SHMEM_DEBUG, end the job unless every PE passed the same `args`: allocations of
+/// different sizes leave the heaps at different offsets, and later transfers then land on the
+/// wrong objects without a word. Checking costs a few barriers, hence only on request.
+fn debug_same(routine: &CStr, rt: &Runtime, what: &str, args: &[i64]) {
+    if rt.debug {
+        crate::ops::teams::require_same_args(routine, crate::ops::coll::world(routine), what, args);
+    }
+}
+
+/// Where `p` lies, comparable between PEs (its segment and offset; -1 for none).
+fn place(rt: &Runtime, p: *mut c_void) -> i64 {
+    rt.segs.locate(p as usize).map_or(-1, |(seg, off, _)| (i64::from(seg) << 48) | off as i64)
+}
+
 fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_void {
     let rt = runtime::get(routine);
+    debug_same(routine, rt, "size and alignment", &[size as i64, align as i64]);
     if size == 0 {
         return std::ptr::null_mut();
     }
@@ -76,6 +91,11 @@ pub fn calloc(routine: &CStr, count: usize, size: usize) -> *mut c_void {
 pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
     if !alignment.is_power_of_two() {
         runtime::get(routine);
+        crate::log::log(
+            crate::log::WARN,
+            &routine.to_string_lossy(),
+            &format!("alignment {alignment} is not a power of two; returning NULL"),
+        );
         return std::ptr::null_mut();
     }
     let rt = runtime::get(routine);
@@ -131,6 +151,7 @@ fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
 /// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
 pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
     let rt = runtime::get(routine);
+    debug_same(routine, rt, "ptr (as segment and offset)", &[place(rt, ptr)]);
     if ptr.is_null() {
         return;
     }
@@ -165,6 +186,7 @@ pub unsafe fn free_in_init_heap(routine: &CStr, ptr: *mut c_void) {
 /// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
 pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_void {
     let rt = runtime::get(routine);
+    debug_same(routine, rt, "ptr (as segment and offset) and size", &[place(rt, ptr), size as i64]);
     if ptr.is_null() {
         return malloc(routine, size);
     }

@@ -16,7 +16,7 @@ use rshmem_plugin_api::{
     CoreServices, Framework, ScollOps, SegmentDesc, SpmlOps, SshmemOps, MEMHEAP_DEVICE_CPU,
 };
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Heap bytes the core reserves for its own use on top of SHMEM_SYMMETRIC_SIZE, besides the
@@ -24,6 +24,10 @@ use std::sync::Mutex;
 const INTERNAL_HEAP: usize = 1 << 20;
 
 static INIT_LOCK: Mutex<()> = Mutex::new(());
+
+/// Initialisation calls not yet matched by a `shmem_finalize` (spec 9.1: the library is
+/// finalized by the last matching call only). Read and written under `INIT_LOCK`.
+static INIT_DEPTH: AtomicUsize = AtomicUsize::new(0);
 
 fn fail(routine: &CStr, msg: &str) -> ! {
     crate::error::fatal(routine, msg)
@@ -58,10 +62,14 @@ fn open<T: rshmem_plugin_api::OpsTable>(
 pub fn init(routine: &CStr, requested: i32) -> i32 {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if runtime::is_initialized() {
+        INIT_DEPTH.fetch_add(1, Ordering::Relaxed);
         return get(routine).thread_level;
     }
     if runtime::is_finalized() {
-        fail(routine, "the library cannot be initialized again after shmem_finalize");
+        fail(
+            routine,
+            "rshmem cannot be initialized again after its last shmem_finalize (OpenSHMEM 1.6 allows it; rshmem does not support it yet: keep the library initialized, with one more shmem_init than shmem_finalize, until the last use)",
+        );
     }
     let boot: &'static dyn Bootstrap = match bootstrap::detect() {
         Ok(b) => runtime::set_boot(b),
@@ -485,6 +493,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if rt.gpu.is_some() && crate::log::enabled(crate::log::INFO, "plugin select") {
         crate::log::log(crate::log::INFO, "plugin select", &rt.gpu_note);
     }
+    INIT_DEPTH.store(1, Ordering::Relaxed);
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
     if my_pe == 0 {
@@ -592,6 +601,11 @@ pub fn finalize(routine: &CStr) {
 fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: bool) {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if !runtime::is_initialized() {
+        return;
+    }
+    // An explicit finalize matching one of several initialisations only counts; the exit
+    // handler finalizes whatever the count.
+    if !at_exit && INIT_DEPTH.fetch_sub(1, Ordering::Relaxed) > 1 {
         return;
     }
     let rt = get(routine);

@@ -358,6 +358,28 @@ unsafe fn blocks<const GET: bool>(
         return;
     }
     check_block_strides(routine, dst, sst, bsize);
+    // The remote side as a whole, so an error names the address the program passed rather
+    // than the block that first falls outside.
+    let (what, remote, stride) =
+        if GET { ("source", src as usize, sst) } else { ("dest", dest as usize, dst) };
+    let span = (nblocks - 1)
+        .checked_mul(stride as usize)
+        .and_then(|e| e.checked_add(bsize))
+        .and_then(|e| e.checked_mul(size))
+        .unwrap_or_else(|| {
+            fatal(routine, &format!("{what}'s stride {stride} times the element count overflows"))
+        });
+    let rt = runtime::get(routine);
+    match rt.segs.locate(remote) {
+        None => not_symmetric(routine, what, remote),
+        Some((_, _, room)) if span > room => fatal(
+            routine,
+            &format!(
+                "{what} {remote:#x} with stride {stride} spans {span} bytes over {nblocks} block(s) of {bsize} element(s) but its symmetric segment has {room} bytes left from there"
+            ),
+        ),
+        Some(_) => {}
+    }
     for b in 0..nblocks {
         let (d, s) = (dest.wrapping_add(b * dst as usize * size), src.wrapping_add(b * sst as usize * size));
         // SAFETY: each block is checked by `put`/`get`.

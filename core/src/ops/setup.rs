@@ -10,6 +10,16 @@ pub fn init(routine: &CStr, level: c_int) {
 /// # Safety
 /// `provided` must be NULL or writable.
 pub unsafe fn init_thread(routine: &CStr, requested: c_int, provided: *mut c_int) -> c_int {
+    use crate::ops::{THREAD_MULTIPLE, THREAD_SINGLE};
+    if !(THREAD_SINGLE..=THREAD_MULTIPLE).contains(&requested) {
+        // The spec's failure is a nonzero return; the library stays as it was.
+        crate::log::line(&format!(
+            "{} {}: requested = {requested} is not a thread level (SHMEM_THREAD_SINGLE {THREAD_SINGLE}, _FUNNELED, _SERIALIZED or _MULTIPLE {THREAD_MULTIPLE}); returning nonzero",
+            crate::log::prefix(),
+            routine.to_string_lossy()
+        ));
+        return -1;
+    }
     let level = crate::ops::lifecycle::init(routine, requested);
     if !provided.is_null() {
         // SAFETY: checked non-null; writable by contract.

@@ -241,6 +241,42 @@ fn agree(routine: &CStr, parent: &TeamState) -> u64 {
     unsafe { or_over(routine, parent, parent.core_word(0), mine) }
 }
 
+/// A 32-bit digest of a collective call's arguments (FNV-1a), compared across PEs by
+/// [`same_on_all`].
+pub fn digest(args: &[i64]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in args.iter().flat_map(|a| a.to_le_bytes()) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Whether every member of `team` passed the same `digest` (collective over `team`). The OR
+/// of the digests and the OR of their complements have a bit in common exactly where two
+/// members differ.
+pub fn same_on_all(routine: &CStr, team: &TeamState, digest: u32) -> bool {
+    let mine = u64::from(digest) | (u64::from(!digest) << 32);
+    // SAFETY: the team's second core word: zero between uses, and only this agreement uses
+    // it (collectives on one team are not concurrent, a spec rule).
+    let u = unsafe { or_over(routine, team, team.core_word(1), mine) };
+    (u as u32) & ((u >> 32) as u32) == 0
+}
+
+/// End the job unless every member of `team` passed the same arguments to a collective:
+/// PEs that disagree would otherwise hang in it or corrupt each other's memory. `args` are
+/// this PE's, printed in the message.
+pub fn require_same_args(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) {
+    if !same_on_all(routine, team, digest(args)) {
+        fatal(
+            routine,
+            &format!(
+                "the PEs of the team passed different {what} (this PE, team index {}: {args:?}); every PE must pass the same",
+                team.desc.my_index
+            ),
+        );
+    }
+}
+
 /// The OR of every member's `mine` (collective over `team`): each ORs it into `word` on the
 /// team's first PE and all read the union back; the word is zero again on return.
 ///
@@ -362,6 +398,9 @@ pub unsafe fn split_strided(
         unsafe { *new_team = std::ptr::null() };
         return -1;
     };
+    // Checked before the triplet itself: PEs refusing a triplet others accept would leave
+    // those waiting in the split for ever.
+    require_same_args(routine, p, "start, stride, size", &[start.into(), stride.into(), size.into()]);
     let n = p.desc.size;
     let last = i64::from(start) + i64::from(stride) * (i64::from(size) - 1);
     let valid = size > 0
@@ -424,6 +463,7 @@ pub unsafe fn split_2d(
         *xteam = std::ptr::null();
         *yteam = std::ptr::null();
     }
+    require_same_args(routine, p, "xrange", &[xrange.into()]);
     if xrange <= 0 {
         return refuse_split(routine, p, &format!("xrange {xrange} must be positive"));
     }
