@@ -18,11 +18,16 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "ctx_amo",
         "netpath",
         "hints",
+        "hot_ops",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
     let prog = build_c(&dir.join("hotpath.c"), &[]);
     oshrun(2, &prog, &[], DEFAULT_TIMEOUT).assert_ok("hotpath");
+    let hot = build_c(&dir.join("hot_ops.c"), &[]);
+    let r = oshrun(2, &hot, &[("HOT_N", "1000")], DEFAULT_TIMEOUT);
+    r.assert_ok("hot_ops");
+    assert!(r.stdout.contains("RESULT hot_fetch_add 8 "), "{}", r.stdout);
     // The collective benchmark at small sizes, so that a collective path that hangs or fails
     // in the benchmark's shape (active-set calls on the world, alternating pSync) shows here.
     let coll = build_c(&dir.join("coll_sizes.c"), &[]);

@@ -39,7 +39,7 @@ pub unsafe fn put_signal<const NBI: bool>(
     unsafe {
         rma::put_any::<NBI>(routine, ctx, dest, src, nelems, size, pe);
         crate::ops::ctx::fence(routine, ctx);
-        amo::post_named::<u64>(routine, "sig_addr", ctx, sig_addr, op, signal, pe);
+        amo::post_named::<u64, { amo::SIG_ADDR }>(routine, ctx, sig_addr, op, signal, pe);
     }
 }
 
@@ -50,7 +50,7 @@ pub unsafe fn put_signal<const NBI: bool>(
 pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     let op = op_of(routine, sig_op);
     // SAFETY: forwarded.
-    unsafe { amo::post_named::<u64>(routine, "sig_addr", ctx, sig_addr, op, signal, pe) };
+    unsafe { amo::post_named::<u64, { amo::SIG_ADDR }>(routine, ctx, sig_addr, op, signal, pe) };
 }
 
 /// `shmem_signal_fetch`: the local signal word.
