@@ -186,6 +186,23 @@ fn initialisations_are_counted_and_bad_levels_and_alignments_refused() {
 }
 
 #[test]
+fn a_collective_left_waiting_says_so_and_still_completes() {
+    let r = oshrun(3, &c_test("stall"), &[("SHMEM_COLL_STALL_WARN", "1")], T);
+    r.assert_all_pes_ok("stall", 3);
+    for needle in [
+        "shmem_barrier_all: this PE has waited 1 s in a barrier for other PEs of the team",
+        "shmem_long_sum_reduce: this PE has waited 1 s in a reduction",
+    ] {
+        assert!(r.stderr.contains(needle), "missing `{needle}`:\n{}", r.stderr);
+    }
+    // The late PE itself never waited, and the default (60 s) does not speak this early.
+    assert!(!r.stderr.contains("rshmem[PE 2] warning rshmem::shmem_barrier_all"), "{}", r.stderr);
+    let r = oshrun(2, &c_test("stall"), &[("STALL_LATE_MS", "1200")], T);
+    r.assert_all_pes_ok("stall", 2);
+    assert!(!r.stderr.contains("has waited"), "{}", r.stderr);
+}
+
+#[test]
 fn spec_corner_cases_hold() {
     for np in [2, 3] {
         let r = oshrun(np, &c_test("corners"), &[], T);

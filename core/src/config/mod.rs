@@ -97,6 +97,12 @@ pub const SETTINGS: &[Setting] = &[
         "A PE that exits without calling shmem_finalize finalizes implicitly, waiting this long (ms) for the others to finalize before it ends the job; 0 waits forever",
     ),
     setting(
+        "SHMEM_COLL_STALL_WARN",
+        Kind::Int,
+        "60",
+        "A PE waiting this many seconds inside one collective says so (and again each time the wait doubles): every PE of a team must call the same collectives in the same order, and one that skipped a call leaves the others waiting. Only a warning, since a PE may legitimately be busy that long; 0 never warns",
+    ),
+    setting(
         "SHMEM_LOCAL_MAP",
         Kind::Bool,
         "1",
@@ -193,6 +199,11 @@ pub fn check() -> Result<(), String> {
 pub fn get_bool(name: &str) -> Result<bool, String> {
     let (v, from) = resolve(name);
     parse_bool(&v).ok_or_else(|| format!("{name}={v} ({from}) is not a boolean (use 0 or 1)"))
+}
+
+pub fn get_int(name: &str) -> Result<i64, String> {
+    let (v, from) = resolve(name);
+    v.trim().parse().map_err(|_| format!("{name}={v} ({from}) is not an integer"))
 }
 
 pub fn get_size(name: &str) -> Result<usize, String> {

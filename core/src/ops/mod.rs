@@ -20,6 +20,7 @@ pub mod services;
 pub mod setup;
 pub mod signal;
 pub mod spaces;
+pub mod stall;
 pub mod team;
 pub mod teams;
 pub mod wait;

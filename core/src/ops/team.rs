@@ -297,7 +297,8 @@ impl TeamState {
         index_in(world_pe, self.desc.start, self.desc.stride, self.desc.size)
     }
 
-    fn run<'a>(routine: &CStr, op: &str, rcs: impl Iterator<Item = (c_int, &'a str)>) {
+    fn run<'a>(routine: &CStr, op: &'static str, rcs: impl Iterator<Item = (c_int, &'a str)>) {
+        let _running = crate::ops::stall::enter(routine, op);
         for (rc, name) in rcs {
             match rc {
                 RC_OK => return,

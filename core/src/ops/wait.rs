@@ -42,7 +42,8 @@ pub fn backoff(iteration: &mut u32, rt: &runtime::Runtime) {
     }
 }
 
-/// Block until `*ivar <cmp> value`.
+/// Block until `*ivar <cmp> value`: the components' wait service, so the collectives' wait.
+/// Every [`crate::ops::stall::ROUNDS`] rounds it lets the stall watch look at the clock.
 ///
 /// # Safety
 /// `ivar` must be a valid, 8-byte aligned local address.
@@ -57,6 +58,9 @@ pub unsafe fn wait_until_u64(routine: &CStr, ivar: *const u64, cmp: c_int, value
     let mut i = 0;
     while !compare(a.load(Ordering::Acquire), cmp, value).unwrap_or(true) {
         backoff(&mut i, rt);
+        if i % crate::ops::stall::ROUNDS == 0 {
+            crate::ops::stall::check();
+        }
     }
 }
 

@@ -1,0 +1,90 @@
+//! A warning when a collective waits far longer than collectives take: every PE of a team
+//! must call the same collectives in the same order, and one that skipped a call (or is stuck
+//! elsewhere) leaves the others waiting without a word. Long waits are also legitimate (one PE
+//! computes or writes a file while the rest wait in a barrier), so this only warns, after
+//! `SHMEM_COLL_STALL_WARN` seconds and again each time the wait has doubled.
+//!
+//! The cost stays off the fast path: a collective records its routine in a thread-local cell
+//! (two stores), and only a wait that has gone round thousands of times reads the clock.
+
+use std::cell::Cell;
+use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Seconds after which a waiting collective warns; 0: never.
+static WARN_AFTER_S: AtomicU64 = AtomicU64::new(0);
+
+/// Wait rounds between two looks at the clock (a power of two).
+pub const ROUNDS: u32 = 1 << 14;
+
+pub fn configure(seconds: u64) {
+    WARN_AFTER_S.store(seconds, Ordering::Relaxed);
+}
+
+#[derive(Clone, Copy)]
+struct Current {
+    routine: *const c_char,
+    op: &'static str,
+    /// When a wait of this collective first looked at the clock.
+    since: Option<Instant>,
+    /// Seconds of waiting at which the next warning is due.
+    next: u64,
+}
+
+const NONE: Current = Current { routine: std::ptr::null(), op: "", since: None, next: 0 };
+
+thread_local! {
+    static CURRENT: Cell<Current> = const { Cell::new(NONE) };
+}
+
+/// The collective running on this thread until the guard drops (collectives may nest: the
+/// outer one is restored).
+pub struct Guard(Current);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}
+
+pub fn enter(routine: &CStr, op: &'static str) -> Guard {
+    let now = Current { routine: routine.as_ptr(), op, since: None, next: 0 };
+    Guard(CURRENT.with(|c| c.replace(now)))
+}
+
+/// Called by a collective's wait every [`ROUNDS`] rounds.
+#[cold]
+#[inline(never)]
+pub fn check() {
+    let after = WARN_AFTER_S.load(Ordering::Relaxed);
+    if after == 0 {
+        return;
+    }
+    CURRENT.with(|c| {
+        let mut cur = c.get();
+        if cur.routine.is_null() {
+            return;
+        }
+        let since = *cur.since.get_or_insert_with(Instant::now);
+        if cur.next == 0 {
+            cur.next = after;
+        }
+        let waited = since.elapsed().as_secs();
+        if waited >= cur.next {
+            // SAFETY: the routine name `enter` was given lives as long as the collective.
+            let routine = unsafe { CStr::from_ptr(cur.routine) }.to_string_lossy();
+            crate::log::log(
+                crate::log::WARN,
+                &routine,
+                &format!(
+                    "this PE has waited {waited} s in a {} for other PEs of the team. Every PE of a team must call the same collectives in the same order: a PE that skipped this one, or is stuck or still busy elsewhere, keeps the others here (next warning at {} s; SHMEM_COLL_STALL_WARN)",
+                    cur.op,
+                    cur.next * 2
+                ),
+            );
+            cur.next *= 2;
+        }
+        c.set(cur);
+    });
+}
