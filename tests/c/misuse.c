@@ -6,7 +6,8 @@
  * team_after_destroy; waits: wait_null, wait_private, test_any_null, signal_wait_null;
  * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private;
  * pe_quiet_null, pe_quiet_bad_pe; strided: iput_past_end, iget_not_symmetric; PEs passing
- * different arguments to a collective: split_mismatch, split_2d_mismatch, and under
+ * different arguments to a collective: split_mismatch, split_2d_mismatch
+ * (negative_num_contexts: a team config asking for -1 contexts), and under
  * SHMEM_DEBUG=1 malloc_mismatch, broadcast_mismatch, reduce_mismatch. */
 #include <shmem.h>
 #include <stdio.h>
@@ -37,6 +38,10 @@ int main(void) {
     if (how && !strcmp(how, "split_2d_mismatch")) {
         shmem_team_t y;
         shmem_team_split_2d(SHMEM_TEAM_WORLD, first ? 1 : 2, NULL, 0, &team, NULL, 0, &y);
+    }
+    if (how && !strcmp(how, "negative_num_contexts")) {
+        shmem_team_config_t cfg = {.num_contexts = -1};
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), &cfg, SHMEM_TEAM_NUM_CONTEXTS, &team);
     }
     if (how && !strcmp(how, "malloc_mismatch")) shmem_malloc(first ? 64 : 128);
     if (how && !strcmp(how, "broadcast_mismatch"))

@@ -134,6 +134,10 @@ fn bad_handles_buffers_waits_and_locks_are_reported_naming_the_argument() {
             "shmem_team_split_strided: the PEs of the team passed different start, stride, size",
         ),
         ("split_2d_mismatch", "shmem_team_split_2d: the PEs of the team passed different xrange"),
+        (
+            "negative_num_contexts",
+            "shmem_team_split_strided: config->num_contexts is -1; it must not be negative",
+        ),
     ] {
         let r = misuse(how, "1");
         assert_eq!(r.code(), Some(1), "{how}: {}", r.stderr);

@@ -371,7 +371,11 @@ fn config_of<'a>(routine: &CStr, config: *const TeamConfig, mask: c_long) -> Opt
         fatal(routine, "config is NULL but config_mask selects SHMEM_TEAM_NUM_CONTEXTS");
     }
     // SAFETY: checked non-null; readable by contract.
-    Some(unsafe { &*config })
+    let c = unsafe { &*config };
+    if c.num_contexts < 0 {
+        fatal(routine, &format!("config->num_contexts is {}; it must not be negative", c.num_contexts));
+    }
+    Some(c)
 }
 
 /// `shmem_team_split_strided`.
