@@ -108,6 +108,13 @@ impl Run {
         self
     }
 
+    /// The job ended with status 1 (a PE's fatal error ends it so) and stderr says `needle`.
+    pub fn assert_fails_saying(&self, needle: &str) -> &Self {
+        assert_eq!(self.code(), Some(1), "expected the job to fail saying `{needle}`:\n{}", self.stderr);
+        assert!(self.stderr.contains(needle), "missing `{needle}`\n--- stderr\n{}", self.stderr);
+        self
+    }
+
     /// Lines `<name>: PE <i> ok` for every PE.
     pub fn assert_all_pes_ok(&self, name: &str, np: usize) -> &Self {
         self.assert_ok(name);
