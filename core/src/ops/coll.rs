@@ -11,15 +11,6 @@ fn team_state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
     crate::ops::teams::state(routine, team)
 }
 
-/// Under SHMEM_DEBUG, end the job unless every PE of `t` passed the same `args`: PEs that
-/// disagree on a collective's sizes or root corrupt each other's buffers or hang. Checking
-/// costs a few barriers per call, hence only on request.
-fn debug_same(routine: &CStr, t: &TeamState, what: &str, args: &[i64]) {
-    if runtime::get(routine).debug {
-        crate::ops::teams::require_same_args(routine, t, what, args);
-    }
-}
-
 pub fn world(routine: &CStr) -> &'static TeamState {
     runtime::get(routine);
     team_state(routine, &crate::ops::handles::rshmem_team_world).expect("world team exists after init")
@@ -57,7 +48,12 @@ pub unsafe fn broadcast(
         fatal(routine, &format!("PE_root {root} is not in the team (size {})", t.desc.size));
     }
     let nbytes = total(routine, nelems, size);
-    debug_same(routine, t, "nelems and PE_root", &[nelems as i64, root.into()]);
+    crate::ops::teams::debug_require_same_args(
+        routine,
+        t,
+        "nelems and PE_root",
+        &[nelems as i64, root.into()],
+    );
     check_range(routine, "dest", dest as usize, nbytes);
     check_range(routine, "source", source as usize, nbytes);
     t.broadcast(routine, dest.cast(), source.cast(), nbytes, root);
@@ -96,7 +92,7 @@ pub unsafe fn collect(
     let Some(t) = team_state(routine, team) else { return -1 };
     let nbytes = total(routine, nelems, size);
     if fixed {
-        debug_same(routine, t, "nelems", &[nelems as i64]);
+        crate::ops::teams::debug_require_same_args(routine, t, "nelems", &[nelems as i64]);
     }
     // collect's total is known only inside the collective; its start is checked here.
     let dest_len = if fixed { total(routine, nbytes, t.desc.size as usize) } else { nbytes.min(1) };
@@ -124,7 +120,12 @@ pub unsafe fn alltoall(
     if dst <= 0 || sst <= 0 {
         fatal(routine, &format!("the strides must be positive (dst={dst}, sst={sst})"));
     }
-    debug_same(routine, t, "nelems and strides", &[nelems as i64, dst as i64, sst as i64]);
+    crate::ops::teams::debug_require_same_args(
+        routine,
+        t,
+        "nelems and strides",
+        &[nelems as i64, dst as i64, sst as i64],
+    );
     let count = total(routine, nelems, t.desc.size as usize);
     if count > 0 {
         let span = total(routine, total(routine, count - 1, dst as usize), size);
@@ -153,7 +154,7 @@ pub unsafe fn reduce(
 ) -> c_int {
     let Some(t) = team_state(routine, team) else { return -1 };
     let nbytes = total(routine, nelems, size);
-    debug_same(routine, t, "nelems", &[nelems as i64]);
+    crate::ops::teams::debug_require_same_args(routine, t, "nelems", &[nelems as i64]);
     check_range(routine, "source", source as usize, nbytes);
     let (d, s) = (dest as usize, source as usize);
     if d != s && d < s + nbytes && s < d + nbytes {

@@ -18,11 +18,9 @@ fn alloc_internal(rt: &Runtime, size: usize, align: usize) -> Option<*mut u8> {
 
 /// Under SHMEM_DEBUG, end the job unless every PE passed the same `args`: allocations of
 /// different sizes leave the heaps at different offsets, and later transfers then land on the
-/// wrong objects without a word. Checking costs a few barriers, hence only on request.
-fn debug_same(routine: &CStr, rt: &Runtime, what: &str, args: &[i64]) {
-    if rt.debug {
-        crate::ops::teams::require_same_args(routine, crate::ops::coll::world(routine), what, args);
-    }
+/// wrong objects without a word.
+fn debug_same(routine: &CStr, what: &str, args: &[i64]) {
+    crate::ops::teams::debug_require_same_args(routine, crate::ops::coll::world(routine), what, args);
 }
 
 /// Where `p` lies, comparable between PEs (its segment and offset; -1 for none).
@@ -32,7 +30,7 @@ fn place(rt: &Runtime, p: *mut c_void) -> i64 {
 
 fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_void {
     let rt = runtime::get(routine);
-    debug_same(routine, rt, "size and alignment", &[size as i64, align as i64]);
+    debug_same(routine, "size and alignment", &[size as i64, align as i64]);
     if size == 0 {
         return std::ptr::null_mut();
     }
@@ -151,7 +149,7 @@ fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
 /// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
 pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
     let rt = runtime::get(routine);
-    debug_same(routine, rt, "ptr (as segment and offset)", &[place(rt, ptr)]);
+    debug_same(routine, "ptr (as segment and offset)", &[place(rt, ptr)]);
     if ptr.is_null() {
         return;
     }
@@ -186,7 +184,7 @@ pub unsafe fn free_in_init_heap(routine: &CStr, ptr: *mut c_void) {
 /// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
 pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_void {
     let rt = runtime::get(routine);
-    debug_same(routine, rt, "ptr (as segment and offset) and size", &[place(rt, ptr), size as i64]);
+    debug_same(routine, "ptr (as segment and offset) and size", &[place(rt, ptr), size as i64]);
     if ptr.is_null() {
         return malloc(routine, size);
     }

@@ -277,6 +277,14 @@ pub fn require_same_args(routine: &CStr, team: &TeamState, what: &str, args: &[i
     }
 }
 
+/// [`require_same_args`] under SHMEM_DEBUG only: for the checks that cost a few barriers per
+/// call (collectives' sizes, symmetric allocations).
+pub fn debug_require_same_args(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) {
+    if runtime::get(routine).debug {
+        require_same_args(routine, team, what, args);
+    }
+}
+
 /// The OR of every member's `mine` (collective over `team`): each ORs it into `word` on the
 /// team's first PE and all read the union back; the word is zero again on return.
 ///
