@@ -13,8 +13,14 @@
 # and checking the device memory rshmem moves. Then device_space with the device hidden
 # (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on. A run
 # that leaves rshmem's or UCX's names in /dev/shm or /tmp fails.
+# --cuda-ucx DIR: also run device_space and gpu_kernel with no peer mapped over the UCX in DIR
+# (DIR/lib/libucp.so.0, its modules in DIR/lib/ucx, libuct_cuda among them). With an RDMA
+# device UCX must move the device memory itself ("peers' GPU memory reached by the spml" in
+# SHMEM_INFO's report); over sockets only it must not be asked to (UCX then emulates RMA with
+# its CPU, which cannot copy into device memory), and the peers' CPUs move it.
 #
-# Usage: bash scripts/gpu-check.sh [--prefix DIR] [--logs DIR] [--timeout S]   (exit 0: all passed)
+# Usage: bash scripts/gpu-check.sh [--prefix DIR] [--logs DIR] [--timeout S] [--cuda-ucx DIR]
+# (exit 0: all passed)
 # Without --prefix it builds, which needs what the README's build needs (Rust, UCX, PMIx and
 # hwloc headers); not CUDA's toolkit: cudarc loads libcuda.so at run time. --prefix DIR uses an
 # installed tree instead, one from scripts/bundle.sh too (its env.sh is sourced), for a GPU
@@ -22,13 +28,14 @@
 # program's output there. --timeout S limits each run (300 s unless given).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prefix="" logs="" limit=300
+prefix="" logs="" limit=300 cuda_ucx=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix="$(cd "${2:?--prefix needs a directory}" && pwd)"; shift 2 ;;
         --logs) logs="${2:?--logs needs a directory}"; shift 2 ;;
         --timeout) limit="${2:?--timeout needs seconds}"; shift 2 ;;
-        *) echo "gpu-check: unknown argument $1 (usage: gpu-check.sh [--prefix DIR] [--logs DIR] [--timeout S])" >&2; exit 2 ;;
+        --cuda-ucx) cuda_ucx="$(cd "${2:?--cuda-ucx needs a directory}" && pwd)"; shift 2 ;;
+        *) echo "gpu-check: unknown argument $1 (usage: gpu-check.sh [--prefix DIR] [--logs DIR] [--timeout S] [--cuda-ucx DIR])" >&2; exit 2 ;;
     esac
 done
 if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
@@ -119,6 +126,26 @@ else
     echo "gpu-check: gpu_kernel skipped: no nvcc here"
 fi
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
+# UCX moving device memory itself (its cuda_copy and cuda_ipc transports), no peer mapped.
+if [ -n "$cuda_ucx" ]; then
+    ucx_env=(LD_LIBRARY_PATH="$cuda_ucx/lib:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$cuda_ucx/lib/ucx")
+    if ls /sys/class/infiniband/* > /dev/null 2>&1; then
+        want="peers' GPU memory reached by the spml"
+    else
+        want="peers' GPU memory reached through CUDA IPC mappings where peers map it, else through the peers' CPUs"
+    fi
+    for np in 2 4; do
+        run device_space "$np" "${ucx_env[@]}" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M \
+            SHMEM_LOCAL_MAP=0 SHMEM_INFO=1
+        if ! grep -qF "$want" "$out/$runs-device_space-np$np.log"; then
+            echo "gpu-check: device_space, $np PEs, UCX of $cuda_ucx: expected \"$want\""
+            fail=1
+        fi
+    done
+    if [ -x "$out/gpu_kernel" ]; then
+        run gpu_kernel 2 "${ucx_env[@]}" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=256M SHMEM_LOCAL_MAP=0
+    fi
+fi
 if [ $fail = 0 ]; then
     echo "gpu-check: all passed ($(date -u +%Y-%m-%d), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
 fi

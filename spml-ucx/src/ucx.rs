@@ -236,6 +236,16 @@ fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result
             }
         }
     }
+    // Over sockets UCX emulates RMA and atomics with active messages. Its newer protocol
+    // layer (the default from UCX 1.16 on) did not carry them for us: with UCX 1.18.1 a get
+    // or an atomic hung, with 1.22.0 atomics found no protocol (tried 2026-11-24 with the
+    // RAPIDS libucx wheels, 2 PEs, SHMEM_LOCAL_MAP=0), while the older layer worked with
+    // 1.18.1 and 1.20.1. 1.13.1 (Debian 12) uses the older one anyway. The user's
+    // UCX_PROTO_ENABLE wins; a UCX without the setting refuses the change, which is harmless.
+    if opts.amos_on_am_lane && std::env::var_os("UCX_PROTO_ENABLE").is_none() {
+        // SAFETY: a live configuration and two NUL-terminated strings.
+        let _ = unsafe { sys::ucp_config_modify(config, c"PROTO_ENABLE".as_ptr(), c"n".as_ptr()) };
+    }
     let params = sys::ucp_params_t {
         field_mask: (sys::UCP_PARAM_FIELD_FEATURES
             | sys::UCP_PARAM_FIELD_MT_WORKERS_SHARED
@@ -486,7 +496,7 @@ impl Ucx {
         // copied by the target's CPU into host memory: not where UCX moves device memory.
         let batching = batch::install_receiver(receiver, chan.worker()).is_ok()
             && opts.batch_puts
-            && !context_moves_cuda(context)
+            && !takes_cuda_memory(context, opts.amos_on_am_lane)
             && chan.enable_batching(n_pes, opts.amos_on_am_lane, Some(wake)).is_ok();
         Ok(Ucx {
             context,
@@ -517,10 +527,10 @@ impl Ucx {
         self.context
     }
 
-    /// Whether this context moves CUDA device memory itself (UCX built with CUDA support, its
-    /// CUDA transports loaded): the spml then declares GPU memory in `memory_types`.
+    /// Whether UCX is given peers' CUDA device memory to move (see [`takes_cuda_memory`]): the
+    /// spml then declares GPU memory in `memory_types`.
     pub fn moves_cuda_memory(&self) -> bool {
-        context_moves_cuda(self.context)
+        takes_cuda_memory(self.context, self.amos_on_am_lane)
     }
 
     /// Whether small puts are batched (see `batch`).
@@ -996,6 +1006,16 @@ pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t) -> String {
         "spml ucx: PE {pe} is unreachable ({}): it died or left without shmem_finalize",
         sys::status_string(st)
     )
+}
+
+/// Whether UCX moves CUDA device memory for this job: `context` supports it (UCX built with
+/// CUDA support, its CUDA transports loaded) and RMA does not go over `sockets` only. Over
+/// sockets UCX emulates RMA with active messages whose target copies with its CPU: with UCX
+/// 1.18.1's CUDA build, a put into a peer's device memory crashed the target in that copy
+/// (`ucp_put_handler`, NVIDIA H100, 2026-11-24). The core then reaches device memory through
+/// the target's CPU with the device memheap's copy instead (`put_via_target`).
+fn takes_cuda_memory(context: sys::ucp_context_h, sockets: bool) -> bool {
+    !sockets && context_moves_cuda(context)
 }
 
 /// Whether `context` moves CUDA device memory itself (UCX built with CUDA support).

@@ -422,3 +422,21 @@ fn a_small_dev_shm_does_not_limit_the_heap() {
     cmd.args(["-m", "sh", "-c", script]).arg(target_dir().join("oshrun")).arg(c_test("big_heap"));
     run_launcher(cmd, &[("SHMEM_SYMMETRIC_SIZE", "64M")], T).assert_all_pes_ok("big_heap", 2);
 }
+
+#[test]
+fn a_component_that_cannot_load_is_named_with_the_reason() {
+    // A libucp.so.0 that is not a library: spml ucx cannot load, and init must say why rather
+    // than only that no spml was found.
+    let dir = std::env::temp_dir().join(format!("rshmem-test-badlib-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("libucp.so.0"), b"").unwrap();
+    let r = oshrun(2, &c_test("init_count"), &[("LD_LIBRARY_PATH", dir.to_str().unwrap())], T);
+    std::fs::remove_dir_all(&dir).unwrap();
+    r.assert_fails_saying("shmem_init: no spml component is available");
+    assert!(
+        r.stderr.contains("skipped: ") && r.stderr.contains("librshmem_spml_ucx.so: dlopen failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("libucp.so.0"), "{}", r.stderr);
+}

@@ -155,7 +155,22 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let sel = |fw: Framework| {
         let needs = if fw == Framework::Spml { spml_needs.as_slice() } else { &[] };
         let spec = crate::config::raw(&format!("SHMEM_MCA_{}", fw.name()));
-        plugin::select(fw, &found.components, &spec, core, needs).unwrap_or_else(|e| fail(routine, &e))
+        plugin::select(fw, &found.components, &spec, core, needs).unwrap_or_else(|e| {
+            // A component that exists but did not load (a missing or broken library of its
+            // own, say) is the likely reason: say why, not only that none was found.
+            let tag = format!("{}_", fw.name());
+            let why: Vec<String> = found
+                .skipped
+                .iter()
+                .filter(|(p, _)| p.file_name().is_some_and(|n| n.to_string_lossy().contains(&tag)))
+                .map(|(p, why)| format!("{}: {why}", p.display()))
+                .collect();
+            if why.is_empty() {
+                fail(routine, &e)
+            } else {
+                fail(routine, &format!("{e}; skipped: {}", why.join("; ")))
+            }
+        })
     };
     let spml_sel = sel(Framework::Spml);
     let (spml, spml_name): (&'static SpmlOps, _) = open(&spml_sel, core, routine);
@@ -510,8 +525,15 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             for (fw, names) in &rt.selected {
                 eprintln!("  selected {}: {}", fw.name(), names.join(", "));
             }
-            if rt.gpu.is_some() {
+            if let Some(g) = rt.gpu.as_ref() {
                 eprintln!("  GPU memory of PE 0: {}", rt.gpu_note);
+                // Which data path peers' device memory takes (core/src/ops/device.rs).
+                let path = if rt.spml.moves_device_memory(g.device) {
+                    "by the spml, which moves device memory itself"
+                } else {
+                    "through CUDA IPC mappings where peers map it, else through the peers' CPUs"
+                };
+                eprintln!("  peers' GPU memory reached {path}");
             }
             let w = crate::ops::coll::world(routine);
             let first = |v: &[String]| v.first().cloned().unwrap_or_default();
