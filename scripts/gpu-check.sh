@@ -126,7 +126,7 @@ else
     echo "gpu-check: gpu_kernel skipped: no nvcc here"
 fi
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
-# UCX moving device memory itself (its cuda_copy and cuda_ipc transports), no peer mapped.
+# A UCX built with CUDA, no peer mapped (see --cuda-ucx above).
 if [ -n "$cuda_ucx" ]; then
     ucx_env=(LD_LIBRARY_PATH="$cuda_ucx/lib:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$cuda_ucx/lib/ucx")
     if ls /sys/class/infiniband/* > /dev/null 2>&1; then

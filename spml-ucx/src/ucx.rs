@@ -238,7 +238,7 @@ fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result
     }
     // Over sockets UCX emulates RMA and atomics with active messages. Its newer protocol
     // layer (the default from UCX 1.16 on) did not carry them for us: with UCX 1.18.1 a get
-    // or an atomic hung, with 1.22.0 atomics found no protocol (tried 2026-11-24 with the
+    // or an atomic hung, with 1.22.0 atomics found no protocol (tried 2026-11-25 with the
     // RAPIDS libucx wheels, 2 PEs, SHMEM_LOCAL_MAP=0), while the older layer worked with
     // 1.18.1 and 1.20.1. 1.13.1 (Debian 12) uses the older one anyway. The user's
     // UCX_PROTO_ENABLE wins; a UCX without the setting refuses the change, which is harmless.
@@ -1012,7 +1012,7 @@ pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t) -> String {
 /// CUDA support, its CUDA transports loaded) and RMA does not go over `sockets` only. Over
 /// sockets UCX emulates RMA with active messages whose target copies with its CPU: with UCX
 /// 1.18.1's CUDA build, a put into a peer's device memory crashed the target in that copy
-/// (`ucp_put_handler`, NVIDIA H100, 2026-11-24). The core then reaches device memory through
+/// (`ucp_put_handler`, NVIDIA H100, 2026-11-25). The core then reaches device memory through
 /// the target's CPU with the device memheap's copy instead (`put_via_target`).
 fn takes_cuda_memory(context: sys::ucp_context_h, sockets: bool) -> bool {
     !sockets && context_moves_cuda(context)
