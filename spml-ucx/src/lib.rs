@@ -131,7 +131,7 @@ fn options(c: &CoreServices) -> Options {
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
         spin_rounds: if oversubscribed(c.local_size) { 0 } else { ucx::SPIN_ROUNDS },
         batch_puts: batch_puts(c, sockets),
-        amos_on_am_lane: sockets,
+        sockets_only: sockets,
     }
 }
 

@@ -68,9 +68,10 @@ pub struct Options {
     pub spin_rounds: u32,
     /// Batch small puts per peer into one active message (see `batch`).
     pub batch_puts: bool,
-    /// UCX emulates atomics with active messages (it moves data over sockets only), so they
-    /// follow batches in order ([`sockets_only`]).
-    pub amos_on_am_lane: bool,
+    /// UCX moves data over sockets only ([`sockets_only`]): it emulates RMA and atomics with
+    /// active messages, so atomics follow batches in order, UCX's older protocol layer is
+    /// asked for, and device memory is not handed to UCX ([`takes_cuda_memory`]).
+    pub sockets_only: bool,
 }
 
 /// Idle progress rounds a blocking operation spins before yielding, when every PE of the host
@@ -88,7 +89,7 @@ impl Default for Options {
             loopback_only: false,
             spin_rounds: SPIN_ROUNDS,
             batch_puts: true,
-            amos_on_am_lane: true,
+            sockets_only: true,
         }
     }
 }
@@ -242,7 +243,7 @@ fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result
     // RAPIDS libucx wheels, 2 PEs, SHMEM_LOCAL_MAP=0), while the older layer worked with
     // 1.18.1 and 1.20.1. 1.13.1 (Debian 12) uses the older one anyway. The user's
     // UCX_PROTO_ENABLE wins; a UCX without the setting refuses the change, which is harmless.
-    if opts.amos_on_am_lane && std::env::var_os("UCX_PROTO_ENABLE").is_none() {
+    if opts.sockets_only && std::env::var_os("UCX_PROTO_ENABLE").is_none() {
         // SAFETY: a live configuration and two NUL-terminated strings.
         let _ = unsafe { sys::ucp_config_modify(config, c"PROTO_ENABLE".as_ptr(), c"n".as_ptr()) };
     }
@@ -426,7 +427,7 @@ pub struct Ucx {
     channel_workers: ChannelList,
     /// Whether channels batch small puts (the option, where this context allows it).
     batching: bool,
-    amos_on_am_lane: bool,
+    sockets_only: bool,
     wake: &'static batch::Wake,
 }
 
@@ -496,8 +497,8 @@ impl Ucx {
         // copied by the target's CPU into host memory: not where UCX moves device memory.
         let batching = batch::install_receiver(receiver, chan.worker()).is_ok()
             && opts.batch_puts
-            && !takes_cuda_memory(context, opts.amos_on_am_lane)
-            && chan.enable_batching(n_pes, opts.amos_on_am_lane, Some(wake)).is_ok();
+            && !takes_cuda_memory(context, opts.sockets_only)
+            && chan.enable_batching(n_pes, opts.sockets_only, Some(wake)).is_ok();
         Ok(Ucx {
             context,
             receiver,
@@ -518,7 +519,7 @@ impl Ucx {
             chan: Arc::new(chan.with_companions(channel_workers.clone())),
             channel_workers,
             batching,
-            amos_on_am_lane: opts.amos_on_am_lane,
+            sockets_only: opts.sockets_only,
             wake,
         })
     }
@@ -530,7 +531,7 @@ impl Ucx {
     /// Whether UCX is given peers' CUDA device memory to move (see [`takes_cuda_memory`]): the
     /// spml then declares GPU memory in `memory_types`.
     pub fn moves_cuda_memory(&self) -> bool {
-        takes_cuda_memory(self.context, self.amos_on_am_lane)
+        takes_cuda_memory(self.context, self.sockets_only)
     }
 
     /// Whether small puts are batched (see `batch`).
@@ -664,7 +665,7 @@ impl Ucx {
         // Acknowledgements of batches, and replies to transfers through a target, come back to
         // the worker that sent.
         let mut replies = if self.batching {
-            ch.enable_batching(self.n_pes, self.amos_on_am_lane, Some(self.wake))
+            ch.enable_batching(self.n_pes, self.sockets_only, Some(self.wake))
         } else {
             Ok(())
         };

@@ -500,7 +500,7 @@ fn other_operations_to_the_peer_follow_its_batch_and_a_fence_waits_for_it() {
 #[test]
 fn where_atomics_take_a_lane_of_their_own_they_wait_after_a_fence_too() {
     let opts =
-        Options { progress_thread: false, loopback_only: true, amos_on_am_lane: false, ..Options::default() };
+        Options { progress_thread: false, loopback_only: true, sockets_only: false, ..Options::default() };
     let (u, target, base, memh) = batching_job(opts, 4);
     let w = 7u64;
     // SAFETY: `w` outlives the put.
