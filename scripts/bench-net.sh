@@ -9,6 +9,9 @@
 # Prints, per figure, the median over REPS runs of each library (each run's own figure is a
 # median of blocks) and the ratio rshmem/OSHMEM, and writes results/net.csv.
 # Usage: bash scripts/bench-net.sh [REPS]   (default 5)
+# BENCH_NET_ALT="VAR=value ..." adds a third contender, rshmem run with those settings (say
+# SHMEM_MCA_spml_ucx_rma_in_messages=0), in the same alternation; its figures print as "alt".
+# BENCH_NET_WHERE narrows the layouts (hosts2 host1 soak-hosts4 soak-host1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
@@ -31,7 +34,12 @@ raw="$out/net-raw.txt"
 : > "$raw"
 # run LIB WHERE: one run, its RESULT lines tagged "LIB WHERE"
 run() {
-    local lib=$1 where=$2 bin="$out/bin/$1"
+    local lib=$1 where=$2 bin="$out/bin/$1" tag=$1
+    if [ "$lib" = alt ]; then
+        lib=rshmem bin="$out/bin/rshmem"
+    fi
+    # shellcheck disable=SC2086 # the settings are words
+    [ "$tag" != alt ] || export ${BENCH_NET_ALT:?}
     case $where in
     hosts2) bash scripts/hosts.sh run 2 1 "${bin}_netpath" ;;
     host1) if [ $lib = rshmem ]; then SHMEM_LOCAL_MAP=0 target/release/oshrun -np 2 --timeout 300 "${bin}_netpath"
@@ -39,15 +47,19 @@ run() {
     soak-hosts4) bash scripts/hosts.sh run 4 1 "${bin}_soak" ;;
     soak-host1) if [ $lib = rshmem ]; then SHMEM_LOCAL_MAP=0 target/release/oshrun -np 4 --timeout 300 "${bin}_soak"
                 else /usr/bin/oshrun --oversubscribe -np 4 -x UCX_TLS -x SOAK_OPS -x SOAK_RATE "${bin}_soak"; fi ;;
-    esac 2>/dev/null | sed -n "s/^RESULT/$lib $where/p" >> "$raw" ||
-        echo "bench-net: $lib $where exited with status ${PIPESTATUS[0]}" >&2
+    esac 2>/dev/null | sed -n "s/^RESULT/$tag $where/p" >> "$raw" ||
+        echo "bench-net: $tag $where exited with status ${PIPESTATUS[0]}" >&2
+    local kv
+    if [ "$tag" = alt ]; then for kv in $BENCH_NET_ALT; do unset "${kv%%=*}"; done; fi
 }
+contenders="rshmem oshmem${BENCH_NET_ALT:+ alt}"
 for rep in $(seq "$reps"); do
-    for where in hosts2 host1 soak-hosts4 soak-host1; do
+    for where in ${BENCH_NET_WHERE:-hosts2 host1 soak-hosts4 soak-host1}; do
         echo "bench-net: rep $rep/$reps, $where" >&2
-        # alternate which library goes first
-        if [ $((rep % 2)) = 1 ]; then run rshmem $where; run oshmem $where
-        else run oshmem $where; run rshmem $where; fi
+        # alternate the order of the contenders
+        order=$contenders
+        [ $((rep % 2)) = 1 ] || order=$(echo "$contenders" | tr ' ' '\n' | tac | tr '\n' ' ')
+        for lib in $order; do run "$lib" $where; done
     done
 done
 python3 - "$raw" "$out/net.csv" <<'EOF'
@@ -64,9 +76,13 @@ with open(sys.argv[2], "w") as csv:
     for (where, name, unit), v in rows.items():
         r = [x for l, x in v if l == "rshmem"]
         o = [x for l, x in v if l == "oshmem"]
+        a = [x for l, x in v if l == "alt"]
         if not r:
             continue
         rm = statistics.median(r)
+        if a:
+            am = statistics.median(a)
+            print(f"{where:12} {name:26} {'alt':>10} {am:10.4g} {rm / am:6.2f}  (rshmem/alt; {unit})")
         if not o:  # a figure only rshmem has (put-with-signal: OSHMEM 4.1 implements OpenSHMEM 1.4)
             print(f"{where:12} {name:26} {rm:10.4g} {'-':>10} {'-':>6}  {unit}")
             csv.write(f"{where},{name},{unit},{rm:.6g},,,{min(r):.6g},{max(r):.6g},,\n")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what rshmem needs on Debian 12 (run as root; a no-op when everything is present).
 set -euo pipefail
-pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make)
+pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make curl unzip)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,6 +18,17 @@ trap 'bash scripts/hosts.sh down; bash scripts/slurm.sh down' EXIT
 bash scripts/slurm.sh up
 eval "$(bash scripts/slurm.sh env)"
 bash scripts/hosts.sh up 4
+# Newer UCX versions for spml ucx's test against them (RAPIDS wheels from PyPI); a version that
+# cannot be fetched is reported and its test skipped.
+ucx_dirs=""
+for v in 1.18.1 1.22.0; do
+    if bash scripts/ucx-wheel.sh "$v" "target/ucx-$v"; then
+        ucx_dirs="${ucx_dirs:+$ucx_dirs:}$PWD/target/ucx-$v"
+    else
+        echo "test: could not fetch UCX $v; the test against it is skipped" >&2
+    fi
+done
+export RSHMEM_TEST_UCX_DIRS=$ucx_dirs
 
 log=$(mktemp)
 status=0

@@ -130,8 +130,9 @@ fn options(c: &CoreServices) -> Options {
         progress_thread: bool_param(c, "progress_thread", true),
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
         spin_rounds: if oversubscribed(c.local_size) { 0 } else { ucx::SPIN_ROUNDS },
-        batch_puts: batch_puts(c, sockets),
+        batch_puts: auto_param(c, "batch_puts", sockets),
         sockets_only: sockets,
+        rma_in_messages: auto_param(c, "rma_in_messages", sockets),
     }
 }
 
@@ -141,17 +142,18 @@ fn rdma_devices() -> bool {
     std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
 }
 
-/// `SHMEM_MCA_spml_ucx_batch_puts`: a boolean, or `auto` (the default): batch where UCX can only
-/// use `sockets`, i.e. this host has no RDMA device, or `UCX_TLS` names TCP and no RDMA
-/// transport. Over RDMA a put is a network operation of its own without a system call, and
-/// batching would move the work onto the target's CPU.
-fn batch_puts(c: &CoreServices, sockets: bool) -> bool {
+/// `SHMEM_MCA_spml_ucx_<name>` for `batch_puts` and `rma_in_messages`: a boolean, or `auto`
+/// (the default): on where UCX can only use `sockets`, i.e. this host has no RDMA device, or
+/// `UCX_TLS` names TCP and no RDMA transport. Over RDMA a put or an atomic is a network
+/// operation of its own without a system call, and carrying it in messages would move the
+/// work onto the target's CPU.
+fn auto_param(c: &CoreServices, name: &str, sockets: bool) -> bool {
     // SAFETY: the table is the one the core passed to query/open.
-    let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", "batch_puts") };
+    let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", name) };
     match v.as_deref().map(str::trim) {
         None | Some("auto") | Some("") => sockets,
         Some(v) => rshmem_plugin_api::values::parse_bool(v).unwrap_or_else(|| {
-            log(LOG_WARN, &format!("SHMEM_MCA_spml_ucx_batch_puts={v} is not auto or a boolean; using auto"));
+            log(LOG_WARN, &format!("SHMEM_MCA_spml_ucx_{name}={v} is not auto or a boolean; using auto"));
             sockets
         }),
     }
@@ -169,7 +171,7 @@ fn query(c: &'static CoreServices, r: &mut QueryResult) {
         Ok(()) => {
             r.available = 1;
             r.priority = 50;
-            r.set_reason("UCX context created (RMA, 32/64-bit atomics)");
+            r.set_reason(&format!("UCX {}: context created (RMA, 32/64-bit atomics)", ucx::version()));
         }
         Err(e) => {
             r.available = 0;
@@ -698,6 +700,12 @@ rshmem_plugin_api::export_plugin! {
             kind: rshmem_plugin_api::PARAM_STRING,
             default_value: cstr!("auto"),
             doc: cstr!("Carry puts of up to 256 bytes to a peer in one active message per peer, sent when full, before any other operation to that peer, at quiet, whenever the PE waits in the library, and by the progress thread once the PE computes; quiet waits for the target's acknowledgement. auto: on where UCX can only use sockets (no RDMA device here, or UCX_TLS names TCP and no RDMA transport); 1/0: always/never"),
+        },
+        ParamDecl {
+            name: cstr!("rma_in_messages"),
+            kind: rshmem_plugin_api::PARAM_STRING,
+            default_value: cstr!("auto"),
+            doc: cstr!("Carry puts larger than a batch entry, gets and atomics in the component's own active messages, which the target applies with its CPU (atomics that fetch nothing travel in the batches; needs batch_puts): UCX then needs no RMA or atomics of its own, which it only emulates over sockets and newer UCX versions no longer do. auto: on where UCX can only use sockets, as batch_puts; 1/0: always/never"),
         },
         ParamDecl {
             name: cstr!("via_target"),

@@ -7,8 +7,10 @@
 mod am;
 mod batch;
 mod channel;
+mod cpu_atomic;
 mod handler;
 mod mapping;
+mod rma_am;
 mod target;
 pub use am::Header as AmHeader;
 pub use batch::PUT_MAX as BATCH_PUT_MAX;
@@ -72,6 +74,9 @@ pub struct Options {
     /// active messages, so atomics follow batches in order, UCX's older protocol layer is
     /// asked for, and device memory is not handed to UCX ([`takes_cuda_memory`]).
     pub sockets_only: bool,
+    /// Carry puts, gets and atomics in the spml's own active messages instead of UCX's RMA and
+    /// atomics (`rma_am`); only together with `batch_puts`.
+    pub rma_in_messages: bool,
 }
 
 /// Idle progress rounds a blocking operation spins before yielding, when every PE of the host
@@ -90,6 +95,7 @@ impl Default for Options {
             spin_rounds: SPIN_ROUNDS,
             batch_puts: true,
             sockets_only: true,
+            rma_in_messages: true,
         }
     }
 }
@@ -127,6 +133,12 @@ pub fn features(opts: &Options) -> u64 {
         f |= sys::UCP_FEATURE_WAKEUP;
     }
     f as u64
+}
+
+/// The version of the UCX library loaded (`ucp_get_version_string`), say "1.13.1".
+pub fn version() -> String {
+    // SAFETY: UCX returns a pointer to a static NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(sys::ucp_get_version_string()) }.to_string_lossy().into_owned()
 }
 
 /// Why an operation failed. `Copy` and allocation-free so that hot paths can return it.
@@ -241,9 +253,13 @@ fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result
     // layer (the default from UCX 1.16 on) did not carry them for us: with UCX 1.18.1 a get
     // or an atomic hung, with 1.22.0 atomics found no protocol (tried 2026-11-25 with the
     // RAPIDS libucx wheels, 2 PEs, SHMEM_LOCAL_MAP=0), while the older layer worked with
-    // 1.18.1 and 1.20.1. 1.13.1 (Debian 12) uses the older one anyway. The user's
-    // UCX_PROTO_ENABLE wins; a UCX without the setting refuses the change, which is harmless.
-    if opts.sockets_only && std::env::var_os("UCX_PROTO_ENABLE").is_none() {
+    // 1.18.1 and 1.20.1. 1.13.1 (Debian 12) uses the older one anyway. So when the spml
+    // still hands RMA to UCX over sockets (`rma_in_messages` off), it asks for the older
+    // layer; its own messages need only UCX's active messages, which both layers carry (1.18
+    // to 1.22, 2026-11-25). The user's UCX_PROTO_ENABLE wins; a UCX without the setting
+    // refuses the change, which is harmless.
+    let own_rma = opts.batch_puts && opts.rma_in_messages;
+    if opts.sockets_only && !own_rma && std::env::var_os("UCX_PROTO_ENABLE").is_none() {
         // SAFETY: a live configuration and two NUL-terminated strings.
         let _ = unsafe { sys::ucp_config_modify(config, c"PROTO_ENABLE".as_ptr(), c"n".as_ptr()) };
     }
@@ -427,6 +443,8 @@ pub struct Ucx {
     channel_workers: ChannelList,
     /// Whether channels batch small puts (the option, where this context allows it).
     batching: bool,
+    /// Whether channels carry RMA and atomics in the spml's own messages (`rma_am`).
+    rma_in_messages: bool,
     sockets_only: bool,
     wake: &'static batch::Wake,
 }
@@ -495,10 +513,13 @@ impl Ucx {
         }));
         // Peers may batch whatever this PE does, so the handler is always there. Batches are
         // copied by the target's CPU into host memory: not where UCX moves device memory.
+        let requests = rma_am::install_requests(receiver, chan.worker());
         let batching = batch::install_receiver(receiver, chan.worker()).is_ok()
             && opts.batch_puts
-            && !takes_cuda_memory(context, opts.sockets_only)
-            && chan.enable_batching(n_pes, opts.sockets_only, Some(wake)).is_ok();
+            && !takes_cuda_memory(context, opts.sockets_only);
+        let rma_in_messages = batching && opts.rma_in_messages && requests.is_ok();
+        let batching =
+            batching && chan.enable_batching(n_pes, opts.sockets_only, rma_in_messages, Some(wake)).is_ok();
         Ok(Ucx {
             context,
             receiver,
@@ -519,6 +540,7 @@ impl Ucx {
             chan: Arc::new(chan.with_companions(channel_workers.clone())),
             channel_workers,
             batching,
+            rma_in_messages: batching && rma_in_messages,
             sockets_only: opts.sockets_only,
             wake,
         })
@@ -665,7 +687,7 @@ impl Ucx {
         // Acknowledgements of batches, and replies to transfers through a target, come back to
         // the worker that sent.
         let mut replies = if self.batching {
-            ch.enable_batching(self.n_pes, self.sockets_only, Some(self.wake))
+            ch.enable_batching(self.n_pes, self.sockets_only, self.rma_in_messages, Some(self.wake))
         } else {
             Ok(())
         };

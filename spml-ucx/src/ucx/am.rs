@@ -111,6 +111,11 @@ impl Receiver {
     }
 
     #[cold]
+    pub fn refuse_rma(&self, why: &str) {
+        self.refusals.refuse(&format!("spml ucx: refused {why}"));
+    }
+
+    #[cold]
     pub fn refuse_batch(&self, why: &str) {
         self.refusals.refuse(&format!("spml ucx: refused a batch of puts: {why}"));
     }

@@ -23,7 +23,9 @@
 //! (`super::am::Regions`); a message naming anything else is refused and ends the job.
 
 use super::am::Receiver;
+use super::cpu_atomic;
 use super::handler::{check_header_room, send_boxed, serve, set_handler, Message, Outbound, Wire};
+use rshmem_plugin_api::{AMO_CSWAP, AMO_FETCH, AMO_SWAP};
 use rshmem_ucx_sys as sys;
 use std::alloc::Layout;
 use std::ffi::c_void;
@@ -45,6 +47,20 @@ pub const CAP: usize = 4096;
 
 /// An entry: the destination address (8 bytes) and the length (4), then the bytes.
 pub const ENTRY_HEADER: usize = 12;
+
+/// A length word with this bit set is an atomic that fetches nothing (with `rma_in_messages`,
+/// see `rma_am`): its low byte is the width (4 or 8), the next byte the operation (`AMO_*`),
+/// and 8 bytes of operand follow. The target applies it with a CPU atomic, in order with the
+/// puts around it.
+pub const ATOMIC_ENTRY: u32 = 1 << 31;
+pub const ATOMIC_OPERAND: usize = 8;
+
+/// One entry of a batch, as the target reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry<'a> {
+    Put { dest: u64, bytes: &'a [u8] },
+    Atomic { dest: u64, op: u32, size: u32, value: u64 },
+}
 
 /// A batch's header: the target's index in the sender's table (returned in the `ACK`, so the
 /// sender knows whose batch was applied) and the number of entries.
@@ -211,6 +227,27 @@ impl Batches {
         }
     }
 
+    /// Append one atomic that fetches nothing to the slot's buffer, which has room for it
+    /// ([`ENTRY_HEADER`] + [`ATOMIC_OPERAND`] bytes).
+    ///
+    /// # Safety
+    /// The caller holds the slot's lock; the entry fits.
+    #[inline(always)]
+    pub unsafe fn append_atomic(&self, pe: usize, dest: u64, op: u32, size: u32, value: u64) {
+        let s = &self.slots[pe];
+        let at = s.len.load(Ordering::Relaxed);
+        debug_assert!(at + ENTRY_HEADER + ATOMIC_OPERAND <= CAP);
+        // SAFETY: inside this peer's CAP bytes (caller), which only the lock holder touches.
+        unsafe {
+            let p = self.buffer(pe).add(at);
+            std::ptr::write_unaligned(p as *mut u64, dest);
+            std::ptr::write_unaligned(p.add(8) as *mut u32, ATOMIC_ENTRY | (op & 0xff) << 8 | (size & 0xff));
+            std::ptr::write_unaligned(p.add(ENTRY_HEADER) as *mut u64, value);
+        }
+        s.len.store(at + ENTRY_HEADER + ATOMIC_OPERAND, Ordering::Relaxed);
+        s.count.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Append one put to the slot's buffer, which has room for it.
     ///
     /// # Safety
@@ -252,12 +289,12 @@ pub fn install_acks(b: &'static Batches, worker: sys::ucp_worker_h) -> Result<()
     set_handler(worker, ACK, on_ack, b as *const Batches as *mut c_void)
 }
 
-/// Walk a batch's entries in order, calling `f` with each one's destination and bytes; stops
-/// at the first error, `f`'s or why the message is malformed.
+/// Walk a batch's entries in order, calling `f` with each; stops at the first error, `f`'s or
+/// why the message is malformed.
 pub fn walk(
     data: &[u8],
     count: u32,
-    mut f: impl FnMut(u64, &[u8]) -> Result<(), String>,
+    mut f: impl FnMut(Entry<'_>) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut at = 0usize;
     for i in 0..count {
@@ -265,11 +302,17 @@ pub fn walk(
             .get(at..at + ENTRY_HEADER)
             .ok_or_else(|| format!("entry {i} of {count} starts past the {} bytes sent", data.len()))?;
         let dest = u64::from_ne_bytes(head[..8].try_into().expect("8 bytes"));
-        let len = u32::from_ne_bytes(head[8..].try_into().expect("4 bytes")) as usize;
+        let word = u32::from_ne_bytes(head[8..].try_into().expect("4 bytes"));
+        let len = if word & ATOMIC_ENTRY != 0 { ATOMIC_OPERAND } else { word as usize };
         let body = data
             .get(at + ENTRY_HEADER..at + ENTRY_HEADER + len)
             .ok_or_else(|| format!("entry {i} of {count} ({len} bytes) runs past the message"))?;
-        f(dest, body)?;
+        f(if word & ATOMIC_ENTRY != 0 {
+            let value = u64::from_ne_bytes(body.try_into().expect("8 bytes"));
+            Entry::Atomic { dest, op: word >> 8 & 0xff, size: word & 0xff, value }
+        } else {
+            Entry::Put { dest, bytes: body }
+        })?;
         at += ENTRY_HEADER + len;
     }
     if at != data.len() {
@@ -278,20 +321,39 @@ pub fn walk(
     Ok(())
 }
 
-/// Apply a batch: check every entry against the registered host memory first, then copy each
+/// Apply a batch: check every entry against the registered host memory first, then apply each
 /// in order (a later put to the same bytes wins, as it would have arrived later).
 fn apply(rx: &Receiver, data: &[u8], count: u32) -> Result<(), String> {
-    walk(data, count, |dest, bytes| {
-        if rx.regions.contains_host(dest, bytes.len()) {
-            Ok(())
-        } else {
+    walk(data, count, |e| {
+        match e {
+        Entry::Put { dest, bytes } if !rx.regions.contains_host(dest, bytes.len()) => {
             Err(format!("{} bytes at {dest:#x} are not registered host memory of this PE", bytes.len()))
         }
+        Entry::Atomic { dest, op, size, .. }
+            if !(cpu_atomic::valid(dest, size, op)
+                && !matches!(op, AMO_FETCH | AMO_SWAP | AMO_CSWAP)
+                && rx.regions.contains_host(dest, size as usize)) =>
+        {
+            Err(format!(
+                "atomic {op} on {size} bytes at {dest:#x}: not an atomic that fetches nothing on an aligned word of registered host memory of this PE"
+            ))
+        }
+        _ => Ok(()),
+    }
     })?;
-    walk(data, count, |dest, bytes| {
-        // SAFETY: registered host memory of this process (checked above), which the sender's
-        // puts may write; the source is the message, valid during the handler.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dest as usize as *mut u8, bytes.len()) };
+    walk(data, count, |e| {
+        match e {
+            // SAFETY: registered host memory of this process (checked above), which the
+            // sender's puts may write; the source is the message, valid during the handler.
+            Entry::Put { dest, bytes } => unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), dest as usize as *mut u8, bytes.len())
+            },
+            // SAFETY: an aligned word of registered host memory (checked above), which the
+            // spml and the core only ever update atomically.
+            Entry::Atomic { dest, op, size, value } => unsafe {
+                cpu_atomic::apply(dest as usize, size as usize, op, value, 0);
+            },
+        }
         Ok(())
     })
 }
@@ -373,11 +435,57 @@ mod tests {
 
     fn entries(data: &[u8], count: u32) -> Result<Vec<(u64, Vec<u8>)>, String> {
         let mut v = Vec::new();
-        walk(data, count, |d, b| {
-            v.push((d, b.to_vec()));
-            Ok(())
+        walk(data, count, |e| match e {
+            Entry::Put { dest, bytes } => {
+                v.push((dest, bytes.to_vec()));
+                Ok(())
+            }
+            Entry::Atomic { .. } => Err("an atomic".into()),
         })?;
         Ok(v)
+    }
+
+    #[test]
+    fn atomics_travel_between_puts_and_decode_to_what_was_appended() {
+        let b = Batches::new(1, true);
+        let s = &b.slots[0];
+        let _g = s.lock();
+        let data = [1u8, 2, 3];
+        // SAFETY: the lock is held and the entries fit.
+        unsafe {
+            b.append(0, 0x10, data.as_ptr(), 3);
+            b.append_atomic(0, 0x18, rshmem_plugin_api::AMO_ADD, 8, u64::MAX);
+            b.append_atomic(0, 0x24, rshmem_plugin_api::AMO_SET, 4, 7);
+            b.append(0, 0x30, data.as_ptr(), 1);
+        }
+        let len = s.len.load(Ordering::Relaxed);
+        assert_eq!(len, 4 * ENTRY_HEADER + 3 + 2 * ATOMIC_OPERAND + 1);
+        // SAFETY: peer 0 is in range and its lock is held.
+        let bytes = unsafe { std::slice::from_raw_parts(b.buffer(0), len) };
+        let mut seen = Vec::new();
+        walk(bytes, 4, |e| {
+            seen.push(format!("{e:?}"));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            [
+                format!("{:?}", Entry::Put { dest: 0x10, bytes: &data }),
+                format!(
+                    "{:?}",
+                    Entry::Atomic { dest: 0x18, op: rshmem_plugin_api::AMO_ADD, size: 8, value: u64::MAX }
+                ),
+                format!(
+                    "{:?}",
+                    Entry::Atomic { dest: 0x24, op: rshmem_plugin_api::AMO_SET, size: 4, value: 7 }
+                ),
+                format!("{:?}", Entry::Put { dest: 0x30, bytes: &data[..1] }),
+            ]
+        );
+        // Cut inside the second atomic's operand.
+        let cut = (ENTRY_HEADER + 3) + (ENTRY_HEADER + ATOMIC_OPERAND) + ENTRY_HEADER + 4;
+        assert!(walk(&bytes[..cut], 3, |_| Ok(())).unwrap_err().contains("runs past"));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! failures as a `Copy` [`OpError`].
 
 use super::batch::{self, Batches, Slot, SlotGuard};
+use super::rma_am::{self, Answers, Outcome};
 use super::{check, status, EpArg, Health, OpError, MAX_SEGMENTS};
 use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
 use rshmem_ucx_sys as sys;
@@ -91,6 +92,9 @@ pub struct Channel {
     home: usize,
     /// Small puts batched per peer (see `batch`), when enabled.
     batches: Option<&'static Batches>,
+    /// Larger puts, gets and atomics carried in the spml's own active messages (`rma_am`),
+    /// when enabled (only with batches, whose acknowledgements they share).
+    rma: Option<&'static Answers>,
     /// Changes whenever an application thread drives this worker or issues an operation on it;
     /// the progress thread leaves the worker alone while it keeps changing (see
     /// `super::progress_loop`).
@@ -148,6 +152,7 @@ impl Channel {
             companions: None,
             home: 0,
             batches: None,
+            rma: None,
             activity: Arc::new(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
             spin_rounds,
@@ -166,20 +171,33 @@ impl Channel {
     }
 
     /// Batch small puts from now on, acknowledged on this channel's worker; `wake` is how a
-    /// first waiting put wakes the progress thread. Before any operation.
+    /// first waiting put wakes the progress thread. With `rma_in_messages`, carry every other
+    /// put, get and atomic in the spml's own messages too (`rma_am`). Before any operation.
     pub(super) fn enable_batching(
         &mut self,
         n_pes: usize,
         amos_on_am_lane: bool,
+        rma_in_messages: bool,
         wake: Option<&'static batch::Wake>,
     ) -> Result<(), String> {
-        let b: &'static Batches = Box::leak(Box::new(Batches::new(n_pes, amos_on_am_lane)));
+        let b: &'static Batches =
+            Box::leak(Box::new(Batches::new(n_pes, amos_on_am_lane || rma_in_messages)));
         if let Some(w) = wake {
             let _ = b.wake.set(w);
         }
         batch::install_acks(b, self.worker)?;
         self.batches = Some(b);
+        if rma_in_messages {
+            let a: &'static Answers = Box::leak(Box::new(Answers::new()));
+            rma_am::install_answers(a, self.worker)?;
+            self.rma = Some(a);
+        }
         Ok(())
+    }
+
+    /// Whether puts, gets and atomics travel in the spml's own messages (`rma_am`).
+    pub fn rma_in_messages(&self) -> bool {
+        self.rma.is_some()
     }
 
     /// Whether small puts are batched.
@@ -403,6 +421,10 @@ impl Channel {
                 // SAFETY: `src` readable for `len` (caller).
                 return unsafe { self.batch_put(b, pe, raddr, src as *const u8, len) };
             }
+            if self.rma.is_some() {
+                // SAFETY: as above.
+                return unsafe { self.long_put(b, pe, raddr, src as *const u8, len) };
+            }
             self.settle(b, pe, Path::Rma)?;
         }
         let param = sys::ucp_request_param_t::default();
@@ -429,6 +451,11 @@ impl Channel {
         let (ep, rkey) = self.target(pe, seg)?;
         self.touch();
         if let Some(b) = self.batches {
+            if let Some(a) = self.rma {
+                self.settle(b, pe, Path::Am)?;
+                // SAFETY: `dst` writable for `len` (caller).
+                return unsafe { self.message_get(a, pe, raddr, dst as *mut u8, len, blocking) };
+            }
             self.settle(b, pe, Path::Rma)?;
         }
         let param = sys::ucp_request_param_t::default();
@@ -505,6 +532,15 @@ impl Channel {
         let (ep, rkey) = self.target(pe, seg)?;
         self.touch();
         if let Some(b) = self.batches {
+            if self.rma.is_some() {
+                let op = match op {
+                    sys::UCP_ATOMIC_POST_OP_ADD => AMO_ADD,
+                    sys::UCP_ATOMIC_POST_OP_AND => AMO_AND,
+                    sys::UCP_ATOMIC_POST_OP_OR => AMO_OR,
+                    _ => AMO_XOR,
+                };
+                return self.batch_atomic(b, pe, raddr, op, size as u32, value);
+            }
             self.settle(b, pe, Path::Amo)?;
         }
         // SAFETY: live endpoint and key; the operand is passed by value.
@@ -546,6 +582,25 @@ impl Channel {
         fetch: bool,
     ) -> Result<T, OpError> {
         let zero = T::default();
+        if let (Some(b), true) = (self.batches, self.rma.is_some()) {
+            if op > AMO_XOR {
+                return Err(OpError::Invalid);
+            }
+            self.target(pe, seg)?;
+            self.touch();
+            let size = std::mem::size_of::<T>() as u32;
+            if !fetch && !matches!(op, AMO_FETCH | AMO_SWAP | AMO_CSWAP) {
+                // Nothing to wait for: it travels in the batch and completes at quiet (a SET
+                // included, which through UCX costs a round trip).
+                self.batch_atomic(b, pe, raddr, op, size, value.into())?;
+                return Ok(zero);
+            }
+            let mut old = 0u64;
+            self.message_amo(b, pe, raddr, op, size, value.into(), cond.into(), &mut old)?;
+            // The old value is in the low bytes of the word, as the target's handler sent it.
+            // SAFETY: T is u32 or u64, read from the start of an initialised u64.
+            return Ok(unsafe { std::ptr::read_unaligned(&old as *const u64 as *const T) });
+        }
         // UCX's table: ADD/AND/OR/XOR: Y op= X (reply optional); SWAP: Result=Y, Y=X (reply
         // required); CSWAP: Result=Y, if X==Y then Y=Z with X in `buffer` and Z passed in the reply
         // buffer, which then receives the result.
@@ -607,6 +662,12 @@ impl Channel {
         if let Some(b) = self.batches {
             self.await_acks(b, None, || b.unacked.load(Ordering::Acquire) == 0)?;
         }
+        if let Some(a) = self.rma {
+            self.await_answers(a, None, || a.detached.load(Ordering::Acquire) == 0)?;
+            if a.refused.swap(false, Ordering::AcqRel) {
+                return Err(OpError::Refused);
+            }
+        }
         Ok(())
     }
 
@@ -637,6 +698,228 @@ impl Channel {
         unsafe { sys::ucp_worker_progress(self.worker) != 0 || sent }
     }
 
+    /// A put larger than a batch entry, in the spml's own messages (`rma_am`): the peer's
+    /// batch goes first, then the data in eager messages of at most [`rma_am::CHUNK`] bytes,
+    /// each acknowledged like a batch (so quiet waits for them). Returns when `src` may be
+    /// reused.
+    ///
+    /// # Safety
+    /// `src` readable for `len` bytes.
+    unsafe fn long_put(
+        &self,
+        b: &Batches,
+        pe: usize,
+        dest: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), OpError> {
+        let ep = self.ep(pe)?;
+        let s = &b.slots[pe];
+        let mut done = 0usize;
+        while done < len {
+            let n = (len - done).min(rma_am::CHUNK);
+            {
+                let g = s.lock();
+                self.send_slot(b, pe, &g)?;
+                // Counted before it leaves: the acknowledgement may come during the send.
+                s.sent.fetch_add(1, Ordering::AcqRel);
+                b.unacked.fetch_add(1, Ordering::AcqRel);
+            }
+            let h = rma_am::PutHeader { dest: dest + done as u64, peer: pe as u32, pad: 0 };
+            // SAFETY: `done + n <= len` (caller's buffer).
+            let at = unsafe { src.add(done) };
+            // SAFETY: a live endpoint; the header and the data stay valid until the send has
+            // completed (waited for right below).
+            let st = self.wait_sent(unsafe { self.send_request(ep, rma_am::LONG_PUT, &h, at, n) });
+            if st != sys::UCS_OK {
+                // Never acknowledged: the caller ends the job over the lost peer.
+                s.sent.fetch_sub(1, Ordering::AcqRel);
+                b.unacked.fetch_sub(1, Ordering::AcqRel);
+                return Err(OpError::Status(st));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Send one of `rma_am`'s requests eagerly, asking for the answer on this worker.
+    ///
+    /// # Safety
+    /// A live endpoint; `h` and `len` bytes at `data` valid until the send completes.
+    #[inline(always)]
+    unsafe fn send_request<H>(
+        &self,
+        ep: sys::ucp_ep_h,
+        id: u32,
+        h: &H,
+        data: *const u8,
+        len: usize,
+    ) -> sys::ucs_status_ptr_t {
+        let param = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
+            flags: sys::UCP_AM_SEND_FLAG_EAGER | sys::UCP_AM_SEND_FLAG_REPLY,
+            ..Default::default()
+        };
+        // SAFETY: caller.
+        unsafe {
+            sys::ucp_am_send_nbx(
+                ep,
+                id,
+                (h as *const H).cast(),
+                std::mem::size_of::<H>(),
+                data.cast(),
+                len,
+                &param,
+            )
+        }
+    }
+
+    /// Claim a waiter slot, driving progress while every slot is taken (answers free them).
+    fn claim(
+        &self,
+        a: &Answers,
+        pe: usize,
+        dst: *mut u8,
+        cap: usize,
+        detached: bool,
+    ) -> Result<u64, OpError> {
+        let mut idle = Backoff::new(self.spin_rounds);
+        loop {
+            if let Some(t) = a.claim(dst, cap, detached) {
+                return Ok(t);
+            }
+            if let Some((lost, st, _)) = self.health.failure() {
+                if lost == pe {
+                    return Err(OpError::Status(st));
+                }
+            }
+            idle.round(self.progress_with_home());
+        }
+    }
+
+    /// A get in the spml's own messages (`rma_am`): a request per [`rma_am::CHUNK`] bytes,
+    /// answered with the bytes. Blocking: returns when `dst` holds them; else they are in
+    /// place at the next flush.
+    ///
+    /// # Safety
+    /// `dst` writable for `len` bytes (until the next flush when not blocking).
+    unsafe fn message_get(
+        &self,
+        a: &Answers,
+        pe: usize,
+        src: u64,
+        dst: *mut u8,
+        len: usize,
+        blocking: bool,
+    ) -> Result<(), OpError> {
+        let ep = self.ep(pe)?;
+        if len == 0 {
+            return Ok(());
+        }
+        // One chunk waited for by itself; several all sent before any is waited for.
+        let single = blocking && len <= rma_am::CHUNK;
+        let mut done = 0usize;
+        while done < len {
+            let n = (len - done).min(rma_am::CHUNK);
+            // SAFETY: `done + n <= len` (caller's buffer).
+            let at = unsafe { dst.add(done) };
+            let token = self.claim(a, pe, at, n, !single)?;
+            let h = rma_am::GetHeader { token, src: src + done as u64, len: n as u64 };
+            // SAFETY: a live endpoint; the header lives until the send completed (below).
+            let st = self.wait_sent(unsafe { self.send_request(ep, rma_am::GET, &h, std::ptr::null(), 0) });
+            if st != sys::UCS_OK {
+                a.abandon(token);
+                return Err(OpError::Status(st));
+            }
+            if single {
+                return self.await_answer(a, pe, token);
+            }
+            done += n;
+        }
+        if blocking {
+            self.await_answers(a, Some(pe), || a.detached.load(Ordering::Acquire) == 0)?;
+            if a.refused.swap(false, Ordering::AcqRel) {
+                return Err(OpError::Refused);
+            }
+        }
+        Ok(())
+    }
+
+    /// A fetching atomic in the spml's own messages (`rma_am`), after the peer's batch: waits
+    /// for the answer and stores the word's old value at `old`.
+    #[allow(clippy::too_many_arguments)]
+    fn message_amo(
+        &self,
+        b: &Batches,
+        pe: usize,
+        addr: u64,
+        op: u32,
+        size: u32,
+        value: u64,
+        cond: u64,
+        old: *mut u64,
+    ) -> Result<(), OpError> {
+        let ep = self.ep(pe)?;
+        let a = self.rma.ok_or(OpError::Invalid)?;
+        self.settle(b, pe, Path::Am)?;
+        let token = self.claim(a, pe, old.cast(), size as usize, false)?;
+        let h = rma_am::AmoHeader { token, addr, value, cond, op, size };
+        // SAFETY: a live endpoint; the header lives until the send completed (below).
+        let st = self.wait_sent(unsafe { self.send_request(ep, rma_am::AMO, &h, std::ptr::null(), 0) });
+        if st != sys::UCS_OK {
+            a.abandon(token);
+            return Err(OpError::Status(st));
+        }
+        self.await_answer(a, pe, token)
+    }
+
+    /// Wait for the answer to `token`, driving this worker (and the default one); a lost `pe`
+    /// ends the wait with UCX's status.
+    fn await_answer(&self, a: &Answers, pe: usize, token: u64) -> Result<(), OpError> {
+        let mut idle = Backoff::new(self.spin_rounds);
+        let mut spins = 0u32;
+        loop {
+            match a.poll(token) {
+                Outcome::Answered => return Ok(()),
+                Outcome::Refused => return Err(OpError::Refused),
+                Outcome::Waiting => {}
+            }
+            if let Some((lost, st, _)) = self.health.failure() {
+                if lost == pe {
+                    a.abandon(token);
+                    return Err(OpError::Status(st));
+                }
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                self.progress_companions();
+            }
+            self.touch();
+            idle.round(self.progress_with_home());
+        }
+    }
+
+    /// Drive progress until `done` (non-blocking gets answered); a lost peer (`pe`, or any)
+    /// ends the wait with UCX's status.
+    fn await_answers(&self, _a: &Answers, pe: Option<usize>, done: impl Fn() -> bool) -> Result<(), OpError> {
+        let mut idle = Backoff::new(self.spin_rounds);
+        let mut spins = 0u32;
+        while !done() {
+            if let Some((lost, st, _)) = self.health.failure() {
+                if pe.is_none_or(|p| p == lost) {
+                    return Err(OpError::Status(st));
+                }
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                self.progress_companions();
+            }
+            self.touch();
+            idle.round(self.progress_with_home());
+        }
+        Ok(())
+    }
+
     /// Append a put of at most [`batch::PUT_MAX`] bytes to the peer's batch, sending the batch
     /// first when the put does not fit.
     ///
@@ -654,6 +937,33 @@ impl Channel {
         if len == 0 {
             return Ok(());
         }
+        // SAFETY: the lock is held and the entry fits (`batch_entry`); `src` (caller).
+        self.batch_entry(b, pe, len, || unsafe { b.append(pe, dest, src, len) })
+    }
+
+    /// Append an atomic that fetches nothing to the peer's batch (`rma_in_messages`), sending
+    /// the batch first when it does not fit. It completes at quiet, as a put does.
+    #[inline(always)]
+    fn batch_atomic(
+        &self,
+        b: &Batches,
+        pe: usize,
+        dest: u64,
+        op: u32,
+        size: u32,
+        value: u64,
+    ) -> Result<(), OpError> {
+        self.ep(pe)?;
+        // SAFETY: the lock is held and the entry fits (`batch_entry`).
+        self.batch_entry(b, pe, batch::ATOMIC_OPERAND, || unsafe {
+            b.append_atomic(pe, dest, op, size, value)
+        })
+    }
+
+    /// Make room for an entry of `len` bytes after its header in the peer's batch (sending the
+    /// batch when it does not fit), then let `append` write it under the peer's lock.
+    #[inline(always)]
+    fn batch_entry(&self, b: &Batches, pe: usize, len: usize, append: impl FnOnce()) -> Result<(), OpError> {
         let s = &b.slots[pe];
         let g = s.lock();
         b.catch_up(s, &g);
@@ -672,8 +982,7 @@ impl Channel {
                 }
             }
         }
-        // SAFETY: the lock is held and the entry fits (sent above otherwise); `src` (caller).
-        unsafe { b.append(pe, dest, src, len) };
+        append();
         Ok(())
     }
 

@@ -41,7 +41,23 @@ fn probe_accepts_the_features_open_uses() {
 
 #[test]
 fn put_get_atomic_and_flush_through_a_self_endpoint() {
-    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
+    put_get_atomic_and_flush_through_a_self_endpoint_with(false);
+}
+
+#[test]
+fn put_get_atomic_and_flush_through_a_self_endpoint_in_messages() {
+    put_get_atomic_and_flush_through_a_self_endpoint_with(true);
+}
+
+/// With UCX's RMA and atomics, or (`rma`) with the spml's own messages.
+fn put_get_atomic_and_flush_through_a_self_endpoint_with(rma: bool) {
+    let u = connected(Options {
+        progress_thread: false,
+        loopback_only: true,
+        rma_in_messages: rma,
+        ..Options::default()
+    });
+    assert_eq!(u.rma_in_messages(), rma);
     assert_eq!(u.n_pes(), 1);
     let mut target = vec![0u64; 64];
     let (memh, base) = map(&u, target.as_mut_ptr().cast(), 64 * 8, false);
@@ -105,7 +121,23 @@ fn put_get_atomic_and_flush_through_a_self_endpoint() {
 
 #[test]
 fn every_atomic_operation_in_both_widths() {
-    let u = connected(Options { progress_thread: false, loopback_only: true, ..Options::default() });
+    every_atomic_operation_in_both_widths_with(false);
+}
+
+#[test]
+fn every_atomic_operation_in_both_widths_in_messages() {
+    every_atomic_operation_in_both_widths_with(true);
+}
+
+/// With UCX's RMA and atomics, or (`rma`) with the spml's own messages.
+fn every_atomic_operation_in_both_widths_with(rma: bool) {
+    let u = connected(Options {
+        progress_thread: false,
+        loopback_only: true,
+        rma_in_messages: rma,
+        ..Options::default()
+    });
+    assert_eq!(u.rma_in_messages(), rma);
     let mut words = vec![0u64; 4];
     let (memh, _) = map(&u, words.as_mut_ptr().cast(), 32, false);
     // SAFETY: a live registration of this context.
@@ -453,8 +485,9 @@ fn batched_puts_land_in_order_once_quiet_returns() {
 
 #[test]
 fn other_operations_to_the_peer_follow_its_batch_and_a_fence_waits_for_it() {
-    let (u, target, base, memh) =
-        batching_job(Options { progress_thread: false, loopback_only: true, ..Options::default() }, 16);
+    let opts =
+        Options { progress_thread: false, loopback_only: true, rma_in_messages: false, ..Options::default() };
+    let (u, target, base, memh) = batching_job(opts, 16);
     let v = 42u64;
     // SAFETY: `v` outlives the put.
     unsafe { u.put(0, 0, base, (&v as *const u64).cast(), 8, true) }.unwrap();
@@ -498,9 +531,91 @@ fn other_operations_to_the_peer_follow_its_batch_and_a_fence_waits_for_it() {
 }
 
 #[test]
+fn in_messages_every_operation_follows_the_batch_and_is_acknowledged_or_answered() {
+    let words = 3 * rma_am::CHUNK / 8;
+    let opts = Options { progress_thread: false, loopback_only: true, ..Options::default() };
+    let (u, target, base, memh) = batching_job(opts, words);
+    assert!(u.rma_in_messages(), "on by default with batching");
+    let v = 42u64;
+    // SAFETY: `v` outlives the put.
+    unsafe { u.put(0, 0, base, (&v as *const u64).cast(), 8, true) }.unwrap();
+    assert_eq!(u.batch_counts(0), (0, 0, 20), "waiting in the buffer");
+    let mut got = 0u64;
+    // SAFETY: `got` is writable.
+    unsafe { u.get(0, 0, base, (&mut got as *mut u64).cast(), 8, true) }.unwrap();
+    assert_eq!((got, u.batch_counts(0).0), (42, 1), "the get follows the batch it sent first");
+    // An atomic that fetches nothing rides in the batch after the put before it.
+    // SAFETY: as above.
+    unsafe { u.put(0, 0, base + 8, (&v as *const u64).cast(), 8, true) }.unwrap();
+    u.fence().unwrap();
+    u.atomic_add_u64(0, 0, base + 8, 1).unwrap();
+    let entry = batch::ENTRY_HEADER + batch::ATOMIC_OPERAND;
+    assert_eq!(u.batch_counts(0), (1, 1, 20 + entry), "both wait in the buffer");
+    u.flush().unwrap();
+    assert_eq!(u.batch_counts(0), (2, 2, 0));
+    assert_eq!(read(&target, 1), 43, "the atomic applied after the put before it");
+    // A put of more than one message's worth: two messages, each acknowledged.
+    let len = rma_am::CHUNK + 1000;
+    let big: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    // SAFETY: `big` outlives the put.
+    unsafe { u.put(0, 0, base + 16, big.as_ptr().cast(), len, false) }.unwrap();
+    assert_eq!(u.batch_counts(0).0, 4);
+    u.flush().unwrap();
+    assert_eq!(u.batch_counts(0), (4, 4, 0));
+    // Gets of that size, blocking and not, bring back the same bytes.
+    for blocking in [true, false] {
+        let mut back = vec![0u8; len];
+        // SAFETY: `back` is writable for `len` bytes until the flush.
+        unsafe { u.get(0, 0, base + 16, back.as_mut_ptr().cast(), len, blocking) }.unwrap();
+        u.flush().unwrap();
+        assert!(back == big, "get (blocking: {blocking}) of {len} bytes");
+    }
+    // Fetching atomics at both widths, and a SET that fetches nothing.
+    assert_eq!(u.atomic(0, 0, base + 8, AMO_FETCH, 8, 0, 0, true), Ok(43));
+    assert_eq!(u.atomic(0, 0, base + 8, AMO_SET, 8, 9, 0, false), Ok(0));
+    u.flush().unwrap();
+    assert_eq!(u.atomic(0, 0, base + 8, AMO_CSWAP, 4, 10, 9, true), Ok(9));
+    assert_eq!(read(&target, 1), 10);
+    assert_eq!(u.atomic(0, 0, base + 8, 99, 8, 0, 0, true), Err(OpError::Invalid));
+    assert_eq!(u.refused_messages(), 0);
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+}
+
+#[test]
+fn in_messages_a_get_atomic_or_long_put_on_memory_not_registered_is_refused() {
+    let opts = Options { progress_thread: false, loopback_only: true, ..Options::default() };
+    let (u, _target, _base, memh) = batching_job(opts, 4);
+    let elsewhere = vec![0u64; 64];
+    let at = elsewhere.as_ptr() as u64;
+    // The key of segment 0 passes the sender's checks; the address is the target's to refuse.
+    let mut got = [0u64; 2];
+    // SAFETY: `got` is writable.
+    assert_eq!(unsafe { u.get(0, 0, at, got.as_mut_ptr().cast(), 16, true) }, Err(OpError::Refused));
+    assert_eq!(u.refused_messages(), 1);
+    assert_eq!(u.atomic(0, 0, at, AMO_FETCH, 8, 0, 0, true), Err(OpError::Refused));
+    let ones = [1u64; 64];
+    // SAFETY: `ones` outlives the put.
+    unsafe { u.put(0, 0, at, ones.as_ptr().cast(), 512, true) }.unwrap();
+    u.atomic_add_u64(0, 0, at, 1).unwrap();
+    u.flush().unwrap();
+    assert_eq!(u.refused_messages(), 4);
+    assert!((0..64).all(|i| read(&elsewhere, i) == 0), "nothing written");
+    // SAFETY: our registration; nothing uses it any more.
+    unsafe { u.mem_unmap(memh) };
+    u.finalize().unwrap();
+}
+
+#[test]
 fn where_atomics_take_a_lane_of_their_own_they_wait_after_a_fence_too() {
-    let opts =
-        Options { progress_thread: false, loopback_only: true, sockets_only: false, ..Options::default() };
+    let opts = Options {
+        progress_thread: false,
+        loopback_only: true,
+        sockets_only: false,
+        rma_in_messages: false,
+        ..Options::default()
+    };
     let (u, target, base, memh) = batching_job(opts, 4);
     let w = 7u64;
     // SAFETY: `w` outlives the put.
