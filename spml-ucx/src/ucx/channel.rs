@@ -663,10 +663,7 @@ impl Channel {
             self.await_acks(b, None, || b.unacked.load(Ordering::Acquire) == 0)?;
         }
         if let Some(a) = self.rma {
-            self.await_answers(a, None, || a.detached.load(Ordering::Acquire) == 0)?;
-            if a.refused.swap(false, Ordering::AcqRel) {
-                return Err(OpError::Refused);
-            }
+            self.await_answers(a, None)?;
         }
         Ok(())
     }
@@ -783,18 +780,15 @@ impl Channel {
         cap: usize,
         detached: bool,
     ) -> Result<u64, OpError> {
-        let mut idle = Backoff::new(self.spin_rounds);
-        loop {
-            if let Some(t) = a.claim(dst, cap, detached) {
-                return Ok(t);
-            }
-            if let Some((lost, st, _)) = self.health.failure() {
-                if lost == pe {
-                    return Err(OpError::Status(st));
-                }
-            }
-            idle.round(self.progress_with_home());
-        }
+        let mut token = None;
+        self.drive_until(
+            || {
+                token = a.claim(dst, cap, detached);
+                token.is_some()
+            },
+            |lost| lost == pe,
+        )?;
+        token.ok_or(OpError::Invalid)
     }
 
     /// A get in the spml's own messages (`rma_am`): a request per [`rma_am::CHUNK`] bytes,
@@ -837,10 +831,7 @@ impl Channel {
             done += n;
         }
         if blocking {
-            self.await_answers(a, Some(pe), || a.detached.load(Ordering::Acquire) == 0)?;
-            if a.refused.swap(false, Ordering::AcqRel) {
-                return Err(OpError::Refused);
-            }
+            self.await_answers(a, Some(pe))?;
         }
         Ok(())
     }
@@ -874,48 +865,32 @@ impl Channel {
     }
 
     /// Wait for the answer to `token`, driving this worker (and the default one); a lost `pe`
-    /// ends the wait with UCX's status.
+    /// ends the wait with UCX's status, and nothing is written for `token` after that.
     fn await_answer(&self, a: &Answers, pe: usize, token: u64) -> Result<(), OpError> {
-        let mut idle = Backoff::new(self.spin_rounds);
-        let mut spins = 0u32;
-        loop {
-            match a.poll(token) {
-                Outcome::Answered => return Ok(()),
-                Outcome::Refused => return Err(OpError::Refused),
-                Outcome::Waiting => {}
-            }
-            if let Some((lost, st, _)) = self.health.failure() {
-                if lost == pe {
-                    a.abandon(token);
-                    return Err(OpError::Status(st));
-                }
-            }
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) {
-                self.progress_companions();
-            }
-            self.touch();
-            idle.round(self.progress_with_home());
+        let mut outcome = Outcome::Waiting;
+        let waited = self.drive_until(
+            || {
+                outcome = a.poll(token);
+                outcome != Outcome::Waiting
+            },
+            |lost| lost == pe,
+        );
+        if waited.is_err() {
+            a.abandon(token);
+        }
+        waited?;
+        match outcome {
+            Outcome::Refused => Err(OpError::Refused),
+            _ => Ok(()),
         }
     }
 
-    /// Drive progress until `done` (non-blocking gets answered); a lost peer (`pe`, or any)
-    /// ends the wait with UCX's status.
-    fn await_answers(&self, _a: &Answers, pe: Option<usize>, done: impl Fn() -> bool) -> Result<(), OpError> {
-        let mut idle = Backoff::new(self.spin_rounds);
-        let mut spins = 0u32;
-        while !done() {
-            if let Some((lost, st, _)) = self.health.failure() {
-                if pe.is_none_or(|p| p == lost) {
-                    return Err(OpError::Status(st));
-                }
-            }
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) {
-                self.progress_companions();
-            }
-            self.touch();
-            idle.round(self.progress_with_home());
+    /// Wait until every non-blocking get of this channel was answered; a lost peer (`pe`, or
+    /// any) ends the wait with UCX's status, a refused get with [`OpError::Refused`].
+    fn await_answers(&self, a: &Answers, pe: Option<usize>) -> Result<(), OpError> {
+        self.drive_until(|| a.detached.load(Ordering::Acquire) == 0, |lost| pe.is_none_or(|p| p == lost))?;
+        if a.refused.swap(false, Ordering::AcqRel) {
+            return Err(OpError::Refused);
         }
         Ok(())
     }
@@ -1123,20 +1098,28 @@ impl Channel {
         Ok(())
     }
 
-    /// Drive this worker (and the default one, for a created channel; the companions now and
-    /// then) until `done`, yielding in idle rounds as [`Channel::wait`] does. A lost peer that
-    /// owes an acknowledgement (`pe`, or any) ends the wait with UCX's status.
+    /// Wait until every batch holding puts (and acknowledged messages) was acknowledged by
+    /// its peer (`pe`, or all); a lost peer that owes one ends the wait with UCX's status.
     fn await_acks(&self, b: &Batches, pe: Option<usize>, done: impl Fn() -> bool) -> Result<(), OpError> {
+        let owes = |p: usize| {
+            b.slots.get(p).is_some_and(|s| s.acked.load(Ordering::Acquire) < s.sent.load(Ordering::Acquire))
+        };
+        self.drive_until(done, |lost| pe.map_or(owes(lost), |p| p == lost && owes(p)))
+    }
+
+    /// Drive this worker (and the default one, for a created channel; the companions now and
+    /// then) until `done`, yielding in idle rounds as [`Channel::wait`] does. A lost peer the
+    /// wait depends on (`waits_on`) ends it with UCX's status.
+    fn drive_until(
+        &self,
+        mut done: impl FnMut() -> bool,
+        waits_on: impl Fn(usize) -> bool,
+    ) -> Result<(), OpError> {
         let mut spins = 0u32;
         let mut idle = Backoff::new(self.spin_rounds);
         while !done() {
             if let Some((lost, st, _)) = self.health.failure() {
-                let owes = |p: usize| {
-                    b.slots
-                        .get(p)
-                        .is_some_and(|s| s.acked.load(Ordering::Acquire) < s.sent.load(Ordering::Acquire))
-                };
-                if pe.map_or(owes(lost), |p| p == lost && owes(p)) {
+                if waits_on(lost) {
                     return Err(OpError::Status(st));
                 }
             }

@@ -119,15 +119,18 @@ pub fn install_answers(a: &'static Answers, worker: sys::ucp_worker_h) -> Result
 /// it, so the memory cannot be released in the meantime (releasing is collective).
 struct Reply {
     header: AnswerHeader,
+    /// The address of the `len` bytes sent, or [`OWN_VALUE`] for an atomic's answer, whose
+    /// bytes are `value` (inside the box, which lives until UCX is done with it).
     data: usize,
     len: usize,
-    /// An atomic's old value, which `data` points at when set (inside this box).
     value: u64,
 }
 
+const OWN_VALUE: usize = usize::MAX;
+
 impl Outbound for Reply {
     fn parts(&self) -> (*const c_void, usize, *const c_void, usize) {
-        let data = if self.data == usize::MAX {
+        let data = if self.data == OWN_VALUE {
             (&self.value as *const u64).cast()
         } else {
             self.data as *const c_void
@@ -229,11 +232,7 @@ unsafe extern "C" fn on_amo(
             0
         };
         let header = AnswerHeader { token: h.token, status: i32::from(!ok), pad: 0 };
-        send_boxed(
-            ep,
-            ANSWER,
-            Reply { header, data: usize::MAX, len: if ok { size } else { 0 }, value: old },
-        );
+        send_boxed(ep, ANSWER, Reply { header, data: OWN_VALUE, len: if ok { size } else { 0 }, value: old });
         if !ok {
             let why = format!(
                 "atomic {} on {} bytes at {:#x}: not an aligned word of registered host memory of this PE",
