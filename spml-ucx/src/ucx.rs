@@ -506,7 +506,9 @@ impl Ucx {
         let receiver: &'static am::Receiver = Box::leak(Box::new(am::Receiver::new(chan.worker())));
         let am_ready = receiver.install();
         let server: &'static target::Server = Box::leak(Box::new(target::Server::new()));
-        let target_ready = server.install(chan.worker());
+        // Answers to this PE's requests (gets, fetching atomics, transfers through a target).
+        let answers = chan.enable_answers();
+        let target_ready = answers.clone().and_then(|()| server.install(chan.worker()));
         let wake: &'static batch::Wake = Box::leak(Box::new(batch::Wake {
             worker: chan.worker() as usize,
             sleeping: AtomicBool::new(false),
@@ -517,7 +519,7 @@ impl Ucx {
         let batching = batch::install_receiver(receiver, chan.worker()).is_ok()
             && opts.batch_puts
             && !takes_cuda_memory(context, opts.sockets_only);
-        let rma_in_messages = batching && opts.rma_in_messages && requests.is_ok();
+        let rma_in_messages = batching && opts.rma_in_messages && requests.is_ok() && answers.is_ok();
         let batching =
             batching && chan.enable_batching(n_pes, opts.sockets_only, rma_in_messages, Some(wake)).is_ok();
         Ok(Ucx {
@@ -640,7 +642,7 @@ impl Ucx {
         }
         ch.settle_pe(pe, channel::Path::Am)?;
         // SAFETY: the caller's contract.
-        unsafe { target::transfer(ch, &self.chan, &self.health, pe, put, seg, off, buf, len) }
+        unsafe { target::transfer(ch, pe, put, seg, off, buf, len) }
     }
 
     /// Note memory registered for remote access: put-with-signal messages may write it, and
@@ -684,15 +686,12 @@ impl Ucx {
         }
         let mut ch = Channel::new(self.context, self.n_pes, self.health.clone(), self.chan.spin_rounds())?
             .with_home(self.chan.worker());
-        // Acknowledgements of batches, and replies to transfers through a target, come back to
-        // the worker that sent.
-        let mut replies = if self.batching {
-            ch.enable_batching(self.n_pes, self.sockets_only, self.rma_in_messages, Some(self.wake))
-        } else {
-            Ok(())
-        };
-        if replies.is_ok() && self.target_ready.is_ok() {
-            replies = target::install_replies(ch.worker());
+        // Acknowledgements of batches, and answers to requests, come back to the worker that
+        // sent.
+        let mut replies = ch.enable_answers();
+        if replies.is_ok() && self.batching {
+            replies =
+                ch.enable_batching(self.n_pes, self.sockets_only, self.rma_in_messages, Some(self.wake));
         }
         let ch = Arc::new(ch);
         let setup = replies.and_then(|()| ch.connect(&peers.addrs)).and_then(|()| {

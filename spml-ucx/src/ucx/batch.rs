@@ -205,6 +205,21 @@ impl Batches {
         }
     }
 
+    /// Count a message to the slot's peer that will be acknowledged, before it leaves: the
+    /// acknowledgement may come during the send's own progress.
+    #[inline(always)]
+    pub fn count_sent(&self, s: &Slot) {
+        s.sent.fetch_add(1, Ordering::AcqRel);
+        self.unacked.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Take back [`Batches::count_sent`] for a send that failed: no acknowledgement will come.
+    #[inline(always)]
+    pub fn uncount_sent(&self, s: &Slot) {
+        s.sent.fetch_sub(1, Ordering::AcqRel);
+        self.unacked.fetch_sub(1, Ordering::AcqRel);
+    }
+
     /// Peer `pe`'s buffer; only to be used under its slot's lock.
     ///
     /// # Safety

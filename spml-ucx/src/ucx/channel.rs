@@ -92,9 +92,11 @@ pub struct Channel {
     home: usize,
     /// Small puts batched per peer (see `batch`), when enabled.
     batches: Option<&'static Batches>,
-    /// Larger puts, gets and atomics carried in the spml's own active messages (`rma_am`),
-    /// when enabled (only with batches, whose acknowledgements they share).
-    rma: Option<&'static Answers>,
+    /// The waiters for answers to this channel's requests (`rma_am`, `target`), once enabled.
+    answers: Option<&'static Answers>,
+    /// Larger puts, gets and atomics carried in the spml's own active messages (`rma_am`)
+    /// (only with batches, whose acknowledgements they share, and answers).
+    rma: bool,
     /// Changes whenever an application thread drives this worker or issues an operation on it;
     /// the progress thread leaves the worker alone while it keeps changing (see
     /// `super::progress_loop`).
@@ -152,7 +154,8 @@ impl Channel {
             companions: None,
             home: 0,
             batches: None,
-            rma: None,
+            answers: None,
+            rma: false,
             activity: Arc::new(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
             spin_rounds,
@@ -187,17 +190,37 @@ impl Channel {
         }
         batch::install_acks(b, self.worker)?;
         self.batches = Some(b);
-        if rma_in_messages {
-            let a: &'static Answers = Box::leak(Box::new(Answers::new()));
-            rma_am::install_answers(a, self.worker)?;
-            self.rma = Some(a);
-        }
+        self.rma = rma_in_messages && self.answers.is_some();
         Ok(())
+    }
+
+    /// Take answers to requests on this worker from now on (`rma_am`, `target`). Before any
+    /// operation, and before [`Channel::enable_batching`] for RMA in messages.
+    pub(super) fn enable_answers(&mut self) -> Result<(), String> {
+        let a: &'static Answers = Box::leak(Box::new(Answers::new()));
+        rma_am::install_answers(a, self.worker)?;
+        self.answers = Some(a);
+        Ok(())
+    }
+
+    /// The answers table, when RMA travels in the spml's own messages.
+    #[inline(always)]
+    fn rma_answers(&self) -> Option<&'static Answers> {
+        if self.rma {
+            self.answers
+        } else {
+            None
+        }
+    }
+
+    /// The answers table (see [`Channel::enable_answers`]).
+    pub(super) fn answers(&self) -> Option<&'static Answers> {
+        self.answers
     }
 
     /// Whether puts, gets and atomics travel in the spml's own messages (`rma_am`).
     pub fn rma_in_messages(&self) -> bool {
-        self.rma.is_some()
+        self.rma
     }
 
     /// Whether small puts are batched.
@@ -421,7 +444,7 @@ impl Channel {
                 // SAFETY: `src` readable for `len` (caller).
                 return unsafe { self.batch_put(b, pe, raddr, src as *const u8, len) };
             }
-            if self.rma.is_some() {
+            if self.rma {
                 // SAFETY: as above.
                 return unsafe { self.long_put(b, pe, raddr, src as *const u8, len) };
             }
@@ -451,7 +474,7 @@ impl Channel {
         let (ep, rkey) = self.target(pe, seg)?;
         self.touch();
         if let Some(b) = self.batches {
-            if let Some(a) = self.rma {
+            if let Some(a) = self.rma_answers() {
                 self.settle(b, pe, Path::Am)?;
                 // SAFETY: `dst` writable for `len` (caller).
                 return unsafe { self.message_get(a, pe, raddr, dst as *mut u8, len, blocking) };
@@ -532,7 +555,7 @@ impl Channel {
         let (ep, rkey) = self.target(pe, seg)?;
         self.touch();
         if let Some(b) = self.batches {
-            if self.rma.is_some() {
+            if self.rma {
                 let op = match op {
                     sys::UCP_ATOMIC_POST_OP_ADD => AMO_ADD,
                     sys::UCP_ATOMIC_POST_OP_AND => AMO_AND,
@@ -582,7 +605,7 @@ impl Channel {
         fetch: bool,
     ) -> Result<T, OpError> {
         let zero = T::default();
-        if let (Some(b), true) = (self.batches, self.rma.is_some()) {
+        if let (Some(b), true) = (self.batches, self.rma) {
             if op > AMO_XOR {
                 return Err(OpError::Invalid);
             }
@@ -662,7 +685,7 @@ impl Channel {
         if let Some(b) = self.batches {
             self.await_acks(b, None, || b.unacked.load(Ordering::Acquire) == 0)?;
         }
-        if let Some(a) = self.rma {
+        if let Some(a) = self.rma_answers() {
             self.await_answers(a, None)?;
         }
         Ok(())
@@ -719,8 +742,7 @@ impl Channel {
                 let g = s.lock();
                 self.send_slot(b, pe, &g)?;
                 // Counted before it leaves: the acknowledgement may come during the send.
-                s.sent.fetch_add(1, Ordering::AcqRel);
-                b.unacked.fetch_add(1, Ordering::AcqRel);
+                b.count_sent(s);
             }
             let h = rma_am::PutHeader { dest: dest + done as u64, peer: pe as u32, pad: 0 };
             // SAFETY: `done + n <= len` (caller's buffer).
@@ -730,8 +752,7 @@ impl Channel {
             let st = self.wait_sent(unsafe { self.send_request(ep, rma_am::LONG_PUT, &h, at, n) });
             if st != sys::UCS_OK {
                 // Never acknowledged: the caller ends the job over the lost peer.
-                s.sent.fetch_sub(1, Ordering::AcqRel);
-                b.unacked.fetch_sub(1, Ordering::AcqRel);
+                b.uncount_sent(s);
                 return Err(OpError::Status(st));
             }
             done += n;
@@ -739,12 +760,13 @@ impl Channel {
         Ok(())
     }
 
-    /// Send one of `rma_am`'s requests eagerly, asking for the answer on this worker.
+    /// Send a message eagerly (a batch, or one of `rma_am`'s requests), asking for the answer
+    /// on this worker.
     ///
     /// # Safety
     /// A live endpoint; `h` and `len` bytes at `data` valid until the send completes.
     #[inline(always)]
-    unsafe fn send_request<H>(
+    pub(super) unsafe fn send_request<H>(
         &self,
         ep: sys::ucp_ep_h,
         id: u32,
@@ -772,7 +794,7 @@ impl Channel {
     }
 
     /// Claim a waiter slot, driving progress while every slot is taken (answers free them).
-    fn claim(
+    pub(super) fn claim(
         &self,
         a: &Answers,
         pe: usize,
@@ -851,7 +873,7 @@ impl Channel {
         old: *mut u64,
     ) -> Result<(), OpError> {
         let ep = self.ep(pe)?;
-        let a = self.rma.ok_or(OpError::Invalid)?;
+        let a = self.rma_answers().ok_or(OpError::Invalid)?;
         self.settle(b, pe, Path::Am)?;
         let token = self.claim(a, pe, old.cast(), size as usize, false)?;
         let h = rma_am::AmoHeader { token, addr, value, cond, op, size };
@@ -866,7 +888,7 @@ impl Channel {
 
     /// Wait for the answer to `token`, driving this worker (and the default one); a lost `pe`
     /// ends the wait with UCX's status, and nothing is written for `token` after that.
-    fn await_answer(&self, a: &Answers, pe: usize, token: u64) -> Result<(), OpError> {
+    pub(super) fn await_answer(&self, a: &Answers, pe: usize, token: u64) -> Result<(), OpError> {
         let mut outcome = Outcome::Waiting;
         let waited = self.drive_until(
             || {
@@ -972,31 +994,13 @@ impl Channel {
         let ep = self.ep(pe)?;
         let h = batch::Header { peer: pe as u32, count: s.count.load(Ordering::Relaxed) };
         // Counted before it leaves: the acknowledgement may come during the send's own progress.
-        s.sent.fetch_add(1, Ordering::AcqRel);
-        b.unacked.fetch_add(1, Ordering::AcqRel);
-        let param = sys::ucp_request_param_t {
-            op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
-            flags: sys::UCP_AM_SEND_FLAG_EAGER | sys::UCP_AM_SEND_FLAG_REPLY,
-            ..Default::default()
-        };
+        b.count_sent(s);
         // SAFETY: a live endpoint; the header and the peer's bytes (ours under the lock) stay
         // valid until the send has completed (waited for right below).
-        let r = unsafe {
-            sys::ucp_am_send_nbx(
-                ep,
-                batch::BATCH,
-                (&h as *const batch::Header).cast(),
-                batch::HEADER_BYTES,
-                b.buffer(pe) as *const c_void,
-                len,
-                &param,
-            )
-        };
-        let st = self.wait_sent(r);
+        let st = self.wait_sent(unsafe { self.send_request(ep, batch::BATCH, &h, b.buffer(pe), len) });
         if st != sys::UCS_OK {
             // Never acknowledged: the caller ends the job over the lost peer.
-            s.sent.fetch_sub(1, Ordering::AcqRel);
-            b.unacked.fetch_sub(1, Ordering::AcqRel);
+            b.uncount_sent(s);
             return Err(OpError::Status(st));
         }
         s.len.store(0, Ordering::Relaxed);
@@ -1010,7 +1014,7 @@ impl Channel {
     /// worker (a batch to itself) or need this process's default worker to answer its own
     /// sends first: so a created channel drives the default worker too, and whoever waits here
     /// keeps the worker that receives moving (threads blocked on a lock this one holds do not).
-    fn wait_sent(&self, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
+    pub(super) fn wait_sent(&self, r: sys::ucs_status_ptr_t) -> sys::ucs_status_t {
         if self.home == 0 || !sys::ptr_is_request(r) {
             return self.wait(r);
         }

@@ -34,7 +34,7 @@ use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// Active-message ids (put-with-signal 1, transfers through the target 2-4, batches 5-6).
+/// Active-message ids (put-with-signal 1, transfers through the target 2-3, batches 5-6).
 pub const LONG_PUT: u32 = 7;
 pub const GET: u32 = 8;
 pub const AMO: u32 = 9;
