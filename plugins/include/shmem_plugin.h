@@ -804,6 +804,14 @@ typedef struct {
                         uint64_t off,
                         void *dst,
                         size_t len);
+  /**
+   * Optional, appended within ABI v2 (absent from shorter tables; read through
+   * `shmem_plugin_spml_ops_t.progress_busy_slot`): `progress`, returning nonzero when that round found
+   * something to do (a message arrived or left). The core's wait loops then keep spinning
+   * instead of yielding the core: a PE serving a peer's gets answers one round sooner.
+   * Without it, waits yield once they have spun a while, whatever `progress` did.
+   */
+  int (*progress_busy)(void);
 } shmem_plugin_spml_ops_t;
 
 /**

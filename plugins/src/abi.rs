@@ -662,6 +662,12 @@ pub struct SpmlOps {
             len: usize,
         ) -> c_int,
     >,
+    /// Optional, appended within ABI v2 (absent from shorter tables; read through
+    /// [`SpmlOps::progress_busy_slot`]): `progress`, returning nonzero when that round found
+    /// something to do (a message arrived or left). The core's wait loops then keep spinning
+    /// instead of yielding the core: a PE serving a peer's gets answers one round sooner.
+    /// Without it, waits yield once they have spun a while, whatever `progress` did.
+    pub progress_busy: Option<unsafe extern "C" fn() -> c_int>,
 }
 
 /// The signature of [`SpmlOps::put_via_target`] and [`SpmlOps::get_via_target`]: `(ctx, pe,
@@ -711,6 +717,15 @@ impl SpmlOps {
             return None;
         }
         Some((self.put_via_target?, self.get_via_target?))
+    }
+
+    /// The `progress_busy` slot, when the component's table has it.
+    pub fn progress_busy_slot(&self) -> Option<unsafe extern "C" fn() -> c_int> {
+        let end = std::mem::offset_of!(SpmlOps, progress_busy) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.progress_busy
     }
 }
 

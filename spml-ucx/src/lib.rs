@@ -270,6 +270,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
         memory_types: if u.moves_cuda_memory() { 1 << rshmem_plugin_api::MEMHEAP_DEVICE_GPU } else { 0 },
         put_via_target: via_target.then_some(put_via_target as SpmlViaTarget),
         get_via_target: via_target.then_some(get_via_target as SpmlViaTarget),
+        progress_busy: Some(progress_busy),
     }));
     u.on_refused_message(fatal_hook);
     u.on_refused_transfer(fatal_hook);
@@ -663,15 +664,25 @@ unsafe extern "C" fn ctx_destroy(ctx: SpmlCtx) {
 
 unsafe extern "C" fn progress() {
     slot(COMPONENT, "progress", || {
-        if boundary::ending() {
-            return;
-        }
-        let u = state();
-        u.progress_all();
-        if let Some((pe, st)) = u.overdue_failure() {
-            fatal(&ucx::peer_lost_message(pe, st));
-        }
+        drive();
     })
+}
+
+unsafe extern "C" fn progress_busy() -> c_int {
+    slot(COMPONENT, "progress_busy", || c_int::from(drive()))
+}
+
+/// One round of progress on every worker; true when it found something to do.
+fn drive() -> bool {
+    if boundary::ending() {
+        return false;
+    }
+    let u = state();
+    let busy = u.progress_all();
+    if let Some((pe, st)) = u.overdue_failure() {
+        fatal(&ucx::peer_lost_message(pe, st));
+    }
+    busy
 }
 
 unsafe extern "C" fn finalize() {

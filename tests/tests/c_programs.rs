@@ -445,14 +445,16 @@ fn gpu_space_on_fake_device_memory() {
 
 /// Spml ucx over sockets with UCX versions other than Debian's 1.13.1 (scripts/ucx-wheel.sh
 /// fetches them; scripts/test.sh names them in RSHMEM_TEST_UCX_DIRS), in both of UCX's protocol
-/// layers: every transfer and atomic between the two PEs crosses UCX. UCX 1.22 no longer
-/// emulates puts and gets over TCP, and the newer layer finds no protocol for a posted atomic in
-/// 1.18 to 1.22, so this holds because the spml carries them in its own messages.
+/// layers: every transfer and atomic between the two PEs crosses UCX, over loopback under
+/// oshrun (`SHMEM_LOCAL_MAP=0`) and between two emulated hosts under `hosts2`. UCX 1.22 no
+/// longer emulates puts and gets over TCP, and the newer layer finds no protocol for a posted
+/// atomic in 1.18 to 1.22, so this holds because the spml carries them in its own messages.
 #[test]
 fn other_ucx_versions_carry_rma_and_atomics_over_sockets() {
     let dirs = std::env::var("RSHMEM_TEST_UCX_DIRS").unwrap_or_default();
-    if dirs.is_empty() || Launcher::from_env() != Launcher::Oshrun {
-        eprintln!("skipped: RSHMEM_TEST_UCX_DIRS names no UCX (scripts/ucx-wheel.sh), or not under oshrun");
+    let launcher = Launcher::from_env();
+    if dirs.is_empty() || !matches!(launcher, Launcher::Oshrun | Launcher::Hosts(2)) {
+        eprintln!("skipped: RSHMEM_TEST_UCX_DIRS names no UCX (scripts/ucx-wheel.sh), or not under oshrun or hosts2");
         return;
     }
     for dir in dirs.split(':') {
@@ -466,15 +468,21 @@ fn other_ucx_versions_carry_rma_and_atomics_over_sockets() {
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(out.contains(&format!("UCX {version}: context created")), "UCX {version} from {lib}?\n{out}");
+        if launcher != Launcher::Oshrun {
+            // And on both hosts, through the launcher, as the PEs below get it.
+            let env = [("LD_LIBRARY_PATH", lib.as_str())];
+            let run = launch(launcher, 2, &target_dir().join("shmem_info"), &env, DEFAULT_TIMEOUT);
+            let said = run.stdout.matches(&format!("UCX {version}: context created")).count();
+            assert_eq!(said, 2, "both hosts should load UCX {version}:\n{}{}", run.stdout, run.stderr);
+        }
         for name in ["atomics", "putget_heap"] {
             for layer in ["n", "y"] {
                 eprintln!("{name} with UCX {version}, UCX_PROTO_ENABLE={layer}");
-                let env = [
-                    ("LD_LIBRARY_PATH", lib.as_str()),
-                    ("SHMEM_LOCAL_MAP", "0"),
-                    ("UCX_PROTO_ENABLE", layer),
-                ];
-                oshrun(2, &c_test(name), &env, DEFAULT_TIMEOUT).assert_all_pes_ok(name, 2);
+                let mut env = vec![("LD_LIBRARY_PATH", lib.as_str()), ("UCX_PROTO_ENABLE", layer)];
+                if launcher == Launcher::Oshrun {
+                    env.push(("SHMEM_LOCAL_MAP", "0"));
+                }
+                launch(launcher, 2, &c_test(name), &env, DEFAULT_TIMEOUT).assert_all_pes_ok(name, 2);
             }
         }
     }

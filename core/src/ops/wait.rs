@@ -24,21 +24,42 @@ pub fn compare<T: PartialOrd>(a: T, cmp: c_int, b: T) -> Option<bool> {
     })
 }
 
-/// One step of a wait loop.
+/// One step of a wait loop. `idle` counts the rounds since the spml last found something to
+/// do: the first `spin_limit` of them spin, later ones yield the core.
 #[inline]
-pub fn backoff(iteration: &mut u32, rt: &runtime::Runtime) {
-    *iteration = iteration.wrapping_add(1);
+pub fn backoff(idle: &mut u32, rt: &runtime::Runtime) {
     // Every round: the peer's request may be waiting for this PE's answer (over TCP, a get or
     // an atomic needs the target to progress), and once the wait yields, rounds are a
     // microsecond apart; progressing every 16th round added about 3-4 us to an 8-byte get.
-    if rt.needs_progress() {
-        // SAFETY: plugin ABI call with no arguments.
-        unsafe { (rt.spml.progress)() };
+    let drove = rt.needs_progress();
+    if drove && drive_spml(rt) {
+        // A PE serving a peer spins on: yielding between its answers cost an 8-byte get
+        // 0.2-0.4 us over TCP loopback (docs/performance.md, "Waits that serve a peer").
+        *idle = 0;
+        return;
     }
-    if *iteration < rt.spin_limit {
-        std::hint::spin_loop();
-    } else {
+    *idle = idle.saturating_add(1);
+    if *idle > rt.spin_limit {
         std::thread::yield_now();
+    } else if !drove {
+        // Only a loop that polls memory alone needs the pause; a round of progress is a
+        // system call.
+        std::hint::spin_loop();
+    }
+}
+
+/// One round of spml progress; true when the spml says it found something to do (an spml
+/// without the `progress_busy` slot never says so).
+#[inline]
+fn drive_spml(rt: &runtime::Runtime) -> bool {
+    match rt.spml.progress_busy_slot() {
+        // SAFETY: plugin ABI call with no arguments.
+        Some(busy) => unsafe { busy() != 0 },
+        None => {
+            // SAFETY: as above.
+            unsafe { (rt.spml.progress)() };
+            false
+        }
     }
 }
 
@@ -55,10 +76,11 @@ pub unsafe fn wait_until_u64(routine: &CStr, ivar: *const u64, cmp: c_int, value
     // SAFETY: the caller guarantees a valid aligned address; peers store to it concurrently,
     // which an atomic load tolerates.
     let a = unsafe { AtomicU64::from_ptr(ivar as *mut u64) };
-    let mut i = 0;
+    let (mut idle, mut rounds) = (0, 0u32);
     while !compare(a.load(Ordering::Acquire), cmp, value).unwrap_or(true) {
-        backoff(&mut i, rt);
-        if i % crate::ops::stall::ROUNDS == 0 {
+        backoff(&mut idle, rt);
+        rounds = rounds.wrapping_add(1);
+        if rounds % crate::ops::stall::ROUNDS == 0 {
             crate::ops::stall::check();
         }
     }
