@@ -8,13 +8,15 @@
  * pe_quiet_null, pe_quiet_bad_pe; strided: iput_past_end, iget_not_symmetric; PEs passing
  * different arguments to a collective: split_mismatch, split_2d_mismatch
  * (negative_num_contexts: a team config asking for -1 contexts), and under
- * SHMEM_DEBUG=1 malloc_mismatch, broadcast_mismatch, reduce_mismatch. */
+ * SHMEM_DEBUG=1 malloc_mismatch, broadcast_mismatch, reduce_mismatch, and their active-set
+ * forms (with a pSync) as_broadcast_mismatch, as_to_all_mismatch, as_fcollect_mismatch. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static long lk;
+static long psync[SHMEM_REDUCE_SYNC_SIZE];
 
 int main(void) {
     const char *how = getenv("MISUSE");
@@ -48,6 +50,18 @@ int main(void) {
         shmem_broadcastmem(SHMEM_TEAM_WORLD, sym, sym + 4096, first ? 8 : 16, 0);
     if (how && !strcmp(how, "reduce_mismatch"))
         shmem_long_sum_reduce(SHMEM_TEAM_WORLD, (long *)sym, (long *)(sym + 4096), first ? 1 : 2);
+    /* The active-set forms, over PEs 0 and 1 (the world on 2 PEs, a set of its own on more). */
+    for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[i] = SHMEM_SYNC_VALUE;
+    shmem_barrier_all();
+    if (how && shmem_my_pe() < 2) {
+        if (!strcmp(how, "as_broadcast_mismatch"))
+            shmem_broadcast64(sym, sym + 4096, first ? 1 : 2, 0, 0, 0, 2, psync);
+        if (!strcmp(how, "as_to_all_mismatch"))
+            shmem_long_sum_to_all((long *)sym, (long *)(sym + 4096), first ? 1 : 2, 0, 0, 2,
+                                  (long *)(sym + 8192), psync);
+        if (!strcmp(how, "as_fcollect_mismatch"))
+            shmem_fcollect64(sym, sym + 4096, first ? 1 : 2, 0, 0, 2, psync);
+    }
     if (shmem_my_pe() == 0 && how) {
         if (!strcmp(how, "pe_quiet_null")) shmem_pe_quiet(NULL, 2);
         if (!strcmp(how, "pe_quiet_bad_pe")) {

@@ -167,6 +167,48 @@ fn collectives_given_different_sizes_are_named_under_shmem_debug() {
     }
 }
 
+/// The active-set forms (pSync) compare their arguments under SHMEM_DEBUG too, on every kind
+/// of team a call runs on: PEs 0 and 1 are the world on 2 PEs, which the call runs on; on 3
+/// PEs a team is cached for them, or, with SHMEM_ACTIVE_SET_TEAMS=0, the call runs on its
+/// pSync, whose last word carries the comparison.
+#[test]
+fn active_set_collectives_given_different_sizes_are_named_under_shmem_debug() {
+    for (how, needle) in [
+        (
+            "as_broadcast_mismatch",
+            "shmem_broadcast64: the PEs of the team passed different nelems and PE_root",
+        ),
+        ("as_to_all_mismatch", "shmem_long_sum_to_all: the PEs of the team passed different nreduce"),
+        ("as_fcollect_mismatch", "shmem_fcollect64: the PEs of the team passed different nelems"),
+    ] {
+        for (np, teams) in [(2, "1"), (3, "1"), (3, "0")] {
+            let r = oshrun(
+                np,
+                &c_test("misuse"),
+                &[
+                    ("MISUSE", how),
+                    ("SHMEM_SYMMETRIC_SIZE", "64M"),
+                    ("SHMEM_DEBUG", "1"),
+                    ("SHMEM_ACTIVE_SET_TEAMS", teams),
+                    ("SHMEM_LOG_LEVEL", "warn"),
+                ],
+                T,
+            );
+            r.assert_fails_saying(needle);
+        }
+    }
+    // Agreeing PEs pass, and leave their pSyncs as they found them, on every kind of team.
+    for (np, teams) in [(2, "1"), (3, "1"), (3, "0")] {
+        let r = oshrun(
+            np,
+            &c_test("legacy_coll"),
+            &[("SHMEM_DEBUG", "1"), ("SHMEM_ACTIVE_SET_TEAMS", teams), ("SHMEM_LOG_LEVEL", "warn")],
+            T,
+        );
+        r.assert_all_pes_ok("legacy_coll", np);
+    }
+}
+
 #[test]
 fn initialisations_are_counted_and_bad_levels_and_alignments_refused() {
     let r = oshrun(2, &c_test("init_count"), &[], T);

@@ -87,6 +87,18 @@ impl std::ops::Deref for ActiveSetTeam {
     }
 }
 
+impl ActiveSetTeam {
+    /// A word on which the members may agree (`teams::or_over`) before the call: a cached
+    /// team's second core word, or, for a team built on the pSync, the pSync's last word, which
+    /// is the core's and zero outside an agreement.
+    pub fn agreement_word(&self, psync: *mut c_long) -> *mut u64 {
+        match self {
+            ActiveSetTeam::Cached(t) => t.core_word(1),
+            ActiveSetTeam::Once(_) => psync.wrapping_add(AGREE_WORD).cast(),
+        }
+    }
+}
+
 /// The team for a call on active set `triplet` (world start, stride, size) with `psync`, which
 /// the caller has checked: a symmetric array of [`PSYNC_BYTES`], and this PE a member.
 /// `standing` gives the world or shared team when the active set is exactly its PEs.

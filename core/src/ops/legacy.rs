@@ -13,13 +13,14 @@ use std::ffi::{c_int, c_long, c_void, CStr};
 
 use crate::ops::active_sets::PSYNC_BYTES;
 
-/// Run `f` on the active set's team (this PE must be a member).
+/// Run `f` on the active set's team (this PE must be a member). Under SHMEM_DEBUG the members
+/// first compare `same` (what the arguments are, and this PE's values; none for a barrier), as
+/// the team forms do: PEs that disagree would hang or corrupt each other's memory.
 fn on_active_set<R>(
     routine: &CStr,
-    start: c_int,
-    log_stride: c_int,
-    size: c_int,
+    (start, log_stride, size): (c_int, c_int, c_int),
     psync: *mut c_long,
+    same: (&str, &[i64]),
     f: impl FnOnce(&TeamState) -> R,
 ) -> R {
     let rt = runtime::get(routine);
@@ -47,7 +48,14 @@ fn on_active_set<R>(
     if crate::ops::team::index_in(rt.my_pe, start, stride as c_int, size).is_none() {
         fatal(routine, &format!("PE {} is not in the active set it was called with", rt.my_pe));
     }
-    f(&crate::ops::active_sets::team(routine, rt, psync, triplet, || standing_team(routine, triplet)))
+    let t = crate::ops::active_sets::team(routine, rt, psync, triplet, || standing_team(routine, triplet));
+    let (what, args) = same;
+    if rt.debug && !args.is_empty() {
+        // SAFETY: the word the team's members agree on, zero outside an agreement; a
+        // collective on one active set and pSync is not concurrent with another on it.
+        unsafe { crate::ops::teams::require_same_args_at(routine, &t, t.agreement_word(psync), what, args) };
+    }
+    f(&t)
 }
 
 /// The world team, or the shared team, when the active set is exactly its PEs. Their members
@@ -80,7 +88,7 @@ pub fn barrier(
     } else {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
-    on_active_set(routine, start, log_stride, size, psync, |t| t.barrier(routine));
+    on_active_set(routine, (start, log_stride, size), psync, ("", &[]), |t| t.barrier(routine));
 }
 
 /// `shmem_broadcast32/64`: as the team broadcast, except that the root's `dest` is left alone.
@@ -99,7 +107,8 @@ pub unsafe fn broadcast(
     psync: *mut c_long,
 ) {
     let nbytes = crate::ops::coll::total(routine, nelems, size);
-    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+    let same = [nelems as i64, root.into()];
+    on_active_set(routine, (start, log_stride, pe_size), psync, ("nelems and PE_root", &same), |t| {
         if !(0..t.desc.size).contains(&root) {
             fatal(
                 routine,
@@ -126,7 +135,10 @@ pub unsafe fn collect(
     psync: *mut c_long,
 ) {
     let nbytes = crate::ops::coll::total(routine, nelems, size);
-    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+    // Only fcollect needs equal sizes.
+    let same = [nelems as i64];
+    let same: (&str, &[i64]) = if fixed { ("nelems", &same) } else { ("", &[]) };
+    on_active_set(routine, (start, log_stride, pe_size), psync, same, |t| {
         t.collect(routine, dest, source, nbytes, fixed)
     });
 }
@@ -149,7 +161,8 @@ pub unsafe fn alltoall(
     if dst <= 0 || sst <= 0 {
         fatal(routine, &format!("the strides must be positive (dst={dst}, sst={sst})"));
     }
-    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+    let same = [nelems as i64, dst as i64, sst as i64];
+    on_active_set(routine, (start, log_stride, pe_size), psync, ("nelems and strides", &same), |t| {
         t.alltoall(routine, dest, source, size, nelems, dst, sst)
     });
 }
@@ -180,7 +193,7 @@ pub unsafe fn to_all(
         source as usize,
         crate::ops::coll::total(routine, n, size),
     );
-    on_active_set(routine, start, log_stride, pe_size, psync, |t| {
+    on_active_set(routine, (start, log_stride, pe_size), psync, ("nreduce", &[n as i64]), |t| {
         t.reduce(routine, dest, source, n, dtype, op, rshmem_plugin_api::REDUCE_ALL)
     });
 }

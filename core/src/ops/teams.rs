@@ -255,10 +255,19 @@ pub fn digest(args: &[i64]) -> u32 {
 /// of the digests and the OR of their complements have a bit in common exactly where two
 /// members differ.
 pub fn same_on_all(routine: &CStr, team: &TeamState, digest: u32) -> bool {
-    let mine = u64::from(digest) | (u64::from(!digest) << 32);
     // SAFETY: the team's second core word: zero between uses, and only this agreement uses
     // it (collectives on one team are not concurrent, a spec rule).
-    let u = unsafe { or_over(routine, team, team.core_word(1), mine) };
+    unsafe { same_on_all_at(routine, team, team.core_word(1), digest) }
+}
+
+/// [`same_on_all`], agreeing on `word`.
+///
+/// # Safety
+/// As for [`or_over`].
+pub unsafe fn same_on_all_at(routine: &CStr, team: &TeamState, word: *mut u64, digest: u32) -> bool {
+    let mine = u64::from(digest) | (u64::from(!digest) << 32);
+    // SAFETY: the caller's.
+    let u = unsafe { or_over(routine, team, word, mine) };
     (u as u32) & ((u >> 32) as u32) == 0
 }
 
@@ -266,7 +275,24 @@ pub fn same_on_all(routine: &CStr, team: &TeamState, digest: u32) -> bool {
 /// PEs that disagree would otherwise hang in it or corrupt each other's memory. `args` are
 /// this PE's, printed in the message.
 pub fn require_same_args(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) {
-    if !same_on_all(routine, team, digest(args)) {
+    // SAFETY: as in `same_on_all`.
+    unsafe { require_same_args_at(routine, team, team.core_word(1), what, args) }
+}
+
+/// [`require_same_args`], agreeing on `word` (an active set's pSync word for a team built
+/// for one call, which has no core words).
+///
+/// # Safety
+/// As for [`or_over`].
+pub unsafe fn require_same_args_at(
+    routine: &CStr,
+    team: &TeamState,
+    word: *mut u64,
+    what: &str,
+    args: &[i64],
+) {
+    // SAFETY: the caller's.
+    if !unsafe { same_on_all_at(routine, team, word, digest(args)) } {
         fatal(
             routine,
             &format!(
