@@ -409,6 +409,20 @@ pub struct MemheapOps {
     /// Both slots or neither.
     pub host_alloc: Option<unsafe extern "C" fn(len: usize) -> *mut c_void>,
     pub host_free: Option<unsafe extern "C" fn(ptr: *mut c_void)>,
+    /// Optional, appended within ABI v2 (absent from shorter tables; read through
+    /// [`MemheapOps::block_of_slot`]): the live block of `heap` that holds address `addr`, its
+    /// start in `*start` and its usable size in `*len`: 1, or 0 (nothing written) when `addr`
+    /// lies in no live block (free space, padding, a freed block). Under SHMEM_DEBUG the core
+    /// asks for the remote range of every RMA and atomic into the default heap, and ends the
+    /// job when the range leaves the block it starts in.
+    pub block_of: Option<
+        unsafe extern "C" fn(
+            heap: *mut c_void,
+            addr: *const c_void,
+            start: *mut usize,
+            len: *mut usize,
+        ) -> c_int,
+    >,
 }
 
 // SAFETY: `segments` points at a component's immutable static table.
@@ -461,6 +475,17 @@ impl MemheapOps {
             return None;
         }
         Some(HostSlots { alloc: self.host_alloc?, free: self.host_free? })
+    }
+
+    /// The `block_of` slot, when the table has it.
+    pub fn block_of_slot(
+        &self,
+    ) -> Option<unsafe extern "C" fn(*mut c_void, *const c_void, *mut usize, *mut usize) -> c_int> {
+        let end = std::mem::offset_of!(MemheapOps, block_of) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.block_of
     }
 }
 

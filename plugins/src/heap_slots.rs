@@ -76,6 +76,7 @@ pub const fn table(
         owns: None,
         host_alloc: None,
         host_free: None,
+        block_of: Some(block_of),
     }
 }
 
@@ -138,6 +139,30 @@ pub unsafe extern "C" fn usable_size(h: *mut c_void, ptr: *mut c_void) -> usize 
         let Some(h) = handle(h) else { return 0 };
         let heap = h.lock();
         h.offset(&heap, ptr).and_then(|off| heap.size_of(off)).unwrap_or(0)
+    })
+}
+
+pub unsafe extern "C" fn block_of(
+    h: *mut c_void,
+    addr: *const c_void,
+    start: *mut usize,
+    len: *mut usize,
+) -> c_int {
+    slot("memheap", "block_of", || {
+        let Some(h) = handle(h) else { return 0 };
+        let heap = h.lock();
+        let Some((off, n)) = h.offset(&heap, addr.cast_mut()).and_then(|off| heap.block_at(off)) else {
+            return 0;
+        };
+        if start.is_null() || len.is_null() {
+            return 0;
+        }
+        // SAFETY: the core passes two writable words (checked non-NULL above).
+        unsafe {
+            *start = h.addr(off) as usize;
+            *len = n;
+        }
+        1
     })
 }
 

@@ -5,7 +5,7 @@
 //! Policy: first fit by address (the lowest offset that fits), and freed blocks merge with
 //! free neighbours at once, so the free map never holds two adjacent ranges.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Every block starts and ends on this boundary (the OpenSHMEM heap's natural alignment).
 pub const MIN_ALIGN: usize = 16;
@@ -13,8 +13,9 @@ pub const MIN_ALIGN: usize = 16;
 pub struct Heap {
     /// Free ranges: offset -> length, never adjacent (always coalesced), never empty.
     free: BTreeMap<usize, usize>,
-    /// Live blocks: offset -> length (the request rounded up to MIN_ALIGN).
-    live: HashMap<usize, usize>,
+    /// Live blocks: offset -> length (the request rounded up to MIN_ALIGN); ordered, so that
+    /// the block holding any offset can be found (`block_at`).
+    live: BTreeMap<usize, usize>,
     /// Bytes the heap manages (the segment size rounded down to MIN_ALIGN).
     size: usize,
 }
@@ -47,7 +48,7 @@ impl Heap {
         if size > 0 {
             free.insert(0, size);
         }
-        Heap { free, live: HashMap::new(), size }
+        Heap { free, live: BTreeMap::new(), size }
     }
 
     /// First fit by address for `size` bytes at an offset that is a multiple of `align` (a
@@ -137,6 +138,12 @@ impl Heap {
         Some(Resized::Moved { to, keep: len })
     }
 
+    /// The live block holding offset `off` (its offset and length), if any.
+    pub fn block_at(&self, off: usize) -> Option<(usize, usize)> {
+        let (&start, &len) = self.live.range(..=off).next_back()?;
+        (off - start < len).then_some((start, len))
+    }
+
     pub fn free_bytes(&self) -> usize {
         self.free.values().sum()
     }
@@ -168,6 +175,22 @@ mod tests {
             }
             assert_eq!(at, self.size);
         }
+    }
+
+    #[test]
+    fn the_block_holding_an_offset_is_found_and_free_space_is_no_block() {
+        let mut h = Heap::new(4096);
+        let a = h.alloc(40, 16).unwrap();
+        let b = h.alloc(100, 256).unwrap();
+        assert_eq!((a, b), (0, 256));
+        assert_eq!(h.block_at(0), Some((0, 48)));
+        assert_eq!(h.block_at(47), Some((0, 48)));
+        assert_eq!(h.block_at(48), None, "padding before an aligned block");
+        assert_eq!(h.block_at(300), Some((256, 112)));
+        assert_eq!(h.block_at(368), None, "past the last block");
+        h.free(a);
+        assert_eq!(h.block_at(0), None, "a freed block");
+        h.check();
     }
 
     #[test]

@@ -9,7 +9,9 @@
  * different arguments to a collective: split_mismatch, split_2d_mismatch
  * (negative_num_contexts: a team config asking for -1 contexts), and under
  * SHMEM_DEBUG=1 malloc_mismatch, broadcast_mismatch, reduce_mismatch, and their active-set
- * forms (with a pSync) as_broadcast_mismatch, as_to_all_mismatch, as_fcollect_mismatch. */
+ * forms (with a pSync) as_broadcast_mismatch, as_to_all_mismatch, as_fcollect_mismatch; and
+ * under SHMEM_DEBUG=1 transfers that stay in the heap but leave their allocation:
+ * put_past_block, get_freed, atomic_freed (put_within_block must pass). */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,28 @@ int main(void) {
                                   (long *)(sym + 8192), psync);
         if (!strcmp(how, "as_fcollect_mismatch"))
             shmem_fcollect64(sym, sym + 4096, first ? 1 : 2, 0, 0, 2, psync);
+    }
+    /* Under SHMEM_DEBUG: a put that runs from one allocation into the next, and a get and an
+     * atomic on a freed one (all inside the heap). */
+    long *arr = shmem_malloc(8 * sizeof(long)), *next = shmem_malloc(8 * sizeof(long));
+    long *gone = shmem_malloc(8 * sizeof(long));
+    shmem_free(gone);
+    shmem_barrier_all();
+    if (shmem_my_pe() == 0 && how) {
+        long src[16] = {0}, v;
+        if (!strcmp(how, "put_past_block")) shmem_long_put(arr, src, 16, peer);
+        if (!strcmp(how, "get_freed")) shmem_long_get(&v, gone, 1, peer);
+        if (!strcmp(how, "atomic_freed")) shmem_long_atomic_inc(gone, peer);
+        if (!strcmp(how, "put_within_block")) {
+            shmem_long_put(arr, src, 8, peer);
+            shmem_long_put(next, src, 8, peer);
+            printf("misuse: in-block puts passed\n");
+        }
+    }
+    if (how && !strcmp(how, "put_within_block")) {
+        shmem_barrier_all();
+        shmem_finalize();
+        return 0;
     }
     if (shmem_my_pe() == 0 && how) {
         if (!strcmp(how, "pe_quiet_null")) shmem_pe_quiet(NULL, 2);

@@ -30,6 +30,9 @@ fn configurations() -> Vec<(usize, Vec<(&'static str, &'static str)>)> {
     if all {
         v.push((2, vec![("SHMEM_LOCAL_MAP", "0")]));
         v.push((2, vec![("SHMEM_LOCAL_MAP", "0"), ("SHMEM_MCA_spml_ucx_rma_in_messages", "0")]));
+        // The debugging checks (arguments compared across PEs, every transfer inside one
+        // allocation) must not fault a correct program.
+        v.push((2, vec![("SHMEM_DEBUG", "1"), ("SHMEM_LOG_LEVEL", "warn")]));
     }
     v.push((4, vec![("SHMEM_LOCAL_MAP", "0"), ("SHMEM_MCA_sshmem", "ucx")]));
     v

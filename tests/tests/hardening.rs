@@ -167,6 +167,45 @@ fn collectives_given_different_sizes_are_named_under_shmem_debug() {
     }
 }
 
+/// Under SHMEM_DEBUG a transfer into the heap must stay inside the allocation it starts in: a
+/// put running from one array into the next, and a get and an atomic on a freed array end the
+/// job naming the routine, the address and the allocation, on the
+/// mapped path and through the spml alike. Without SHMEM_DEBUG the same put goes through (it
+/// stays inside the heap), and in-block transfers pass with it.
+#[test]
+fn transfers_leaving_their_allocation_are_named_under_shmem_debug() {
+    for (how, needle) in [
+        ("put_past_block", "shmem_long_put: dest 0x"),
+        ("get_freed", "shmem_long_get: source 0x"),
+        ("atomic_freed", "shmem_long_atomic_inc: dest 0x"),
+    ] {
+        for map in ["1", "0"] {
+            let r = oshrun(
+                2,
+                &c_test("misuse"),
+                &[
+                    ("MISUSE", how),
+                    ("SHMEM_DEBUG", "1"),
+                    ("SHMEM_LOCAL_MAP", map),
+                    ("SHMEM_LOG_LEVEL", "warn"),
+                ],
+                T,
+            );
+            r.assert_fails_saying(needle);
+            let why = if how != "put_past_block" {
+                "in no live allocation"
+            } else {
+                "runs past the end of its allocation, 64 bytes at 0x"
+            };
+            assert!(r.stderr.contains(why), "{how}: {}", r.stderr);
+        }
+    }
+    let r = oshrun(2, &c_test("misuse"), &[("MISUSE", "put_past_block")], T);
+    assert!(r.status.success(), "without SHMEM_DEBUG the put stays inside the heap: {}", r.stderr);
+    let r = oshrun(2, &c_test("misuse"), &[("MISUSE", "put_within_block"), ("SHMEM_DEBUG", "1")], T);
+    assert!(r.status.success() && r.stdout.contains("in-block puts passed"), "{}{}", r.stdout, r.stderr);
+}
+
 /// The active-set forms (pSync) compare their arguments under SHMEM_DEBUG too, on every kind
 /// of team a call runs on: PEs 0 and 1 are the world on 2 PEs, which the call runs on; on 3
 /// PEs a team is cached for them, or, with SHMEM_ACTIVE_SET_TEAMS=0, the call runs on its

@@ -38,7 +38,8 @@ fn expected() -> Vec<(String, usize)> {
         SegmentDesc => "shmem_plugin_segment_t" { base, size, blob, blob_len, transport_memh, handle }
         SshmemOps => "shmem_plugin_sshmem_ops_t" { struct_size, create, attach, detach, unlink, destroy }
         MemheapOps => "shmem_plugin_memheap_ops_t" {
-            struct_size, create, alloc, free, realloc, usable_size, destroy, device_type
+            struct_size, create, alloc, free, realloc, usable_size, destroy, device_type, segments, copy, owns,
+            host_alloc, host_free, block_of
         }
         SpmlOps => "shmem_plugin_spml_ops_t" {
             struct_size, transport, default_ctx, connect, mem_register, mem_deregister, add_segment,

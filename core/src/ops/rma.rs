@@ -63,7 +63,38 @@ pub(crate) fn target(
     if len > room {
         past_end(routine, what, addr, len, room);
     }
+    if rt.debug && seg == crate::symm::segments::SEG_HEAP {
+        one_block(rt, routine, what, addr, len);
+    }
     (seg, off, rt.segs.peer(pe as usize, seg))
+}
+
+/// Under SHMEM_DEBUG: end the job unless `addr..addr+len` (of the default heap) lies inside
+/// one live allocation. A transfer that runs from one array into the next, or into a freed
+/// one, stays inside the heap and is otherwise not caught. Blocks are the allocator's, whose
+/// sizes are rounded up to 16 bytes.
+#[cold]
+#[inline(never)]
+fn one_block(rt: &Runtime, routine: &CStr, what: &str, addr: usize, len: usize) {
+    let Some(block_of) = rt.memheap.block_of_slot() else { return };
+    let (mut start, mut size) = (0usize, 0usize);
+    // SAFETY: plugin ABI call on the default heap, with two writable words.
+    if unsafe { block_of(rt.heap, addr as *const c_void, &mut start, &mut size) } != 1 {
+        fatal(
+            routine,
+            &format!(
+                "{what} {addr:#x} is in the symmetric heap but in no live allocation (freed, or never allocated; SHMEM_DEBUG checks this)"
+            ),
+        );
+    }
+    if len > start + size - addr {
+        fatal(
+            routine,
+            &format!(
+                "{what} {addr:#x}+{len} runs past the end of its allocation, {size} bytes at {start:#x} (SHMEM_DEBUG checks this)"
+            ),
+        );
+    }
 }
 
 /// Check `len` bytes at `addr` of this PE's own symmetric memory (a wait's or a test's
