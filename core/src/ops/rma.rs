@@ -87,7 +87,9 @@ fn one_block(rt: &Runtime, routine: &CStr, what: &str, addr: usize, len: usize) 
             ),
         );
     }
-    if len > start + size - addr {
+    // The block holds `addr`; saturating all the same, so a component's wrong answer cannot
+    // wrap the room around.
+    if len > (start + size).saturating_sub(addr) {
         fatal(
             routine,
             &format!(
