@@ -282,9 +282,9 @@ impl TeamState {
         t
     }
 
-    /// The core's own words of the slot.
+    /// The core's own words of the slot (a split team's, or a cached active set's).
     pub fn core_word(&self, i: usize) -> *mut u64 {
-        debug_assert!(i < CORE_WORDS && self.slot < MAX_TEAMS);
+        debug_assert!(i < CORE_WORDS && self.slot < MAX_TEAMS + ACTIVE_SET_SLOTS);
         (slot_memory(self.slot).0 as *mut u64).wrapping_add(i)
     }
 
