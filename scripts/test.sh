@@ -31,11 +31,15 @@ done
 export RSHMEM_TEST_UCX_DIRS=$ucx_dirs
 
 log=$(mktemp)
+trap 'rm -f "$log"; bash scripts/hosts.sh down; bash scripts/slurm.sh down' EXIT
 status=0
+# One suite; a failed one is counted and the others still run (inside `if`, `set -e` and
+# `pipefail` do not end the script at the first failure).
 suite() {
     echo "== $*"
-    "$@" 2>&1 | tee -a "$log"
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    if ! "$@" 2>&1 | tee -a "$log"; then
+        status=1
+    fi
 }
 suite cargo test --workspace -- --test-threads=2
 for launcher in mpirun srun hosts2 hosts4; do
@@ -46,5 +50,4 @@ done
 # doc-test run with nothing in it).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
-rm -f "$log"
 exit "$status"
