@@ -413,8 +413,8 @@ pub struct MemheapOps {
     /// [`MemheapOps::block_of_slot`]): the live block of `heap` that holds address `addr`, its
     /// start in `*start` and its usable size in `*len`: 1, or 0 (nothing written) when `addr`
     /// lies in no live block (free space, padding, a freed block). Under SHMEM_DEBUG the core
-    /// asks for the remote range of every RMA and atomic into the default heap, and ends the
-    /// job when the range leaves the block it starts in.
+    /// asks for the remote range of every RMA and atomic into a heap, and ends the job when
+    /// the range leaves the block it starts in.
     pub block_of: Option<
         unsafe extern "C" fn(
             heap: *mut c_void,

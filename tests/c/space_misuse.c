@@ -1,7 +1,8 @@
 /* A space handle used after shmem_space_destroy (SPACE_MISUSE=malloc_after_destroy,
  * destroy_twice, free_after_destroy) or a pointer that is no space handle (not_a_handle) must
  * end the job with a message naming the routine, on every PE at once: never a hang or a crash
- * in the transport. bad_hints: shmem_malloc_with_hints with a bit that is no hint. */
+ * in the transport. bad_hints: shmem_malloc_with_hints with a bit that is no hint.
+ * put_past_block (under SHMEM_DEBUG): a put leaving its block of the space's heap. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,13 @@ int main(void) {
     shmem_team_t t;
     if (shmem_space_create(&c, &s, &t) != 0) return 2;
     long *p = shmem_space_malloc(s, 64);
+    if (!strcmp(how, "put_past_block")) {
+        /* Under SHMEM_DEBUG: a put running from one block of the space into the next. */
+        long *next = shmem_space_malloc(s, 64), src[16] = {0};
+        (void)next;
+        if (shmem_my_pe() == 0) shmem_long_put(p, src, 16, 1);
+        shmem_barrier_all();
+    }
     if (strcmp(how, "free_after_destroy") != 0) shmem_space_free(s, p);
     shmem_team_destroy(t);
     if (shmem_space_destroy(s) != 0) return 3;

@@ -202,6 +202,11 @@ fn transfers_leaving_their_allocation_are_named_under_shmem_debug() {
     }
     let r = oshrun(2, &c_test("misuse"), &[("MISUSE", "put_past_block")], T);
     assert!(r.status.success(), "without SHMEM_DEBUG the put stays inside the heap: {}", r.stderr);
+    // A created space's heap too.
+    let env = [("SPACE_MISUSE", "put_past_block"), ("SHMEM_DEBUG", "1"), ("SHMEM_LOG_LEVEL", "warn")];
+    let r = oshrun(2, &c_test("space_misuse"), &env, T);
+    r.assert_fails_saying("shmem_long_put: dest 0x");
+    assert!(r.stderr.contains("runs past the end of its allocation, 64 bytes at 0x"), "{}", r.stderr);
     let r = oshrun(2, &c_test("misuse"), &[("MISUSE", "put_within_block"), ("SHMEM_DEBUG", "1")], T);
     assert!(r.status.success() && r.stdout.contains("in-block puts passed"), "{}{}", r.stdout, r.stderr);
 }

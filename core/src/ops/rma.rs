@@ -63,30 +63,40 @@ pub(crate) fn target(
     if len > room {
         past_end(routine, what, addr, len, room);
     }
-    if rt.debug && seg == crate::symm::segments::SEG_HEAP {
-        one_block(rt, routine, what, addr, len);
+    if rt.debug {
+        one_block(rt, routine, what, seg, addr, len);
     }
     (seg, off, rt.segs.peer(pe as usize, seg))
 }
 
-/// Under SHMEM_DEBUG: end the job unless `addr..addr+len` (of the default heap) lies inside
-/// one live allocation. A transfer that runs from one array into the next, or into a freed
-/// one, stays inside the heap and is otherwise not caught. Blocks are the allocator's, whose
-/// sizes are rounded up to 16 bytes.
+/// Under SHMEM_DEBUG: end the job unless `addr..addr+len` of segment `seg` lies inside one live
+/// allocation, when `seg` is a heap (the default one, or a space's) whose memheap can say. A
+/// transfer that runs from one array into the next, or into a freed one, stays inside the heap
+/// and is otherwise not caught. Blocks are the allocator's, whose sizes are rounded up to 16
+/// bytes. The global-data segment has no blocks.
 #[cold]
 #[inline(never)]
-fn one_block(rt: &Runtime, routine: &CStr, what: &str, addr: usize, len: usize) {
-    let Some(block_of) = rt.memheap.block_of_slot() else { return };
-    let (mut start, mut size) = (0usize, 0usize);
-    // SAFETY: plugin ABI call on the default heap, with two writable words.
-    if unsafe { block_of(rt.heap, addr as *const c_void, &mut start, &mut size) } != 1 {
+fn one_block(rt: &Runtime, routine: &CStr, what: &str, seg: u32, addr: usize, len: usize) {
+    let block = if seg == crate::symm::segments::SEG_HEAP {
+        let Some(block_of) = rt.memheap.block_of_slot() else { return };
+        let (mut start, mut size) = (0usize, 0usize);
+        // SAFETY: plugin ABI call on the default heap, with two writable words.
+        let found = unsafe { block_of(rt.heap, addr as *const c_void, &mut start, &mut size) } == 1;
+        found.then_some((start, size))
+    } else {
+        match crate::ops::spaces::block_in_space(seg, addr) {
+            Some(b) => b,
+            None => return,
+        }
+    };
+    let Some((start, size)) = block else {
         fatal(
             routine,
             &format!(
-                "{what} {addr:#x} is in the symmetric heap but in no live allocation (freed, or never allocated; SHMEM_DEBUG checks this)"
+                "{what} {addr:#x} is in a symmetric heap but in no live allocation (freed, or never allocated; SHMEM_DEBUG checks this)"
             ),
         );
-    }
+    };
     // The block holds `addr`; saturating all the same, so a component's wrong answer cannot
     // wrap the room around.
     if len > (start + size).saturating_sub(addr) {

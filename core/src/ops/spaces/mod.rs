@@ -533,6 +533,20 @@ pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
     0
 }
 
+/// Under SHMEM_DEBUG: the live block holding `addr` of segment `seg` in the heap of the space
+/// that owns the segment (Some(None): none holds it). None when no space can say: the segment
+/// is no space's heap (a GPU space's host shadow, say), its memheap has no `block_of`, or
+/// the space is busy in another call (its lock is only tried: an RMA may run while it is held).
+pub fn block_in_space(seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
+    let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    handles.into_iter().find_map(|h| {
+        // SAFETY: CREATED holds pointers to Space values that are never freed.
+        let sp = unsafe { &*(h as *const Space) };
+        let owned = sp.owned.try_lock().ok()?;
+        owned.as_ref()?.block_of(seg, addr)
+    })
+}
+
 /// At finalize: give back the device memory of every GPU space still alive (the predefined
 /// one, and created ones the program did not destroy), which the process would otherwise hold
 /// until it exits, where a program may go on using its GPU. Host segments stay, as the init

@@ -419,6 +419,17 @@ impl Owned {
         (unsafe { (self.makers.heap.alloc)(self.heap, size, align) }) as *mut u8
     }
 
+    /// Under SHMEM_DEBUG: the live block of this space's heap holding `addr` of segment `seg`
+    /// (Some(None): none holds it), or None when `seg` is not this space's or its memheap has
+    /// no `block_of`.
+    pub fn block_of(&self, seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
+        let f = self.makers.heap.block_of_slot().filter(|_| seg == self.seg)?;
+        let (mut start, mut len) = (0usize, 0usize);
+        // SAFETY: plugin ABI call on the space's heap, with two writable words.
+        let found = unsafe { f(self.heap, addr as *const c_void, &mut start, &mut len) } == 1;
+        Some(found.then_some((start, len)))
+    }
+
     /// Whether the segment is device memory (zeroed through the device memheap's `copy`).
     pub fn is_device(&self) -> bool {
         self.makers.device != 0
