@@ -499,6 +499,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         crate::ops::teams::init_node(routine, rt, rshmem_team_world.state.load(Ordering::Acquire), shared);
     crate::ops::handles::rshmem_team_node.state.store(node, Ordering::Release);
     crate::ops::spaces::init(rt);
+    // RMA sits below the spaces, so it learns how to find a space's blocks here.
+    crate::ops::rma::set_space_blocks(crate::ops::spaces::block_in_space);
     // SAFETY: plugin ABI call on our own segment.
     unsafe { (sshmem.unlink)(&mut *rt.heap_seg.lock().unwrap()) };
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {

@@ -69,6 +69,15 @@ pub(crate) fn target(
     (seg, off, rt.segs.peer(pe as usize, seg))
 }
 
+/// How SHMEM_DEBUG's check finds the block holding an address of a space's segment
+/// (`crate::ops::spaces::block_in_space`, set at init: the spaces sit above RMA).
+type SpaceBlocks = fn(u32, usize) -> Option<Option<(usize, usize)>>;
+static SPACE_BLOCKS: std::sync::OnceLock<SpaceBlocks> = std::sync::OnceLock::new();
+
+pub(crate) fn set_space_blocks(f: SpaceBlocks) {
+    let _ = SPACE_BLOCKS.set(f);
+}
+
 /// Under SHMEM_DEBUG: end the job unless `addr..addr+len` of segment `seg` lies inside one live
 /// allocation, when `seg` is a heap (the default one, or a space's) whose memheap can say. A
 /// transfer that runs from one array into the next, or into a freed one, stays inside the heap
@@ -84,7 +93,7 @@ fn one_block(rt: &Runtime, routine: &CStr, what: &str, seg: u32, addr: usize, le
         let found = unsafe { block_of(rt.heap, addr as *const c_void, &mut start, &mut size) } == 1;
         found.then_some((start, size))
     } else {
-        match crate::ops::spaces::block_in_space(seg, addr) {
+        match SPACE_BLOCKS.get().and_then(|f| f(seg, addr)) {
             Some(b) => b,
             None => return,
         }
