@@ -10,7 +10,7 @@
 //! The handler writes only into memory this process registered for remote access
 //! ([`Regions`]): a message naming anything else is refused and ends the job, whatever sent it.
 
-use super::handler::{boundary, check_header_room, serve, set_handler, Complaint, Message, Refusals, Wire};
+use super::handler::{am_handler, boundary, check_header_room, set_handler, Complaint, Refusals, Wire};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -148,73 +148,57 @@ struct Pending {
     value: u64,
 }
 
-unsafe extern "C" fn on_put_signal(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |rx: &Receiver, m: Message<'_, Header>| {
-        // Refused: a rendezvous sender's operation fails with this status; eager data is
-        // dropped (UCX accepts no other answer for it).
-        let refused = if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
-        let h = match m.header {
-            Ok(h) => h,
-            Err(why) => {
-                rx.refuse(&why);
-                return refused;
-            }
-        };
-        if let Err(why) = rx.admissible(&h, m.length) {
+am_handler!(on_put_signal, |rx: &Receiver, m: Message<Header>| {
+    // Refused: a rendezvous sender's operation fails with this status; eager data is
+    // dropped (UCX accepts no other answer for it).
+    let refused = if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
+    let h = match m.header {
+        Ok(h) => h,
+        Err(why) => {
             rx.refuse(&why);
             return refused;
         }
-        if !m.rndv {
-            // SAFETY: the destination is registered memory of this process, checked for
-            // `length >= eager.len()` bytes, that the sender's protocol gives to it now.
-            unsafe {
-                if !m.eager.is_empty() {
-                    std::ptr::copy_nonoverlapping(
-                        m.eager.as_ptr(),
-                        h.dest as usize as *mut u8,
-                        m.eager.len(),
-                    );
-                }
-                apply(h.sig, h.value);
-            }
-            return sys::UCS_OK;
-        }
-        let pending = Box::into_raw(Box::new(Pending { rx, sig: h.sig, value: h.value }));
-        let p = sys::ucp_request_param_t {
-            op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK | sys::UCP_OP_ATTR_FIELD_USER_DATA,
-            cb: sys::ucp_request_param_t__bindgen_ty_1 { recv_am: Some(on_rendezvous_done) },
-            user_data: pending as *mut c_void,
-            ..Default::default()
-        };
-        // SAFETY: the descriptor UCX just handed us, received into checked registered memory,
-        // from inside the worker's progress (allowed for this call).
-        let r = unsafe {
-            sys::ucp_am_recv_data_nbx(rx.worker, m.data, h.dest as usize as *mut c_void, m.length, &p)
-        };
-        if sys::ptr_is_request(r) {
-            return sys::UCS_OK; // `on_rendezvous_done` signals and frees
-        }
-        // SAFETY: no request: the callback will not run, so the box is ours again.
-        let pending = unsafe { Box::from_raw(pending) };
-        let st = sys::ptr_status(r);
-        if st == sys::UCS_OK {
-            // SAFETY: checked above.
-            unsafe { apply(pending.sig, pending.value) };
-        } else {
-            rx.refuse(&format!("receiving {} bytes failed: {}", m.length, sys::status_string(st)));
-        }
-        sys::UCS_OK
     };
-    // SAFETY: UCX's arguments, during its call; `arg` is the Receiver that installed this handler.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
-}
+    if let Err(why) = rx.admissible(&h, m.length) {
+        rx.refuse(&why);
+        return refused;
+    }
+    if !m.rndv {
+        // SAFETY: the destination is registered memory of this process, checked for
+        // `length >= eager.len()` bytes, that the sender's protocol gives to it now.
+        unsafe {
+            if !m.eager.is_empty() {
+                std::ptr::copy_nonoverlapping(m.eager.as_ptr(), h.dest as usize as *mut u8, m.eager.len());
+            }
+            apply(h.sig, h.value);
+        }
+        return sys::UCS_OK;
+    }
+    let pending = Box::into_raw(Box::new(Pending { rx, sig: h.sig, value: h.value }));
+    let p = sys::ucp_request_param_t {
+        op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK | sys::UCP_OP_ATTR_FIELD_USER_DATA,
+        cb: sys::ucp_request_param_t__bindgen_ty_1 { recv_am: Some(on_rendezvous_done) },
+        user_data: pending as *mut c_void,
+        ..Default::default()
+    };
+    // SAFETY: the descriptor UCX just handed us, received into checked registered memory,
+    // from inside the worker's progress (allowed for this call).
+    let r =
+        unsafe { sys::ucp_am_recv_data_nbx(rx.worker, m.data, h.dest as usize as *mut c_void, m.length, &p) };
+    if sys::ptr_is_request(r) {
+        return sys::UCS_OK; // `on_rendezvous_done` signals and frees
+    }
+    // SAFETY: no request: the callback will not run, so the box is ours again.
+    let pending = unsafe { Box::from_raw(pending) };
+    let st = sys::ptr_status(r);
+    if st == sys::UCS_OK {
+        // SAFETY: checked above.
+        unsafe { apply(pending.sig, pending.value) };
+    } else {
+        rx.refuse(&format!("receiving {} bytes failed: {}", m.length, sys::status_string(st)));
+    }
+    sys::UCS_OK
+});
 
 unsafe extern "C" fn on_rendezvous_done(
     request: *mut c_void,

@@ -24,7 +24,7 @@
 
 use super::am::Receiver;
 use super::cpu_atomic;
-use super::handler::{check_header_room, send_boxed, serve, set_handler, Message, Outbound, Wire};
+use super::handler::{am_handler, check_header_room, send_boxed, set_handler, Outbound, Wire};
 use rshmem_plugin_api::{AMO_CSWAP, AMO_FETCH, AMO_SWAP};
 use rshmem_ucx_sys as sys;
 use std::alloc::Layout;
@@ -373,66 +373,44 @@ fn apply(rx: &Receiver, data: &[u8], count: u32) -> Result<(), String> {
     })
 }
 
-unsafe extern "C" fn on_batch(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |rx: &Receiver, m: Message<'_, Header>| {
-        if m.rndv {
-            rx.refuse_batch("a rendezvous message (batches are sent eagerly)");
-            return sys::UCS_ERR_INVALID_PARAM;
-        }
-        let h = match m.header {
-            Ok(h) => h,
-            Err(why) => {
-                rx.refuse_batch(&why);
-                return sys::UCS_OK;
-            }
-        };
-        if let Err(why) = apply(rx, m.eager, h.count) {
+am_handler!(on_batch, |rx: &Receiver, m: Message<Header>| {
+    if m.rndv {
+        rx.refuse_batch("a rendezvous message (batches are sent eagerly)");
+        return sys::UCS_ERR_INVALID_PARAM;
+    }
+    let h = match m.header {
+        Ok(h) => h,
+        Err(why) => {
             rx.refuse_batch(&why);
+            return sys::UCS_OK;
         }
-        // Acknowledged even when refused: the refusal ends the job, and the sender must not
-        // wait for an answer that would never come until then.
-        match m.reply_ep {
-            // From inside the handler nothing may wait: the header is boxed until it is sent.
-            Some(ep) => send_boxed(ep, ACK, Header { peer: h.peer, count: h.count }),
-            None => rx.refuse_batch("a batch without a reply endpoint"),
-        }
-        sys::UCS_OK
     };
-    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Receiver that installed this handler.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
-}
+    if let Err(why) = apply(rx, m.eager, h.count) {
+        rx.refuse_batch(&why);
+    }
+    // Acknowledged even when refused: the refusal ends the job, and the sender must not
+    // wait for an answer that would never come until then.
+    match m.reply_ep {
+        // From inside the handler nothing may wait: the header is boxed until it is sent.
+        Some(ep) => send_boxed(ep, ACK, Header { peer: h.peer, count: h.count }),
+        None => rx.refuse_batch("a batch without a reply endpoint"),
+    }
+    sys::UCS_OK
+});
 
-unsafe extern "C" fn on_ack(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |b: &Batches, m: Message<'_, Header>| {
-        let Ok(h) = m.header else {
-            return sys::UCS_OK; // not an acknowledgement this library sent
-        };
-        let Some(s) = b.slots.get(h.peer as usize) else { return sys::UCS_OK };
-        // Only what was sent can be acknowledged: a stray answer must not release a quiet.
-        let acked = s.acked.load(Ordering::Acquire);
-        if acked < s.sent.load(Ordering::Acquire) {
-            s.acked.store(acked + 1, Ordering::Release);
-            b.unacked.fetch_sub(1, Ordering::AcqRel);
-        }
-        sys::UCS_OK
+am_handler!(on_ack, |b: &Batches, m: Message<Header>| {
+    let Ok(h) = m.header else {
+        return sys::UCS_OK; // not an acknowledgement this library sent
     };
-    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Batches that installed this handler.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
-}
+    let Some(s) = b.slots.get(h.peer as usize) else { return sys::UCS_OK };
+    // Only what was sent can be acknowledged: a stray answer must not release a quiet.
+    let acked = s.acked.load(Ordering::Acquire);
+    if acked < s.sent.load(Ordering::Acquire) {
+        s.acked.store(acked + 1, Ordering::Release);
+        b.unacked.fetch_sub(1, Ordering::AcqRel);
+    }
+    sys::UCS_OK
+});
 
 #[cfg(test)]
 mod tests {

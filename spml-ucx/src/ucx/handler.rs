@@ -43,6 +43,32 @@ pub unsafe fn serve<A, H: Wire>(
     })
 }
 
+/// Define `$name`, a UCX active-message handler (`ucp_am_recv_callback_t`) whose `arg` is the
+/// `$state` that installed it, serving each message with the closure's body through [`serve`]
+/// (inside the panic boundary, the message read once): the `extern "C"` shell is written here
+/// only.
+macro_rules! am_handler {
+    ($name:ident, |$state:ident: &$ty:ty, $m:ident: Message<$h:ty>| $body:block) => {
+        unsafe extern "C" fn $name(
+            arg: *mut std::ffi::c_void,
+            header: *const std::ffi::c_void,
+            header_length: usize,
+            data: *mut std::ffi::c_void,
+            length: usize,
+            param: *const ::rshmem_ucx_sys::ucp_am_recv_param_t,
+        ) -> ::rshmem_ucx_sys::ucs_status_t {
+            // Outside the unsafe block below: the body's own unsafe operations say why.
+            let body = |$state: &$ty,
+                        $m: $crate::ucx::handler::Message<'_, $h>|
+             -> ::rshmem_ucx_sys::ucs_status_t { $body };
+            // SAFETY: UCX's arguments, during its call; `arg` is the leaked state that
+            // installed this handler.
+            unsafe { $crate::ucx::handler::serve(arg, header, header_length, data, length, param, body) }
+        }
+    };
+}
+pub(crate) use am_handler;
+
 /// A message header as it travels: plain data read from whatever bytes arrive.
 ///
 /// # Safety

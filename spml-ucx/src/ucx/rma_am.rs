@@ -29,7 +29,7 @@
 use super::am::Receiver;
 use super::batch;
 use super::cpu_atomic;
-use super::handler::{check_header_room, send_boxed, serve, set_handler, Message, Outbound, Wire};
+use super::handler::{am_handler, check_header_room, send_boxed, set_handler, Message, Outbound, Wire};
 use rshmem_ucx_sys as sys;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -144,111 +144,90 @@ fn acknowledge(ep: sys::ucp_ep_h, peer: u32) {
     send_boxed(ep, batch::ACK, batch::Header { peer, count: 1 });
 }
 
-unsafe extern "C" fn on_long_put(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |rx: &Receiver, m: Message<'_, PutHeader>| {
-        let (h, ep) = match (&m.header, m.rndv, m.reply_ep) {
-            (Ok(h), false, Some(ep)) => (*h, ep),
-            (Err(why), ..) => return refused(rx, m.rndv, &format!("a long put with {why}")),
-            (_, true, _) => return refused(rx, true, "a long put sent by rendezvous (they go eagerly)"),
-            (_, _, None) => return refused(rx, false, "a long put without a reply endpoint"),
-        };
-        if !rx.regions.contains_host(h.dest, m.eager.len()) {
-            let why = format!(
-                "a put of {} bytes at {:#x}: not registered host memory of this PE",
-                m.eager.len(),
-                h.dest
-            );
-            // Acknowledged even so: the refusal ends the job, and the sender must not wait for
-            // an answer that would never come until then.
-            acknowledge(ep, h.peer);
-            return refused(rx, false, &why);
-        }
-        // SAFETY: registered host memory of this process (checked), which peers' puts may
-        // write; the source is the message, valid during the handler.
-        unsafe { std::ptr::copy_nonoverlapping(m.eager.as_ptr(), h.dest as usize as *mut u8, m.eager.len()) };
+am_handler!(on_long_put, |rx: &Receiver, m: Message<PutHeader>| {
+    let (h, ep) = match (&m.header, m.rndv, m.reply_ep) {
+        (Ok(h), false, Some(ep)) => (*h, ep),
+        (Err(why), ..) => return refused(rx, m.rndv, &format!("a long put with {why}")),
+        (_, true, _) => return refused(rx, true, "a long put sent by rendezvous (they go eagerly)"),
+        (_, _, None) => return refused(rx, false, "a long put without a reply endpoint"),
+    };
+    if !rx.regions.contains_host(h.dest, m.eager.len()) {
+        let why = format!(
+            "a put of {} bytes at {:#x}: not registered host memory of this PE",
+            m.eager.len(),
+            h.dest
+        );
+        // Acknowledged even so: the refusal ends the job, and the sender must not wait for
+        // an answer that would never come until then.
         acknowledge(ep, h.peer);
-        sys::UCS_OK
-    };
-    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Receiver.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
-}
+        return refused(rx, false, &why);
+    }
+    // SAFETY: registered host memory of this process (checked), which peers' puts may
+    // write; the source is the message, valid during the handler.
+    unsafe { std::ptr::copy_nonoverlapping(m.eager.as_ptr(), h.dest as usize as *mut u8, m.eager.len()) };
+    acknowledge(ep, h.peer);
+    sys::UCS_OK
+});
 
-unsafe extern "C" fn on_get(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |rx: &Receiver, m: Message<'_, GetHeader>| {
-        let (h, ep) = match (&m.header, m.reply_ep) {
-            (Ok(h), Some(ep)) if !m.rndv => (*h, ep),
-            (Err(why), _) => return refused(rx, m.rndv, &format!("a get request with {why}")),
-            _ => return refused(rx, m.rndv, "a get request without a reply endpoint, or by rendezvous"),
-        };
-        let len = usize::try_from(h.len).unwrap_or(usize::MAX);
-        let ok = len <= CHUNK && rx.regions.contains_host(h.src, len);
-        let header = AnswerHeader { token: h.token, status: i32::from(!ok), pad: 0 };
-        let (data, len) = if ok { (h.src as usize, len) } else { (0, 0) };
-        send_boxed(ep, ANSWER, Reply { header, data, len, value: 0 });
-        if !ok {
-            return refused(rx, false, &format!("a get of {} bytes at {:#x}: not registered host memory of this PE (or more than {CHUNK} bytes)", h.len, h.src));
-        }
-        sys::UCS_OK
+am_handler!(on_get, |rx: &Receiver, m: Message<GetHeader>| {
+    let (h, ep) = match request(rx, &m, "a get request") {
+        Ok(r) => r,
+        Err(status) => return status,
     };
-    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Receiver.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
-}
+    let len = usize::try_from(h.len).unwrap_or(usize::MAX);
+    let ok = len <= CHUNK && rx.regions.contains_host(h.src, len);
+    let header = AnswerHeader { token: h.token, status: i32::from(!ok), pad: 0 };
+    let (data, len) = if ok { (h.src as usize, len) } else { (0, 0) };
+    send_boxed(ep, ANSWER, Reply { header, data, len, value: 0 });
+    if !ok {
+        return refused(rx, false, &format!("a get of {} bytes at {:#x}: not registered host memory of this PE (or more than {CHUNK} bytes)", h.len, h.src));
+    }
+    sys::UCS_OK
+});
 
-unsafe extern "C" fn on_amo(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |rx: &Receiver, m: Message<'_, AmoHeader>| {
-        let (h, ep) = match (&m.header, m.reply_ep) {
-            (Ok(h), Some(ep)) if !m.rndv => (*h, ep),
-            (Err(why), _) => return refused(rx, m.rndv, &format!("an atomic request with {why}")),
-            _ => return refused(rx, m.rndv, "an atomic request without a reply endpoint, or by rendezvous"),
-        };
-        let size = h.size as usize;
-        let ok = cpu_atomic::valid(h.addr, h.size, h.op) && rx.regions.contains_host(h.addr, size);
-        let old = if ok {
-            // SAFETY: an aligned word of registered host memory of this process (checked),
-            // which the spml and the core only ever update atomically.
-            unsafe { cpu_atomic::apply(h.addr as usize, size, h.op, h.value, h.cond) }
-        } else {
-            0
-        };
-        let header = AnswerHeader { token: h.token, status: i32::from(!ok), pad: 0 };
-        send_boxed(ep, ANSWER, Reply { header, data: OWN_VALUE, len: if ok { size } else { 0 }, value: old });
-        if !ok {
-            let why = format!(
-                "atomic {} on {} bytes at {:#x}: not an aligned word of registered host memory of this PE",
-                h.op, h.size, h.addr
-            );
-            return refused(rx, false, &why);
-        }
-        sys::UCS_OK
+am_handler!(on_amo, |rx: &Receiver, m: Message<AmoHeader>| {
+    let (h, ep) = match request(rx, &m, "an atomic request") {
+        Ok(r) => r,
+        Err(status) => return status,
     };
-    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Receiver.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
-}
+    let size = h.size as usize;
+    let ok = cpu_atomic::valid(h.addr, h.size, h.op) && rx.regions.contains_host(h.addr, size);
+    let old = if ok {
+        // SAFETY: an aligned word of registered host memory of this process (checked),
+        // which the spml and the core only ever update atomically.
+        unsafe { cpu_atomic::apply(h.addr as usize, size, h.op, h.value, h.cond) }
+    } else {
+        0
+    };
+    let header = AnswerHeader { token: h.token, status: i32::from(!ok), pad: 0 };
+    send_boxed(ep, ANSWER, Reply { header, data: OWN_VALUE, len: if ok { size } else { 0 }, value: old });
+    if !ok {
+        let why = format!(
+            "atomic {} on {} bytes at {:#x}: not an aligned word of registered host memory of this PE",
+            h.op, h.size, h.addr
+        );
+        return refused(rx, false, &why);
+    }
+    sys::UCS_OK
+});
 
 /// Refuse a message (ending the job): a rendezvous sender's operation fails with the status
 /// returned; eager data is dropped (UCX accepts no other answer for it).
 #[cold]
+/// A request's header and the endpoint its answer goes back on, or, refused (a bad header, no
+/// reply endpoint, sent by rendezvous), the status the handler returns.
+fn request<H: Copy>(
+    rx: &Receiver,
+    m: &Message<'_, H>,
+    what: &str,
+) -> Result<(H, sys::ucp_ep_h), sys::ucs_status_t> {
+    match (&m.header, m.reply_ep) {
+        (Ok(h), Some(ep)) if !m.rndv => Ok((*h, ep)),
+        (Err(why), _) => Err(refused(rx, m.rndv, &format!("{what} with {why}"))),
+        _ => Err(refused(rx, m.rndv, &format!("{what} without a reply endpoint, or by rendezvous"))),
+    }
+}
+
 fn refused(rx: &Receiver, rndv: bool, why: &str) -> sys::ucs_status_t {
     rx.refuse_rma(why);
     if rndv {
@@ -426,25 +405,14 @@ impl Answers {
     }
 }
 
-unsafe extern "C" fn on_answer(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |a: &Answers, m: Message<'_, AnswerHeader>| {
-        match m.header {
-            Ok(h) if !m.rndv => a.answer(&h, m.eager),
-            // Not an answer this library sent (answers go eagerly): nobody waits for it.
-            _ => return if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK },
-        }
-        sys::UCS_OK
-    };
-    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Answers.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
-}
+am_handler!(on_answer, |a: &Answers, m: Message<AnswerHeader>| {
+    match m.header {
+        Ok(h) if !m.rndv => a.answer(&h, m.eager),
+        // Not an answer this library sent (answers go eagerly): nobody waits for it.
+        _ => return if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK },
+    }
+    sys::UCS_OK
+});
 
 #[cfg(test)]
 mod tests {

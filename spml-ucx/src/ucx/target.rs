@@ -25,7 +25,7 @@
 //! every range against its own device segments.
 
 use super::handler::{
-    check_header_room, send_boxed, serve, set_handler, Handler, Message, Outbound, Refusals, Wire,
+    am_handler, check_header_room, send_boxed, set_handler, Handler, Message, Outbound, Refusals, Wire,
 };
 use super::rma_am::{AnswerHeader, ANSWER};
 use super::{Channel, Complaint, OpError};
@@ -141,77 +141,40 @@ impl Outbound for Outgoing {
     }
 }
 
-unsafe extern "C" fn on_put(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    // SAFETY: UCX's arguments, passed on.
-    unsafe { on_request(PUT, arg, header, header_length, data, length, param) }
-}
-
-unsafe extern "C" fn on_get(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    // SAFETY: UCX's arguments, passed on.
-    unsafe { on_request(GET, arg, header, header_length, data, length, param) }
-}
+am_handler!(on_put, |server: &Server, m: Message<Header>| { on_request(PUT, server, m) });
+am_handler!(on_get, |server: &Server, m: Message<Header>| { on_request(GET, server, m) });
 
 /// Serve a `PUT` or `GET` request and answer it.
-///
-/// # Safety
-/// UCX's handler arguments, `arg` being the [`Server`] that installed the handler.
-unsafe fn on_request(
-    id: u32,
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> sys::ucs_status_t {
-    let body = |server: &Server, m: Message<'_, Header>| {
-        let h = match m.header {
-            Ok(h) => h,
-            Err(why) => {
-                server.refuse(&why);
-                return if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
-            }
-        };
-        let mut out =
-            Outgoing { header: AnswerHeader { token: h.token, status: 0, pad: 0 }, data: Vec::new() };
-        let outcome = if m.rndv {
-            Err("a rendezvous message (transfers through the target are sent eagerly)".to_string())
-        } else if m.reply_ep.is_none() {
-            Err("a request without a reply endpoint".to_string())
-        } else {
-            server.serve(id, &h, m.eager, &mut out.data)
-        };
-        out.header.status = i32::from(outcome.is_err());
-        if outcome.is_err() {
-            out.data.clear();
-        }
-        if let Some(ep) = m.reply_ep {
-            send_boxed(ep, ANSWER, out);
-        }
-        if let Err(why) = outcome {
+fn on_request(id: u32, server: &Server, m: Message<'_, Header>) -> sys::ucs_status_t {
+    let h = match m.header {
+        Ok(h) => h,
+        Err(why) => {
             server.refuse(&why);
-            if m.rndv {
-                return sys::UCS_ERR_INVALID_PARAM;
-            }
+            return if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK };
         }
-        sys::UCS_OK
     };
-    // SAFETY: UCX's arguments, during its call; `arg` is the leaked Server that installed this handler.
-    unsafe { serve(arg, header, header_length, data, length, param, body) }
+    let mut out = Outgoing { header: AnswerHeader { token: h.token, status: 0, pad: 0 }, data: Vec::new() };
+    let outcome = if m.rndv {
+        Err("a rendezvous message (transfers through the target are sent eagerly)".to_string())
+    } else if m.reply_ep.is_none() {
+        Err("a request without a reply endpoint".to_string())
+    } else {
+        server.serve(id, &h, m.eager, &mut out.data)
+    };
+    out.header.status = i32::from(outcome.is_err());
+    if outcome.is_err() {
+        out.data.clear();
+    }
+    if let Some(ep) = m.reply_ep {
+        send_boxed(ep, ANSWER, out);
+    }
+    if let Err(why) = outcome {
+        server.refuse(&why);
+        if m.rndv {
+            return sys::UCS_ERR_INVALID_PARAM;
+        }
+    }
+    sys::UCS_OK
 }
 
 /// Move `len` bytes between host buffer `buf` and bytes `off..` of PE `pe`'s segment `seg`
