@@ -441,6 +441,9 @@ pub struct Ucx {
     /// worker its context's thread is busy with made operations on it 10-40 times slower,
     /// measured over TCP; it only sends their waiting batches while they are idle).
     channel_workers: ChannelList,
+    /// Whether `channel_workers` holds any: read without its lock by [`Ucx::progress_all`],
+    /// which every round of a wait calls (a created channel is seen at the next round).
+    any_channel: AtomicBool,
     /// Whether channels batch small puts (the option, where this context allows it).
     batching: bool,
     /// Whether channels carry RMA and atomics in the spml's own messages (`rma_am`).
@@ -541,6 +544,7 @@ impl Ucx {
             peers: Mutex::new(Peers::default()),
             chan: Arc::new(chan.with_companions(channel_workers.clone())),
             channel_workers,
+            any_channel: AtomicBool::new(false),
             batching,
             rma_in_messages: batching && rma_in_messages,
             sockets_only: opts.sockets_only,
@@ -703,6 +707,7 @@ impl Ucx {
         }
         peers.extra.push(ch.clone());
         self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).push(ch.clone());
+        self.any_channel.store(true, Ordering::Release);
         Ok(ch)
     }
 
@@ -824,9 +829,11 @@ impl Ucx {
     /// so channels need progress even while their contexts are idle.
     pub fn progress_all(&self) -> bool {
         let mut busy = self.chan.progress();
-        let chans = self.channel_workers.lock().unwrap_or_else(|e| e.into_inner());
-        for ch in chans.iter() {
-            busy |= ch.progress();
+        if self.any_channel.load(Ordering::Acquire) {
+            let chans = self.channel_workers.lock().unwrap_or_else(|e| e.into_inner());
+            for ch in chans.iter() {
+                busy |= ch.progress();
+            }
         }
         busy
     }
@@ -931,6 +938,7 @@ impl Ucx {
         }
         self.stop_progress_thread();
         let deadline = Instant::now() + FINALIZE_TIMEOUT;
+        self.any_channel.store(false, Ordering::Release);
         self.channel_workers.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let extra = std::mem::take(&mut self.peers().extra);
         self.peers().pool.clear();

@@ -774,22 +774,16 @@ impl Channel {
         data: *const u8,
         len: usize,
     ) -> sys::ucs_status_ptr_t {
-        let param = sys::ucp_request_param_t {
+        let mut param = sys::ucp_request_param_t {
             op_attr_mask: sys::UCP_OP_ATTR_FIELD_FLAGS,
             flags: sys::UCP_AM_SEND_FLAG_EAGER | sys::UCP_AM_SEND_FLAG_REPLY,
             ..Default::default()
         };
+        let data: *const c_void =
+            if len == 0 { super::handler::without_data(&mut param) } else { data.cast() };
         // SAFETY: caller.
         unsafe {
-            sys::ucp_am_send_nbx(
-                ep,
-                id,
-                (h as *const H).cast(),
-                std::mem::size_of::<H>(),
-                data.cast(),
-                len,
-                &param,
-            )
+            sys::ucp_am_send_nbx(ep, id, (h as *const H).cast(), std::mem::size_of::<H>(), data, len, &param)
         }
     }
 

@@ -77,8 +77,14 @@ pub struct AmoHeader {
     pub size: u32,
 }
 
+/// The most data an answer carries inside its header (an atomic's old value, a small get's
+/// bytes): such an answer has no data part, and so takes UCX's copying path
+/// (`handler::without_data`).
+pub const INLINE: usize = 64;
+
 /// An answer: the waiter it is for, and 0 when the target served the request. The data (a
-/// get's bytes, an atomic's old value) follows.
+/// get's bytes, an atomic's old value) follows: inside the header up to [`INLINE`] bytes,
+/// else as the message's data.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AnswerHeader {
@@ -94,12 +100,15 @@ unsafe impl Wire for GetHeader {}
 // SAFETY: as above.
 unsafe impl Wire for AmoHeader {}
 // SAFETY: as above.
-unsafe impl Wire for AnswerHeader {}
+unsafe impl Wire for AnswerHeader {
+    const TAIL_MAX: usize = INLINE;
+}
 
 /// Install the request handlers on the default worker, whose [`Receiver`] knows the memory
 /// they may touch. `rx` must outlive the worker.
 pub fn install_requests(rx: &'static Receiver, worker: sys::ucp_worker_h) -> Result<(), String> {
-    check_header_room(worker, std::mem::size_of::<AmoHeader>(), "RMA in active messages")?;
+    let most = std::mem::size_of::<AmoHeader>().max(std::mem::size_of::<AnswerHeader>() + INLINE);
+    check_header_room(worker, most, "RMA in active messages")?;
     let arg = rx as *const Receiver as *mut c_void;
     set_handler(worker, LONG_PUT, on_long_put, arg)?;
     set_handler(worker, GET, on_get, arg)?;
@@ -114,28 +123,47 @@ pub fn install_answers(a: &'static Answers, worker: sys::ucp_worker_h) -> Result
 
 // ---- the target's side ----
 
-/// An answer on its way back. For a get the data is the target's own registered memory, read
-/// when UCX sends (at once for an eager message that fits the socket): the requester waits for
-/// it, so the memory cannot be released in the meantime (releasing is collective).
+/// An answer on its way back: its bytes inside the header (`inline`, right after it), or for a
+/// get of more than [`INLINE`] bytes, the target's own registered memory, read when UCX sends
+/// (at once for an eager message that fits the socket): the requester waits for it, so the
+/// memory cannot be released in the meantime (releasing is collective).
+#[repr(C)]
 struct Reply {
     header: AnswerHeader,
-    /// The address of the `len` bytes sent, or [`OWN_VALUE`] for an atomic's answer, whose
-    /// bytes are `value` (inside the box, which lives until UCX is done with it).
+    inline: [u8; INLINE],
+    /// The address of the `len` bytes sent, or [`INLINED`] when they are in `inline`.
     data: usize,
     len: usize,
-    value: u64,
 }
 
-const OWN_VALUE: usize = usize::MAX;
+const INLINED: usize = usize::MAX;
+
+// The header and its inline bytes go out as one header: nothing may come between them.
+const _: () = assert!(std::mem::offset_of!(Reply, inline) == std::mem::size_of::<AnswerHeader>());
+
+impl Reply {
+    /// An answer carrying `bytes` (at most [`INLINE`]) inside its header.
+    fn inline(header: AnswerHeader, bytes: &[u8]) -> Reply {
+        let mut r = Reply { header, inline: [0; INLINE], data: INLINED, len: bytes.len() };
+        r.inline[..bytes.len()].copy_from_slice(bytes);
+        r
+    }
+
+    /// An answer carrying the `len` bytes at `addr` as its data.
+    fn at(header: AnswerHeader, addr: usize, len: usize) -> Reply {
+        Reply { header, inline: [0; INLINE], data: addr, len }
+    }
+}
 
 impl Outbound for Reply {
     fn parts(&self) -> (*const c_void, usize, *const c_void, usize) {
-        let data = if self.data == OWN_VALUE {
-            (&self.value as *const u64).cast()
+        let h = (&self.header as *const AnswerHeader).cast();
+        let fixed = std::mem::size_of::<AnswerHeader>();
+        if self.data == INLINED {
+            (h, fixed + self.len, std::ptr::null(), 0)
         } else {
-            self.data as *const c_void
-        };
-        ((&self.header as *const AnswerHeader).cast(), std::mem::size_of::<AnswerHeader>(), data, self.len)
+            (h, fixed, self.data as *const c_void, self.len)
+        }
     }
 }
 
@@ -177,8 +205,15 @@ am_handler!(on_get, |rx: &Receiver, m: Message<GetHeader>| {
     let len = usize::try_from(h.len).unwrap_or(usize::MAX);
     let ok = len <= CHUNK && rx.regions.contains_host(h.src, len);
     let header = AnswerHeader { token: h.token, status: i32::from(!ok), pad: 0 };
-    let (data, len) = if ok { (h.src as usize, len) } else { (0, 0) };
-    send_boxed(ep, ANSWER, Reply { header, data, len, value: 0 });
+    let reply = if !ok {
+        Reply::inline(header, &[])
+    } else if len <= INLINE {
+        // SAFETY: registered host memory of this process (checked), which peers may read.
+        Reply::inline(header, unsafe { std::slice::from_raw_parts(h.src as usize as *const u8, len) })
+    } else {
+        Reply::at(header, h.src as usize, len)
+    };
+    send_boxed(ep, ANSWER, reply);
     if !ok {
         return refused(rx, false, &format!("a get of {} bytes at {:#x}: not registered host memory of this PE (or more than {CHUNK} bytes)", h.len, h.src));
     }
@@ -200,7 +235,8 @@ am_handler!(on_amo, |rx: &Receiver, m: Message<AmoHeader>| {
         0
     };
     let header = AnswerHeader { token: h.token, status: i32::from(!ok), pad: 0 };
-    send_boxed(ep, ANSWER, Reply { header, data: OWN_VALUE, len: if ok { size } else { 0 }, value: old });
+    // The old value's first `size` bytes in memory order are the word's.
+    send_boxed(ep, ANSWER, Reply::inline(header, &old.to_ne_bytes()[..if ok { size } else { 0 }]));
     if !ok {
         let why = format!(
             "atomic {} on {} bytes at {:#x}: not an aligned word of registered host memory of this PE",
@@ -407,7 +443,10 @@ impl Answers {
 
 am_handler!(on_answer, |a: &Answers, m: Message<AnswerHeader>| {
     match m.header {
-        Ok(h) if !m.rndv => a.answer(&h, m.eager),
+        // The bytes came inside the header, or as the data; never both.
+        Ok(h) if !m.rndv && (m.tail.is_empty() || m.eager.is_empty()) => {
+            a.answer(&h, if m.tail.is_empty() { m.eager } else { m.tail })
+        }
         // Not an answer this library sent (answers go eagerly): nobody waits for it.
         _ => return if m.rndv { sys::UCS_ERR_INVALID_PARAM } else { sys::UCS_OK },
     }
@@ -472,5 +511,23 @@ mod tests {
         assert_eq!(held.len(), SLOTS);
         a.abandon(held[3]);
         assert!(a.claim(dst.as_mut_ptr(), 2, false).is_some(), "an abandoned slot is free again");
+    }
+
+    #[test]
+    fn a_small_answer_travels_inside_its_header_and_a_large_one_as_data() {
+        let header = AnswerHeader { token: 5, status: 0, pad: 0 };
+        let fixed = std::mem::size_of::<AnswerHeader>();
+        let r = Reply::inline(header, &[1, 2, 3]);
+        let (h, hlen, d, dlen) = r.parts();
+        assert_eq!((hlen, d, dlen), (fixed + 3, std::ptr::null(), 0));
+        // SAFETY: `parts` hands out `hlen` readable bytes of `r`.
+        let bytes = unsafe { std::slice::from_raw_parts(h as *const u8, hlen) };
+        assert_eq!(&bytes[fixed..], &[1, 2, 3]);
+        let full = Reply::inline(header, &[9; INLINE]);
+        assert_eq!(full.parts().1, fixed + INLINE);
+        let src = [0u8; INLINE + 1];
+        let r = Reply::at(header, src.as_ptr() as usize, src.len());
+        let (_, hlen, d, dlen) = r.parts();
+        assert_eq!((hlen, d, dlen), (fixed, src.as_ptr() as *const c_void, INLINE + 1));
     }
 }
