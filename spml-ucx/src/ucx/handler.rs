@@ -200,7 +200,7 @@ pub fn set_handler(worker: sys::ucp_worker_h, id: u32, cb: Handler, arg: *mut c_
 /// vector, UCX's header, ours and the data, with one `sendmsg` over TCP (1.13's
 /// `uct_tcp_ep_am_short_iov`), and an I/O vector of one part with `sendmsg` too (its
 /// zero-copy path). An empty I/O vector allows neither. For a get, whose request and answer
-/// are both small, this made the 8-byte get over loopback 2-3% faster (docs/performance.md,
+/// are both small, this made the 8-byte get over TCP 2-4% faster (docs/performance.md,
 /// "Messages without data"). Sets `param`'s datatype; returns the `buffer` argument, with a
 /// count of 0.
 pub fn without_data(param: &mut sys::ucp_request_param_t) -> *const c_void {
