@@ -39,6 +39,25 @@ fn probe_accepts_the_features_open_uses() {
     .expect("UCX is usable here");
 }
 
+/// A one-PE context (UCX's RMA and atomics, or with `rma` the spml's own messages) whose
+/// segment `seg` of PE 0 is `buf`, registered and its key unpacked: its registration handle.
+fn self_target(rma: bool, buf: &mut [u64], seg: usize) -> (Ucx, sys::ucp_mem_h) {
+    let u = connected(Options {
+        progress_thread: false,
+        loopback_only: true,
+        rma_in_messages: rma,
+        ..Options::default()
+    });
+    assert_eq!(u.rma_in_messages(), rma);
+    let (memh, base) = map(&u, buf.as_mut_ptr().cast(), std::mem::size_of_val(buf), false);
+    assert_eq!(base, buf.as_mut_ptr().cast());
+    // SAFETY: a live registration of this context.
+    let packed = unsafe { u.rkey_pack(memh) }.expect("pack its key");
+    assert!(!packed.is_empty());
+    u.add_rkey(0, seg, &packed).expect("unpack the key");
+    (u, memh)
+}
+
 #[test]
 fn put_get_atomic_and_flush_through_a_self_endpoint() {
     put_get_atomic_and_flush_through_a_self_endpoint_with(false);
@@ -51,21 +70,9 @@ fn put_get_atomic_and_flush_through_a_self_endpoint_in_messages() {
 
 /// With UCX's RMA and atomics, or (`rma`) with the spml's own messages.
 fn put_get_atomic_and_flush_through_a_self_endpoint_with(rma: bool) {
-    let u = connected(Options {
-        progress_thread: false,
-        loopback_only: true,
-        rma_in_messages: rma,
-        ..Options::default()
-    });
-    assert_eq!(u.rma_in_messages(), rma);
-    assert_eq!(u.n_pes(), 1);
     let mut target = vec![0u64; 64];
-    let (memh, base) = map(&u, target.as_mut_ptr().cast(), 64 * 8, false);
-    assert_eq!(base, target.as_mut_ptr().cast());
-    // SAFETY: a live registration of this context.
-    let packed = unsafe { u.rkey_pack(memh) }.expect("pack its key");
-    assert!(!packed.is_empty());
-    u.add_rkey(0, 1, &packed).expect("unpack the key");
+    let (u, memh) = self_target(rma, &mut target, 1);
+    assert_eq!(u.n_pes(), 1);
     let raddr = target.as_ptr() as u64;
 
     // blocking put, then the values are there after flush
@@ -131,18 +138,8 @@ fn every_atomic_operation_in_both_widths_in_messages() {
 
 /// With UCX's RMA and atomics, or (`rma`) with the spml's own messages.
 fn every_atomic_operation_in_both_widths_with(rma: bool) {
-    let u = connected(Options {
-        progress_thread: false,
-        loopback_only: true,
-        rma_in_messages: rma,
-        ..Options::default()
-    });
-    assert_eq!(u.rma_in_messages(), rma);
     let mut words = vec![0u64; 4];
-    let (memh, _) = map(&u, words.as_mut_ptr().cast(), 32, false);
-    // SAFETY: a live registration of this context.
-    let packed = unsafe { u.rkey_pack(memh) }.unwrap();
-    u.add_rkey(0, 0, &packed).unwrap();
+    let (u, memh) = self_target(rma, &mut words, 0);
     let a64 = words.as_ptr() as u64;
     let a32 = a64 + 8; // the low half of words[1] on little-endian, a separate 4-byte word anyway
     let amo = |raddr, op, size, value, cond| u.atomic(0, 0, raddr, op, size, value, cond, true).unwrap();
