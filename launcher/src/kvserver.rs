@@ -1,6 +1,6 @@
 //! The bootstrap key-value server `oshrun` runs for its PEs: one Unix-socket connection per PE,
 //! `Put`/`Get` of published values, `Fence` as a barrier that makes every earlier `Put` visible,
-//! and `Abort`/`Finalize` notifications for the job watcher.
+//! and `Abort`/`Finalize`/`Resume` notifications for the job watcher.
 //!
 //! Only the job's own PEs are served. The socket lives in a private directory, and a
 //! connection counts only once its first message is a `Hello` that carries the job's secret,
@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 pub struct Shared {
     kv: HashMap<(u32, String), Vec<u8>>,
-    /// Writers of the PEs waiting in the current fence.
-    fence_waiters: Vec<UnixStream>,
+    /// Writers of the PEs waiting in the current fence, with their ranks.
+    fence_waiters: Vec<(u32, UnixStream)>,
     /// First abort request: (rank, code, message).
     pub abort: Option<(u32, i32, String)>,
     pub finalized: Vec<bool>,
@@ -35,6 +35,15 @@ pub struct Shared {
 
 pub struct Server {
     pub shared: Arc<Mutex<Shared>>,
+}
+
+impl Shared {
+    /// The ranks waiting in the current fence, in order.
+    pub fn fencing(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.fence_waiters.iter().map(|(r, _)| *r).collect();
+        v.sort_unstable();
+        v
+    }
 }
 
 impl Server {
@@ -187,9 +196,9 @@ fn serve(mut conn: UnixStream, shared: Arc<Mutex<Shared>>, n: usize, key: &[u8])
             Msg::Fence => {
                 let Ok(w) = conn.try_clone() else { break };
                 let mut g = lock(&shared);
-                g.fence_waiters.push(w);
+                g.fence_waiters.push((rank, w));
                 if g.fence_waiters.len() == n {
-                    for mut w in g.fence_waiters.drain(..) {
+                    for (_, mut w) in g.fence_waiters.drain(..) {
                         let _ = wire::write_msg(&mut w, &Msg::FenceDone);
                     }
                 }
@@ -203,6 +212,11 @@ fn serve(mut conn: UnixStream, shared: Arc<Mutex<Shared>>, n: usize, key: &[u8])
             Msg::Finalize => {
                 if let Some(f) = lock(&shared).finalized.get_mut(rank as usize) {
                     *f = true;
+                }
+            }
+            Msg::Resume => {
+                if let Some(f) = lock(&shared).finalized.get_mut(rank as usize) {
+                    *f = false;
                 }
             }
             Msg::FenceDone | Msg::Value(_) => break,

@@ -799,6 +799,21 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
                 );
             }
         }
+        // PEs that initialized the library again after a finalize (OpenSHMEM 1.6 allows it; it
+        // is collective) while a PE that finalized has left: they would wait for it forever.
+        if running > 0 {
+            if let Some(gone) = job.pes.iter().position(|p| !p.live) {
+                let fencing = server.shared.lock().unwrap_or_else(|e| e.into_inner()).fencing();
+                if !fencing.is_empty() {
+                    let pid = job.pes[gone].pid;
+                    return stop_job(
+                        job,
+                        format!("oshrun: PE {gone} (pid {pid}) has exited, but PE(s) {fencing:?} wait for it in shmem_init (called again after shmem_finalize: every PE must call it) or another collective start-up step; stopping the other {running} PE(s)"),
+                        1,
+                    );
+                }
+            }
+        }
         if let Some((rank, (since, s))) =
             job.pes.iter().enumerate().find_map(|(i, p)| p.stopped.filter(|_| p.live).map(|x| (i, x)))
         {

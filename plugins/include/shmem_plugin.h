@@ -821,6 +821,18 @@ typedef struct {
    * Without it, waits yield once they have spun a while, whatever `progress` did.
    */
   int (*progress_busy)(void);
+  /**
+   * Optional, appended within ABI v2 (absent from shorter tables; read through
+   * `shmem_plugin_spml_ops_t.suspend_slot`): the library was finalized (`suspended` = 1) but stays ready
+   * to be initialized again in this process, as OpenSHMEM 1.6 allows, or it was initialized
+   * again (0). The core calls it with 1 at the last `shmem_finalize`, once every operation
+   * is complete and every PE has arrived, in place of `finalize`, which then follows when
+   * the process exits. While suspended, peers may end their processes at any moment: losing
+   * one is expected and must not end the job. Nothing else is called meanwhile. Without the
+   * slot the core calls `finalize` at the last `shmem_finalize`, and the library cannot be
+   * initialized again.
+   */
+  void (*suspend)(int suspended);
 } shmem_plugin_spml_ops_t;
 
 /**

@@ -693,6 +693,16 @@ pub struct SpmlOps {
     /// instead of yielding the core: a PE serving a peer's gets answers one round sooner.
     /// Without it, waits yield once they have spun a while, whatever `progress` did.
     pub progress_busy: Option<unsafe extern "C" fn() -> c_int>,
+    /// Optional, appended within ABI v2 (absent from shorter tables; read through
+    /// [`SpmlOps::suspend_slot`]): the library was finalized (`suspended` = 1) but stays ready
+    /// to be initialized again in this process, as OpenSHMEM 1.6 allows, or it was initialized
+    /// again (0). The core calls it with 1 at the last `shmem_finalize`, once every operation
+    /// is complete and every PE has arrived, in place of `finalize`, which then follows when
+    /// the process exits. While suspended, peers may end their processes at any moment: losing
+    /// one is expected and must not end the job. Nothing else is called meanwhile. Without the
+    /// slot the core calls `finalize` at the last `shmem_finalize`, and the library cannot be
+    /// initialized again.
+    pub suspend: Option<unsafe extern "C" fn(suspended: c_int)>,
 }
 
 /// The signature of [`SpmlOps::put_via_target`] and [`SpmlOps::get_via_target`]: `(ctx, pe,
@@ -742,6 +752,15 @@ impl SpmlOps {
             return None;
         }
         Some((self.put_via_target?, self.get_via_target?))
+    }
+
+    /// The `suspend` slot, when the component's table has it.
+    pub fn suspend_slot(&self) -> Option<unsafe extern "C" fn(c_int)> {
+        let end = std::mem::offset_of!(SpmlOps, suspend) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.suspend
     }
 
     /// The `progress_busy` slot, when the component's table has it.

@@ -271,6 +271,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
         put_via_target: via_target.then_some(put_via_target as SpmlViaTarget),
         get_via_target: via_target.then_some(get_via_target as SpmlViaTarget),
         progress_busy: Some(progress_busy),
+        suspend: Some(suspend),
     }));
     u.on_refused_message(fatal_hook);
     u.on_refused_transfer(fatal_hook);
@@ -693,6 +694,12 @@ unsafe extern "C" fn finalize() {
             }
         }
     })
+}
+
+/// The library was finalized but may be initialized again in this process (1), or it was (0).
+/// Peers may end their processes while it is suspended: their loss is then expected.
+unsafe extern "C" fn suspend(suspended: c_int) {
+    slot(COMPONENT, "suspend", || state().set_suspended(suspended != 0))
 }
 
 rshmem_plugin_api::export_plugin! {

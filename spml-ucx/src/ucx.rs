@@ -838,6 +838,13 @@ impl Ucx {
         busy
     }
 
+    /// While the library is suspended (finalized, but ready to be initialized again) peers may
+    /// end their processes: a lost peer is then expected, as while finalizing. Once resumed, a
+    /// peer lost meanwhile is reported again like any other.
+    pub fn set_suspended(&self, on: bool) {
+        self.health.finalizing.store(on, Ordering::Release);
+    }
+
     /// The first peer whose endpoint failed, with UCX's status, if any.
     pub fn peer_failure(&self) -> Option<(usize, sys::ucs_status_t)> {
         self.health.failure().map(|(pe, st, _)| (pe, st))

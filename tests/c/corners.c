@@ -1,7 +1,8 @@
 /* Spec corner cases: shmem_align with large alignments; team splits that cannot be made
  * (empty or invalid triplet, no team slot left) return nonzero and SHMEM_TEAM_INVALID on every
  * PE; many short-lived teams; test_any / wait_until_any fairness; no descriptor left open
- * after shmem_finalize. */
+ * after shmem_finalize (run with SHMEM_REINIT=0: by default the library keeps its connections
+ * for a later shmem_init until the process exits). */
 #include "check.h"
 #include <dirent.h>
 #include <stdint.h>

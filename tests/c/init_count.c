@@ -2,7 +2,7 @@
  * shmem_finalize, and only the last one finalizes. Also: shmem_init_thread with a level that
  * is not one returns nonzero and initializes nothing; shmem_align with an alignment that is
  * not a power of two returns NULL. INIT_AGAIN=1 initializes once more after the last
- * finalize, which rshmem refuses with a message (see docs/architecture.md). */
+ * finalize, which OpenSHMEM 1.6 allows, and communicates again (tests/c/reinit.c does more). */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +49,15 @@ int main(void) {
     shmem_finalize(); /* after the last one: nothing to do */
     if (getenv("INIT_AGAIN")) {
         shmem_init();
-        printf("init_count: initialized again\n");
+        shmem_query_initialized(&initialized);
+        CHECK(initialized == 1);
+        word = 0;
+        shmem_barrier_all();
+        shmem_long_p(&word, 2 * (me + 1), (me + 1) % n);
+        shmem_barrier_all();
+        CHECK(word == 2 * ((me + n - 1) % n + 1));
+        printf("init_count: PE %d initialized again\n", me);
+        shmem_finalize();
     }
     return 0;
 }

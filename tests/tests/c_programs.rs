@@ -69,6 +69,14 @@ fn hello_runs_as_a_single_pe_without_job() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "Hello from PE 0 of 1 (rshmem, OpenSHMEM 1.6)");
 }
 
+/// OpenSHMEM 1.6 lets a program initialize the library again after its last finalize: three
+/// rounds, each communicating and leaving teams, contexts, blocks and a space for that
+/// finalize to release.
+#[test]
+fn the_library_initializes_again_after_its_last_finalize() {
+    run_everywhere("reinit", &[]);
+}
+
 #[test]
 fn put_get_on_the_heap() {
     run_everywhere("putget_heap", &[]);

@@ -29,6 +29,27 @@ fn put_to_a_stack_address_is_refused() {
     );
 }
 
+/// After the last finalize the library stays ready to be initialized again (OpenSHMEM 1.6),
+/// connections included: a PE that leaves then is expected, whether the others go on without
+/// the library (the job succeeds) or initialize again without it (the job ends, naming it).
+#[test]
+fn a_pe_leaving_after_the_last_finalize_ends_nothing_unless_others_initialize_again() {
+    for np in [2, 3] {
+        let env = [("MODE", "linger"), ("SHMEM_LOCAL_MAP", "0")];
+        let r = oshrun(np, &c_test("after_finalize"), &env, T);
+        assert_eq!(r.code(), Some(0), "{}", r.stderr);
+        for pe in 1..np {
+            assert!(r.stdout.contains(&format!("after_finalize: PE {pe} ok")), "{}", r.stdout);
+        }
+        assert!(!r.stderr.contains("unreachable"), "{}", r.stderr);
+    }
+    let r = oshrun(3, &c_test("after_finalize"), &[("MODE", "leave")], T);
+    r.assert_fails_saying("oshrun: PE 0 (pid ");
+    assert!(r.stderr.contains("has exited, but PE(s) [1, 2] wait for it in shmem_init"), "{}", r.stderr);
+    assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
+    assert!(r.elapsed < Duration::from_secs(10), "job took {:?}", r.elapsed);
+}
+
 #[test]
 fn a_killed_pe_ends_the_job_within_a_second_naming_it() {
     let r = oshrun(4, &c_test("die"), &[], T);

@@ -264,8 +264,14 @@ fn initialisations_are_counted_and_bad_levels_and_alignments_refused() {
         r.stderr
     );
     let r = oshrun(2, &c_test("init_count"), &[("INIT_AGAIN", "1")], T);
-    r.assert_fails_saying("shmem_init: rshmem cannot be initialized again after its last shmem_finalize");
-    assert!(!r.stdout.contains("initialized again"));
+    r.assert_all_pes_ok("init_count", 2);
+    for pe in 0..2 {
+        assert!(r.stdout.contains(&format!("init_count: PE {pe} initialized again")), "{}", r.stdout);
+    }
+    // Without the kept connections, initializing again is refused with the reason.
+    let r = oshrun(2, &c_test("init_count"), &[("INIT_AGAIN", "1"), ("SHMEM_REINIT", "0")], T);
+    r.assert_fails_saying("shmem_init: rshmem cannot be initialized again: its last shmem_finalize released the library for good, because SHMEM_REINIT=0");
+    assert!(!r.stdout.contains("initialized again"), "{}", r.stdout);
 }
 
 #[test]
@@ -287,8 +293,10 @@ fn a_collective_left_waiting_says_so_and_still_completes() {
 
 #[test]
 fn spec_corner_cases_hold() {
+    // SHMEM_REINIT=0: the last finalize then releases every descriptor (by default the
+    // connections stay for a later shmem_init: tests/c/reinit.c checks that they do not grow).
     for np in [2, 3] {
-        let r = oshrun(np, &c_test("corners"), &[], T);
+        let r = oshrun(np, &c_test("corners"), &[("SHMEM_REINIT", "0")], T);
         r.assert_all_pes_ok("corners", np);
         assert!(r.stderr.contains("no room for another team"), "{}", r.stderr);
     }

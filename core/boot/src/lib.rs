@@ -27,8 +27,15 @@ pub trait Bootstrap: Send + Sync {
     fn get(&self, pe: i32, key: &str) -> io::Result<Option<Vec<u8>>>;
     /// Ends the whole job with `code`. Does not return.
     fn abort(&self, code: i32, msg: &str) -> !;
-    /// Tell the launcher this PE finalized cleanly.
+    /// Tell the launcher this PE finalized cleanly, and leave it.
     fn finalize(&self);
+    /// The library was finalized but stays ready to be initialized again in this process
+    /// (OpenSHMEM 1.6 allows it): tell the launcher, where it can be told and still be used
+    /// afterwards, that this PE finalized. `finalize` follows when the process exits. PMIx has
+    /// no such notice (`PMIx_Finalize` ends the client), so it is told at exit only.
+    fn suspend(&self) {}
+    /// The library was initialized again after `suspend`: this PE runs again.
+    fn resume(&self) {}
 }
 
 /// How this process was started, from its environment.

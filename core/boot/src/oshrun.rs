@@ -107,4 +107,10 @@ impl Bootstrap for OshrunBoot {
             let _ = wire::write_msg(&mut c, &Msg::Finalize);
         }
     }
+    fn suspend(&self) {
+        let _ = self.send(&Msg::Finalize, false);
+    }
+    fn resume(&self) {
+        let _ = self.send(&Msg::Resume, false);
+    }
 }

@@ -42,6 +42,9 @@ pub enum Msg {
     },
     /// The PE called shmem_finalize: exiting from now on is normal.
     Finalize,
+    /// The PE initialized the library again after `Finalize` (OpenSHMEM 1.6 allows it): it
+    /// counts as running once more, so leaving without another finalize is a failure again.
+    Resume,
 }
 
 impl Msg {
@@ -56,6 +59,7 @@ impl Msg {
             Msg::Value(_) => "Value",
             Msg::Abort { .. } => "Abort",
             Msg::Finalize => "Finalize",
+            Msg::Resume => "Resume",
         }
     }
 }
@@ -102,6 +106,7 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
             put_bytes(&mut body, msg.as_bytes());
         }
         Msg::Finalize => body.push(8),
+        Msg::Resume => body.push(9),
     }
     let mut frame = (body.len() as u32).to_le_bytes().to_vec();
     frame.extend_from_slice(&body);
@@ -143,6 +148,7 @@ pub fn decode(body: &[u8]) -> io::Result<Msg> {
         6 => Msg::Value(if c.take(1)?[0] == 1 { Some(c.bytes()?) } else { None }),
         7 => Msg::Abort { code: c.u32()? as i32, msg: c.string()? },
         8 => Msg::Finalize,
+        9 => Msg::Resume,
         t => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -185,6 +191,7 @@ mod tests {
             Msg::Value(Some(vec![9; 300])),
             Msg::Abort { code: -3, msg: "bye".into() },
             Msg::Finalize,
+            Msg::Resume,
         ];
         for m in msgs {
             let frame = encode(&m);

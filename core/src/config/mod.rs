@@ -97,6 +97,12 @@ pub const SETTINGS: &[Setting] = &[
         "A PE that exits without calling shmem_finalize finalizes implicitly, waiting this long (ms) for the others to finalize before it ends the job; 0 waits forever",
     ),
     setting(
+        "SHMEM_REINIT",
+        Kind::Bool,
+        "1",
+        "Keep the library's connections after the last shmem_finalize (no communication, peers may exit), so that a later shmem_init resumes them, as OpenSHMEM 1.6 allows; they are released at exit. 0 releases them at that finalize, and initializing again then ends the job",
+    ),
+    setting(
         "SHMEM_COLL_STALL_WARN",
         Kind::Int,
         "60",

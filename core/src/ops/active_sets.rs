@@ -215,7 +215,7 @@ fn agree(
     let mine = with_cache(|c| c.used)
         | if rt.active_set_teams { 0 } else { NO_CACHE }
         | if alone { 0 } else { BUSY }
-        | if rt.thread_level >= crate::ops::THREAD_MULTIPLE { MULTI } else { 0 };
+        | if rt.thread_level() >= crate::ops::THREAD_MULTIPLE { MULTI } else { 0 };
     let word = psync.wrapping_add(AGREE_WORD).cast::<u64>();
     // SAFETY: the pSync's last word is symmetric (checked by the caller), zero by the pSync
     // contract, and no component of the ephemeral team touches it.

@@ -186,6 +186,19 @@ pub fn destroy_team_contexts(routine: &CStr, team: Team) {
     }
 }
 
+/// At the last finalize: destroy every context the program left. The spec destroys the
+/// shareable ones there with their teams; a private one left is the program's error (undefined
+/// behaviour) and goes too, so that the library initialized again starts without it.
+/// Returns how many there were.
+pub fn destroy_all(routine: &CStr) -> usize {
+    let left: Vec<usize> = live().clone();
+    for &p in &left {
+        // SAFETY: a live context; the list's lock is not held, and every PE has finalized.
+        unsafe { destroy(routine, p as Ctx) };
+    }
+    left.len()
+}
+
 const SHMEM_CTX_PRIVATE: c_long = 2;
 
 /// `shmem_ctx_get_team`: every context created with `shmem_ctx_create` (and the default one)

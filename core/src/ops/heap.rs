@@ -11,11 +11,6 @@ use std::sync::atomic::Ordering;
 
 const MIN_ALIGN: usize = 16;
 
-/// Allocate without synchronising (for the core's own symmetric data, created collectively).
-fn alloc_internal(rt: &Runtime, size: usize, align: usize) -> Option<*mut u8> {
-    rt.alloc(size, align.max(MIN_ALIGN))
-}
-
 /// Under SHMEM_DEBUG, end the job unless every PE passed the same `args`: allocations of
 /// different sizes leave the heaps at different offsets, and later transfers then land on the
 /// wrong objects without a word.
@@ -36,7 +31,7 @@ fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_v
     }
     let p = match rt.user_heap.get() {
         Some(u) => (u.alloc)(size, align.max(MIN_ALIGN)),
-        None => alloc_internal(rt, size, align).unwrap_or(std::ptr::null_mut()),
+        None => rt.alloc_user(size, align.max(MIN_ALIGN)).unwrap_or(std::ptr::null_mut()),
     };
     count_used(rt, p.cast(), true);
     if zero && !p.is_null() {
@@ -159,9 +154,8 @@ pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
     if let Some(u) = rt.user_heap.get() {
         return (u.free)(ptr);
     }
-    let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: plugin ABI call on a live allocation.
-    unsafe { (rt.memheap.free)(rt.heap, ptr) };
+    // SAFETY: a live block of the program's (checked), unused everywhere (the barrier).
+    unsafe { rt.free_user(ptr) };
 }
 
 /// `shmem_space_free` on the CPU space when it is not the default (`SHMEM_DEFAULT_SPACE=GPU`):
@@ -177,7 +171,7 @@ pub unsafe fn free_in_init_heap(routine: &CStr, ptr: *mut c_void) {
     }
     crate::ops::coll::barrier_all(routine);
     // SAFETY: a live block of the init heap (checked), unused everywhere (the barrier).
-    unsafe { rt.free(ptr.cast()) };
+    unsafe { rt.free_user(ptr) };
 }
 
 /// # Safety
@@ -199,11 +193,8 @@ pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_v
     let old = usable(rt, ptr);
     let p = match rt.user_heap.get() {
         Some(u) => (u.realloc)(ptr, size),
-        None => {
-            let _g = rt.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
-            // SAFETY: plugin ABI call on a live allocation (it stays live when this fails).
-            unsafe { (rt.memheap.realloc)(rt.heap, ptr, size) }
-        }
+        // SAFETY: a live block of the program's (checked), unused everywhere (the barrier).
+        None => unsafe { rt.realloc_user(ptr, size) },
     };
     if !p.is_null() {
         rt.heap_used.fetch_sub(old, Ordering::Relaxed);

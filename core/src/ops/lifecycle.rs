@@ -63,12 +63,15 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if runtime::is_initialized() {
         INIT_DEPTH.fetch_add(1, Ordering::Relaxed);
-        return get(routine).thread_level;
+        return get(routine).thread_level();
     }
     if runtime::is_finalized() {
+        if let Some(rt) = runtime::dormant() {
+            return resume(routine, rt, requested);
+        }
         fail(
             routine,
-            "rshmem cannot be initialized again after its last shmem_finalize (OpenSHMEM 1.6 allows it; rshmem does not support it yet: keep the library initialized, with one more shmem_init than shmem_finalize, until the last use)",
+            "rshmem cannot be initialized again: its last shmem_finalize released the library for good, because SHMEM_REINIT=0 or the spml cannot be suspended (no `suspend` slot, docs/plugin-abi.md). Keep the library initialized, with one more shmem_init than shmem_finalize, until the last use",
         );
     }
     let boot: &'static dyn Bootstrap = match bootstrap::detect() {
@@ -174,6 +177,11 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     };
     let spml_sel = sel(Framework::Spml);
     let (spml, spml_name): (&'static SpmlOps, _) = open(&spml_sel, core, routine);
+    let spml_thread_multiple = spml_sel
+        .ranked
+        .iter()
+        .find(|c| c.name == spml_name)
+        .is_some_and(|c| c.desc.caps & rshmem_plugin_api::SPML_CAP_THREAD_MULTIPLE != 0);
     runtime::set_transport(spml.transport);
     let sshmem_sel = sel(Framework::Sshmem);
     let (sshmem, sshmem_name): (&'static SshmemOps, _) = open(&sshmem_sel, core, routine);
@@ -463,9 +471,12 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         any_device: std::sync::atomic::AtomicBool::new(false),
         user_heap: std::sync::OnceLock::new(),
         heap,
-        heap_lock: Mutex::new(()),
+        heap_lock: Mutex::new(std::collections::HashSet::new()),
         segs,
-        thread_level: requested.clamp(crate::ops::THREAD_SINGLE, crate::ops::THREAD_MULTIPLE),
+        thread_level: std::sync::atomic::AtomicI32::new(
+            requested.clamp(crate::ops::THREAD_SINGLE, crate::ops::THREAD_MULTIPLE),
+        ),
+        spml_thread_multiple,
         debug,
         needs_progress: std::sync::atomic::AtomicBool::new(needs_progress),
         spin_limit: if boot.local_size() as usize > available_cores() { 0 } else { 128 },
@@ -546,7 +557,39 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             );
         }
     }
-    rt.thread_level
+    rt.thread_level()
+}
+
+/// `shmem_init` after the last `shmem_finalize` kept the runtime (`finalize_keeping`):
+/// collective, like the first initialization. The components, connections, heaps and
+/// predefined teams are the first initialization's; what the program made in between was
+/// released at that finalize; the GPU space is made again. Returns the provided thread level.
+fn resume(routine: &CStr, rt: &'static Runtime, requested: i32) -> i32 {
+    let suspend = rt.spml.suspend_slot().expect("a runtime is kept only with an spml that can be suspended");
+    rt.boot.resume();
+    // SAFETY: plugin ABI call; the spml was suspended by the last finalize.
+    unsafe { suspend(0) };
+    let mut level = requested.clamp(crate::ops::THREAD_SINGLE, crate::ops::THREAD_MULTIPLE);
+    if level == crate::ops::THREAD_MULTIPLE && !rt.spml_thread_multiple {
+        // The spml was chosen at the first initialization, which did not need the level.
+        crate::log::log(
+            crate::log::WARN,
+            &routine.to_string_lossy(),
+            "SHMEM_THREAD_MULTIPLE requested, but the spml chosen at the first initialization does not serve it: SHMEM_THREAD_SERIALIZED provided",
+        );
+        level = crate::ops::THREAD_SERIALIZED;
+    }
+    rt.thread_level.store(level, Ordering::Relaxed);
+    runtime::resume(rt);
+    // Every PE is back before any of them communicates again; the GPU space is made below
+    // with collectives.
+    fence_within(routine, rt, None);
+    crate::ops::spaces::init_gpu(rt);
+    INIT_DEPTH.store(1, Ordering::Relaxed);
+    if crate::log::enabled(crate::log::INFO, "init") {
+        crate::log::log(crate::log::INFO, "init", "initialized again after the last shmem_finalize");
+    }
+    level
 }
 
 extern "C" {
@@ -562,6 +605,11 @@ extern "C" {
 /// ends the job, naming itself. On an error exit it only completes this PE's communication:
 /// it must not block, and the launcher, not told of a finalize, stops the job.
 extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
+    if let Some(rt) = runtime::take_dormant() {
+        // Finalized, every PE synchronised then: only the components are left to release.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| release_components(rt)));
+        return;
+    }
     if !runtime::is_initialized() {
         return;
     }
@@ -639,21 +687,56 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: 
     // SAFETY: the default context is always live.
     unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     fence_within(routine, rt, limit);
+    let keep = !at_exit && crate::config::get_bool("SHMEM_REINIT").unwrap_or(true);
+    if let Some(suspend) = rt.spml.suspend_slot().filter(|_| keep) {
+        return finalize_keeping(routine, rt, suspend);
+    }
     crate::ops::device::release_stages(rt);
     // At exit the process gives its device memory back anyway, and the driver may already
     // have run its own exit handlers (its calls would then fail), so only an explicit
     // finalize calls it; both fence alike, since PEs may finalize either way in one job.
     let fence = || fence_within(routine, rt, limit);
-    crate::ops::spaces::release_device_memory(routine, rt, !at_exit, fence);
+    crate::ops::spaces::release_at_finalize(routine, rt, !at_exit, false, fence);
     runtime::withdraw();
+    release_components(rt);
+    // The host heaps stay mapped: peers that have not finished exiting may still read
+    // through their mappings, and the pages go with the process. Device memory was given
+    // back above, after a fence of its own.
+}
+
+/// The last explicit `shmem_finalize` with an spml that can be suspended (every PE has
+/// arrived, every operation is complete). OpenSHMEM 1.6 lets the program initialize the
+/// library again afterwards, so the components, connections and heaps stay, suspended, until
+/// the process exits (`at_exit` releases them then) or an initialization resumes them
+/// (`resume`). What the program made goes now, as the spec has the last finalize release it:
+/// contexts, teams, the blocks left in the heaps, created spaces and the GPU space's memory.
+fn finalize_keeping(routine: &CStr, rt: &'static Runtime, suspend: unsafe extern "C" fn(std::ffi::c_int)) {
+    let contexts = crate::ops::ctx::destroy_all(routine);
+    let teams = crate::ops::teams::release_all();
+    crate::ops::spaces::release_at_finalize(routine, rt, true, true, || fence_within(routine, rt, None));
+    let blocks = rt.free_user_blocks();
+    crate::ops::device::release_stages(rt);
+    if crate::log::enabled(crate::log::DEBUG, "finalize") {
+        crate::log::log(
+            crate::log::DEBUG,
+            "finalize",
+            &format!("released what the program left: {contexts} context(s), {teams} team(s), {blocks} heap block(s)"),
+        );
+    }
+    // SAFETY: plugin ABI call; every PE passed the fence and nothing is in flight.
+    unsafe { suspend(1) };
+    rt.boot.suspend();
+    runtime::suspend(rt);
+}
+
+/// Release the components at the end: the spml's registrations and the spml itself, then
+/// the bootstrap (the launcher now takes this PE's exit as normal).
+fn release_components(rt: &Runtime) {
     for reg in &rt.spml_regs {
         // SAFETY: plugin ABI call on registrations made at init.
         unsafe { (rt.spml.mem_deregister)(*reg) };
     }
-    // SAFETY: plugin ABI call; every PE passed the fence above.
+    // SAFETY: plugin ABI call; every PE passed the finalize fence before.
     unsafe { (rt.spml.finalize)() };
     rt.boot.finalize();
-    // The host heaps stay mapped: peers that have not finished exiting may still read
-    // through their mappings, and the pages go with the process. Device memory was given
-    // back above, after a fence of its own.
 }

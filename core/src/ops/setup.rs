@@ -34,7 +34,7 @@ pub unsafe fn query_thread(routine: &CStr, provided: *mut c_int) {
     let rt = runtime::get(routine);
     if !provided.is_null() {
         // SAFETY: checked non-null.
-        unsafe { *provided = rt.thread_level };
+        unsafe { *provided = rt.thread_level() };
     }
 }
 

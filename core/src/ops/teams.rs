@@ -568,6 +568,27 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
     *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << slot);
 }
 
+/// At the last finalize, once every PE has arrived and the contexts are gone
+/// ([`crate::ops::ctx::destroy_all`]): release every team the program did not destroy, as the
+/// spec has that finalize destroy them. No barrier: no PE is in a collective any more, and
+/// every member releases its part alike. Returns how many there were.
+pub fn release_all() -> usize {
+    let left = std::mem::take(&mut *registry().live.lock().unwrap_or_else(|e| e.into_inner()));
+    for &h in &left {
+        // SAFETY: handles in `live` are split teams not destroyed yet; each state is freed once.
+        let st = unsafe { &*(h as Team) }.state.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if st.is_null() {
+            continue;
+        }
+        // SAFETY: as above.
+        let t = unsafe { Box::from_raw(st as *mut TeamState) };
+        *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << t.slot);
+        drop(t);
+        GRAVEYARD.bury(h);
+    }
+    left.len()
+}
+
 /// `shmem_team_create_ctx`.
 ///
 /// # Safety

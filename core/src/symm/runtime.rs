@@ -9,8 +9,9 @@ use rshmem_boot::{self as bootstrap, Bootstrap};
 use rshmem_plugin_api::{
     CoreServices, Framework, MemheapOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
 };
+use std::collections::HashSet;
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub struct Runtime {
@@ -30,9 +31,15 @@ pub struct Runtime {
     /// Some segment of device memory exists: RMA checks its buffers (`crate::ops::device`).
     pub(crate) any_device: AtomicBool,
     pub heap: *mut c_void,
-    pub heap_lock: Mutex<()>,
+    /// Serialises the init heap; holds the program's live blocks in it (`shmem_malloc` and
+    /// kin), which the last `shmem_finalize` frees when the program did not.
+    pub heap_lock: Mutex<HashSet<usize>>,
     pub segs: SegmentTable,
-    pub thread_level: i32,
+    /// The thread level provided (`shmem_query_thread`); a later initialization after the
+    /// last finalize may raise it.
+    pub thread_level: AtomicI32,
+    /// The spml serves SHMEM_THREAD_MULTIPLE (`SPML_CAP_THREAD_MULTIPLE`).
+    pub spml_thread_multiple: bool,
     pub debug: bool,
     /// Some peer's copy of some segment is reachable only through the spml: wait loops must
     /// drive it. Set at init, and when a space's segment is not mapped everywhere.
@@ -96,6 +103,65 @@ impl Runtime {
         self.needs_progress.store(true, Ordering::Release);
     }
 
+    /// The thread level provided.
+    #[inline(always)]
+    pub fn thread_level(&self) -> i32 {
+        self.thread_level.load(Ordering::Relaxed)
+    }
+
+    /// A block of the init heap for the program (not the library's own data): like
+    /// [`Runtime::alloc`], and recorded until [`Runtime::free_user`] or the last finalize.
+    pub fn alloc_user(&self, size: usize, align: usize) -> Option<*mut u8> {
+        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plugin ABI call on the heap created at init.
+        let p = unsafe { (self.memheap.alloc)(self.heap, size, align) };
+        (!p.is_null()).then(|| {
+            live.insert(p as usize);
+            p as *mut u8
+        })
+    }
+
+    /// Return a block of [`Runtime::alloc_user`]'s.
+    ///
+    /// # Safety
+    /// `p` must be a live block of the program's in the init heap that nothing uses any more.
+    pub unsafe fn free_user(&self, p: *mut c_void) {
+        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        live.remove(&(p as usize));
+        // SAFETY: plugin ABI call on a live block of the heap (the caller's contract).
+        unsafe { (self.memheap.free)(self.heap, p) };
+    }
+
+    /// Resize a block of [`Runtime::alloc_user`]'s (the memheap's realloc: moved with its
+    /// contents, or resized in place; NULL leaves it as it was).
+    ///
+    /// # Safety
+    /// As for [`Runtime::free_user`].
+    pub unsafe fn realloc_user(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plugin ABI call on a live block (the caller's contract); it stays live on failure.
+        let q = unsafe { (self.memheap.realloc)(self.heap, p, size) };
+        if !q.is_null() {
+            live.remove(&(p as usize));
+            live.insert(q as usize);
+        }
+        q
+    }
+
+    /// At the last finalize: free every block the program left in the init heap, so that the
+    /// library initialized again starts with the heap the first initialization had. Returns
+    /// how many there were.
+    pub(crate) fn free_user_blocks(&self) -> usize {
+        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let n = live.len();
+        for p in live.drain() {
+            // SAFETY: plugin ABI call on a live block; every PE has finalized, nothing uses it.
+            unsafe { (self.memheap.free)(self.heap, p as *mut c_void) };
+        }
+        self.heap_used.store(0, Ordering::Relaxed);
+        n
+    }
+
     /// `size` bytes of the default heap aligned to `align`, by the memheap; not collective:
     /// callers keep the heap symmetric by allocating alike on every PE.
     pub fn alloc(&self, size: usize, align: usize) -> Option<*mut u8> {
@@ -117,6 +183,9 @@ impl Runtime {
 }
 
 static RT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+/// The runtime while the library is finalized but ready to be initialized again
+/// (`crate::ops::lifecycle`): its components and connections stay until the process exits.
+static DORMANT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static BOOT: OnceLock<Box<dyn Bootstrap>> = OnceLock::new();
 /// The selected spml's transport, published for other components.
 struct Published(TransportHandle);
@@ -191,6 +260,33 @@ pub(crate) fn publish(rt: &'static mut Runtime) {
 pub(crate) fn withdraw() {
     STATE.store(FINALIZED, Ordering::Release);
     RT.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+/// Withdraw the runtime at a finalize that keeps it for a later initialization.
+pub(crate) fn suspend(rt: &'static Runtime) {
+    DORMANT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    withdraw();
+}
+
+/// The runtime a finalize kept, while the library is finalized.
+pub fn dormant() -> Option<&'static Runtime> {
+    let p = DORMANT.load(Ordering::Acquire);
+    // SAFETY: a published runtime is never freed.
+    (!p.is_null() && is_finalized()).then(|| unsafe { &*p })
+}
+
+/// Publish a kept runtime again (an initialization after the last finalize).
+pub(crate) fn resume(rt: &'static Runtime) {
+    DORMANT.store(std::ptr::null_mut(), Ordering::Release);
+    RT.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    STATE.store(RUNNING, Ordering::Release);
+}
+
+/// Forget the kept runtime: the process is exiting and tears it down.
+pub(crate) fn take_dormant() -> Option<&'static Runtime> {
+    let p = DORMANT.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    // SAFETY: as in `dormant`.
+    (!p.is_null()).then(|| unsafe { &*p })
 }
 
 /// `crate::error`'s way to end the job: through the bootstrap while the runtime is live.

@@ -547,7 +547,7 @@ pub fn block_in_space(seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
     })
 }
 
-/// At finalize: give back the device memory of every GPU space still alive (the predefined
+/// At the last finalize: give back the device memory of every GPU space still alive (the predefined
 /// one, and created ones the program did not destroy), which the process would otherwise hold
 /// until it exits, where a program may go on using its GPU. Host segments stay, as the init
 /// heap does (their pages go with the process). Peers' mappings are detached first, and
@@ -556,14 +556,23 @@ pub fn block_in_space(seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
 /// collectively, so every PE has the same ones and either every PE fences or none does.
 /// Without `free` (the implicit finalize at exit) it only fences, so that PEs finalizing
 /// either way still meet in the same number of fences.
-pub fn release_device_memory(routine: &CStr, rt: &Runtime, free: bool, fence: impl FnOnce()) {
+///
+/// With `host_too` (a finalize after which the library may be initialized again) it releases
+/// the created CPU spaces as well, and the predefined GPU space is made anew at the next
+/// initialization: that one then starts with the spaces the first one had.
+pub fn release_at_finalize(routine: &CStr, rt: &Runtime, free: bool, host_too: bool, fence: impl FnOnce()) {
     let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if host_too {
+        // Invalid until the next initialization makes the GPU space again.
+        rshmem_space_gpu.store(std::ptr::null_mut(), Ordering::Release);
+        rshmem_team_gpu.store(std::ptr::null_mut(), Ordering::Release);
+    }
     let mut owned: Vec<segment::Owned> = handles
         .into_iter()
         .filter_map(|h| {
             // SAFETY: CREATED holds pointers to Space values that are never freed.
             let sp = unsafe { &*(h as *const Space) };
-            if sp.device == DEVICE_CPU || !sp.alive.swap(false, Ordering::AcqRel) {
+            if (sp.device == DEVICE_CPU && !host_too) || !sp.alive.swap(false, Ordering::AcqRel) {
                 return None;
             }
             sp.owned.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -593,7 +602,7 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
         return std::ptr::null_mut();
     }
     let (p, device) = match &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
-        None => (rt.alloc(size, 16).unwrap_or(std::ptr::null_mut()), false),
+        None => (rt.alloc_user(size, 16).unwrap_or(std::ptr::null_mut()), false),
         Some(o) => (o.alloc(size, 16), o.is_device()),
     };
     if zero && !p.is_null() {
