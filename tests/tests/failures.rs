@@ -43,9 +43,15 @@ fn a_pe_leaving_after_the_last_finalize_ends_nothing_unless_others_initialize_ag
         }
         assert!(!r.stderr.contains("unreachable"), "{}", r.stderr);
     }
+    // PEs finalizing explicitly (keeping the runtime) and at exit (tearing it down) meet in
+    // the same synchronisations, a created space alive.
+    let r = oshrun(3, &c_test("after_finalize"), &[("MODE", "mixed")], T);
+    r.assert_all_pes_ok("after_finalize", 3);
     let r = oshrun(3, &c_test("after_finalize"), &[("MODE", "leave")], T);
     r.assert_fails_saying("oshrun: PE 0 (pid ");
-    assert!(r.stderr.contains("has exited, but PE(s) [1, 2] wait for it in shmem_init"), "{}", r.stderr);
+    // PE 1, PE 2 or both wait by the time oshrun looks.
+    assert!(r.stderr.contains("has exited, but PE(s) ["), "{}", r.stderr);
+    assert!(r.stderr.contains("] wait for it in shmem_init"), "{}", r.stderr);
     assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
     assert!(r.elapsed < Duration::from_secs(10), "job took {:?}", r.elapsed);
 }

@@ -589,7 +589,12 @@ pub fn release_at_finalize(routine: &CStr, rt: &Runtime, free: bool, host_too: b
     for o in &mut owned {
         o.detach_peers();
     }
-    fence();
+    // Only device memory needs the fence (host memory outlives a peer's mapping by itself).
+    // Fencing exactly when a GPU space is alive keeps the count the same on PEs that finalize
+    // with `host_too` and PEs that finalize at exit, which release GPU spaces only.
+    if owned.iter().any(segment::Owned::is_device) {
+        fence();
+    }
     for o in owned {
         segment::release(routine, rt, o);
     }
