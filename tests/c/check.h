@@ -1,9 +1,20 @@
 /* Shared helpers for rshmem's multi-PE C tests. */
 #ifndef RSHMEM_TEST_CHECK_H
 #define RSHMEM_TEST_CHECK_H
+#include <dirent.h>
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* How many descriptors this process has open. */
+static inline int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
 
 /* A failed check names the PE and the line, then ends the whole job with status 1. */
 #define CHECK(cond)                                                                                \

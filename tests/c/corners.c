@@ -4,17 +4,7 @@
  * after shmem_finalize (run with SHMEM_REINIT=0: by default the library keeps its connections
  * for a later shmem_init until the process exits). */
 #include "check.h"
-#include <dirent.h>
 #include <stdint.h>
-
-static int open_fds(void) {
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
 
 static long flags[8];
 

@@ -10,18 +10,8 @@
  * descriptors are open after a later finalize than after the first, give or take UCX's
  * connections to peers. */
 #include "check.h"
-#include <dirent.h>
 #include <shmemx.h>
 #include <string.h>
-
-static int open_fds(void) {
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
 
 /* Checks outside an initialized library, where shmem_my_pe and shmem_global_exit are not
  * available. */
