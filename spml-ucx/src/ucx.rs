@@ -289,8 +289,8 @@ pub fn probe(features: u64, opts: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// The first endpoint failure seen, and whether this PE is shutting down (then failures of
-/// peers that already left are expected).
+/// The first endpoint failure seen, and whether this PE is shutting down or suspended (then
+/// failures of peers that already left are expected).
 struct Health {
     start: Instant,
     /// Milliseconds after `start` (plus one) at which the first failure was recorded; 0: none.

@@ -155,7 +155,7 @@ pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
         return (u.free)(ptr);
     }
     // SAFETY: a live block of the program's (checked), unused everywhere (the barrier).
-    unsafe { rt.free_user(ptr) };
+    unsafe { rt.free(ptr.cast()) };
 }
 
 /// `shmem_space_free` on the CPU space when it is not the default (`SHMEM_DEFAULT_SPACE=GPU`):
@@ -171,7 +171,7 @@ pub unsafe fn free_in_init_heap(routine: &CStr, ptr: *mut c_void) {
     }
     crate::ops::coll::barrier_all(routine);
     // SAFETY: a live block of the init heap (checked), unused everywhere (the barrier).
-    unsafe { rt.free_user(ptr) };
+    unsafe { rt.free(ptr.cast()) };
 }
 
 /// # Safety

@@ -110,33 +110,16 @@ impl Runtime {
     }
 
     /// A block of the init heap for the program (not the library's own data): like
-    /// [`Runtime::alloc`], and recorded until [`Runtime::free_user`] or the last finalize.
+    /// [`Runtime::alloc`], and recorded until [`Runtime::free`] or the last finalize.
     pub fn alloc_user(&self, size: usize, align: usize) -> Option<*mut u8> {
-        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: plugin ABI call on the heap created at init.
-        let p = unsafe { (self.memheap.alloc)(self.heap, size, align) };
-        (!p.is_null()).then(|| {
-            live.insert(p as usize);
-            p as *mut u8
-        })
-    }
-
-    /// Return a block of [`Runtime::alloc_user`]'s.
-    ///
-    /// # Safety
-    /// `p` must be a live block of the program's in the init heap that nothing uses any more.
-    pub unsafe fn free_user(&self, p: *mut c_void) {
-        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
-        live.remove(&(p as usize));
-        // SAFETY: plugin ABI call on a live block of the heap (the caller's contract).
-        unsafe { (self.memheap.free)(self.heap, p) };
+        self.heap_alloc(size, align, true)
     }
 
     /// Resize a block of [`Runtime::alloc_user`]'s (the memheap's realloc: moved with its
     /// contents, or resized in place; NULL leaves it as it was).
     ///
     /// # Safety
-    /// As for [`Runtime::free_user`].
+    /// As for [`Runtime::free`].
     pub unsafe fn realloc_user(&self, p: *mut c_void, size: usize) -> *mut c_void {
         let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: plugin ABI call on a live block (the caller's contract); it stays live on failure.
@@ -165,18 +148,29 @@ impl Runtime {
     /// `size` bytes of the default heap aligned to `align`, by the memheap; not collective:
     /// callers keep the heap symmetric by allocating alike on every PE.
     pub fn alloc(&self, size: usize, align: usize) -> Option<*mut u8> {
-        let _g = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: plugin ABI call on the heap created at init.
-        let p = unsafe { (self.memheap.alloc)(self.heap, size, align) };
-        (!p.is_null()).then_some(p as *mut u8)
+        self.heap_alloc(size, align, false)
     }
 
-    /// Return a block of [`Runtime::alloc`]'s.
+    fn heap_alloc(&self, size: usize, align: usize, user: bool) -> Option<*mut u8> {
+        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: plugin ABI call on the heap created at init.
+        let p = unsafe { (self.memheap.alloc)(self.heap, size, align) };
+        if p.is_null() {
+            return None;
+        }
+        if user {
+            live.insert(p as usize);
+        }
+        Some(p.cast())
+    }
+
+    /// Return a block of [`Runtime::alloc`]'s or [`Runtime::alloc_user`]'s.
     ///
     /// # Safety
     /// `p` must be a live block of the default heap that nothing uses any more.
     pub unsafe fn free(&self, p: *mut u8) {
-        let _g = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.heap_lock.lock().unwrap_or_else(|e| e.into_inner());
+        live.remove(&(p as usize));
         // SAFETY: plugin ABI call on a live block of the heap created at init (the caller's contract).
         unsafe { (self.memheap.free)(self.heap, p.cast()) };
     }
