@@ -680,8 +680,8 @@ fn drive() -> bool {
     }
     let u = state();
     let busy = u.progress_all();
-    if let Some((pe, st)) = u.overdue_failure() {
-        fatal(&ucx::peer_lost_message(pe, st));
+    if let Some((pe, st, phase)) = u.overdue_failure() {
+        fatal(&ucx::peer_lost_message(pe, st, phase));
     }
     busy
 }

@@ -21,7 +21,7 @@ pub use target::{Copier, CHUNK as VIA_TARGET_CHUNK};
 use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -298,6 +298,33 @@ struct Health {
     failed_pe: AtomicUsize,
     failed_status: AtomicI32,
     finalizing: AtomicBool,
+    /// [`Phase`] of the library now, and when the first failure was recorded.
+    phase: AtomicU8,
+    failed_phase: AtomicU8,
+}
+
+/// Where the library stands as to `shmem_finalize`, for the message about a lost peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Never suspended: a lost peer died or left without `shmem_finalize`.
+    First = 0,
+    /// Suspended (finalized, ready to be initialized again): a lost peer left after its last
+    /// `shmem_finalize`.
+    Suspended = 1,
+    /// Initialized again: a peer may also have left after its last `shmem_finalize` instead of
+    /// initializing again.
+    Again = 2,
+}
+
+impl Phase {
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            1 => Phase::Suspended,
+            2 => Phase::Again,
+            _ => Phase::First,
+        }
+    }
 }
 
 impl Health {
@@ -308,12 +335,15 @@ impl Health {
             failed_pe: AtomicUsize::new(usize::MAX),
             failed_status: AtomicI32::new(0),
             finalizing: AtomicBool::new(false),
+            phase: AtomicU8::new(Phase::First as u8),
+            failed_phase: AtomicU8::new(Phase::First as u8),
         }
     }
 
     fn record(&self, pe: usize, st: sys::ucs_status_t) {
         if self.failed_pe.compare_exchange(usize::MAX, pe, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             self.failed_status.store(st as i32, Ordering::Relaxed);
+            self.failed_phase.store(self.phase.load(Ordering::Acquire), Ordering::Relaxed);
             let ms = self.start.elapsed().as_millis() as u64 + 1;
             self.failed_at.store(ms, Ordering::Release);
         }
@@ -342,14 +372,15 @@ impl Health {
         }
     }
 
-    /// A failure that is neither explained by this PE's shutdown nor younger than the grace.
+    /// A failure that is neither explained by this PE's shutdown nor younger than the grace,
+    /// and the library's [`Phase`] when it was recorded.
     #[inline(always)]
-    fn overdue(&self) -> Option<(usize, sys::ucs_status_t)> {
+    fn overdue(&self) -> Option<(usize, sys::ucs_status_t, Phase)> {
         match self.failure() {
             Some((pe, st, since))
                 if since >= PEER_FAILURE_GRACE && !self.finalizing.load(Ordering::Acquire) =>
             {
-                Some((pe, st))
+                Some((pe, st, Phase::from_u8(self.failed_phase.load(Ordering::Relaxed))))
             }
             _ => None,
         }
@@ -842,6 +873,8 @@ impl Ucx {
     /// end their processes: a lost peer is then expected, as while finalizing. Once resumed, a
     /// peer lost meanwhile is reported again like any other.
     pub fn set_suspended(&self, on: bool) {
+        let phase = if on { Phase::Suspended } else { Phase::Again };
+        self.health.phase.store(phase as u8, Ordering::Release);
         self.health.finalizing.store(on, Ordering::Release);
     }
 
@@ -860,9 +893,10 @@ impl Ucx {
     }
 
     /// A peer failure that this PE should not wait out: older than [`PEER_FAILURE_GRACE`] and
-    /// not explained by this PE's own shutdown. One atomic load when there is none.
+    /// not explained by this PE's own shutdown, and the library's [`Phase`] when the peer was
+    /// lost (see [`peer_lost_message`]). One atomic load when there is none.
     #[inline(always)]
-    pub fn overdue_failure(&self) -> Option<(usize, sys::ucs_status_t)> {
+    pub fn overdue_failure(&self) -> Option<(usize, sys::ucs_status_t, Phase)> {
         self.health.overdue()
     }
 
@@ -991,9 +1025,9 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
     let mut pause = ACTIVE_PAUSE_MIN;
     while !stop.load(Ordering::Acquire) {
         if !reported {
-            if let (Some((pe, st)), Some(f)) = (health.overdue(), fatal) {
+            if let (Some((pe, st, phase)), Some(f)) = (health.overdue(), fatal) {
                 reported = true;
-                f(&peer_lost_message(pe, st));
+                f(&peer_lost_message(pe, st, phase));
             }
         }
         let now = shared.activity.load(Ordering::Relaxed);
@@ -1037,12 +1071,23 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
     }
 }
 
-/// The message for a peer that became unreachable.
-pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t) -> String {
-    format!(
-        "spml ucx: PE {pe} is unreachable ({}): it died or left without shmem_finalize",
-        sys::status_string(st)
-    )
+/// The message for a peer that became unreachable, by the library's [`Phase`] when it was lost
+/// (reported only once this PE is no longer suspended). A PE that leaves after the last
+/// `shmem_finalize` while the others initialize again is found this way under PMIx launchers,
+/// whose bootstrap fence would wait for it forever (oshrun names it itself).
+pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t, phase: Phase) -> String {
+    let st = sys::status_string(st);
+    const COLLECTIVE: &str =
+        "an initialization after the last shmem_finalize is collective: every PE must call it";
+    match phase {
+        Phase::First => format!("spml ucx: PE {pe} is unreachable ({st}): it died or left without shmem_finalize"),
+        Phase::Suspended => format!(
+            "spml ucx: PE {pe} left after the last shmem_finalize ({st}), but this PE initialized the library again; {COLLECTIVE}"
+        ),
+        Phase::Again => format!(
+            "spml ucx: PE {pe} is unreachable ({st}): it died, left without shmem_finalize, or left after the last shmem_finalize while this PE initialized the library again ({COLLECTIVE})"
+        ),
+    }
 }
 
 /// Whether UCX moves CUDA device memory for this job: `context` supports it (UCX built with

@@ -65,16 +65,49 @@ fn global_exit_under_mpirun_ends_every_pe_with_its_status() {
     assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
 }
 
+/// Whether a Slurm is there to run `srun` (`bash scripts/slurm.sh up`).
+fn slurm_up() -> bool {
+    std::env::var_os("SLURM_CONF").is_some() || std::path::Path::new("/etc/slurm/slurm.conf").exists()
+}
+
+/// Under PMIx launchers the PEs that initialize again after the last finalize wait in a PMIx
+/// fence, which a PE that left instead would leave waiting forever: spml ucx finds the lost
+/// peer and ends the job, saying why (oshrun names the PE itself: `failures`). A PE leaving
+/// while the others go on without the library ends nothing.
+#[test]
+fn a_pe_leaving_after_the_last_finalize_ends_a_second_init_under_pmix_launchers() {
+    let mut launchers = vec![Launcher::Mpirun];
+    if slurm_up() {
+        launchers.push(Launcher::Srun);
+    }
+    for l in launchers {
+        let r = launch(l, 3, &c_test("after_finalize"), &[("MODE", "leave")], T);
+        assert_ne!(r.code(), Some(0), "{:?}: {}", l, r.stderr);
+        assert!(
+            r.stderr.contains("PE 0 left after the last shmem_finalize")
+                && r.stderr.contains("every PE must call it"),
+            "{:?}: {}",
+            l,
+            r.stderr
+        );
+        assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
+        assert!(r.elapsed < Duration::from_secs(20), "{:?}: job took {:?}", l, r.elapsed);
+        let r = launch(l, 3, &c_test("after_finalize"), &[("MODE", "linger"), ("SHMEM_LOCAL_MAP", "0")], T);
+        r.assert_ok("after_finalize");
+        for pe in 1..3 {
+            assert!(r.stdout.contains(&format!("after_finalize: PE {pe} ok")), "{:?}: {}", l, r.stdout);
+        }
+    }
+}
+
 #[test]
 fn no_launcher_sees_a_shared_memory_name_of_ours_at_any_moment() {
     // A PE killed while a segment had a name in /dev/shm would leave it there under mpirun and
     // srun, which do not know our names. Segments are nameless memfds handed over sockets, so
     // no job ever creates such a name: a watch on /dev/shm sees none while jobs start, map
     // their heap, global data and memory spaces (spaces.c), and end.
-    let slurm =
-        std::env::var_os("SLURM_CONF").is_some() || std::path::Path::new("/etc/slurm/slurm.conf").exists();
     let mut launchers = vec![Launcher::Oshrun, Launcher::Mpirun];
-    if slurm {
+    if slurm_up() {
         launchers.push(Launcher::Srun);
     }
     let watch = ShmWatch::start();
@@ -109,7 +142,7 @@ fn one_host_shares_everything_under_each_launcher() {
 /// Slurm tests need a running Slurm (`bash scripts/slurm.sh up`, which scripts/test.sh does).
 fn need_slurm() {
     assert!(
-        std::env::var_os("SLURM_CONF").is_some() || std::path::Path::new("/etc/slurm/slurm.conf").exists(),
+        slurm_up(),
         "no Slurm: run `bash scripts/slurm.sh up` and `eval \"$(bash scripts/slurm.sh env)\"` first"
     );
 }

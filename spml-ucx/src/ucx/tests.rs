@@ -298,10 +298,34 @@ fn peer_failures_wait_out_the_grace_and_are_ignored_when_finalizing() {
     // pretend the failure is older than the grace
     h.failed_at.store(1, Ordering::Release);
     let h2 = Health { start: Instant::now() - PEER_FAILURE_GRACE * 2, ..h };
-    assert_eq!(h2.overdue(), Some((3, sys::UCS_ERR_CONNECTION_RESET)));
+    assert_eq!(h2.overdue(), Some((3, sys::UCS_ERR_CONNECTION_RESET, Phase::First)));
     h2.finalizing.store(true, Ordering::Release);
     assert!(h2.overdue().is_none(), "peers leaving during finalize are expected");
-    assert!(peer_lost_message(3, sys::UCS_ERR_CONNECTION_RESET).contains("PE 3"));
+    let lost = peer_lost_message(3, sys::UCS_ERR_CONNECTION_RESET, Phase::First);
+    assert!(lost.contains("PE 3 is unreachable") && lost.contains("without shmem_finalize"), "{lost}");
+}
+
+#[test]
+fn a_peer_lost_after_the_last_finalize_is_reported_once_initialized_again_as_having_left() {
+    let h = Health { start: Instant::now() - PEER_FAILURE_GRACE * 2, ..Health::new() };
+    let set = |phase: Phase| {
+        h.phase.store(phase as u8, Ordering::Release);
+        h.finalizing.store(phase == Phase::Suspended, Ordering::Release);
+    };
+    set(Phase::Suspended);
+    h.record(1, sys::UCS_ERR_ENDPOINT_TIMEOUT);
+    h.failed_at.store(1, Ordering::Release);
+    assert!(h.overdue().is_none(), "expected while suspended");
+    set(Phase::Again);
+    assert_eq!(h.overdue(), Some((1, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Suspended)));
+    let lost = peer_lost_message(1, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Suspended);
+    assert!(
+        lost.contains("PE 1 left after the last shmem_finalize") && lost.contains("every PE must call it"),
+        "{lost}"
+    );
+    // Lost once resumed: either it died, or it never initialized again.
+    let lost = peer_lost_message(1, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Again);
+    assert!(lost.contains("it died") && lost.contains("every PE must call it"), "{lost}");
 }
 
 #[test]
