@@ -188,11 +188,7 @@ const MPIRUN_ROOT_ENV: [(&str, &str); 2] =
 
 /// Run `prog` on `np` PEs under `launcher`, with extra environment for every PE.
 pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
-    let forward = |cmd: &mut Command| {
-        for (k, _) in env {
-            cmd.arg("-x").arg(k);
-        }
-    };
+    let forward = |cmd: &mut Command| forward_env(cmd, env);
     match launcher {
         Launcher::Oshrun => oshrun(np, prog, env, timeout),
         Launcher::Mpirun => {
@@ -215,24 +211,43 @@ pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], 
                 .arg(prog);
             run_launcher(cmd, env, timeout)
         }
-        Launcher::Hosts(hosts) => {
-            let mut cmd = Command::new("bash");
-            cmd.arg(source_dir().join("../scripts/hosts.sh"))
-                .args([
-                    "run",
-                    &hosts.to_string(),
-                    &np.div_ceil(hosts).to_string(),
-                    "--",
-                    "-np",
-                    &np.to_string(),
-                    "--tag-output",
-                ])
-                .arg("--timeout")
-                .arg(timeout.as_secs().to_string());
-            forward(&mut cmd);
-            cmd.arg(prog);
-            run_launcher(cmd, env, timeout)
-        }
+        Launcher::Hosts(hosts) => launch_on_hosts(hosts, np, &[], prog, env, timeout),
+    }
+}
+
+/// `np` PEs of `prog` on `hosts` emulated hosts (`scripts/hosts.sh`), with more of mpirun's
+/// arguments (`--map-by node` deals the PEs out to the hosts in turn).
+pub fn launch_on_hosts(
+    hosts: usize,
+    np: usize,
+    mpirun_args: &[&str],
+    prog: &Path,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Run {
+    let mut cmd = Command::new("bash");
+    cmd.arg(source_dir().join("../scripts/hosts.sh"))
+        .args([
+            "run",
+            &hosts.to_string(),
+            &np.div_ceil(hosts).to_string(),
+            "--",
+            "-np",
+            &np.to_string(),
+            "--tag-output",
+        ])
+        .args(mpirun_args)
+        .arg("--timeout")
+        .arg(timeout.as_secs().to_string());
+    forward_env(&mut cmd, env);
+    cmd.arg(prog);
+    run_launcher(cmd, env, timeout)
+}
+
+/// mpirun's `-x NAME` for every variable of `env`, so the PEs get it.
+fn forward_env(cmd: &mut Command, env: &[(&str, &str)]) {
+    for (k, _) in env {
+        cmd.arg("-x").arg(k);
     }
 }
 

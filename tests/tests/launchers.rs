@@ -210,6 +210,18 @@ fn teams_across_hosts_use_the_hierarchical_collectives_unless_hosts_are_unmapped
     assert!(p.contains("barrier basic, broadcast basic"), "`{p}`\n{}", r.stderr);
 }
 
+/// Hosts whose PEs interleave in the team (`--map-by node`): scoll hier serves scans there
+/// too, by trading per-member prefixes between the hosts' leaders (the program checks the
+/// placement first), and every other collective as before.
+#[test]
+fn scans_and_collectives_across_hosts_whose_pes_interleave() {
+    let by_node = ["--map-by", "node"];
+    for (np, prog) in [(4, "interleaved_scans"), (6, "interleaved_scans"), (4, "coll_shapes")] {
+        let r = launch_on_hosts(2, np, &by_node, &c_test(prog), &[], T);
+        r.assert_all_pes_ok(prog, np);
+    }
+}
+
 /// oshrun straight from the command line (not through `run_launcher`, which takes tags out).
 fn oshrun_raw(args: &[&str]) -> std::process::Output {
     let _g = job_lock();

@@ -503,13 +503,17 @@ pub unsafe fn reduce(
         return RC_ERROR;
     };
     if kind != REDUCE_ALL {
-        if !t.contiguous() {
+        let shape = ((nelems, nbytes), (dtype, op), kind == REDUCE_EXSCAN);
+        if t.contiguous() {
+            // SAFETY: the caller's contract.
+            return unsafe { scan(c, t, dest.cast(), src.cast(), shape.0, shape.1, shape.2) };
+        }
+        // The same answer on every member: it depends on the team and the size alone.
+        if t.n as usize * nbytes.div_ceil(16) * 16 > INTERLEAVED_SCAN_BYTES {
             return RC_DECLINED;
         }
         // SAFETY: the caller's contract.
-        return unsafe {
-            scan(c, t, dest.cast(), src.cast(), (nelems, nbytes), (dtype, op), kind == REDUCE_EXSCAN)
-        };
+        return unsafe { scan_interleaved(c, t, dest.cast(), src.cast(), shape.0, shape.1, shape.2) };
     }
     let e = t.next();
     // A member's `src` is ready; its leader reads it and writes `dest` before delivering.
@@ -540,7 +544,7 @@ pub unsafe fn reduce(
     RC_OK
 }
 
-/// Scans, where every host's members are consecutive in the team (else `basic` serves them):
+/// Scans, where every host's members are consecutive in the team (else [`scan_interleaved`]):
 /// each leader combines its group's sources in team order into the group's total, the leaders
 /// run [`scan_leaders`] on their totals, which gives each the combination of every group
 /// before its own, and each leader then combines that with its members' sources one by one,
@@ -600,6 +604,173 @@ unsafe fn scan(
             }
             if !exclusive {
                 transported |= t.put_local(c, j, dest, bytes(acc), nbytes);
+            }
+        }
+        t.publish(c, transported);
+        t.lsignal_all(LDATA, e);
+    }
+    RC_OK
+}
+
+/// The most bytes of results (team size times the result, rounded up to 16 bytes) a scan on
+/// a team whose hosts interleave is served with ([`scan_interleaved`] keeps about three times
+/// as much per leader); `basic` serves larger ones.
+pub const INTERLEAVED_SCAN_BYTES: usize = 16 << 20;
+
+/// Scans where some host's members are not consecutive in the team. A member's result
+/// combines the sources of every earlier member; the operators are commutative, so that is
+/// the combination, over the hosts, of each host's earlier members' sources. So each leader
+/// gathers its group's sources; computes, for every member of every other group, the
+/// combination of its own members that come before that member (its "prefix" for it); and
+/// the leaders trade these as [`alltoall_staged`] trades blocks: in rounds, each leader
+/// sending every other one the next piece of its stream through the staging area (every
+/// leader hears from every other in each round, which keeps the slots' rule of
+/// [`Team::next_exchange`]); streams longer than a piece go instead straight into the
+/// receiving members' `dest`, one sending group at a time. Each leader then combines, member by member, its own group's
+/// earlier sources (and, inclusive, the member's own) with the prefixes the other leaders sent
+/// for that member, skipping a group with no member before it (every leader knows the
+/// layout, so nothing says so), and writes the member's `dest`. One message per pair of hosts
+/// for small scans, against `basic`'s get of every earlier member's source.
+///
+/// # Safety
+/// As [`reduce`]: `dest` and `src` symmetric and valid for `nbytes` (they may be the same).
+unsafe fn scan_interleaved(
+    c: &CoreServices,
+    t: &Team,
+    dest: *mut u8,
+    src: *const u8,
+    (nelems, nbytes): (usize, usize),
+    (dtype, op): (u32, u32),
+    exclusive: bool,
+) -> c_int {
+    let e = t.next();
+    if as_member(c, t, e) {
+        return RC_OK;
+    }
+    let (h, g, mine) = (t.hosts(), t.g, t.members(t.g));
+    // Each value sits in a slot of whole 16-byte words, in the buffers and on the wire.
+    let sb = nbytes.div_ceil(16) * 16;
+    let w = sb / 16;
+    let longest = (0..h).map(|k| t.members(k).len()).max().unwrap_or(0) * sb;
+    let piece = t.piece_bytes().max(1);
+    let rounds = longest.div_ceil(piece).max(1);
+    let others = || (1..h).map(|d| (g + d) % h);
+    // The stream to group k holds a prefix per member of k; every stream to this group one
+    // per member of it. On the stack: no allocation per call.
+    let (mut at_out, mut at_in) = ([0usize; crate::MAX_HOSTS], [0usize; crate::MAX_HOSTS]);
+    let (mut total_out, mut total_in) = (0, 0);
+    for k in others() {
+        (at_out[k], at_in[k]) = (total_out, total_in);
+        total_out += t.members(k).len() * sb;
+        total_in += mine.len() * sb;
+    }
+    let [own, out, inc, acc] = t.buffers_of([mine.len() * sb, total_out, total_in, sb]);
+    let combine = |acc: &mut [u128], x: &[u128]| arith::combine(dtype, op, acc, x, nelems);
+    // SAFETY: every member's `src` and `dest` hold `nbytes` (caller), and every member has
+    // arrived, so its source is ready; the buffers hold what is indexed below; the pieces
+    // hold `piece` bytes of their exchange. Every source is read before any `dest` is written.
+    unsafe {
+        gather(c, t, e);
+        let base = own.as_mut_ptr();
+        std::ptr::copy_nonoverlapping(src, base.cast(), nbytes);
+        for j in 1..mine.len() {
+            t.get_local(c, j, base.add(j * w).cast(), src, nbytes);
+        }
+        // The prefixes for every other group's members.
+        for k in others() {
+            let (mut have, mut i) = (false, 0);
+            for (m, &q) in t.members(k).iter().enumerate() {
+                while i < mine.len() && mine[i] < q {
+                    let x = &own[i * w..(i + 1) * w];
+                    if have {
+                        combine(acc, x);
+                    } else {
+                        acc.copy_from_slice(x);
+                        have = true;
+                    }
+                    i += 1;
+                }
+                if have {
+                    let at = at_out[k] / 16 + m * w;
+                    out[at..at + w].copy_from_slice(acc);
+                }
+            }
+        }
+        let (outp, incp) = (out.as_mut_ptr().cast::<u8>(), inc.as_mut_ptr().cast::<u8>());
+        if rounds == 1 {
+            // Every stream fits a piece: one exchange.
+            let x = t.next_exchange();
+            for k in others() {
+                t.nsend(c, k, t.piece(x, g), outp.add(at_out[k]), t.members(k).len() * sb);
+            }
+            for k in others().rev() {
+                t.nwait(c, k);
+                std::ptr::copy_nonoverlapping(t.piece(x, k), incp.add(at_in[k]), mine.len() * sb);
+            }
+        } else {
+            // Larger: each prefix goes straight into its member's `dest`, free until the
+            // results are written (its source is copied above), one sending group at a time:
+            // in step d this leader tells the group d behind that its members' `dest` are
+            // free, waits for the same word from the group d ahead, puts that group's
+            // prefixes into its members' `dest` and signals once they are complete, then
+            // waits for the group behind's and reads them out.
+            for d in 1..h {
+                let (to, from) = ((g + d) % h, (g + h - d) % h);
+                t.nsignal(c, from);
+                t.nwait(c, to);
+                let mut sent = false;
+                for (m, &q) in t.members(to).iter().enumerate() {
+                    if mine[0] < q {
+                        t.put_member(c, q, dest, outp.add(at_out[to] + m * sb), nbytes);
+                        sent = true;
+                    }
+                }
+                if sent {
+                    // The prefixes go to the members, the signal to their leader: only
+                    // completion orders them.
+                    (c.quiet)();
+                }
+                t.nsignal(c, to);
+                t.nwait(c, from);
+                for (j, &q) in mine.iter().enumerate() {
+                    if t.members(from)[0] < q {
+                        t.get_local(c, j, incp.add(at_in[from] + j * sb), dest, nbytes);
+                    }
+                }
+            }
+        }
+        // Each member's result, built in its source's slot once the running combination of
+        // this group's sources (`acc`) has taken that source in.
+        let mut have = false;
+        let mut transported = false;
+        for (j, &q) in mine.iter().enumerate() {
+            let res = &mut own[j * w..(j + 1) * w];
+            let mut any = true;
+            if !have {
+                acc.copy_from_slice(res);
+                have = true;
+                any = !exclusive;
+            } else if exclusive {
+                // The result starts from the earlier sources; `acc` takes this one in.
+                acc.swap_with_slice(res);
+                combine(acc, res);
+            } else {
+                combine(acc, res);
+                res.copy_from_slice(acc);
+            }
+            for k in others().filter(|&k| t.members(k)[0] < q) {
+                let at = at_in[k] / 16 + j * w;
+                let theirs = &inc[at..at + w];
+                if any {
+                    combine(res, theirs);
+                } else {
+                    res.copy_from_slice(theirs);
+                    any = true;
+                }
+            }
+            // Nothing before the team's first member: its exclusive result is the core's.
+            if any {
+                transported |= t.put_local(c, j, dest, res.as_ptr().cast(), nbytes);
             }
         }
         t.publish(c, transported);

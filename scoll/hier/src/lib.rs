@@ -5,8 +5,8 @@
 //! other host (per run of consecutive members) for fcollect, collect and alltoall(s). Teams
 //! within one host are left to `shm`, and teams it cannot serve (hosts that do not map their
 //! PEs, more than [`MAX_LOCAL`] PEs on a host or [`MAX_HOSTS`] hosts, active-set teams on a
-//! pSync) to `basic`, as are the calls it has no hierarchical form for (scans on teams whose
-//! hosts' PEs are not consecutive).
+//! pSync) to `basic`, as are scans on teams whose hosts' PEs interleave when their results
+//! exceed 16 MiB (`INTERLEAVED_SCAN_BYTES`).
 
 mod algo;
 mod team;

@@ -467,11 +467,17 @@ impl Team {
 
     /// The first `N` (at most 4) private buffers, each at least `bytes` long and 16-byte
     /// aligned.
-    #[allow(clippy::mut_from_ref)]
     pub fn buffers<const N: usize>(&self, bytes: usize) -> [&mut [u128]; N] {
+        self.buffers_of([bytes; N])
+    }
+
+    /// The first `N` (at most 4) private buffers, buffer `i` at least `bytes[i]` long and
+    /// 16-byte aligned.
+    #[allow(clippy::mut_from_ref)]
+    pub fn buffers_of<const N: usize>(&self, bytes: [usize; N]) -> [&mut [u128]; N] {
         const { assert!(N <= 4) };
-        let words = bytes.div_ceil(16);
         std::array::from_fn(|i| {
+            let words = bytes[i].div_ceil(16);
             // SAFETY: a team's collectives run one at a time on one thread (the OpenSHMEM rule
             // for teams), each buffer is handed out once per call, and the slices are dropped
             // before the call returns.
