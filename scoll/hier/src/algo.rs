@@ -503,17 +503,25 @@ pub unsafe fn reduce(
         return RC_ERROR;
     };
     if kind != REDUCE_ALL {
-        let shape = ((nelems, nbytes), (dtype, op), kind == REDUCE_EXSCAN);
+        let call = ScanCall {
+            dest: dest.cast(),
+            src: src.cast(),
+            nelems,
+            nbytes,
+            dtype,
+            op,
+            exclusive: kind == REDUCE_EXSCAN,
+        };
         if t.contiguous() {
             // SAFETY: the caller's contract.
-            return unsafe { scan(c, t, dest.cast(), src.cast(), shape.0, shape.1, shape.2) };
+            return unsafe { scan(c, t, call) };
         }
         // The same answer on every member: it depends on the team and the size alone.
         if t.n as usize * nbytes.div_ceil(16) * 16 > INTERLEAVED_SCAN_BYTES {
             return RC_DECLINED;
         }
         // SAFETY: the caller's contract.
-        return unsafe { scan_interleaved(c, t, dest.cast(), src.cast(), shape.0, shape.1, shape.2) };
+        return unsafe { scan_interleaved(c, t, call) };
     }
     let e = t.next();
     // A member's `src` is ready; its leader reads it and writes `dest` before delivering.
@@ -544,6 +552,19 @@ pub unsafe fn reduce(
     RC_OK
 }
 
+/// One scan: symmetric `dest` and `src` of `nbytes` (`nelems` elements of `dtype`), the
+/// operation, and whether it is the exclusive scan.
+#[derive(Clone, Copy)]
+struct ScanCall {
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    nbytes: usize,
+    dtype: u32,
+    op: u32,
+    exclusive: bool,
+}
+
 /// Scans, where every host's members are consecutive in the team (else [`scan_interleaved`]):
 /// each leader combines its group's sources in team order into the group's total, the leaders
 /// run [`scan_leaders`] on their totals, which gives each the combination of every group
@@ -553,19 +574,12 @@ pub unsafe fn reduce(
 ///
 /// # Safety
 /// As [`reduce`]: `dest` and `src` symmetric and valid for `nbytes` (they may be the same).
-unsafe fn scan(
-    c: &CoreServices,
-    t: &Team,
-    dest: *mut u8,
-    src: *const u8,
-    (nelems, nbytes): (usize, usize),
-    (dtype, op): (u32, u32),
-    exclusive: bool,
-) -> c_int {
+unsafe fn scan(c: &CoreServices, t: &Team, call: ScanCall) -> c_int {
     let e = t.next();
     if as_member(c, t, e) {
         return RC_OK;
     }
+    let ScanCall { dest, src, nelems, nbytes, dtype, op, exclusive } = call;
     let [acc, tmp, own, before] = t.buffers(nbytes);
     let bytes = |b: &mut [u128]| b.as_mut_ptr().cast::<u8>();
     let combine = |acc: &mut [u128], x: &[u128]| {
@@ -634,19 +648,12 @@ pub const INTERLEAVED_SCAN_BYTES: usize = 16 << 20;
 ///
 /// # Safety
 /// As [`reduce`]: `dest` and `src` symmetric and valid for `nbytes` (they may be the same).
-unsafe fn scan_interleaved(
-    c: &CoreServices,
-    t: &Team,
-    dest: *mut u8,
-    src: *const u8,
-    (nelems, nbytes): (usize, usize),
-    (dtype, op): (u32, u32),
-    exclusive: bool,
-) -> c_int {
+unsafe fn scan_interleaved(c: &CoreServices, t: &Team, call: ScanCall) -> c_int {
     let e = t.next();
     if as_member(c, t, e) {
         return RC_OK;
     }
+    let ScanCall { dest, src, nelems, nbytes, dtype, op, exclusive } = call;
     let (h, g, mine) = (t.hosts(), t.g, t.members(t.g));
     // Each value sits in a slot of whole 16-byte words, in the buffers and on the wire.
     let sb = nbytes.div_ceil(16) * 16;
