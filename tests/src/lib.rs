@@ -188,7 +188,6 @@ const MPIRUN_ROOT_ENV: [(&str, &str); 2] =
 
 /// Run `prog` on `np` PEs under `launcher`, with extra environment for every PE.
 pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
-    let forward = |cmd: &mut Command| forward_env(cmd, env);
     match launcher {
         Launcher::Oshrun => oshrun(np, prog, env, timeout),
         Launcher::Mpirun => {
@@ -198,7 +197,7 @@ pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], 
                 .arg(timeout.as_secs().to_string())
                 .arg("-np")
                 .arg(np.to_string());
-            forward(&mut cmd);
+            forward_env(&mut cmd, env);
             cmd.arg(prog);
             run_launcher(cmd, env, timeout)
         }

@@ -636,15 +636,15 @@ pub const INTERLEAVED_SCAN_BYTES: usize = 16 << 20;
 /// the combination, over the hosts, of each host's earlier members' sources. So each leader
 /// gathers its group's sources; computes, for every member of every other group, the
 /// combination of its own members that come before that member (its "prefix" for it); and
-/// the leaders trade these as [`alltoall_staged`] trades blocks: in rounds, each leader
-/// sending every other one the next piece of its stream through the staging area (every
-/// leader hears from every other in each round, which keeps the slots' rule of
-/// [`Team::next_exchange`]); streams longer than a piece go instead straight into the
-/// receiving members' `dest`, one sending group at a time. Each leader then combines, member by member, its own group's
-/// earlier sources (and, inclusive, the member's own) with the prefixes the other leaders sent
-/// for that member, skipping a group with no member before it (every leader knows the
-/// layout, so nothing says so), and writes the member's `dest`. One message per pair of hosts
-/// for small scans, against `basic`'s get of every earlier member's source.
+/// the leaders trade these. When every stream fits a staging piece, in one exchange through
+/// the pieces, as [`alltoall_staged`] trades blocks (every leader hears from every other in
+/// it, which keeps the slots' rule of [`Team::next_exchange`]); else straight into the
+/// receiving members' `dest`, one sending group at a time. Each leader then combines, member
+/// by member, its own group's earlier sources (and, inclusive, the member's own) with the
+/// prefixes the other leaders sent for that member, skipping a group with no member before
+/// it (every leader knows the layout, so nothing says so), and writes the member's `dest`.
+/// One message per pair of hosts for small scans, against `basic`'s get of every earlier
+/// member's source.
 ///
 /// # Safety
 /// As [`reduce`]: `dest` and `src` symmetric and valid for `nbytes` (they may be the same).
@@ -659,8 +659,7 @@ unsafe fn scan_interleaved(c: &CoreServices, t: &Team, call: ScanCall) -> c_int 
     let sb = nbytes.div_ceil(16) * 16;
     let w = sb / 16;
     let longest = (0..h).map(|k| t.members(k).len()).max().unwrap_or(0) * sb;
-    let piece = t.piece_bytes().max(1);
-    let rounds = longest.div_ceil(piece).max(1);
+    let staged = longest <= t.piece_bytes();
     let others = || (1..h).map(|d| (g + d) % h);
     // The stream to group k holds a prefix per member of k; every stream to this group one
     // per member of it. On the stack: no allocation per call.
@@ -674,8 +673,8 @@ unsafe fn scan_interleaved(c: &CoreServices, t: &Team, call: ScanCall) -> c_int 
     let [own, out, inc, acc] = t.buffers_of([mine.len() * sb, total_out, total_in, sb]);
     let combine = |acc: &mut [u128], x: &[u128]| arith::combine(dtype, op, acc, x, nelems);
     // SAFETY: every member's `src` and `dest` hold `nbytes` (caller), and every member has
-    // arrived, so its source is ready; the buffers hold what is indexed below; the pieces
-    // hold `piece` bytes of their exchange. Every source is read before any `dest` is written.
+    // arrived, so its source is ready; the buffers hold what is indexed below; a piece holds
+    // the longest stream when `staged`. Every source is read before any `dest` is written.
     unsafe {
         gather(c, t, e);
         let base = own.as_mut_ptr();
@@ -704,7 +703,7 @@ unsafe fn scan_interleaved(c: &CoreServices, t: &Team, call: ScanCall) -> c_int 
             }
         }
         let (outp, incp) = (out.as_mut_ptr().cast::<u8>(), inc.as_mut_ptr().cast::<u8>());
-        if rounds == 1 {
+        if staged {
             // Every stream fits a piece: one exchange.
             let x = t.next_exchange();
             for k in others() {

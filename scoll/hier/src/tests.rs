@@ -568,61 +568,58 @@ fn consecutive(layout: &[c_int]) -> bool {
 
 #[test]
 fn scans_give_each_pe_the_combination_up_to_it_on_every_layout() {
-    on_layouts(
-        |_| true,
-        |me, _, heap, t, errs| {
-            for (seq, &nbytes) in SIZES.iter().enumerate() {
-                let ne = nbytes / 8;
-                round(t, heap, seq, errs, |seq, d| {
-                    let in_place = seq % 2 == 1;
-                    let exclusive = seq % 4 >= 2;
-                    let at = if in_place { d } else { SRC };
-                    // SAFETY: 8-aligned buffers of the layout, MAX_BYTES long.
-                    let (src, dest) = unsafe {
-                        (
-                            std::slice::from_raw_parts_mut(heap.wrapping_add(at) as *mut i64, ne),
-                            heap.wrapping_add(d) as *mut i64,
-                        )
-                    };
-                    let part = |p: c_int, i: usize| i64::from(p) * 1000 + i as i64 + seq as i64;
-                    for (i, v) in src.iter_mut().enumerate() {
-                        *v = part(me, i);
-                    }
-                    let kind = if exclusive { REDUCE_EXSCAN } else { REDUCE_INSCAN };
-                    // SAFETY: state from enable; symmetric buffers of `ne` elements.
-                    let rc = unsafe {
-                        (ops().reduce.unwrap())(t, dest.cast(), src.as_ptr().cast(), ne, DT_I64, OP_SUM, kind)
-                    };
-                    // SAFETY: the scan is complete here.
-                    let got = unsafe { std::slice::from_raw_parts(dest, ne) };
-                    let upto = if exclusive { me } else { me + 1 };
-                    let want = |i: usize| {
-                        if upto == 0 {
-                            // The first PE's exclusive result is the core's to write: `dest` is
-                            // left as it was (its source when in place).
-                            if in_place {
-                                part(me, i)
-                            } else {
-                                i64::from_ne_bytes([GARBAGE; 8])
-                            }
+    on_every_layout(|me, _, heap, t, errs| {
+        for (seq, &nbytes) in SIZES.iter().enumerate() {
+            let ne = nbytes / 8;
+            round(t, heap, seq, errs, |seq, d| {
+                let in_place = seq % 2 == 1;
+                let exclusive = seq % 4 >= 2;
+                let at = if in_place { d } else { SRC };
+                // SAFETY: 8-aligned buffers of the layout, MAX_BYTES long.
+                let (src, dest) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(heap.wrapping_add(at) as *mut i64, ne),
+                        heap.wrapping_add(d) as *mut i64,
+                    )
+                };
+                let part = |p: c_int, i: usize| i64::from(p) * 1000 + i as i64 + seq as i64;
+                for (i, v) in src.iter_mut().enumerate() {
+                    *v = part(me, i);
+                }
+                let kind = if exclusive { REDUCE_EXSCAN } else { REDUCE_INSCAN };
+                // SAFETY: state from enable; symmetric buffers of `ne` elements.
+                let rc = unsafe {
+                    (ops().reduce.unwrap())(t, dest.cast(), src.as_ptr().cast(), ne, DT_I64, OP_SUM, kind)
+                };
+                // SAFETY: the scan is complete here.
+                let got = unsafe { std::slice::from_raw_parts(dest, ne) };
+                let upto = if exclusive { me } else { me + 1 };
+                let want = |i: usize| {
+                    if upto == 0 {
+                        // The first PE's exclusive result is the core's to write: `dest` is
+                        // left as it was (its source when in place).
+                        if in_place {
+                            part(me, i)
                         } else {
-                            (0..upto).map(|p| part(p, i)).sum()
+                            i64::from_ne_bytes([GARBAGE; 8])
                         }
-                    };
-                    if rc != RC_OK {
-                        return Some(format!("scan {seq}: rc {rc}"));
+                    } else {
+                        (0..upto).map(|p| part(p, i)).sum()
                     }
-                    (0..ne).find(|&i| got[i] != want(i)).map(|i| {
+                };
+                if rc != RC_OK {
+                    return Some(format!("scan {seq}: rc {rc}"));
+                }
+                (0..ne).find(|&i| got[i] != want(i)).map(|i| {
                     format!(
                         "scan {seq} ({ne} elements, in place {in_place}, exclusive {exclusive}): [{i}] = {} on {me}, want {}",
                         got[i],
                         want(i)
                     )
                 })
-                });
-            }
-        },
-    );
+            });
+        }
+    });
     // Hosts whose PEs interleave, and more than `INTERLEAVED_SCAN_BYTES` of results: every
     // member declines, before anyone waits or reads (the buffers are far smaller).
     on_layouts(
@@ -647,36 +644,33 @@ fn scans_give_each_pe_the_combination_up_to_it_on_every_layout() {
 /// a scan must not overwrite a total or partial its partner has not read.
 #[test]
 fn scans_and_reductions_back_to_back_need_no_barrier() {
-    on_layouts(
-        |_| true,
-        |me, n, heap, t, errs| {
-            for k in 0..60usize {
-                let ne = if k % 3 == 2 { MAX_BYTES / 8 } else { 4 };
-                let kind = [REDUCE_INSCAN, REDUCE_ALL, REDUCE_EXSCAN][k % 3];
-                let part = |p: c_int| i64::from(p) * 10 + k as i64;
-                // SAFETY: 8-aligned buffers of the layout, MAX_BYTES long.
-                let (src, dest) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut i64, ne),
-                        heap.wrapping_add(DEST[k % 2]) as *mut i64,
-                    )
-                };
-                src.fill(part(me));
-                // SAFETY: state from enable; symmetric buffers of `ne` elements.
-                let rc = unsafe {
-                    (ops().reduce.unwrap())(t, dest.cast(), src.as_ptr().cast(), ne, DT_I64, OP_SUM, kind)
-                };
-                let upto = [me + 1, n, me][k % 3];
-                let want: i64 = (0..upto).map(part).sum();
-                // SAFETY: the call is complete here.
-                let got = unsafe { std::slice::from_raw_parts(dest, ne) };
-                // Every PE makes every call even after an error: leaving early would hang the rest.
-                if errs.is_empty() && (rc != RC_OK || (upto > 0 && got.iter().any(|v| *v != want))) {
-                    errs.push(format!("call {k} on {me}: rc {rc}, {} want {want}", got[ne - 1]));
-                }
+    on_every_layout(|me, n, heap, t, errs| {
+        for k in 0..60usize {
+            let ne = if k % 3 == 2 { MAX_BYTES / 8 } else { 4 };
+            let kind = [REDUCE_INSCAN, REDUCE_ALL, REDUCE_EXSCAN][k % 3];
+            let part = |p: c_int| i64::from(p) * 10 + k as i64;
+            // SAFETY: 8-aligned buffers of the layout, MAX_BYTES long.
+            let (src, dest) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(heap.wrapping_add(SRC) as *mut i64, ne),
+                    heap.wrapping_add(DEST[k % 2]) as *mut i64,
+                )
+            };
+            src.fill(part(me));
+            // SAFETY: state from enable; symmetric buffers of `ne` elements.
+            let rc = unsafe {
+                (ops().reduce.unwrap())(t, dest.cast(), src.as_ptr().cast(), ne, DT_I64, OP_SUM, kind)
+            };
+            let upto = [me + 1, n, me][k % 3];
+            let want: i64 = (0..upto).map(part).sum();
+            // SAFETY: the call is complete here.
+            let got = unsafe { std::slice::from_raw_parts(dest, ne) };
+            // Every PE makes every call even after an error: leaving early would hang the rest.
+            if errs.is_empty() && (rc != RC_OK || (upto > 0 && got.iter().any(|v| *v != want))) {
+                errs.push(format!("call {k} on {me}: rc {rc}, {} want {want}", got[ne - 1]));
             }
-        },
-    );
+        }
+    });
 }
 
 #[test]
