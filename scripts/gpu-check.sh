@@ -9,7 +9,8 @@
 # reached only through the spml, so device bytes are staged through pinned buffers; and with no
 # peer mapped (SHMEM_LOCAL_MAP=0), so peers' device memory is copied by their CPUs when UCX
 # moves no CUDA memory; device_space with copies waited for by polling; tests/c/gpu_context.c, a driver-API program with a context of its own,
-# which must still be current after every rshmem call. Where nvcc is installed, tests/gpu/gpu_kernel.cu: CUDA kernels writing
+# which must still be current after every rshmem call; tests/c/reinit.c, three rounds of
+# shmem_init ... shmem_finalize, each with a GPU space made again. Where nvcc is installed, tests/gpu/gpu_kernel.cu: CUDA kernels writing
 # and checking the device memory rshmem moves. Then device_space with the device hidden
 # (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on. A run
 # that leaves rshmem's or UCX's names in /dev/shm or /tmp fails.
@@ -58,6 +59,7 @@ trap 'if [ -n "$logs" ]; then mkdir -p "$logs" && cp "$out"/*.log "$logs"/; fi; 
 "$bin/oshcc" -O2 -Itests/c -o "$out/device_space" tests/c/device_space.c
 "$bin/oshcc" -O2 -Itests/c -o "$out/default_gpu" tests/c/default_gpu.c
 "$bin/oshcc" -O2 -Itests/c -o "$out/gpu_context" tests/c/gpu_context.c -ldl
+"$bin/oshcc" -O2 -Itests/c -o "$out/reinit" tests/c/reinit.c
 # sshmem "anon" (the C example), whose host segments no peer maps: host memory then goes
 # through the spml while device memory stays mapped, so device bytes are staged through the
 # memheap's page-locked buffers.
@@ -102,6 +104,9 @@ run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M \
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_MCA_memheap_cuda_poll_copies=1
 # A program with a driver-API context of its own keeps it current across rshmem's calls.
 run gpu_context 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
+# Initializing again after the last finalize: each finalize frees the GPU space, each
+# shmem_init makes it again, and every round moves data in it.
+run reinit 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
 # No peer mapped: with a UCX without CUDA support, peers' device memory is reached through
 # their CPUs (spml ucx's transfers through the target, cuMemcpy on the progress thread).
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_LOCAL_MAP=0

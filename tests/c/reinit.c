@@ -8,7 +8,11 @@
  * SHMEM_THREAD_MULTIPLE. Global data keeps its values across rounds, as any variable does.
  * The library keeps its connections between rounds (SHMEM_REINIT), but nothing more: no more
  * descriptors are open after a later finalize than after the first, give or take UCX's
- * connections to peers. */
+ * connections to peers. Under SHMEM_ENABLE_GPU_SPACE, where a GPU space can be made, every
+ * round also moves data in SHMEM_SPACE_GPU, which the last finalize frees and the next
+ * shmem_init makes again: a put into a peer's device memory, an atomic on a device word and a
+ * reduction on device buffers, each read back through shmem_getmem (device memory takes no
+ * loads). */
 #include "check.h"
 #include <shmemx.h>
 #include <string.h>
@@ -30,6 +34,24 @@ static long ring;
 static long counter;
 static long total;
 static long bsrc[4], bdst[4];
+
+/* Data moved in the GPU space made by this round's shmem_init. */
+static void gpu_round(int r, int me, int n) {
+    long *words = shmem_space_calloc(SHMEM_SPACE_GPU, 4, sizeof(long));
+    long *sum = shmem_space_malloc(SHMEM_SPACE_GPU, sizeof(long));
+    CHECK(words != NULL && sum != NULL);
+    long v = 1000 * r + me, back[4];
+    shmem_long_put(&words[0], &v, 1, (me + 1) % n);   /* host -> the next PE's device */
+    shmem_long_atomic_add(&words[1], me + 1, 0);      /* on PE 0's device word */
+    shmem_barrier_all();
+    shmem_getmem(back, words, sizeof back, me);
+    CHECK(back[0] == 1000 * r + (me + n - 1) % n);
+    if (me == 0)
+        CHECK(back[1] == (long)n * (n + 1) / 2);
+    CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, sum, &words[0], 1) == 0); /* device buffers */
+    shmem_getmem(back, sum, sizeof(long), me);
+    CHECK(back[0] == (long)n * 1000 * r + (long)n * (n - 1) / 2);
+}
 
 int main(void) {
     int rounds = getenv("ROUNDS") ? atoi(getenv("ROUNDS")) : 3;
@@ -126,6 +148,9 @@ int main(void) {
         shmem_long_p(in_space, me, (me + 1) % n);
         shmem_barrier_all();
         CHECK(*in_space == (me + n - 1) % n);
+
+        if (SHMEM_SPACE_GPU != SHMEM_SPACE_INVALID)
+            gpu_round(r, me, n);
 
         shmem_finalize();
         shmem_query_initialized(&initialized);

@@ -77,6 +77,14 @@ fn the_library_initializes_again_after_its_last_finalize() {
     run_everywhere("reinit", &[]);
 }
 
+/// The same rounds with a GPU space (on the test memheap fakedev): the last finalize frees it,
+/// the next shmem_init makes it again, and each round moves data in it.
+#[test]
+fn a_gpu_space_is_made_again_at_each_initialization() {
+    let env = on_fakedev(&[("SHMEM_ENABLE_GPU_SPACE", "1"), ("SHMEM_GPU_SYMMETRIC_SIZE", "4M")]);
+    job(2, &c_test("reinit"), &env, DEFAULT_TIMEOUT).assert_all_pes_ok("reinit", 2);
+}
+
 #[test]
 fn put_get_on_the_heap() {
     run_everywhere("putget_heap", &[]);
