@@ -27,8 +27,9 @@
 //!   Only the bytes a collective reads or writes are copied, so the shadow's pages are touched
 //!   only where collectives ran. Those copies are what a small collective on device memory
 //!   costs (14-22 µs on an H200); where PEs share a GPU without MPS, their copies wait for the
-//!   GPU to switch between their contexts (hundreds of µs; docs/performance.md). Under `SHMEM_GPU_COLLECTIVES=0` a GPU space has no shadow and
-//!   no `SHMEM_SPACE_CAP_COLLECTIVES`, and a collective on it ends the job with a clear error.
+//!   GPU to switch between their contexts (hundreds of µs; docs/performance.md). Under
+//!   `SHMEM_GPU_COLLECTIVES=0` a GPU space has no shadow and no
+//!   `SHMEM_SPACE_CAP_COLLECTIVES`, and a collective on it ends the job with a clear error.
 //!
 //! None of this costs a job without device memory more than one relaxed load per operation.
 
