@@ -6,8 +6,8 @@
  * The broadcast's root is the last PE, so that PE 0, which times, receives (a root may return
  * before its data arrives). Each figure is PE 0's time per call in microseconds, the median of
  * NREP timed blocks with a barrier before each ("RESULT name size median us min max"). Run
- * with a GPU space
- * (SHMEM_ENABLE_GPU_SPACE=1); rshmem only (memory spaces are not in OpenSHMEM 1.6). */
+ * with a GPU space (SHMEM_ENABLE_GPU_SPACE=1); rshmem only (memory spaces are not in
+ * OpenSHMEM 1.6). Where PEs share a GPU, compare with and without MPS (docs/performance.md). */
 #include "bench.h"
 
 #define NREP 7
