@@ -616,6 +616,17 @@ typedef struct {
    * the range leaves the block it starts in.
    */
   int (*block_of)(void *heap, const void *addr, size_t *start, size_t *len);
+  /**
+   * For a memheap of device memory: page-lock `len` bytes of host memory at `ptr` (page
+   * aligned, the core's own, mapped until `host_unregister`), so that `copy` moves them to
+   * and from the device at full speed, as it moves `host_alloc`'s (`cuMemHostRegister`).
+   * SHMEM_PLUGIN_RC_OK, or SHMEM_PLUGIN_RC_ERROR after logging why (the core then copies through the memory as it
+   * is). The core page-locks the host shadows of GPU spaces this way, a range at a time as
+   * collectives reach it, and hands each range back to `host_unregister` before it unmaps
+   * the shadow. Both slots or neither.
+   */
+  int (*host_register)(void *ptr, size_t len);
+  int (*host_unregister)(void *ptr);
 } shmem_plugin_memheap_ops_t;
 
 /**

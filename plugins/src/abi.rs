@@ -423,6 +423,16 @@ pub struct MemheapOps {
             len: *mut usize,
         ) -> c_int,
     >,
+    // --- appended within ABI v2 (page-locked shadows); NULL in shorter tables ---
+    /// For a memheap of device memory: page-lock `len` bytes of host memory at `ptr` (page
+    /// aligned, the core's own, mapped until `host_unregister`), so that `copy` moves them to
+    /// and from the device at full speed, as it moves `host_alloc`'s (`cuMemHostRegister`).
+    /// RC_OK, or RC_ERROR after logging why (the core then copies through the memory as it
+    /// is). The core page-locks the host shadows of GPU spaces this way, a range at a time as
+    /// collectives reach it, and hands each range back to `host_unregister` before it unmaps
+    /// the shadow. Both slots or neither.
+    pub host_register: Option<unsafe extern "C" fn(ptr: *mut c_void, len: usize) -> c_int>,
+    pub host_unregister: Option<unsafe extern "C" fn(ptr: *mut c_void) -> c_int>,
 }
 
 // SAFETY: `segments` points at a component's immutable static table.
@@ -443,6 +453,13 @@ pub struct DeviceSlots {
 pub struct HostSlots {
     pub alloc: unsafe extern "C" fn(len: usize) -> *mut c_void,
     pub free: unsafe extern "C" fn(ptr: *mut c_void),
+}
+
+/// A device memheap's [`MemheapOps::host_register`] and [`MemheapOps::host_unregister`].
+#[derive(Copy, Clone)]
+pub struct PinSlots {
+    pub register: unsafe extern "C" fn(ptr: *mut c_void, len: usize) -> c_int,
+    pub unregister: unsafe extern "C" fn(ptr: *mut c_void) -> c_int,
 }
 
 /// Device types of [`MemheapOps::device_type`] (the values of `SHMEM_DEVICE_*`).
@@ -486,6 +503,15 @@ impl MemheapOps {
             return None;
         }
         self.block_of
+    }
+
+    /// The page-locking slots (`host_register`, `host_unregister`), when the table has both.
+    pub fn pin_slots(&self) -> Option<PinSlots> {
+        let end = std::mem::offset_of!(MemheapOps, host_unregister) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        Some(PinSlots { register: self.host_register?, unregister: self.host_unregister? })
     }
 }
 

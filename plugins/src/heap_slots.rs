@@ -77,6 +77,8 @@ pub const fn table(
         host_alloc: None,
         host_free: None,
         block_of: Some(block_of),
+        host_register: None,
+        host_unregister: None,
     }
 }
 

@@ -145,6 +145,11 @@ static void check_large(shmem_space_t gpu, int me, int n) {
     shmem_barrier_all();
     shmem_getmem(g, y, BIG * sizeof(int), me);
     for (int i = 0; i < BIG; i++) CHECK(g[i] == prev * 1000003 + i);
+    /* a collective of more than a megabyte: its copies through the host shadow reach past the
+     * 2 MiB ranges the shadow is page-locked in (x and y lie next to each other) */
+    shmem_broadcastmem(SHMEM_TEAM_WORLD, x, y, BIG * sizeof(int), 0);
+    shmem_getmem(g, x, BIG * sizeof(int), me);
+    for (int i = 0; i < BIG; i++) CHECK(g[i] == (n - 1) * 1000003 + i);
     memset(h, 0, BIG * sizeof(int));
     shmem_putmem(x, h, BIG * sizeof(int), me);
     shmem_getmem(x, y, BIG * sizeof(int), next); /* this PE's data back, into device memory */

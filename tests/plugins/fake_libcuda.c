@@ -17,8 +17,8 @@
  *   is ever named in /dev/shm and a handle dies with its owner, as CUDA's do.
  *
  * FAKECUDA_DEVICES (default 1) sets how many devices it reports. FAKECUDA_STATS=1 prints at
- * exit how many allocations, frees, IPC opens and closes, pinned buffers, copies and stream
- * queries there were,
+ * exit how many allocations, frees, IPC opens and closes, pinned buffers, registered (page-
+ * locked) host ranges and their unregistrations, copies and stream queries there were,
  * and how many calls failed for want of the right context.
  *
  * Build:  cc -shared -fPIC -o libcuda.so tests/plugins/fake_libcuda.c
@@ -56,6 +56,8 @@ enum {
     CUDA_ERROR_MAP_FAILED = 205,
     CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
 };
 enum { CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2, CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 };
 
@@ -95,11 +97,16 @@ struct region {
 static struct region regions[MAX_REGIONS];
 static void *pinned[MAX_PINNED];
 static size_t pinned_len[MAX_PINNED];
+/* Host memory the caller page-locked (cuMemHostRegister): start and length. */
+#define MAX_REGISTERED 256
+static uintptr_t registered[MAX_REGISTERED];
+static size_t registered_len[MAX_REGISTERED];
 static struct fake_ctx primaries[MAX_DEVICES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int initialised;
 static int devices = 1;
-static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_copies, n_queries, n_ctx_errors;
+static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_registered, n_unregistered, n_copies,
+    n_queries, n_ctx_errors;
 
 static __thread struct fake_ctx *stack[STACK];
 static __thread int depth;
@@ -133,6 +140,8 @@ static struct region *find(uintptr_t p, size_t len) {
 static int is_pinned(uintptr_t p) {
     for (int i = 0; i < MAX_PINNED; i++)
         if (pinned[i] && p >= (uintptr_t)pinned[i] && p - (uintptr_t)pinned[i] < pinned_len[i]) return 1;
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        if (registered[i] && p >= registered[i] && p - registered[i] < registered_len[i]) return 1;
     return 0;
 }
 
@@ -425,6 +434,50 @@ EXPORT CUresult cuMemFreeHost(void *p) {
     return CUDA_SUCCESS;
 }
 
+/* Page-locking memory the caller has: as the real driver, it takes whole pages and refuses a
+ * range that overlaps one already registered; cuMemHostUnregister takes the start of one. */
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t len, unsigned flags) {
+    (void)flags;
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    uintptr_t b = (uintptr_t)p;
+    if (!p || !len || b % 4096 || len % 4096) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    int free_at = -1;
+    for (int i = 0; i < MAX_REGISTERED; i++) {
+        if (!registered[i]) {
+            if (free_at < 0) free_at = i;
+        } else if (b < registered[i] + registered_len[i] && registered[i] < b + len) {
+            r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+        }
+    }
+    if (r == CUDA_SUCCESS && free_at < 0) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        registered[free_at] = b;
+        registered_len[free_at] = len;
+    }
+    pthread_mutex_unlock(&lock);
+    if (r == CUDA_SUCCESS) atomic_fetch_add(&n_registered, 1);
+    return r;
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p) {
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        if (registered[i] && registered[i] == (uintptr_t)p) {
+            registered[i] = 0;
+            found = 1;
+        }
+    pthread_mutex_unlock(&lock);
+    if (!found) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    atomic_fetch_add(&n_unregistered, 1);
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
     (void)flags;
     NEED_INIT;
@@ -435,6 +488,15 @@ EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
     st->ctx = c;
     *s = st;
     return CUDA_SUCCESS;
+}
+
+/* Whether host range [p, p+len) starts in a registered (cuMemHostRegister) range and runs past
+ * its end, which the real driver refuses (CUDA_ERROR_INVALID_VALUE). Lock held. */
+static int past_registration(uintptr_t p, size_t len) {
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        if (registered[i] && p >= registered[i] && p - registered[i] < registered_len[i])
+            return len > registered_len[i] - (p - registered[i]);
+    return 0;
 }
 
 /* Where the bytes of [p, p+len) are: the view for device memory, else p itself (host memory).
@@ -463,6 +525,7 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUst
     }
     pthread_mutex_lock(&lock);
     char *d = bytes_at(dst, len), *sv = bytes_at(src, len);
+    if (past_registration(dst, len) || past_registration(src, len)) d = NULL;
     if (d && sv) {
         if (s->queued == QUEUE) drain(s);
         s->q[s->queued++] = (struct copy_op){d, sv, len};
@@ -528,9 +591,10 @@ __attribute__((destructor)) static void fake_stats(void) {
     /* Only a process that used the driver: a probe that loads and unloads it says nothing. */
     if (on && strcmp(on, "1") == 0 && atomic_load(&initialised))
         fprintf(stderr,
-                "fakecuda stats: alloc %lu free %lu ipc_open %lu ipc_close %lu pinned %lu unpinned %lu copies %lu "
-                "queries %lu context_errors %lu\n",
+                "fakecuda stats: alloc %lu free %lu ipc_open %lu ipc_close %lu pinned %lu unpinned %lu registered %lu "
+                "unregistered %lu copies %lu queries %lu context_errors %lu\n",
                 atomic_load(&n_alloc), atomic_load(&n_free), atomic_load(&n_open), atomic_load(&n_close),
-                atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_copies), atomic_load(&n_queries),
+                atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_registered),
+                atomic_load(&n_unregistered), atomic_load(&n_copies), atomic_load(&n_queries),
                 atomic_load(&n_ctx_errors));
 }

@@ -227,19 +227,102 @@ static void fake_host_free(void *p) {
     atomic_fetch_add(&pinned_freed, 1);
 }
 
+/* Host memory the core page-locks (host_register: its GPU spaces' shadows), remembered so that
+ * copies through it can be counted: ranges must start and end on pages and not overlap one
+ * already registered, and host_unregister must name the start of one, as with
+ * cuMemHostRegister. FAKEDEV_REGISTER=0 refuses every range, as a memheap that cannot lock
+ * more memory would. FAKEDEV_STATS=1 adds a line of these counts. */
+#define MAX_REGISTERED 256
+static uintptr_t registered[MAX_REGISTERED];
+static size_t registered_len[MAX_REGISTERED];
+static atomic_ulong registrations, unregistrations, registered_copies, registration_errors;
+
+static int in_registered(uintptr_t p, size_t len) {
+    for (int i = 0; i < MAX_REGISTERED; i++) {
+        uintptr_t b = registered[i];
+        if (b && p >= b && p - b <= registered_len[i] && len <= registered_len[i] - (p - b)) return 1;
+    }
+    return 0;
+}
+
+/* Whether [p, p+len) starts in a registered range and runs past its end, which
+ * cuMemcpyAsync refuses. Lock held. */
+static int past_registration(uintptr_t p, size_t len) {
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        if (registered[i] && p >= registered[i] && p - registered[i] < registered_len[i])
+            return len > registered_len[i] - (p - registered[i]);
+    return 0;
+}
+
+static int fake_host_register(void *ptr, size_t len) {
+    const char *off = getenv("FAKEDEV_REGISTER");
+    if (off && strcmp(off, "0") == 0) return SHMEM_PLUGIN_RC_ERROR;
+    uintptr_t b = (uintptr_t)ptr;
+    int ok = b && len && b % 4096 == 0 && len % 4096 == 0, at = -1;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; ok && i < MAX_REGISTERED; i++) {
+        if (!registered[i]) {
+            if (at < 0) at = i;
+        } else if (b < registered[i] + registered_len[i] && registered[i] < b + len) {
+            ok = 0;
+        }
+    }
+    if (ok && at >= 0) {
+        registered[at] = b;
+        registered_len[at] = len;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!ok || at < 0) {
+        atomic_fetch_add(&registration_errors, 1);
+        say("host_register of a range that is not whole pages, or overlaps one registered");
+        return SHMEM_PLUGIN_RC_ERROR;
+    }
+    atomic_fetch_add(&registrations, 1);
+    return SHMEM_PLUGIN_RC_OK;
+}
+
+static int fake_host_unregister(void *ptr) {
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        if (registered[i] && registered[i] == (uintptr_t)ptr) {
+            registered[i] = 0;
+            found = 1;
+        }
+    pthread_mutex_unlock(&lock);
+    if (!found) {
+        atomic_fetch_add(&registration_errors, 1);
+        say("host_unregister of an address host_register did not take");
+        return SHMEM_PLUGIN_RC_ERROR;
+    }
+    atomic_fetch_add(&unregistrations, 1);
+    return SHMEM_PLUGIN_RC_OK;
+}
+
 __attribute__((destructor)) static void fake_stats(void) {
     const char *on = getenv("FAKEDEV_STATS");
-    if (on && strcmp(on, "1") == 0)
+    if (on && strcmp(on, "1") == 0) {
         fprintf(stderr, "fakedev stats: pinned made %lu freed %lu copies %lu\n", atomic_load(&pinned_made),
                 atomic_load(&pinned_freed), atomic_load(&pinned_copies));
+        fprintf(stderr, "fakedev registered: ranges %lu unregistered %lu copies %lu errors %lu\n",
+                atomic_load(&registrations), atomic_load(&unregistrations), atomic_load(&registered_copies),
+                atomic_load(&registration_errors));
+    }
 }
 
 static int fake_copy(void *dst, const void *src, size_t len) {
     pthread_mutex_lock(&lock);
+    if (past_registration((uintptr_t)dst, len) || past_registration((uintptr_t)src, len)) {
+        pthread_mutex_unlock(&lock);
+        say("a copy runs past the end of the page-locked range it starts in");
+        return SHMEM_PLUGIN_RC_ERROR;
+    }
     char *d = bytes_at((uintptr_t)dst, len);
     char *s = bytes_at((uintptr_t)src, len);
     if (d && s) memmove(d, s, len);
     if (in_pinned((uintptr_t)dst, len) || in_pinned((uintptr_t)src, len)) atomic_fetch_add(&pinned_copies, 1);
+    if (in_registered((uintptr_t)dst, len) || in_registered((uintptr_t)src, len))
+        atomic_fetch_add(&registered_copies, 1);
     pthread_mutex_unlock(&lock);
     if (!d || !s) {
         say("a copy runs past the end of a device segment");
@@ -274,6 +357,8 @@ static const shmem_plugin_memheap_ops_t ops = {
     .owns = fake_owns,
     .host_alloc = fake_host_alloc,
     .host_free = fake_host_free,
+    .host_register = fake_host_register,
+    .host_unregister = fake_host_unregister,
 };
 
 static void fake_query(const shmem_plugin_core_t *core, shmem_plugin_query_t *result) {

@@ -370,6 +370,48 @@ fn gpu_spaces_move_data_only_through_the_device_memheap() {
             }
         }
     }
+    // The GPU space's host shadow is page-locked (the memheap's host_register) as collectives
+    // first copy through it, one 2 MiB range at a time, each unlocked before the shadow goes;
+    // not under SHMEM_GPU_PIN_SHADOW=0; a memheap that refuses leaves it pageable, with a
+    // warning, and the collectives run on.
+    let registered = |r: &Run| -> Vec<[u64; 4]> {
+        r.stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("fakedev registered: "))
+            .map(|l| {
+                let v: Vec<u64> = l.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+                v.try_into().unwrap_or_else(|_| panic!("{}", r.stderr))
+            })
+            .collect()
+    };
+    let counted = [env.as_slice(), &[("FAKEDEV_STATS", "1")]].concat();
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (&[], "locked"),
+        (&[("SHMEM_GPU_PIN_SHADOW", "0")], "off"),
+        (&[("FAKEDEV_REGISTER", "0")], "refused"),
+    ];
+    for (more, case) in cases {
+        let with = [counted.as_slice(), more].concat();
+        let r = oshrun(2, &prog, &with, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok("device_space", 2);
+        let lines = registered(&r);
+        assert_eq!(lines.len(), 2, "one line per PE: {}", r.stderr);
+        for [ranges, unlocked, copies, errors] in lines {
+            assert_eq!(
+                errors, 0,
+                "{case}: whole pages, no overlap, only what was locked unlocked: {}",
+                r.stderr
+            );
+            assert_eq!(ranges, unlocked, "{case}: every range unlocked: {}", r.stderr);
+            if case == "locked" {
+                assert!(ranges >= 1 && copies >= 1, "{case}: copies through a locked shadow: {}", r.stderr);
+            } else {
+                assert_eq!((ranges, copies), (0, 0), "{case}: {}", r.stderr);
+            }
+        }
+        let warned = r.stderr.contains("could not page-lock");
+        assert_eq!(warned, case == "refused", "{case}: {}", r.stderr);
+    }
     assert_nothing_left(&before, "device_space");
 }
 
@@ -435,6 +477,17 @@ fn memheap_cuda_runs_on_a_stand_in_driver() {
             assert_eq!(n("alloc"), n("free"), "{name}: every allocation freed: {}", r.stderr);
             assert_eq!(n("ipc_open"), n("ipc_close"), "{name}: every IPC mapping closed: {}", r.stderr);
             assert_eq!(n("pinned"), n("unpinned"), "{name}: every pinned buffer freed: {}", r.stderr);
+            // device_space's collectives on device memory copy through the GPU space's host
+            // shadow, page-locked as they reach it and unlocked when the space goes.
+            assert_eq!(
+                n("registered"),
+                n("unregistered"),
+                "{name}: every locked range unlocked: {}",
+                r.stderr
+            );
+            if name == "device_space" {
+                assert!(n("registered") >= 1, "{name}: the shadow page-locked: {}", r.stderr);
+            }
             assert_eq!(n("context_errors"), 0, "{name}: {}", r.stderr);
             // Polling: every copy is waited for by querying its stream until it is done (the
             // test driver says "not ready" once per copy); else by synchronising it.

@@ -73,6 +73,12 @@ pub const SETTINGS: &[Setting] = &[
         "Give each GPU space SHMEM_SPACE_CAP_COLLECTIVES: a host shadow segment of its size (pages touched only where collectives run) through which collectives on its memory are staged; 0 makes GPU spaces without collectives, which then end the job with a clear error",
     ),
     setting(
+        "SHMEM_GPU_PIN_SHADOW",
+        Kind::Bool,
+        "1",
+        "Page-lock a GPU space's host shadow 2 MiB at a time as collectives first copy through it (the device memheap's host_register, cuMemHostRegister), so that those copies run at the device's full speed; 0 leaves shadows pageable, costing no memory the system cannot reclaim",
+    ),
+    setting(
         "SHMEM_DEFAULT_SPACE",
         Kind::Str,
         "CPU",

@@ -25,7 +25,8 @@
 //!   size (symmetric, like any host segment), and a collective whose buffers are device memory
 //!   runs on their shadows ([`Shadow`]): sources are copied in before, destinations out after.
 //!   Only the bytes a collective reads or writes are copied, so the shadow's pages are touched
-//!   only where collectives ran. Those copies are what a small collective on device memory
+//!   only where collectives ran, and page-locked as copies reach it (`crate::ops::shadow_pin`),
+//!   each copy in pieces inside one locked range. Those copies are what a small collective on device memory
 //!   costs (14-22 µs on an H200); where PEs share a GPU without MPS, their copies wait for the
 //!   GPU to switch between their contexts (hundreds of µs; docs/performance.md). Under
 //!   `SHMEM_GPU_COLLECTIVES=0` a GPU space has no shadow and no
@@ -555,9 +556,27 @@ impl Shadow {
     pub fn copy_in(&self, rt: &Runtime, routine: &CStr, len: usize) {
         if self.is_device() && len > 0 {
             self.check(routine, "source", 0, len);
-            // SAFETY: both ranges lie in their segments (checked): the shadow is host memory
-            // of the same length, the device range the memheap's.
-            unsafe { copy(rt, routine, self.host, self.device, len) };
+            self.copy_pieces(rt, routine, 0, len, false);
+        }
+    }
+
+    /// Copy bytes `off..off + len` between the device buffer and its shadow (`to_device`:
+    /// from the shadow), once the shadow's range is page-locked where it can be, in pieces
+    /// that each stay inside one page-locked range (`crate::ops::shadow_pin`).
+    fn copy_pieces(&self, rt: &Runtime, routine: &CStr, off: usize, len: usize, to_device: bool) {
+        use crate::ops::shadow_pin;
+        shadow_pin::ensure(self.seg, self.host.wrapping_add(off), len);
+        let mut at = off;
+        while at < off + len {
+            let host = self.host.wrapping_add(at);
+            let device = self.device.wrapping_add(at);
+            let n = shadow_pin::piece(self.seg, host, off + len - at);
+            let (dst, src) =
+                if to_device { (device, host.cast_const()) } else { (host, device.cast_const()) };
+            // SAFETY: both ranges lie in their segments (the caller checked `off..off + len`):
+            // the shadow is host memory of the buffer's length, the device range the memheap's.
+            unsafe { copy(rt, routine, dst, src, n) };
+            at += n;
         }
     }
 
@@ -565,8 +584,7 @@ impl Shadow {
     pub fn copy_out(&self, rt: &Runtime, routine: &CStr, off: usize, len: usize) {
         if self.is_device() && len > 0 {
             self.check(routine, "dest", off, len);
-            // SAFETY: as in `copy_in`.
-            unsafe { copy(rt, routine, self.device.add(off), self.host.add(off), len) };
+            self.copy_pieces(rt, routine, off, len, true);
         }
     }
 

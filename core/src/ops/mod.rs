@@ -18,6 +18,7 @@ pub mod p2p;
 pub mod rma;
 pub mod services;
 pub mod setup;
+pub mod shadow_pin;
 pub mod signal;
 pub mod spaces;
 pub mod stall;

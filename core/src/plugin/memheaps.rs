@@ -5,7 +5,7 @@
 
 use super::Selection;
 use rshmem_plugin_api::{
-    CoreServices, HostSlots, MemheapOps, SshmemOps, MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU,
+    CoreServices, HostSlots, MemheapOps, PinSlots, SshmemOps, MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU,
 };
 use std::ffi::{c_int, c_void};
 
@@ -69,6 +69,8 @@ pub struct DeviceMemory {
     pub owns: unsafe extern "C" fn(ptr: *const c_void) -> c_int,
     /// Page-locked host memory for staging, when the memheap offers it.
     pub host: Option<HostSlots>,
+    /// Page-locking host memory the core has (GPU spaces' shadows), when the memheap can.
+    pub pin: Option<PinSlots>,
 }
 
 /// The data path of memheap `d`: `Err` says why the core cannot use it (a table without the
@@ -92,5 +94,6 @@ pub fn device_memory(d: &DeviceHeap) -> Result<DeviceMemory, String> {
         copy: slots.copy,
         owns: slots.owns,
         host: d.ops.host_slots(),
+        pin: d.ops.pin_slots(),
     })
 }

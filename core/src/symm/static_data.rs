@@ -63,7 +63,7 @@ unsafe extern "C" fn phdr_cb(
     1 // stop after the main program
 }
 
-fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }

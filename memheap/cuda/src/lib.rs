@@ -25,7 +25,9 @@
 //!   (docs/performance.md, "GPU check"). `SHMEM_MCA_memheap_cuda_poll_copies=1` waits by
 //!   polling `cuStreamQuery` instead, to measure against it;
 //! - `owns` asks `cuPointerGetAttribute` for the memory type;
-//! - `host_alloc`/`host_free` give the core page-locked staging buffers (`cuMemHostAlloc`).
+//! - `host_alloc`/`host_free` give the core page-locked staging buffers (`cuMemHostAlloc`);
+//! - `host_register`/`host_unregister` page-lock host memory the core has, its GPU spaces'
+//!   host shadows (`cuMemHostRegister`).
 //!
 //! Every driver call runs with the primary context pushed on the calling thread's stack and
 //! popped after (`OnDevice`), so a program with a driver-API context of its own finds it
@@ -366,12 +368,35 @@ unsafe extern "C" fn host_free(p: *mut c_void) {
     });
 }
 
+/// Page-lock host memory the core has (a GPU space's host shadow), for `copy` to move by DMA
+/// as it moves `host_alloc`'s. `CU_MEMHOSTREGISTER_PORTABLE`, as for `host_alloc`.
+unsafe extern "C" fn host_register(p: *mut c_void, len: usize) -> c_int {
+    rc("host_register", || {
+        let _on = on_device()?;
+        // SAFETY: the core's contract: `len` bytes of its own mapped host memory at `p`,
+        // page aligned, unregistered before they are unmapped.
+        check("cuMemHostRegister", unsafe {
+            sys::cuMemHostRegister_v2(p, len, sys::CU_MEMHOSTREGISTER_PORTABLE)
+        })
+    })
+}
+
+unsafe extern "C" fn host_unregister(p: *mut c_void) -> c_int {
+    rc("host_unregister", || {
+        let _on = on_device()?;
+        // SAFETY: the core's contract: `p` was registered by `host_register` and is still mapped.
+        check("cuMemHostUnregister", unsafe { sys::cuMemHostUnregister(p) })
+    })
+}
+
 static OPS: MemheapOps = MemheapOps {
     segments: &SEGMENTS,
     copy: Some(copy),
     owns: Some(owns),
     host_alloc: Some(host_alloc),
     host_free: Some(host_free),
+    host_register: Some(host_register),
+    host_unregister: Some(host_unregister),
     ..heap_slots::table(create, MEMHEAP_DEVICE_GPU)
 };
 

@@ -468,7 +468,7 @@ fn make_shadow(routine: &CStr, rt: &Runtime, owned: &mut segment::Owned) -> bool
     let then = " (a GPU space's host shadow, for collectives); the space is made without SHMEM_SPACE_CAP_COLLECTIVES on every PE";
     match connect_agreed(routine, rt, made, then) {
         Some(shadow) => {
-            owned.set_shadow(shadow);
+            owned.set_shadow(rt, shadow);
             true
         }
         None => false,

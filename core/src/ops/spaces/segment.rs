@@ -366,6 +366,7 @@ fn gather_flags(routine: &CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u6
 pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
     if let Some(shadow) = o.shadow.take() {
         crate::ops::device::set_shadow(o.seg, std::ptr::null_mut());
+        crate::ops::shadow_pin::untrack(o.seg);
         release(_routine, rt, *shadow);
     }
     rt.segs.remove(o.seg);
@@ -407,8 +408,9 @@ impl Owned {
 
     /// Give device segment `self` its host shadow `shadow` (agreed: on every PE), so that
     /// collectives run on it.
-    pub fn set_shadow(&mut self, shadow: Owned) {
+    pub fn set_shadow(&mut self, rt: &Runtime, shadow: Owned) {
         crate::ops::device::set_shadow(self.seg, shadow.desc.base.cast());
+        crate::ops::shadow_pin::track(rt, self.seg, shadow.desc.base.cast(), shadow.desc.size);
         self.shadow = Some(Box::new(shadow));
     }
 
