@@ -26,9 +26,10 @@
 //!   runs on their shadows ([`Shadow`]): sources are copied in before, destinations out after.
 //!   Only the bytes a collective reads or writes are copied, so the shadow's pages are touched
 //!   only where collectives ran, and page-locked as copies reach it (`crate::ops::shadow_pin`),
-//!   each copy in pieces inside one locked range. Those copies are what a small collective on device memory
-//!   costs (14-22 µs on an H200); where PEs share a GPU without MPS, their copies wait for the
-//!   GPU to switch between their contexts (hundreds of µs; docs/performance.md). Under
+//!   each copy in pieces inside one locked range. Those copies are what a small collective on
+//!   device memory costs (14-22 µs on an H200); where PEs share a GPU without MPS, their
+//!   copies wait for the GPU to switch between their contexts (hundreds of µs;
+//!   docs/performance.md). Under
 //!   `SHMEM_GPU_COLLECTIVES=0` a GPU space has no shadow and no
 //!   `SHMEM_SPACE_CAP_COLLECTIVES`, and a collective on it ends the job with a clear error.
 //!
