@@ -27,7 +27,7 @@
 //!   Only the bytes a collective reads or writes are copied, so the shadow's pages are touched
 //!   only where collectives ran, and page-locked as copies reach it (`crate::ops::shadow_pin`),
 //!   each copy in pieces inside one locked range. Those copies are what a small collective on
-//!   device memory costs (14-22 µs on an H200); where PEs share a GPU without MPS, their
+//!   device memory costs (14-25 µs on an H200 under MPS); where PEs share a GPU without MPS, their
 //!   copies wait for the GPU to switch between their contexts (hundreds of µs;
 //!   docs/performance.md). Under
 //!   `SHMEM_GPU_COLLECTIVES=0` a GPU space has no shadow and no

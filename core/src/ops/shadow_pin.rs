@@ -1,6 +1,6 @@
 //! Page-locking the host shadows of GPU spaces (`crate::ops::device::Shadow`), [`CHUNK`]
 //! bytes at a time as collectives first copy through them. The device memheap's `copy` moves
-//! page-locked host memory 3.6-5 times faster than pageable memory from 256 KiB up (NVIDIA
+//! page-locked host memory 2.3-5.9 times faster than pageable memory from 256 KiB up (NVIDIA
 //! H200, `tests/gpu/host_copies.cu`, docs/performance.md), and staging pageable memory through
 //! page-locked buffers does not get there, so the shadow itself is locked. Only the chunks
 //! collectives reach are, which keeps the memory the system can no longer reclaim to those.
