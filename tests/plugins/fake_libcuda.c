@@ -35,6 +35,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "registered_ranges.h" /* host memory the caller page-locked (cuMemHostRegister) */
+
 #define EXPORT __attribute__((visibility("default")))
 
 typedef int CUresult;
@@ -97,10 +99,6 @@ struct region {
 static struct region regions[MAX_REGIONS];
 static void *pinned[MAX_PINNED];
 static size_t pinned_len[MAX_PINNED];
-/* Host memory the caller page-locked (cuMemHostRegister): start and length. */
-#define MAX_REGISTERED 256
-static uintptr_t registered[MAX_REGISTERED];
-static size_t registered_len[MAX_REGISTERED];
 static struct fake_ctx primaries[MAX_DEVICES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int initialised;
@@ -140,9 +138,7 @@ static struct region *find(uintptr_t p, size_t len) {
 static int is_pinned(uintptr_t p) {
     for (int i = 0; i < MAX_PINNED; i++)
         if (pinned[i] && p >= (uintptr_t)pinned[i] && p - (uintptr_t)pinned[i] < pinned_len[i]) return 1;
-    for (int i = 0; i < MAX_REGISTERED; i++)
-        if (registered[i] && p >= registered[i] && p - registered[i] < registered_len[i]) return 1;
-    return 0;
+    return ranges_cover(p, 0);
 }
 
 /* Map `fd` twice into a free slot: inaccessible at the device address, read-write for copies. */
@@ -440,38 +436,22 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t len, unsigned flags) {
     (void)flags;
     NEED_INIT;
     if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
-    uintptr_t b = (uintptr_t)p;
-    if (!p || !len || b % 4096 || len % 4096) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
-    int free_at = -1;
-    for (int i = 0; i < MAX_REGISTERED; i++) {
-        if (!registered[i]) {
-            if (free_at < 0) free_at = i;
-        } else if (b < registered[i] + registered_len[i] && registered[i] < b + len) {
-            r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-        }
-    }
-    if (r == CUDA_SUCCESS && free_at < 0) r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS) {
-        registered[free_at] = b;
-        registered_len[free_at] = len;
-    }
+    int r = ranges_add((uintptr_t)p, len);
     pthread_mutex_unlock(&lock);
-    if (r == CUDA_SUCCESS) atomic_fetch_add(&n_registered, 1);
-    return r;
+    switch (r) {
+    case RANGE_ADDED: atomic_fetch_add(&n_registered, 1); return CUDA_SUCCESS;
+    case RANGE_OVERLAPS: return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    case RANGE_TABLE_FULL: return CUDA_ERROR_OUT_OF_MEMORY;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 EXPORT CUresult cuMemHostUnregister(void *p) {
     NEED_INIT;
     if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
-    int found = 0;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_REGISTERED; i++)
-        if (registered[i] && registered[i] == (uintptr_t)p) {
-            registered[i] = 0;
-            found = 1;
-        }
+    int found = ranges_remove((uintptr_t)p);
     pthread_mutex_unlock(&lock);
     if (!found) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     atomic_fetch_add(&n_unregistered, 1);
@@ -488,15 +468,6 @@ EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
     st->ctx = c;
     *s = st;
     return CUDA_SUCCESS;
-}
-
-/* Whether host range [p, p+len) starts in a registered (cuMemHostRegister) range and runs past
- * its end, which the real driver refuses (CUDA_ERROR_INVALID_VALUE). Lock held. */
-static int past_registration(uintptr_t p, size_t len) {
-    for (int i = 0; i < MAX_REGISTERED; i++)
-        if (registered[i] && p >= registered[i] && p - registered[i] < registered_len[i])
-            return len > registered_len[i] - (p - registered[i]);
-    return 0;
 }
 
 /* Where the bytes of [p, p+len) are: the view for device memory, else p itself (host memory).
@@ -525,7 +496,7 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUst
     }
     pthread_mutex_lock(&lock);
     char *d = bytes_at(dst, len), *sv = bytes_at(src, len);
-    if (past_registration(dst, len) || past_registration(src, len)) d = NULL;
+    if (ranges_past(dst, len) || ranges_past(src, len)) d = NULL;
     if (d && sv) {
         if (s->queued == QUEUE) drain(s);
         s->q[s->queued++] = (struct copy_op){d, sv, len};

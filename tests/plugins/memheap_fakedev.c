@@ -232,47 +232,16 @@ static void fake_host_free(void *p) {
  * already registered, and host_unregister must name the start of one, as with
  * cuMemHostRegister. FAKEDEV_REGISTER=0 refuses every range, as a memheap that cannot lock
  * more memory would. FAKEDEV_STATS=1 adds a line of these counts. */
-#define MAX_REGISTERED 256
-static uintptr_t registered[MAX_REGISTERED];
-static size_t registered_len[MAX_REGISTERED];
+#include "registered_ranges.h"
 static atomic_ulong registrations, unregistrations, registered_copies, registration_errors;
-
-static int in_registered(uintptr_t p, size_t len) {
-    for (int i = 0; i < MAX_REGISTERED; i++) {
-        uintptr_t b = registered[i];
-        if (b && p >= b && p - b <= registered_len[i] && len <= registered_len[i] - (p - b)) return 1;
-    }
-    return 0;
-}
-
-/* Whether [p, p+len) starts in a registered range and runs past its end, which
- * cuMemcpyAsync refuses. Lock held. */
-static int past_registration(uintptr_t p, size_t len) {
-    for (int i = 0; i < MAX_REGISTERED; i++)
-        if (registered[i] && p >= registered[i] && p - registered[i] < registered_len[i])
-            return len > registered_len[i] - (p - registered[i]);
-    return 0;
-}
 
 static int fake_host_register(void *ptr, size_t len) {
     const char *off = getenv("FAKEDEV_REGISTER");
     if (off && strcmp(off, "0") == 0) return SHMEM_PLUGIN_RC_ERROR;
-    uintptr_t b = (uintptr_t)ptr;
-    int ok = b && len && b % 4096 == 0 && len % 4096 == 0, at = -1;
     pthread_mutex_lock(&lock);
-    for (int i = 0; ok && i < MAX_REGISTERED; i++) {
-        if (!registered[i]) {
-            if (at < 0) at = i;
-        } else if (b < registered[i] + registered_len[i] && registered[i] < b + len) {
-            ok = 0;
-        }
-    }
-    if (ok && at >= 0) {
-        registered[at] = b;
-        registered_len[at] = len;
-    }
+    int r = ranges_add((uintptr_t)ptr, len);
     pthread_mutex_unlock(&lock);
-    if (!ok || at < 0) {
+    if (r != RANGE_ADDED) {
         atomic_fetch_add(&registration_errors, 1);
         say("host_register of a range that is not whole pages, or overlaps one registered");
         return SHMEM_PLUGIN_RC_ERROR;
@@ -282,13 +251,8 @@ static int fake_host_register(void *ptr, size_t len) {
 }
 
 static int fake_host_unregister(void *ptr) {
-    int found = 0;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_REGISTERED; i++)
-        if (registered[i] && registered[i] == (uintptr_t)ptr) {
-            registered[i] = 0;
-            found = 1;
-        }
+    int found = ranges_remove((uintptr_t)ptr);
     pthread_mutex_unlock(&lock);
     if (!found) {
         atomic_fetch_add(&registration_errors, 1);
@@ -312,7 +276,7 @@ __attribute__((destructor)) static void fake_stats(void) {
 
 static int fake_copy(void *dst, const void *src, size_t len) {
     pthread_mutex_lock(&lock);
-    if (past_registration((uintptr_t)dst, len) || past_registration((uintptr_t)src, len)) {
+    if (ranges_past((uintptr_t)dst, len) || ranges_past((uintptr_t)src, len)) {
         pthread_mutex_unlock(&lock);
         say("a copy runs past the end of the page-locked range it starts in");
         return SHMEM_PLUGIN_RC_ERROR;
@@ -321,7 +285,7 @@ static int fake_copy(void *dst, const void *src, size_t len) {
     char *s = bytes_at((uintptr_t)src, len);
     if (d && s) memmove(d, s, len);
     if (in_pinned((uintptr_t)dst, len) || in_pinned((uintptr_t)src, len)) atomic_fetch_add(&pinned_copies, 1);
-    if (in_registered((uintptr_t)dst, len) || in_registered((uintptr_t)src, len))
+    if (ranges_cover((uintptr_t)dst, len) || ranges_cover((uintptr_t)src, len))
         atomic_fetch_add(&registered_copies, 1);
     pthread_mutex_unlock(&lock);
     if (!d || !s) {

@@ -73,20 +73,23 @@ fn release(p: *mut Pins) {
     }
 }
 
+/// Segment `seg`'s tracked shadow and the offset of `host` in it, when `host` lies there.
+fn tracked(seg: u32, host: *const u8) -> Option<(&'static Pins, usize)> {
+    let p = PINS[seg as usize].load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a tracked shadow's chunks live until `untrack`, which runs only once no
+    // collective uses the shadow (see there), and the callers run inside such a collective.
+    let pins: &'static Pins = unsafe { &*p };
+    let off = (host as usize).wrapping_sub(pins.base);
+    (off < pins.len).then_some((pins, off))
+}
+
 /// Page-lock the chunks of segment `seg`'s shadow that `[host, host + len)` reaches and that
 /// are not yet, before a copy between them and the device.
 pub fn ensure(seg: u32, host: *const u8, len: usize) {
-    let p = PINS[seg as usize].load(Ordering::Acquire);
-    if p.is_null() || len == 0 {
-        return;
-    }
-    // SAFETY: a tracked shadow's chunks live until `untrack`, which runs only once no
-    // collective uses the shadow (see there), and this runs inside such a collective.
-    let pins = unsafe { &*p };
-    let off = (host as usize).wrapping_sub(pins.base);
-    if off >= pins.len {
-        return;
-    }
+    let Some((pins, off)) = tracked(seg, host).filter(|_| len > 0) else { return };
     let last = (off + len - 1).min(pins.len - 1) / CHUNK;
     for c in off / CHUNK..=last {
         if pins.chunks[c].load(Ordering::Acquire) != UNPINNED {
@@ -122,17 +125,7 @@ pub fn ensure(seg: u32, host: *const u8, len: usize) {
 /// runs past the page-locked range it starts in (CUDA: `CUDA_ERROR_INVALID_VALUE`, seen on an
 /// H200 for a 2 MiB fcollect), else all of it.
 pub fn piece(seg: u32, host: *const u8, len: usize) -> usize {
-    let p = PINS[seg as usize].load(Ordering::Acquire);
-    if p.is_null() {
-        return len;
-    }
-    // SAFETY: as in `ensure`.
-    let pins = unsafe { &*p };
-    let off = (host as usize).wrapping_sub(pins.base);
-    if off >= pins.len {
-        return len;
-    }
-    len.min(CHUNK - off % CHUNK)
+    tracked(seg, host).map_or(len, |(_, off)| len.min(CHUNK - off % CHUNK))
 }
 
 #[cfg(test)]
@@ -159,7 +152,7 @@ mod tests {
         RC_OK
     }
 
-    fn tracked(seg: u32, base: usize, len: usize) {
+    fn track_at(seg: u32, base: usize, len: usize) {
         let slots = PinSlots { register, unregister };
         let chunks = (0..len.div_ceil(CHUNK)).map(|_| AtomicU8::new(UNPINNED)).collect();
         let pins = Box::new(Pins { base, len, slots, chunks, lock: Mutex::new(()) });
@@ -170,7 +163,7 @@ mod tests {
     fn chunks_are_locked_once_as_copies_reach_them_and_unlocked_at_release() {
         let base = 1usize << 30; // never dereferenced
         let len = 5 * CHUNK + 4096;
-        tracked(3, base, len);
+        track_at(3, base, len);
         let at = |off: usize| (base + off) as *const u8;
         ensure(3, at(10), 8);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 1, "the first chunk only");
@@ -194,7 +187,7 @@ mod tests {
 
         // A refusal stops the tries on that shadow.
         REFUSE_AT.store(4, Ordering::SeqCst);
-        tracked(3, base, len);
+        track_at(3, base, len);
         ensure(3, at(0), 8);
         ensure(3, at(CHUNK), 8);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 4);
