@@ -38,7 +38,7 @@ pub enum Invocation {
 }
 
 pub const USAGE: &str =
-    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core|numa|none] [-x NAME[=VALUE]]... [--mca NAME VALUE]... [--tag-output] [--] program [args...]";
+    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core[:overload-allowed]|numa|none] [-x NAME[=VALUE]]... [--mca NAME VALUE]... [--tag-output] [--] program [args...]";
 
 /// `oshrun --help`.
 pub const HELP: &str = "usage: oshrun [options] [--] program [args...]
@@ -50,6 +50,8 @@ Open MPI's mpirun or Slurm's srun --mpi=pmix instead; a program started alone is
   --bind-to core|numa|none
                           give each PE a core of its own, or that core's NUMA node, from the
                           topology hwloc reports (default none)
+  --bind-to core:overload-allowed
+                          as core, and with more PEs than cores, PE i on core i mod cores
   -x NAME[=VALUE]         set (or pass on) an environment variable for every PE
   --mca NAME VALUE        set the library's setting SHMEM_MCA_NAME to VALUE for every PE
                           (shmem_info lists them), as Open MPI's --mca does
@@ -152,8 +154,9 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
                 );
             }
             "--bind-to" | "-bind-to" => {
-                let v = value("core, numa or none")?;
-                bind = BindTo::parse(&v).ok_or_else(|| format!("--bind-to {v}: use core, numa or none"))?;
+                let v = value("core, core:overload-allowed, numa or none")?;
+                bind = BindTo::parse(&v)
+                    .ok_or_else(|| format!("--bind-to {v}: use core, core:overload-allowed, numa or none"))?;
             }
             "-x" => {
                 let v = value("NAME or NAME=VALUE")?;
@@ -223,7 +226,11 @@ fn bindings(to: BindTo, np: usize) -> Option<Vec<Vec<usize>>> {
     if to == BindTo::None {
         return None;
     }
-    let what = if to == BindTo::Core { "core" } else { "numa" };
+    let what = match to {
+        BindTo::Core => "core",
+        BindTo::CoreOverload => "core:overload-allowed",
+        _ => "numa",
+    };
     match Host::load().and_then(|h| h.binding(to, np)) {
         Ok(b) => b,
         Err(e) => {
@@ -887,6 +894,10 @@ mod tests {
         assert_eq!(opts(&["--bind-to", "core", "-np", "2", "p"]).unwrap().bind, BindTo::Core);
         assert_eq!(opts(&["--bind-to", "numa", "-np", "2", "p"]).unwrap().bind, BindTo::Numa);
         assert_eq!(opts(&["--bind-to", "none", "-np", "2", "p"]).unwrap().bind, BindTo::None);
+        assert_eq!(
+            opts(&["--bind-to", "core:overload-allowed", "-np", "2", "p"]).unwrap().bind,
+            BindTo::CoreOverload
+        );
         assert!(opts(&["--bind-to", "socket", "-np", "2", "p"]).is_err());
         assert!(opts(&["--bind-to", "socket", "p"]).is_err());
     }

@@ -5,7 +5,8 @@
  *
  * Each figure is the median over 5 blocks of the average call time in a block, on PE 0.
  * COLL_MAX (bytes, default 1 MiB) bounds the sizes, COLL_MIN (default 4) starts them and
- * COLL_FACTOR (default 4) steps them; COLL_ONLY=name runs one benchmark. Where the library
+ * COLL_FACTOR (default 4) steps them; COLL_ONLY=name runs one benchmark; COLL_WHOLE=1 times
+ * the barrier after each call too. Where the library
  * implements OpenSHMEM 1.6, the inclusive scan (`shmem_float_sum_inscan` on the world team) is
  * timed too ("scan"); Open MPI 4.1's OSHMEM has none. "alltoalls" is `shmem_alltoalls32` with
  * strides of 2 on both sides, up to 16 KiB blocks. */
@@ -21,6 +22,11 @@ static double median(double *v) {
     qsort(v, BLOCKS, sizeof *v, cmp_double);
     return v[BLOCKS / 2];
 }
+
+/* COLL_WHOLE=1: time each iteration whole, the collective and the barrier after it, so the
+ * figure does not depend on which PE the scheduler leaves waiting at the end of the call when
+ * PEs outnumber cores (docs/performance.md, "Barriers on an oversubscribed node"). */
+static int whole;
 
 static int wanted(const char *name) {
     const char *only = getenv("COLL_ONLY");
@@ -74,9 +80,10 @@ static void run(const char *name, enum op op, size_t bytes, void *dst, void *src
         for (long i = 0; i < iters + 10; i++) {
             double t0 = now_us();
             call(op, dst, src, wrk, bytes, (int)(i & 1));
+            if (whole && op != BARRIER) shmem_barrier_all();
             double t = now_us() - t0;
             if (i >= 10) total += t;
-            if (op != BARRIER) shmem_barrier_all();
+            if (!whole && op != BARRIER) shmem_barrier_all();
         }
         block[b] = total / iters;
     }
@@ -85,6 +92,7 @@ static void run(const char *name, enum op op, size_t bytes, void *dst, void *src
 
 int main(void) {
     shmem_init();
+    whole = getenv("COLL_WHOLE") && strcmp(getenv("COLL_WHOLE"), "1") == 0;
     int n = shmem_n_pes();
     size_t max = getenv("COLL_MAX") ? strtoul(getenv("COLL_MAX"), NULL, 10) : (size_t)1 << 20;
     /* sizes min, min * factor, ... up to max (4, 16, ..., 1 MiB by default) */

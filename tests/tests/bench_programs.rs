@@ -19,6 +19,7 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "netpath",
         "hints",
         "hot_ops",
+        "barrier_cpus",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
@@ -31,8 +32,8 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
     // The collective benchmark at small sizes, so that a collective path that hangs or fails
     // in the benchmark's shape (active-set calls on the world, alternating pSync) shows here.
     let coll = build_c(&dir.join("coll_sizes.c"), &[]);
-    for np in [2, 3] {
-        let r = oshrun(np, &coll, &[("COLL_MAX", "4096")], DEFAULT_TIMEOUT);
+    for (np, whole) in [(2, "0"), (3, "0"), (3, "1")] {
+        let r = oshrun(np, &coll, &[("COLL_MAX", "4096"), ("COLL_WHOLE", whole)], DEFAULT_TIMEOUT);
         r.assert_ok("coll_sizes");
         assert!(r.stdout.contains("RESULT coll_alltoall 1024 "), "{}", r.stdout);
         assert!(r.stdout.contains("RESULT coll_collect 4096 "), "{}", r.stdout);

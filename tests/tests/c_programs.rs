@@ -4,6 +4,7 @@
 //! hosts `hostsN` in scripts/test.sh).
 
 use rshmem_tests::*;
+use std::time::Duration;
 
 /// The PE counts a test runs on under the chosen launcher: emulated hosts need a multiple of
 /// their number (4 PEs at most: the machine has two cores).
@@ -308,6 +309,39 @@ fn shm_collectives_with_moved_thresholds() {
                 };
                 assert_eq!(r.stderr.matches(want).count(), np, "{name}: {}", r.stderr);
             }
+        }
+    }
+}
+
+/// On a node with more PEs than cores, scoll shm's waits for every member spin while yielding
+/// cannot help (`scoll/shm/src/place.rs`), for at most `cross_core_spin_ns`. The conformance
+/// programs with that bound at one second, on twice as many PEs as cores, bound two to a core
+/// and unbound: every result stays right and the component read the bound. (When a spin is
+/// wrong the kernel's time slice ends it, so a wrong decision costs time, not a hang; which
+/// decisions are taken is checked by scoll shm's unit tests.)
+#[test]
+fn crowded_node_waits_spin_only_while_it_pays() {
+    if Launcher::from_env() != Launcher::Oshrun {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let np = (2 * cores).clamp(4, 8);
+    let env = [
+        ("SHMEM_MCA_scoll", "shm,basic"),
+        ("SHMEM_MCA_scoll_shm_cross_core_spin_ns", "1000000000"),
+        ("RUST_LOG", "rshmem::scoll::shm=debug"),
+    ];
+    for name in ["barrier", "collectives", "coll_shapes", "legacy_coll", "broadcast"] {
+        for opts in [&["--bind-to", "core:overload-allowed"][..], &[][..]] {
+            eprintln!("{name} on {np} PEs, {opts:?}");
+            let r = oshrun_with(np, opts, &c_test(name), &env, Duration::from_secs(60));
+            r.assert_all_pes_ok(name, np);
+            assert_eq!(
+                r.stderr.matches("cross_core_spin_ns: 1000000000").count(),
+                np,
+                "{name}: {}",
+                r.stderr
+            );
         }
     }
 }

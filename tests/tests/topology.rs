@@ -1,4 +1,5 @@
-//! Topology through hwloc (issue 8 item 6): `oshrun --bind-to core|numa|none` binds each PE
+//! Topology through hwloc (issue 8 item 6): `oshrun --bind-to core|numa|none` (and
+//! `core:overload-allowed`, with more PEs than cores) binds each PE
 //! from the host's real topology, a PE bound within one NUMA node gets its symmetric heap bound
 //! to that node, and `shmem_info --topology` prints the host's summary.
 
@@ -80,8 +81,21 @@ fn more_pes_than_cores_run_unbound_with_a_warning() {
     let np = h.cores().len() + 1;
     let r = oshrun_with(np, &["--bind-to", "core"], &c_test("binding"), &[], T);
     assert!(r.stderr.contains("--bind-to core:") && r.stderr.contains("the PEs run unbound"), "{}", r.stderr);
+    assert!(r.stderr.contains("core:overload-allowed"), "the message names the way out: {}", r.stderr);
     for (cpus, _) in placements(&r, np) {
         assert_eq!(cpus, all_cpus(&h));
+    }
+}
+
+#[test]
+fn more_pes_than_cores_share_the_cores_out_evenly_when_overload_is_allowed() {
+    let h = Host::load().unwrap();
+    let cores = h.cores();
+    let np = 2 * cores.len() + 1;
+    let r = oshrun_with(np, &["--bind-to", "core:overload-allowed"], &c_test("binding"), &[], T);
+    assert!(!r.stderr.contains("unbound"), "{}", r.stderr);
+    for (pe, (cpus, _)) in placements(&r, np).iter().enumerate() {
+        assert_eq!(*cpus, rshmem_topology::cpu_list(&cores[pe % cores.len()]), "PE {pe}");
     }
 }
 
@@ -89,7 +103,11 @@ fn more_pes_than_cores_run_unbound_with_a_warning() {
 fn an_unknown_binding_is_refused() {
     let r = oshrun_with(2, &["--bind-to", "socket"], &c_test("binding"), &[], T);
     assert_ne!(r.code(), Some(0));
-    assert!(r.stderr.contains("--bind-to socket: use core, numa or none"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--bind-to socket: use core, core:overload-allowed, numa or none"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -20,6 +20,10 @@ use std::sync::atomic::AtomicU8;
 pub enum BindTo {
     /// One core (all its hardware threads) per PE.
     Core,
+    /// As `Core`, and with more PEs than cores, PE i gets core i mod cores (Open MPI's
+    /// `--bind-to core:overload-allowed`): the PEs spread evenly, two or more to a core,
+    /// instead of wherever the scheduler first put them.
+    CoreOverload,
     /// The NUMA node of the core the PE would get, so that PEs spread over the nodes.
     Numa,
     /// No binding.
@@ -30,6 +34,7 @@ impl BindTo {
     pub fn parse(s: &str) -> Option<BindTo> {
         match s {
             "core" => Some(BindTo::Core),
+            "core:overload-allowed" => Some(BindTo::CoreOverload),
             "numa" => Some(BindTo::Numa),
             "none" => Some(BindTo::None),
             _ => None,
@@ -134,7 +139,7 @@ impl Host {
 
     /// The CPUs each of `n` PEs on this host is bound to (`None` for [`BindTo::None`]). With
     /// `Core`, PE i gets core i, and more PEs than cores is an error (the caller decides what to
-    /// do). With `Numa`, PE i gets the NUMA node of core `i * cores / n`, so PEs spread evenly
+    /// do); with `CoreOverload`, PE i gets core i mod cores. With `Numa`, PE i gets the NUMA node of core `i * cores / n`, so PEs spread evenly
     /// over the nodes.
     pub fn binding(&self, to: BindTo, n: usize) -> Result<Option<Vec<Vec<usize>>>, String> {
         let cores = self.cores();
@@ -146,10 +151,13 @@ impl Host {
         }
         match to {
             BindTo::Core if n > cores.len() => Err(format!(
-                "{n} PEs but only {} core(s) on this host: one core per PE is impossible",
+                "{n} PEs but only {} core(s) on this host: one core per PE is impossible \
+                 (--bind-to core:overload-allowed shares the cores out evenly)",
                 cores.len()
             )),
-            BindTo::Core => Ok(Some(cores[..n].to_vec())),
+            BindTo::Core | BindTo::CoreOverload => {
+                Ok(Some((0..n).map(|i| cores[i % cores.len()].clone()).collect()))
+            }
             BindTo::Numa => {
                 let nodes = self.numa_nodes();
                 let sets = (0..n)
@@ -234,7 +242,7 @@ mod tests {
     }
 
     #[test]
-    fn core_binding_gives_each_pe_its_own_core_and_refuses_too_many() {
+    fn core_binding_gives_each_pe_its_own_core_and_shares_them_only_when_allowed() {
         let h = Host::load().unwrap();
         let n = h.cores().len();
         let sets = h.binding(BindTo::Core, n).unwrap().unwrap();
@@ -245,6 +253,11 @@ mod tests {
             }
         }
         assert!(h.binding(BindTo::Core, n + 1).is_err());
+        assert_eq!(h.binding(BindTo::CoreOverload, n).unwrap().unwrap(), sets);
+        let shared = h.binding(BindTo::CoreOverload, 2 * n + 1).unwrap().unwrap();
+        for (i, set) in shared.iter().enumerate() {
+            assert_eq!(set, &sets[i % n], "PE {i}: {shared:?}");
+        }
         assert_eq!(h.binding(BindTo::None, 4).unwrap(), None);
         let numa = h.binding(BindTo::Numa, 2 * n).unwrap().unwrap();
         let nodes = h.numa_nodes();

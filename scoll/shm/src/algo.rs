@@ -283,6 +283,12 @@ unsafe fn staged(
     unsafe {
         copy_nonoverlapping(src, t.stage(t.me, p), nbytes);
         t.signal_all(SIG, e);
+        if upto == t.n {
+            // Every source is needed: wait for them all at once, which on an oversubscribed
+            // node yields to this CPU's members first and then spins for the others
+            // (`Team::wait_all`), instead of one member at a time in team order.
+            t.wait_all(c, SIG, e);
+        }
         for j in 0..upto {
             if j != t.me {
                 t.wait(c, SIG, j, e);

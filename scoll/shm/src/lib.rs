@@ -8,6 +8,7 @@
 
 mod algo;
 mod layout;
+mod place;
 mod team;
 mod tuning;
 

@@ -16,7 +16,8 @@ use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use crate::layout::{MAX_PES, SCRATCH_BYTES, SIZE, STAGE, STAGE_BYTES};
+use crate::layout::{CPU, MAX_PES, SCRATCH_BYTES, SIZE, STAGE, STAGE_BYTES};
+use crate::place;
 
 pub struct Team {
     pub n: c_int,
@@ -31,6 +32,10 @@ pub struct Team {
     epoch: Cell<u64>,
     /// The call that last filled each staging buffer.
     staged: [Cell<u64>; 2],
+    /// Every PE of the node is a member, the node has more PEs than cores, and
+    /// `cross_core_spin_ns` is not 0: waits look at where members run and what they wait for
+    /// (`place`).
+    crowded: bool,
     /// Private accumulation space; grown once to the largest size a call needed.
     buf: UnsafeCell<Vec<u128>>,
 }
@@ -60,13 +65,17 @@ impl Team {
             }
             scratch.push(p);
         }
+        let tuning = crate::tuning::get(c);
+        let cores = std::thread::available_parallelism().map_or(1, |v| v.get());
+        let crowded = c.local_size == d.size && n > cores && tuning.cross_core_spin_ns > 0;
         Some(Team {
             n: d.size,
             me: d.my_index,
-            tuning: crate::tuning::get(c),
+            tuning,
             pes,
             scratch,
             epoch: Cell::new(0),
+            crowded,
             staged: [Cell::new(0), Cell::new(0)],
             buf: UnsafeCell::new(Vec::new()),
         })
@@ -106,10 +115,32 @@ impl Team {
 
     /// Wait until member `from` has reached `e` on array `arr` (its word in this PE's
     /// scratch). One look here, then the core's wait, which spins or, when PEs outnumber the
-    /// cores, yields at once (a spin there only delays the PE that would signal).
+    /// cores, yields at once (a spin there only delays the PE that would signal). On such a
+    /// node the wait is published for `spin_pays` (`place`).
     pub fn wait(&self, c: &CoreServices, arr: usize, from: c_int, e: u64) {
+        self.wait_as(c, arr, from, e, false)
+    }
+
+    /// `wait`; with `spin`, on a crowded node, it first spins for a bounded time while
+    /// `spin_pays`.
+    fn wait_as(&self, c: &CoreServices, arr: usize, from: c_int, e: u64, spin: bool) {
         let w = self.word(self.me, arr, from);
         if w.load(Ordering::Acquire) >= e {
+            return;
+        }
+        if self.crowded {
+            let cpu = place::current_cpu();
+            self.word(self.me, CPU, place::CPU_WORD).store(cpu, Ordering::Relaxed);
+            self.word(self.me, CPU, place::WAIT_WORD).store(place::waiting(arr, from, e), Ordering::Release);
+            let limit = std::time::Duration::from_nanos(self.tuning.cross_core_spin_ns);
+            let done = spin
+                && place::spin_while(limit, || w.load(Ordering::Relaxed) >= e, || self.spin_pays(cpu, from));
+            if !done {
+                // SAFETY: core service on an aligned word of this PE's symmetric scratch.
+                unsafe { (c.wait_until_u64)(w.as_ptr(), CMP_GE, e) };
+            }
+            self.word(self.me, CPU, place::WAIT_WORD).store(0, Ordering::Relaxed);
+            fence(Ordering::Acquire);
             return;
         }
         // SAFETY: core service on an aligned word of this PE's symmetric scratch.
@@ -117,10 +148,48 @@ impl Team {
         fence(Ordering::Acquire);
     }
 
-    /// Wait for every other member on `arr`.
+    /// Whether spinning on `cpu` for member `j` is likely to end sooner than yielding: `j`
+    /// last waited on another CPU and is not stuck waiting for a member last seen on this one,
+    /// and every other member last seen on this CPU is in a wait of this team. A member in no
+    /// wait of this team (computing, in the application, in another team's call, preempted)
+    /// may need the CPU to go on: then this PE yields, as it does for `j` on its own CPU.
+    fn spin_pays(&self, cpu: u64, j: c_int) -> bool {
+        let cpu_of = |k: c_int| self.word(k, CPU, place::CPU_WORD).load(Ordering::Relaxed);
+        let wait_of = |k: c_int| place::waited(self.word(k, CPU, place::WAIT_WORD).load(Ordering::Acquire));
+        if cpu_of(j) == cpu {
+            return false;
+        }
+        if let Some((arr, m, e)) = wait_of(j) {
+            let stuck = self.word(j, arr, m).load(Ordering::Relaxed) < e;
+            if stuck && m != self.me && cpu_of(m) == cpu {
+                return false;
+            }
+        }
+        self.others().all(|k| k == j || cpu_of(k) != cpu || wait_of(k).is_some())
+    }
+
+    /// Wait for every other member on `arr`. On a crowded node, the members last seen on this
+    /// PE's CPU first: they need it to arrive, so it is yielded to them; then the others, with
+    /// a bounded spin while `spin_pays`. Only this all-member wait spins: a member waited for
+    /// here has nothing left to wait for from this PE, which has signalled them all. Spinning
+    /// in the single waits of the staged reductions and scans (every member waiting on a
+    /// different one) measured slower (docs/performance.md).
     pub fn wait_all(&self, c: &CoreServices, arr: usize, e: u64) {
-        for j in self.others() {
-            self.wait(c, arr, j, e);
+        if !self.crowded {
+            for j in self.others() {
+                self.wait(c, arr, j, e);
+            }
+            return;
+        }
+        // Read once: members' CPU words change as they wait.
+        let cpu = place::current_cpu();
+        let cpu_of = |k: c_int| self.word(k, CPU, place::CPU_WORD).load(Ordering::Relaxed);
+        let near = self.others().filter(|&j| cpu_of(j) == cpu).fold(0u64, |m, j| m | 1 << j);
+        for j in self.others().filter(|&j| near & 1 << j != 0) {
+            self.wait_as(c, arr, j, e, true);
+        }
+        for j in self.others().filter(|&j| near & 1 << j == 0) {
+            self.wait_as(c, arr, j, e, true);
         }
     }
 
@@ -172,5 +241,75 @@ impl Team {
             b.resize(words, 0);
         }
         &mut b[..words]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::SIG;
+
+    /// A team of `n` whose members' scratch is local memory (what each PE maps), seen from
+    /// member `me`, on a crowded node.
+    fn team(n: c_int, me: c_int, mem: &mut [Vec<u64>]) -> Team {
+        Team {
+            n,
+            me,
+            tuning: crate::tuning::Tuning::default(),
+            pes: (0..n).collect(),
+            scratch: mem.iter_mut().map(|m| m.as_mut_ptr()).collect(),
+            epoch: Cell::new(0),
+            staged: [Cell::new(0), Cell::new(0)],
+            crowded: true,
+            buf: UnsafeCell::new(Vec::new()),
+        }
+    }
+
+    fn memory(n: usize) -> Vec<Vec<u64>> {
+        (0..n).map(|_| vec![0u64; SCRATCH_BYTES / 8]).collect()
+    }
+
+    /// Member `k` last waited on `cpu`, for (`arr`, `from`, `e`), or is in no wait (`None`).
+    fn seen(t: &Team, k: c_int, cpu: u64, wait: Option<(usize, c_int, u64)>) {
+        t.word(k, CPU, place::CPU_WORD).store(cpu, Ordering::Relaxed);
+        let w = wait.map_or(0, |(arr, from, e)| place::waiting(arr, from, e));
+        t.word(k, CPU, place::WAIT_WORD).store(w, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn a_spin_pays_only_while_no_one_on_this_cpu_needs_it() {
+        // 4 members two to a CPU: 0 and 2 on CPU 0, 1 and 3 on CPU 1; this is member 0.
+        let mut mem = memory(4);
+        let t = team(4, 0, &mut mem);
+        seen(&t, 0, 0, Some((SIG, 1, 5)));
+        seen(&t, 1, 1, None);
+        seen(&t, 2, 0, Some((SIG, 3, 5)));
+        seen(&t, 3, 1, Some((SIG, 0, 5)));
+        // Awaiting 1 (computing on CPU 1) while 2, the other member of CPU 0, waits: spin.
+        assert!(t.spin_pays(0, 1));
+        // Awaiting 3, which waits for this PE (that signalled): spin too.
+        assert!(t.spin_pays(0, 3));
+        // A member on this CPU is never spun for: it needs this CPU to arrive.
+        assert!(!t.spin_pays(0, 2));
+        // 2 out of its wait (computing, or preempted while running) may need the CPU: yield.
+        seen(&t, 2, 0, None);
+        assert!(!t.spin_pays(0, 1));
+        // 2 in a wait whose word has arrived still counts as waiting: it runs when this PE
+        // yields later (yielding to it now costs two switches where one does).
+        seen(&t, 2, 0, Some((SIG, 3, 5)));
+        t.word(2, SIG, 3).store(5, Ordering::Relaxed);
+        assert!(t.spin_pays(0, 1));
+        // 1 stuck waiting for 2, on this CPU: 2 must run first, so yield; once 2's signal has
+        // reached 1, 1 is no longer stuck and the spin pays again.
+        seen(&t, 1, 1, Some((SIG, 2, 6)));
+        assert!(!t.spin_pays(0, 1));
+        t.word(1, SIG, 2).store(6, Ordering::Relaxed);
+        assert!(t.spin_pays(0, 1));
+        // A member that has not waited yet reads as CPU 0 (fresh scratch): from CPU 0 this PE
+        // yields to it, from another CPU it spins.
+        let mut fresh = memory(2);
+        let u = team(2, 0, &mut fresh);
+        assert!(!u.spin_pays(0, 1));
+        assert!(u.spin_pays(1, 1));
     }
 }

@@ -37,6 +37,12 @@ pub const PARAMS: &[ParamDecl] = &[
         default_value: cstr!("16K"),
         doc: cstr!("Large reductions combine their chunk in blocks of this many bytes, sized to stay in the L1/L2 cache"),
     },
+    ParamDecl {
+        name: cstr!("cross_core_spin_ns"),
+        kind: PARAM_INT,
+        default_value: cstr!("3000"),
+        doc: cstr!("When the node has more PEs than cores: a member waiting for one that last ran on another core spins this many nanoseconds before yielding its core (yielding would only hand the core to a PE that is waiting too); members last seen on its own core are waited for first, yielding at once. 0 yields at once for every member"),
+    },
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,6 +51,7 @@ pub struct Tuning {
     pub bcast_push_max: usize,
     pub reduce_stage_max: usize,
     pub reduce_block: usize,
+    pub cross_core_spin_ns: u64,
 }
 
 impl Default for Tuning {
@@ -54,6 +61,7 @@ impl Default for Tuning {
             bcast_push_max: 64 << 10,
             reduce_stage_max: STAGE_BYTES,
             reduce_block: 16 << 10,
+            cross_core_spin_ns: 3000,
         }
     }
 }
@@ -82,6 +90,9 @@ fn from(read: impl Fn(&str) -> Option<String>) -> Tuning {
         // The staging buffers hold STAGE_BYTES: a larger value means "all that fits".
         reduce_stage_max: size("reduce_stage_max", d.reduce_stage_max).min(STAGE_BYTES),
         reduce_block: size("reduce_block", d.reduce_block).max(1),
+        cross_core_spin_ns: read("cross_core_spin_ns")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(d.cross_core_spin_ns),
     }
 }
 
@@ -97,6 +108,7 @@ mod tests {
             "bcast_push_max" => Some("1.5k".into()),
             "reduce_stage_max" => Some("1M".into()),
             "reduce_block" => Some("0".into()),
+            "cross_core_spin_ns" => Some("0".into()),
             _ => None,
         });
         assert_eq!(
@@ -105,7 +117,8 @@ mod tests {
                 barrier_flat_max: 2,
                 bcast_push_max: 1536,
                 reduce_stage_max: STAGE_BYTES,
-                reduce_block: 1
+                reduce_block: 1,
+                cross_core_spin_ns: 0
             }
         );
     }
