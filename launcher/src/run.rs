@@ -320,12 +320,14 @@ impl Leftovers {
     /// ([`ucx_orphans`]). rshmem's own segments have no name (memfds handed over a socket), so
     /// a PE stopped at any point leaves none of them.
     fn remove(&self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
         // A second's slack: file times come from a coarser clock than `since`.
         let since = self.since.checked_sub(Duration::from_secs(1)).unwrap_or(self.since);
         for f in ucx_orphans(Path::new("/dev/shm"), since) {
             let _ = std::fs::remove_file(f);
         }
+        // The directory last, so that once it is gone the clean-up is over (the keeper runs it
+        // after a killed oshrun, while whoever started oshrun may already be looking).
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -614,12 +616,17 @@ pub fn run(o: &Options) -> i32 {
                 set
             }
         });
-        // SAFETY: prctl, signal and sched_setaffinity are async-signal-safe system calls. The
-        // first makes the PE die with oshrun, so a killed launcher never leaves PEs behind;
-        // the PE gets the default handlers oshrun replaced.
+        let launcher = std::process::id() as libc::pid_t;
+        // SAFETY: prctl, getppid, signal and sched_setaffinity are async-signal-safe system
+        // calls. The first makes the PE die with oshrun, so a killed launcher never leaves PEs
+        // behind; if oshrun died before it took effect, the PE has been handed to another
+        // parent already and goes now. The PE gets the default handlers oshrun replaced.
         unsafe {
             cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != launcher {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
                 for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
                     libc::signal(sig, libc::SIG_DFL);
                 }
