@@ -414,6 +414,14 @@ typedef struct {
    * progress. Appended within ABI v2: read it through the accessor of the same name.
    */
   int (*segment_copy)(uint32_t seg, uint64_t off, void *buf, size_t len, int into_segment);
+  /**
+   * How many CPUs the PEs of this node may run on between them: the union of their CPU
+   * affinities, gathered at init. The node has more PEs than CPUs when `local_size` exceeds
+   * it (a PE bound to one core of its own sees one CPU, which alone says nothing). Valid
+   * once the symmetric heap exists. Appended within ABI v2: read it through the accessor of
+   * the same name.
+   */
+  int (*node_cpus)(void);
 } shmem_plugin_core_t;
 
 /**

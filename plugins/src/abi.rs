@@ -257,6 +257,12 @@ pub struct CoreServices {
     pub segment_copy: Option<
         unsafe extern "C" fn(seg: u32, off: u64, buf: *mut c_void, len: usize, into_segment: c_int) -> c_int,
     >,
+    /// How many CPUs the PEs of this node may run on between them: the union of their CPU
+    /// affinities, gathered at init. The node has more PEs than CPUs when `local_size` exceeds
+    /// it (a PE bound to one core of its own sees one CPU, which alone says nothing). Valid
+    /// once the symmetric heap exists. Appended within ABI v2: read it through the accessor of
+    /// the same name.
+    pub node_cpus: Option<unsafe extern "C" fn() -> c_int>,
 }
 
 /// The signature of [`CoreServices::segment_copy`]: `(seg, off, buf, len, into_segment)`.
@@ -284,6 +290,17 @@ impl CoreServices {
             return None;
         }
         self.put_signal_u64
+    }
+
+    /// `node_cpus()`, or None when the core's table predates the slot or leaves it NULL.
+    pub fn node_cpus(&self) -> Option<c_int> {
+        let end = std::mem::offset_of!(CoreServices, node_cpus) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        // SAFETY: the slot lies inside the table the core described by `struct_size`; the
+        // service takes no arguments.
+        self.node_cpus.map(|f| unsafe { f() })
     }
 
     /// The `segment_copy` service, or None when the core's table predates it.

@@ -93,5 +93,6 @@ pub fn fake_core(
         host_of: None,
         put_signal_u64: None,
         segment_copy: None,
+        node_cpus: None,
     }))
 }

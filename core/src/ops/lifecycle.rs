@@ -6,7 +6,7 @@ use crate::ops::handles::{rshmem_ctx_default, rshmem_team_world};
 use crate::ops::services;
 use crate::ops::team::TeamState;
 use crate::plugin::{self, Selection};
-use crate::symm::limits::{available_cores, check_heap_fits};
+use crate::symm::limits::{self, available_cores, check_heap_fits};
 use crate::symm::peers::{decode_segment, encode_segment, map_peer, unmap_host_peers};
 use crate::symm::runtime::{self, get, Runtime};
 use crate::symm::segments::{PeerSeg, SegmentTable, SEG_DATA, SEG_HEAP};
@@ -412,6 +412,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let my_host = (0..n_pes).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe);
     boot.put(crate::symm::hosts::KEY, &crate::symm::hosts::record(maps_host, my_host))
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
+    // The CPUs this PE may use, so that the host's PEs learn how many CPUs they have between
+    // them: a PE bound to a core of its own sees one, which alone would make every host look
+    // oversubscribed (and every wait yield at once).
+    let my_cpus = limits::cpu_mask();
+    if let Some(m) = &my_cpus {
+        boot.put(limits::CPUS_KEY, m).unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
+    }
 
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
@@ -436,6 +443,25 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         );
     }
     crate::symm::hosts::set(&hosts, my_pe);
+    let masks: Option<Vec<Vec<u8>>> = (0..n_pes)
+        .filter(|&pe| pe == my_pe || boot.is_local(pe))
+        .map(|pe| if pe == my_pe { my_cpus.clone() } else { boot.get(pe, limits::CPUS_KEY).ok().flatten() })
+        .collect();
+    limits::set_node_cpus(match masks {
+        Some(m) => limits::union_count(m.iter().map(Vec::as_slice)),
+        None => available_cores(),
+    });
+    let crowded = boot.local_size() as usize > limits::node_cpus();
+    crate::log::log(
+        crate::log::DEBUG,
+        "init",
+        &format!(
+            "{} PE(s) on this host, {} CPU(s) between them: waits {}",
+            boot.local_size(),
+            limits::node_cpus(),
+            if crowded { "yield the CPU at once" } else { "spin first" }
+        ),
+    );
     if !crate::symm::hosts::here_mapped() {
         // Some PE of this host could not map a peer here. Mapped or not is then not the same
         // on every PE of the host (the shared team, the atomics path, the space capabilities
@@ -479,7 +505,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         spml_thread_multiple,
         debug,
         needs_progress: std::sync::atomic::AtomicBool::new(needs_progress),
-        spin_limit: if boot.local_size() as usize > available_cores() { 0 } else { 128 },
+        spin_limit: if crowded { 0 } else { 128 },
         selected: vec![
             (Framework::Spml, vec![spml_name]),
             (Framework::Sshmem, vec![sshmem_name]),

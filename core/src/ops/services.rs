@@ -46,6 +46,7 @@ pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str
                 host_of: Some(host_of),
                 put_signal_u64: Some(put_signal_u64),
                 segment_copy: Some(segment_copy),
+                node_cpus: Some(node_cpus),
             },
             job,
         )
@@ -250,6 +251,10 @@ unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
     guard("wait_until_u64", || unsafe {
         crate::ops::wait::wait_until_u64(c"core service wait_until_u64", ivar, cmp, value)
     })
+}
+
+unsafe extern "C" fn node_cpus() -> c_int {
+    guard("node_cpus", || c_int::try_from(crate::symm::limits::node_cpus()).unwrap_or(c_int::MAX))
 }
 
 unsafe extern "C" fn host_of(pe: c_int) -> c_int {

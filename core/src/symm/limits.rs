@@ -47,3 +47,71 @@ fn machine_memory() -> Option<(u64, u64)> {
 pub(crate) fn available_cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
+
+/// Bootstrap key: the CPUs a PE may run on, as a bitmap (bit `c % 8` of byte `c / 8`).
+pub(crate) const CPUS_KEY: &str = "rshmem.cpus";
+
+/// The CPUs this process may run on ([`CPUS_KEY`]'s bitmap, trailing zero bytes dropped), or
+/// None when the kernel does not say (more CPUs than a `cpu_set_t` holds).
+pub(crate) fn cpu_mask() -> Option<Vec<u8>> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is writable and its size is passed.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return None;
+    }
+    let mut bytes = vec![0u8; libc::CPU_SETSIZE as usize / 8];
+    for c in 0..libc::CPU_SETSIZE as usize {
+        // SAFETY: `c` is below CPU_SETSIZE.
+        if unsafe { libc::CPU_ISSET(c, &set) } {
+            bytes[c / 8] |= 1 << (c % 8);
+        }
+    }
+    while bytes.last() == Some(&0) {
+        bytes.pop();
+    }
+    Some(bytes)
+}
+
+/// How many CPUs the masks cover between them.
+pub(crate) fn union_count<'a>(masks: impl IntoIterator<Item = &'a [u8]>) -> usize {
+    let mut all: Vec<u8> = Vec::new();
+    for m in masks {
+        if all.len() < m.len() {
+            all.resize(m.len(), 0);
+        }
+        for (a, b) in all.iter_mut().zip(m) {
+            *a |= b;
+        }
+    }
+    all.iter().map(|b| b.count_ones() as usize).sum()
+}
+
+static NODE_CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Record how many CPUs this node's PEs may run on between them (once, at init).
+pub(crate) fn set_node_cpus(n: usize) {
+    let _ = NODE_CPUS.set(n.max(1));
+}
+
+/// How many CPUs this node's PEs may run on between them: what init gathered, else what
+/// this process may use.
+pub(crate) fn node_cpus() -> usize {
+    NODE_CPUS.get().copied().unwrap_or_else(available_cores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mask_counts_this_process_s_cpus_and_masks_add_up() {
+        let mine = cpu_mask().expect("Linux says which CPUs a process may use");
+        assert_eq!(union_count([mine.as_slice()]), available_cores());
+        // Two PEs bound to one core each: two CPUs, not one.
+        assert_eq!(union_count([&[0b01][..], &[0b10][..]]), 2);
+        // Two PEs on the same core, and a longer mask: CPUs 0 and 9.
+        assert_eq!(union_count([&[0b1][..], &[0b1, 0b10][..], &[0b1][..]]), 2);
+        assert_eq!(union_count(std::iter::empty::<&[u8]>()), 0);
+    }
+}

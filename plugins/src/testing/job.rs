@@ -217,6 +217,7 @@ pub fn core() -> *const CoreServices {
             host_of: Some(host_of),
             put_signal_u64: Some(put_signal_u64),
             segment_copy: None,
+            node_cpus: None,
         };
         Box::leak(Box::new(c)) as *const CoreServices as usize
     }) as *const CoreServices
