@@ -569,8 +569,9 @@ pub fn run(o: &Options) -> i32 {
     // `--bind-to core|numa` binds from the topology hwloc reports. Unbound, the scheduler may
     // start two PEs on one core and waits then cost context switches until it spreads them
     // (measured: a 6.5 µs ping-pong for the first 20000 rounds, 0.5 µs once spread). Bound,
-    // that never happens, but on the test VM a 2-PE barrier was steadier and slower (0.54 µs
-    // median against a bimodal 0.11-0.87 µs unbound), so binding is not the default yet.
+    // that never happens, and since PEs count the CPUs they share (docs/performance.md, "Waits
+    // of PEs bound to cores of their own") bound runs are no slower. Binding is still not the
+    // default: two jobs started on one machine would both be bound to its first cores.
     let binding = bindings(o.bind, o.np);
     let key_hex = secret::hex(&key);
     for rank in 0..o.np {
