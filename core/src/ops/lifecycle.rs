@@ -415,10 +415,11 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // The CPUs this PE may use, so that the host's PEs learn how many CPUs they have between
     // them: a PE bound to a core of its own sees one, which alone would make every host look
     // oversubscribed (and every wait yield at once).
-    let my_cpus = limits::cpu_mask();
-    if let Some(m) = &my_cpus {
-        boot.put(limits::CPUS_KEY, m).unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
-    }
+    // Always published (a mask of no CPU when the kernel does not say), so that no PE asks
+    // for a key another never put.
+    let my_cpus = limits::cpu_mask().filter(|m| m.iter().any(|&b| b != 0));
+    boot.put(limits::CPUS_KEY, my_cpus.as_deref().unwrap_or(&[0]))
+        .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
 
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
@@ -445,7 +446,10 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     crate::symm::hosts::set(&hosts, my_pe);
     let masks: Option<Vec<Vec<u8>>> = (0..n_pes)
         .filter(|&pe| pe == my_pe || boot.is_local(pe))
-        .map(|pe| if pe == my_pe { my_cpus.clone() } else { boot.get(pe, limits::CPUS_KEY).ok().flatten() })
+        .map(|pe| {
+            let m = if pe == my_pe { my_cpus.clone() } else { boot.get(pe, limits::CPUS_KEY).ok().flatten() };
+            m.filter(|m| m.iter().any(|&b| b != 0))
+        })
         .collect();
     limits::set_node_cpus(match masks {
         Some(m) => limits::union_count(m.iter().map(Vec::as_slice)),
