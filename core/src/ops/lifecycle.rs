@@ -414,9 +414,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
     // The CPUs this PE may use, so that the host's PEs learn how many CPUs they have between
     // them: a PE bound to a core of its own sees one, which alone would make every host look
-    // oversubscribed (and every wait yield at once).
-    // Always published (a mask of no CPU when the kernel does not say), so that no PE asks
-    // for a key another never put.
+    // oversubscribed (and every wait yield at once). Always published (a mask of no CPU when
+    // the kernel does not say), so that no PE asks for a key another never put.
     let my_cpus = limits::cpu_mask().filter(|m| m.iter().any(|&b| b != 0));
     boot.put(limits::CPUS_KEY, my_cpus.as_deref().unwrap_or(&[0]))
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));

@@ -139,8 +139,8 @@ impl Host {
 
     /// The CPUs each of `n` PEs on this host is bound to (`None` for [`BindTo::None`]). With
     /// `Core`, PE i gets core i, and more PEs than cores is an error (the caller decides what to
-    /// do); with `CoreOverload`, PE i gets core i mod cores. With `Numa`, PE i gets the NUMA node of core `i * cores / n`, so PEs spread evenly
-    /// over the nodes.
+    /// do); with `CoreOverload`, PE i gets core i mod cores. With `Numa`, PE i gets the NUMA
+    /// node of core `i * cores / n`, so PEs spread evenly over the nodes.
     pub fn binding(&self, to: BindTo, n: usize) -> Result<Option<Vec<Vec<usize>>>, String> {
         let cores = self.cores();
         if to == BindTo::None || n == 0 {

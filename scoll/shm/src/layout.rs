@@ -1,6 +1,6 @@
-//! The layout of a member's scratch: per-sender signal words, the member's CPU, then the
-//! staging buffers. The
-//! team state (`team`) and the settings bounded by it (`tuning`) both read it.
+//! The layout of a member's scratch: per-sender signal words, the member's CPU line, then the
+//! staging buffers. The team state (`team`) and the settings bounded by it (`tuning`) both
+//! read it.
 
 /// Largest team served: the arrays below have one word per member.
 pub const MAX_PES: usize = 64;
@@ -11,9 +11,10 @@ pub const MID: usize = MAX_PES;
 pub const ACK: usize = 2 * MAX_PES;
 /// collect: each sender's byte count for the current call.
 pub const SIZE: usize = 3 * MAX_PES;
-/// The CPU this member last ran a collective on, on a cache line of its own (team::wait).
+/// The CPU this member last waited on and what it waits for (`place::CPU_WORD`,
+/// `place::WAIT_WORD`), on a cache line of its own: peers read it while they wait.
 pub const CPU: usize = 4 * MAX_PES;
 /// Two staging buffers (alternate calls use alternate ones) for small reductions.
-pub const STAGE: usize = 4 * MAX_PES + 8;
+pub const STAGE: usize = CPU + 8;
 pub const STAGE_BYTES: usize = 1024;
 pub const SCRATCH_BYTES: usize = STAGE * 8 + 2 * STAGE_BYTES;

@@ -32,7 +32,7 @@ pub struct Team {
     epoch: Cell<u64>,
     /// The call that last filled each staging buffer.
     staged: [Cell<u64>; 2],
-    /// Every PE of the node is a member, the node has more PEs than cores, and
+    /// Every PE of the node is a member, the node has more PEs than CPUs (`node_cpus`), and
     /// `cross_core_spin_ns` is not 0: waits look at where members run and what they wait for
     /// (`place`).
     crowded: bool,

@@ -41,7 +41,7 @@ pub const PARAMS: &[ParamDecl] = &[
         name: cstr!("cross_core_spin_ns"),
         kind: PARAM_INT,
         default_value: cstr!("3000"),
-        doc: cstr!("When the node has more PEs than cores: a member waiting for one that last ran on another core spins this many nanoseconds before yielding its core (yielding would only hand the core to a PE that is waiting too); members last seen on its own core are waited for first, yielding at once. 0 yields at once for every member"),
+        doc: cstr!("When the node has more PEs than CPUs (in teams holding all of its PEs): a wait for every member first yields to the members last seen on its own CPU, then spins up to this many nanoseconds for each one on another CPU while yielding cannot help (that member is not stuck waiting on this CPU, and every other member on this CPU is waiting too), then yields. 0 yields at once for every member"),
     },
 ];
 
