@@ -11,6 +11,7 @@ mod cpu_atomic;
 mod handler;
 mod mapping;
 mod rma_am;
+mod standby;
 mod target;
 pub use am::Header as AmHeader;
 pub use batch::PUT_MAX as BATCH_PUT_MAX;
@@ -417,6 +418,9 @@ pub type FatalHook = fn(&str);
 struct ProgressThread {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<()>,
+    /// The thread's kernel id, once it runs (0 before): tests read its policy by it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    tid: Arc<AtomicI32>,
 }
 
 /// What the progress thread uses; the `Ucx` joins the thread before destroying the worker.
@@ -926,9 +930,13 @@ impl Ucx {
             extra: self.channel_workers.clone(),
             wake: self.wake,
         };
+        let tid = Arc::new(AtomicI32::new(0));
+        let tid2 = tid.clone();
         let handle = std::thread::Builder::new()
             .name("rshmem-ucx-progress".into())
             .spawn(move || {
+                // SAFETY: no arguments.
+                tid2.store(unsafe { libc::gettid() }, Ordering::Release);
                 let shared = shared;
                 let body = std::panic::AssertUnwindSafe(|| progress_loop(&shared, efd, &stop2, fatal));
                 if std::panic::catch_unwind(body).is_err() {
@@ -939,8 +947,18 @@ impl Ucx {
                 }
             })
             .map_err(|e| format!("cannot start the progress thread: {e}"))?;
-        *slot = Some(ProgressThread { stop, handle });
+        *slot = Some(ProgressThread { stop, handle, tid });
         Ok(())
+    }
+
+    /// The progress thread's scheduling policy now (`standby` switches it), once it runs.
+    #[cfg(test)]
+    fn progress_thread_policy(&self) -> Option<c_int> {
+        let slot = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let tid = slot.as_ref()?.tid.load(Ordering::Acquire);
+        // SAFETY: no pointers; a thread not yet joined (its handle is held under the lock).
+        let p = unsafe { libc::sched_getscheduler(tid) };
+        (tid != 0 && p >= 0).then_some(p)
     }
 
     pub fn progress_thread_running(&self) -> bool {
@@ -1018,11 +1036,13 @@ impl Drop for Ucx {
 /// the thread then stays off it, looking again after a pause that grows from [`ACTIVE_PAUSE_MIN`] to
 /// [`ACTIVE_PAUSE_MAX`], and takes over once the
 /// activity counter stopped moving, i.e. when the PE computes or waits outside the library.
+/// While it stays off, its looks do not preempt the PE (`standby`).
 fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Option<FatalHook>) {
     let health = &*shared.health;
     let mut reported = false;
     let mut seen = shared.activity.load(Ordering::Relaxed);
     let mut pause = ACTIVE_PAUSE_MIN;
+    let mut manner = standby::Manner::of_this_thread();
     while !stop.load(Ordering::Acquire) {
         if !reported {
             if let (Some((pe, st, phase)), Some(f)) = (health.overdue(), fatal) {
@@ -1033,11 +1053,13 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
         let now = shared.activity.load(Ordering::Relaxed);
         if now != seen {
             seen = now;
+            manner.stand_by();
             std::thread::sleep(pause);
             pause = (pause * 2).min(ACTIVE_PAUSE_MAX);
             continue;
         }
         pause = ACTIVE_PAUSE_MIN;
+        manner.serve();
         // The application left its batches waiting and went on computing: send them.
         let mut waiting = shared.chan.drain_if_idle(true);
         if shared.extra_batches() {

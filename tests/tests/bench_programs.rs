@@ -20,6 +20,8 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "hints",
         "hot_ops",
         "barrier_cpus",
+        "get_loop",
+        "get_percentiles",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
@@ -29,6 +31,10 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
     let r = oshrun(2, &hot, &[("HOT_N", "1000")], DEFAULT_TIMEOUT);
     r.assert_ok("hot_ops");
     assert!(r.stdout.contains("RESULT hot_fetch_add 8 "), "{}", r.stdout);
+    let gp = build_c(&dir.join("get_percentiles.c"), &[]);
+    let r = oshrun(2, &gp, &[("ITERS", "1000"), ("OP", "1")], DEFAULT_TIMEOUT);
+    r.assert_ok("get_percentiles");
+    assert!(r.stdout.contains("RESULT fadd_p99 8 "), "{}", r.stdout);
     // The collective benchmark at small sizes, so that a collective path that hangs or fails
     // in the benchmark's shape (active-set calls on the world, alternating pSync) shows here.
     let coll = build_c(&dir.join("coll_sizes.c"), &[]);

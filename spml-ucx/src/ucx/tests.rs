@@ -279,6 +279,32 @@ fn progress_thread_runs_sleeps_and_stops() {
 }
 
 #[test]
+fn the_progress_thread_stands_by_while_the_application_drives_the_worker() {
+    let u = connected(Options::default());
+    u.start_progress_thread(None).expect("progress thread");
+    // Driving the worker moves the activity counter: the thread's next look sees it and
+    // stands by (SCHED_BATCH) for the rest of the stretch.
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut seen_batch = false;
+    while !seen_batch && Instant::now() < until {
+        for _ in 0..100 {
+            u.progress();
+        }
+        seen_batch = u.progress_thread_policy() == Some(libc::SCHED_BATCH);
+    }
+    assert!(seen_batch, "the thread never stood by while the application drove the worker");
+    // Left alone, it takes the worker over again under its own policy, so that it preempts a
+    // computing PE to answer a peer.
+    let until = Instant::now() + Duration::from_secs(5);
+    while u.progress_thread_policy() != Some(libc::SCHED_OTHER) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(u.progress_thread_policy(), Some(libc::SCHED_OTHER));
+    u.stop_progress_thread();
+    u.finalize().unwrap();
+}
+
+#[test]
 fn without_wakeup_there_is_no_progress_thread() {
     let u =
         Ucx::new(1, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
