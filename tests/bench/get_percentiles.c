@@ -8,7 +8,7 @@
  *   UCX_TLS=tcp,self bash scripts/hosts.sh run 2 1 /tmp/gp */
 #include "bench.h"
 
-static long done;
+static long done, blocks;
 
 int main(void) {
     shmem_init();
@@ -51,10 +51,8 @@ int main(void) {
         snprintf(label, sizeof label, "%s_slowest_1pct_share", name);
         result(label, 8, 100 * tail / total, "%");
         free(t);
-        shmem_long_atomic_inc(&done, 1);
-    } else {
-        shmem_long_wait_until(&done, SHMEM_CMP_EQ, 1);
     }
+    block_end(&done, &blocks); /* PE 1 serves the operations until PE 0 is done */
     shmem_barrier_all();
     shmem_free(word);
     shmem_finalize();
