@@ -160,6 +160,18 @@ fn auto_param(c: &CoreServices, name: &str, sockets: bool) -> bool {
 }
 
 /// Whether this host runs more PEs than this process may use cores.
+/// Whether this host has more PEs than CPUs between them, as the core counts them once init has
+/// gathered the PEs' CPUs (`node_cpus`); before that, or from a core without the service, by
+/// this process's own CPUs.
+fn host_crowded() -> bool {
+    let Some(c) = boundary::core() else { return false };
+    let cpus = c.node_cpus().and_then(|n| usize::try_from(n).ok()).filter(|&n| n > 0);
+    match cpus {
+        Some(n) => usize::try_from(c.local_size).is_ok_and(|l| l > n),
+        None => oversubscribed(c.local_size),
+    }
+}
+
 fn oversubscribed(local_size: c_int) -> bool {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     usize::try_from(local_size).is_ok_and(|n| n > cores)
@@ -216,7 +228,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
     let u: &'static Ucx = Box::leak(Box::new(u));
     STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
     if opts.progress_thread {
-        match u.start_progress_thread(Some(fatal_hook)) {
+        match u.start_progress_thread(Some(fatal_hook), Some(host_crowded)) {
             // SAFETY: registering an extern "C" fn with no arguments.
             Ok(()) => unsafe {
                 libc::atexit(stop_at_exit);

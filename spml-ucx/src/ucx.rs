@@ -415,6 +415,11 @@ unsafe extern "C" fn ep_error(arg: *mut c_void, _ep: sys::ucp_ep_h, st: sys::ucs
 /// beyond the grace, or the thread itself panicked). `lib.rs` aborts the job through the core.
 pub type FatalHook = fn(&str);
 
+/// Asked by the progress thread before it stands by (`standby`): whether this host has more
+/// PEs than CPUs. `lib.rs` answers from the core, which knows only once init has gathered the
+/// host's CPUs, after the thread started.
+pub type CrowdedHook = fn() -> bool;
+
 struct ProgressThread {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<()>,
@@ -434,6 +439,8 @@ struct ThreadShared {
     extra: ChannelList,
     /// Set while the thread sleeps on the event fd (a first waiting put then signals it).
     wake: &'static batch::Wake,
+    /// Whether this host has more PEs than CPUs (then the thread never stands by).
+    crowded: Option<CrowdedHook>,
 }
 impl ThreadShared {
     /// Whether a created channel has a batch waiting.
@@ -908,8 +915,13 @@ impl Ucx {
     /// it progresses the default worker while there is work and, when idle, arms the worker and
     /// sleeps on its event fd (at most [`IDLE_POLL_MS`] at a time). Peers reach this PE only
     /// through default workers, so created channels need no such thread. `fatal` is called with
-    /// a message when a peer failure is overdue or the thread panics.
-    pub fn start_progress_thread(&self, fatal: Option<FatalHook>) -> Result<(), String> {
+    /// a message when a peer failure is overdue or the thread panics; `crowded` says whether the
+    /// host has more PEs than CPUs (none: it has not).
+    pub fn start_progress_thread(
+        &self,
+        fatal: Option<FatalHook>,
+        crowded: Option<CrowdedHook>,
+    ) -> Result<(), String> {
         if !self.wakeup {
             return Err("the context was created without wake-up events (progress_thread=0)".into());
         }
@@ -929,6 +941,7 @@ impl Ucx {
             chan: self.chan.clone(),
             extra: self.channel_workers.clone(),
             wake: self.wake,
+            crowded,
         };
         let tid = Arc::new(AtomicI32::new(0));
         let tid2 = tid.clone();
@@ -1053,7 +1066,13 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
         let now = shared.activity.load(Ordering::Relaxed);
         if now != seen {
             seen = now;
-            manner.stand_by();
+            // On a crowded host the PE is often descheduled in the middle of its work, and the
+            // thread answers its peers meanwhile: it must notice and preempt at once.
+            if shared.crowded.is_some_and(|f| f()) {
+                manner.serve();
+            } else {
+                manner.stand_by();
+            }
             std::thread::sleep(pause);
             pause = (pause * 2).min(ACTIVE_PAUSE_MAX);
             continue;

@@ -16,7 +16,8 @@
 //!
 //! When it takes over the worker (the application computes) it goes back to the policy and
 //! slack it had, so a request arriving then wakes it and preempts the computing PE at once, as
-//! before. Both settings are the thread's own and need no privilege (a thread may switch
+//! before. On a host with more PEs than CPUs it never stands by: there a PE inside the library
+//! is often descheduled, and the thread, answering its peers meanwhile, must notice at once. Both settings are the thread's own and need no privilege (a thread may switch
 //! between `SCHED_OTHER` and `SCHED_BATCH` at its nice value); where the system refuses them
 //! anyway (a seccomp filter), the thread goes on in the old manner.
 

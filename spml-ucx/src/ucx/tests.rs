@@ -250,9 +250,9 @@ fn allocated_memory_can_be_mapped_through_its_key() {
 #[test]
 fn progress_thread_runs_sleeps_and_stops() {
     let u = connected(Options::default());
-    u.start_progress_thread(None).expect("progress thread");
+    u.start_progress_thread(None, None).expect("progress thread");
     assert!(u.progress_thread_running());
-    u.start_progress_thread(None).expect("starting twice is harmless");
+    u.start_progress_thread(None, None).expect("starting twice is harmless");
     let mut target = vec![0u64; 8];
     let (memh, _) = map(&u, target.as_mut_ptr().cast(), 64, false);
     // SAFETY: a live registration of this context.
@@ -281,7 +281,7 @@ fn progress_thread_runs_sleeps_and_stops() {
 #[test]
 fn the_progress_thread_stands_by_while_the_application_drives_the_worker() {
     let u = connected(Options::default());
-    u.start_progress_thread(None).expect("progress thread");
+    u.start_progress_thread(None, None).expect("progress thread");
     // Driving the worker moves the activity counter: the thread's next look sees it and
     // stands by (SCHED_BATCH) for the rest of the stretch.
     let until = Instant::now() + Duration::from_secs(5);
@@ -305,10 +305,26 @@ fn the_progress_thread_stands_by_while_the_application_drives_the_worker() {
 }
 
 #[test]
+fn on_a_crowded_host_the_progress_thread_never_stands_by() {
+    let u = connected(Options::default());
+    u.start_progress_thread(None, Some(|| true)).expect("progress thread");
+    // Long enough for many looks (pauses of 0.2-2 ms) while the application drives the worker.
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        for _ in 0..100 {
+            u.progress();
+        }
+        assert_ne!(u.progress_thread_policy(), Some(libc::SCHED_BATCH));
+    }
+    u.stop_progress_thread();
+    u.finalize().unwrap();
+}
+
+#[test]
 fn without_wakeup_there_is_no_progress_thread() {
     let u =
         Ucx::new(1, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
-    assert!(u.start_progress_thread(None).is_err());
+    assert!(u.start_progress_thread(None, None).is_err());
 }
 
 #[test]
@@ -685,7 +701,7 @@ fn where_atomics_take_a_lane_of_their_own_they_wait_after_a_fence_too() {
 fn a_waiting_batch_reaches_the_target_while_the_pe_computes() {
     // The spec's progress rule: a put must not wait for this PE's next call into the library.
     let (u, target, base, memh) = batching_job(Options { loopback_only: true, ..Options::default() }, 4);
-    u.start_progress_thread(None).expect("progress thread");
+    u.start_progress_thread(None, None).expect("progress thread");
     std::thread::sleep(Duration::from_millis(30)); // the thread sleeps on the worker's fd
     for v in [5u64, 6] {
         // SAFETY: `v` is read before the put returns.
