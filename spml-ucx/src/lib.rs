@@ -129,7 +129,7 @@ fn options(c: &CoreServices) -> Options {
     Options {
         progress_thread: bool_param(c, "progress_thread", true),
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
-        spin_rounds: if oversubscribed(c.local_size) { 0 } else { ucx::SPIN_ROUNDS },
+        spin: ucx::Spin::ByHost(host_crowded),
         batch_puts: auto_param(c, "batch_puts", sockets),
         sockets_only: sockets,
         rma_in_messages: auto_param(c, "rma_in_messages", sockets),

@@ -66,9 +66,8 @@ pub struct Options {
     /// Every PE is on this host: network transports listen on the loopback device only, so
     /// nothing of the job is reachable from other machines (UCX_NET_DEVICES, when set, wins).
     pub loopback_only: bool,
-    /// Idle rounds a blocking wait drives the worker before it starts yielding the core
-    /// ([`SPIN_ROUNDS`], or 0 when this host has more PEs than cores).
-    pub spin_rounds: u32,
+    /// How many idle rounds a blocking wait drives the worker before it starts yielding.
+    pub spin: Spin,
     /// Batch small puts per peer into one active message (see `batch`).
     pub batch_puts: bool,
     /// UCX moves data over sockets only ([`sockets_only`]): it emulates RMA and atomics with
@@ -88,12 +87,36 @@ pub struct Options {
 /// yields at once, since the PE that has to answer may be waiting for this very core.
 pub const SPIN_ROUNDS: u32 = 64;
 
+/// The idle rounds of a blocking wait before it yields.
+#[derive(Clone, Copy, Debug)]
+pub enum Spin {
+    /// Always this many.
+    Fixed(u32),
+    /// [`SPIN_ROUNDS`], or none while the hook says the host has more PEs than CPUs. Asked at
+    /// every wait: the core counts the host's CPUs only once init gathered them, after the
+    /// channels exist (a PE bound to a core of its own would otherwise count its host as
+    /// crowded, and yield at every idle round).
+    ByHost(CrowdedHook),
+}
+
+impl Spin {
+    /// The idle rounds to spin now.
+    #[inline]
+    pub fn rounds(self) -> u32 {
+        match self {
+            Spin::Fixed(n) => n,
+            Spin::ByHost(crowded) if crowded() => 0,
+            Spin::ByHost(_) => SPIN_ROUNDS,
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
             progress_thread: true,
             loopback_only: false,
-            spin_rounds: SPIN_ROUNDS,
+            spin: Spin::Fixed(SPIN_ROUNDS),
             batch_puts: true,
             sockets_only: true,
             rma_in_messages: true,
@@ -529,7 +552,7 @@ impl Ucx {
         let context = create_context(features(opts), n_pes, opts)?;
         let health = Arc::new(Health::new());
         let channel_workers = Arc::new(Mutex::new(Vec::new()));
-        let mut chan = match Channel::new(context, n_pes, health.clone(), opts.spin_rounds) {
+        let mut chan = match Channel::new(context, n_pes, health.clone(), opts.spin) {
             Ok(c) => c,
             Err(e) => {
                 // SAFETY: the context has nothing else attached.
@@ -730,7 +753,7 @@ impl Ucx {
         if let Some(ch) = peers.pool.pop() {
             return Ok(ch);
         }
-        let mut ch = Channel::new(self.context, self.n_pes, self.health.clone(), self.chan.spin_rounds())?
+        let mut ch = Channel::new(self.context, self.n_pes, self.health.clone(), self.chan.spin())?
             .with_home(self.chan.worker());
         // Acknowledgements of batches, and answers to requests, come back to the worker that
         // sent.

@@ -102,8 +102,8 @@ pub struct Channel {
     /// `super::progress_loop`).
     activity: Arc<AtomicU64>,
     closed: AtomicBool,
-    /// Idle rounds [`Channel::wait`] spins before yielding (`super::SPIN_ROUNDS`, or 0).
-    spin_rounds: u32,
+    /// Idle rounds [`Channel::wait`] spins before yielding.
+    spin: super::Spin,
 }
 
 // SAFETY: a Multi channel's worker serialises concurrent calls itself; Serialized and Private
@@ -120,7 +120,7 @@ impl Channel {
         context: sys::ucp_context_h,
         n_pes: usize,
         health: Arc<Health>,
-        spin_rounds: u32,
+        spin: super::Spin,
     ) -> Result<Channel, String> {
         let wparams = sys::ucp_worker_params_t {
             field_mask: sys::UCP_WORKER_PARAM_FIELD_THREAD_MODE as u64,
@@ -158,7 +158,7 @@ impl Channel {
             rma: false,
             activity: Arc::new(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
-            spin_rounds,
+            spin,
         })
     }
 
@@ -239,9 +239,9 @@ impl Channel {
         }
     }
 
-    /// Idle rounds a wait spins before yielding.
-    pub(super) fn spin_rounds(&self) -> u32 {
-        self.spin_rounds
+    /// How a wait spins before yielding (created channels take the default one's).
+    pub(super) fn spin(&self) -> super::Spin {
+        self.spin
     }
 
     pub fn worker(&self) -> sys::ucp_worker_h {
@@ -353,7 +353,7 @@ impl Channel {
     }
 
     /// Wait for what a `*_nbx` call returned: progress until the request completes, then free it.
-    /// After [`Channel::spin_rounds`] rounds that found nothing to do, each such round yields
+    /// After [`Channel::spin`] rounds that found nothing to do, each such round yields
     /// the core: the peer that has to answer (or its progress thread) may be waiting for this
     /// very core. With more PEs than cores that is from the first idle round: 4 PEs on 2 cores
     /// did about 250 blocking operations per second and PE while every waiter spun
@@ -366,7 +366,7 @@ impl Channel {
         }
         self.touch();
         let mut spins = 0u32;
-        let mut idle = Backoff::new(self.spin_rounds);
+        let mut idle = Backoff::new(self.spin.rounds());
         loop {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
@@ -1012,7 +1012,7 @@ impl Channel {
         if self.home == 0 || !sys::ptr_is_request(r) {
             return self.wait(r);
         }
-        let mut idle = Backoff::new(self.spin_rounds);
+        let mut idle = Backoff::new(self.spin.rounds());
         loop {
             // SAFETY: a live request of our worker (freed only below).
             let st = unsafe { sys::ucp_request_check_status(r) };
@@ -1114,7 +1114,7 @@ impl Channel {
         waits_on: impl Fn(usize) -> bool,
     ) -> Result<(), OpError> {
         let mut spins = 0u32;
-        let mut idle = Backoff::new(self.spin_rounds);
+        let mut idle = Backoff::new(self.spin.rounds());
         while !done() {
             if let Some((lost, st, _)) = self.health.failure() {
                 if waits_on(lost) {

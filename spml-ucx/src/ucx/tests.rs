@@ -909,3 +909,16 @@ fn transfers_through_the_target_copy_whole_messages_and_refuse_foreign_ranges() 
     u.destroy_channel(created).unwrap();
     u.finalize().unwrap();
 }
+
+#[test]
+fn waits_spin_by_the_host_s_count_asked_at_each_wait() {
+    assert_eq!(Spin::Fixed(7).rounds(), 7);
+    assert_eq!(Spin::ByHost(|| false).rounds(), SPIN_ROUNDS);
+    assert_eq!(Spin::ByHost(|| true).rounds(), 0);
+    // Asked again at every wait: a count that changes after the channel exists is seen.
+    static CROWDED: AtomicBool = AtomicBool::new(true);
+    let spin = Spin::ByHost(|| CROWDED.load(Ordering::Relaxed));
+    assert_eq!(spin.rounds(), 0);
+    CROWDED.store(false, Ordering::Relaxed);
+    assert_eq!(spin.rounds(), SPIN_ROUNDS);
+}
