@@ -134,6 +134,14 @@ fn progress_to_a_busy_pe() {
     run_everywhere("progress", &[]);
 }
 
+/// The same while PE 1 computes on its CPU instead of sleeping: where PE 1 is reached through
+/// UCX, its progress thread stood by while PE 1 was in the barrier (`SCHED_BATCH`, its looks
+/// never preempting) and must take over while PE 1 keeps the CPU.
+#[test]
+fn progress_to_a_computing_pe() {
+    run_everywhere("progress", &[("PROGRESS_COMPUTE", "1")]);
+}
+
 #[test]
 fn heap_alignment_realloc_and_exhaustion() {
     run_everywhere("heap", &[("SHMEM_SYMMETRIC_SIZE", "4M")]);
