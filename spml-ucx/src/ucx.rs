@@ -438,9 +438,9 @@ unsafe extern "C" fn ep_error(arg: *mut c_void, _ep: sys::ucp_ep_h, st: sys::ucs
 /// beyond the grace, or the thread itself panicked). `lib.rs` aborts the job through the core.
 pub type FatalHook = fn(&str);
 
-/// Asked by the progress thread before it stands by (`standby`): whether this host has more
-/// PEs than CPUs. `lib.rs` answers from the core, which knows only once init has gathered the
-/// host's CPUs, after the thread started.
+/// Whether this host has more PEs than CPUs: asked by the progress thread before it stands by
+/// (`standby`) and by waits ([`Spin::ByHost`]). `lib.rs` answers from the core, which knows
+/// only once init has gathered the host's CPUs, after the thread and the channels exist.
 pub type CrowdedHook = fn() -> bool;
 
 struct ProgressThread {
