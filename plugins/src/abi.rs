@@ -303,6 +303,15 @@ impl CoreServices {
         self.node_cpus.map(|f| unsafe { f() })
     }
 
+    /// Whether this node has more PEs than CPUs between them: `local_size` against
+    /// [`CoreServices::node_cpus`], or against the CPUs this process may use where the core
+    /// does not say (a table that predates the slot).
+    pub fn node_crowded(&self) -> bool {
+        let cpus = self.node_cpus().and_then(|v| usize::try_from(v).ok()).filter(|&v| v > 0);
+        let cpus = cpus.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |v| v.get()));
+        usize::try_from(self.local_size).is_ok_and(|n| n > cpus)
+    }
+
     /// The `segment_copy` service, or None when the core's table predates it.
     pub fn segment_copy(&self) -> Option<SegmentCopy> {
         let end = std::mem::offset_of!(CoreServices, segment_copy) + std::mem::size_of::<Option<fn()>>();

@@ -159,22 +159,10 @@ fn auto_param(c: &CoreServices, name: &str, sockets: bool) -> bool {
     }
 }
 
-/// Whether this host runs more PEs than this process may use cores.
 /// Whether this host has more PEs than CPUs between them, as the core counts them once init has
-/// gathered the PEs' CPUs (`node_cpus`); before that, or from a core without the service, by
-/// this process's own CPUs.
+/// gathered the PEs' CPUs (`node_cpus`); before that, by this process's own CPUs.
 fn host_crowded() -> bool {
-    let Some(c) = boundary::core() else { return false };
-    let cpus = c.node_cpus().and_then(|n| usize::try_from(n).ok()).filter(|&n| n > 0);
-    match cpus {
-        Some(n) => usize::try_from(c.local_size).is_ok_and(|l| l > n),
-        None => oversubscribed(c.local_size),
-    }
-}
-
-fn oversubscribed(local_size: c_int) -> bool {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    usize::try_from(local_size).is_ok_and(|n| n > cores)
+    boundary::core().is_some_and(|c| c.node_crowded())
 }
 
 fn query(c: &'static CoreServices, r: &mut QueryResult) {

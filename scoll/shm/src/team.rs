@@ -66,11 +66,9 @@ impl Team {
             scratch.push(p);
         }
         let tuning = crate::tuning::get(c);
-        // The CPUs of the node's PEs between them (a PE bound to a core of its own sees one);
-        // a core without the service: what this PE may use.
-        let cpus = c.node_cpus().and_then(|v| usize::try_from(v).ok()).filter(|&v| v > 0);
-        let cpus = cpus.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |v| v.get()));
-        let crowded = c.local_size == d.size && n > cpus && tuning.cross_core_spin_ns > 0;
+        // Against the CPUs of the node's PEs between them (a PE bound to a core of its own
+        // sees one).
+        let crowded = c.local_size == d.size && c.node_crowded() && tuning.cross_core_spin_ns > 0;
         Some(Team {
             n: d.size,
             me: d.my_index,
