@@ -8,8 +8,9 @@ touches all of them alike); each command's "RESULT <benchmark> <size> <value> ..
 format of tests/bench/*.c) are collected. The table gives, per benchmark and size, each label's
 median over the rounds and its ratio to the last label's median; with RANGES=1 in the
 environment, every value too, sorted; with PAIRED=1, the median (and range) of the ratios
-taken within each round, which a change of the machine's speed between rounds moves less. Open MPI's variables for running as root with more PEs
-than cores are set for every command (docs/performance.md, "Commands").
+taken within each round, which a change of the machine's speed between rounds moves less.
+Open MPI's variables for running as root with more PEs than cores are set for every command
+(docs/performance.md, "Commands").
 """
 import collections
 import os
