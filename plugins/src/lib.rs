@@ -58,6 +58,9 @@ use std::ffi::{c_char, c_int};
 /// reductions, so that every Rust component computes the same bits.
 pub mod arith;
 
+/// Storing a put's bytes where a peer may be watching: each byte once (not part of the C ABI).
+pub mod deliver;
+
 /// Helpers for memheap components (not part of the C ABI): the deterministic first-fit
 /// allocator over offsets, and the memheap slots over it.
 pub mod heap_slots;

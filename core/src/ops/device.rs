@@ -103,7 +103,7 @@ pub unsafe fn copy(rt: &Runtime, routine: &CStr, dst: *mut u8, src: *const u8, l
 }
 
 /// A copy into a mapped host peer's memory or out of it (`rma`'s fast path once [`active`]):
-/// through `copy` when the local side is device memory, else `memmove`.
+/// through `copy` when the local side is device memory, else `deliver`.
 ///
 /// # Safety
 /// As [`copy`]; `local` is the side that may be device memory.
@@ -120,8 +120,9 @@ pub unsafe fn copy_mapped(
         // SAFETY: the caller's contract.
         unsafe { copy(rt, routine, dst, src, len) }
     } else {
-        // SAFETY: the caller's contract: both host memory.
-        unsafe { std::ptr::copy(src, dst, len) }
+        // SAFETY: the caller's contract: both host memory. Each byte stored once, as a peer
+        // watching it needs (`rshmem_plugin_api::deliver`).
+        unsafe { rshmem_plugin_api::deliver::deliver(dst, src, len) }
     }
 }
 

@@ -1,8 +1,8 @@
 //! RMA: put, get, and their strided and non-blocking forms (ordering, `quiet` and `fence`, is
-//! per context: `crate::ops::ctx`). A peer whose segment is
-//! mapped here is reached with a plain copy into the mapping (no request, no lock, no
-//! allocation); any other peer goes through the spml. Once a device segment exists, both
-//! branches hand device memory to `crate::ops::device`.
+//! per context: `crate::ops::ctx`). A peer whose segment is mapped here is reached with a copy
+//! into the mapping that stores each byte once (`rshmem_plugin_api::deliver`; no request, no
+//! lock, no allocation); any other peer goes through the spml. Once a device segment exists,
+//! both branches hand device memory to `crate::ops::device`.
 
 use crate::error::fatal;
 use crate::ops::handles::Ctx;
@@ -188,7 +188,7 @@ pub unsafe fn put_any<const NBI: bool>(
             if device {
                 crate::ops::device::copy_mapped(rt, routine, p.mapped.add(off), src, len, src);
             } else {
-                std::ptr::copy(src, p.mapped.add(off), len);
+                rshmem_plugin_api::deliver::deliver(p.mapped.add(off), src, len);
             }
         }
         return;
@@ -602,7 +602,7 @@ pub unsafe fn put_signal_u64(
         // is aligned (caller) and only ever updated atomically.
         unsafe {
             if len > 0 {
-                std::ptr::copy(src, dp.mapped.add(doff), len);
+                rshmem_plugin_api::deliver::deliver(dp.mapped.add(doff), src, len);
             }
             std::sync::atomic::fence(Ordering::SeqCst);
             AtomicU64::from_ptr(sp.mapped.add(soff).cast()).fetch_add(value, Ordering::AcqRel);

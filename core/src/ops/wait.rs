@@ -2,6 +2,18 @@
 //! core, so that on an oversubscribed node the PE being waited for gets to run; when some peer
 //! is reachable only through the spml, waits also drive its progress.
 //!
+//! Yielding has a cost on a machine that other programs load: under Linux's EEVDF scheduler
+//! (6.6 on) `sched_yield` moves the caller's deadline a whole slice back, so with busy
+//! processes beside it a yielding PE gets the core again only after they have each run their
+//! slice, about 4 ms here. A ping-pong of 10 000 round trips between 2 PEs, with 8 busy loops
+//! on the 2 cores, took 43 s in half the runs (0.6 s in the others) where OSHMEM took 1.2 s.
+//! So [`give_way`] watches its yields: one that came back after more than [`SLOW_YIELD`] says
+//! that others hold the core, and for the next [`CONTENDED_FOR`] this thread's waits sleep for
+//! a moment instead (a sleeper keeps its place, and on waking it is run soon): the same
+//! ping-pong took 0.27-2.6 s, and 2 000 laps of a token around 8 PEs under that load went from
+//! over 50 s to about 3 s (docs/performance.md, "Waits on a loaded machine"). Without other
+//! load a yield comes back at once, and waits yield as before.
+//!
 //! Why not sleep on a futex: the words waited on are written by plain stores from mapped peers
 //! and by RDMA or UCX active messages, none of which can issue a FUTEX_WAKE, so a futex sleep
 //! would need a timeout and be a slower poll. Yielding lets the writer run at once on an
@@ -9,8 +21,41 @@
 
 use crate::symm::runtime;
 pub use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
+use std::cell::Cell;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A yield that took longer than this came back only after other tasks had run on the core.
+const SLOW_YIELD: Duration = Duration::from_micros(300);
+/// How long after such a yield this thread's waits sleep rather than yield.
+const CONTENDED_FOR: Duration = Duration::from_millis(100);
+/// What a wait sleeps for meanwhile: the shortest sleep, which the default timer slack of
+/// 50 us lengthens. (A 1 us slack made 8 PEs on 2 cores wake each other constantly: a ring
+/// that takes 0.3 s did not end in 60.)
+const NAP: Duration = Duration::from_micros(1);
+
+thread_local! {
+    /// When this thread's last slow yield came back.
+    static CONTENDED_AT: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Let another task have the core for one round of a wait: a yield, or a nap while others'
+/// processes have been seen to hold the core (module documentation).
+#[cold]
+#[inline(never)]
+pub fn give_way() {
+    let now = Instant::now();
+    if CONTENDED_AT.get().is_some_and(|t| now.duration_since(t) < CONTENDED_FOR) {
+        std::thread::sleep(NAP);
+        return;
+    }
+    std::thread::yield_now();
+    let back = Instant::now();
+    if back.duration_since(now) > SLOW_YIELD {
+        CONTENDED_AT.set(Some(back));
+    }
+}
 
 pub fn compare<T: PartialOrd>(a: T, cmp: c_int, b: T) -> Option<bool> {
     Some(match cmp {
@@ -40,7 +85,7 @@ pub fn backoff(idle: &mut u32, rt: &runtime::Runtime) {
     }
     *idle = idle.saturating_add(1);
     if *idle > rt.spin_limit {
-        std::thread::yield_now();
+        give_way();
     } else if !drove {
         // Only a loop that polls memory alone needs the pause; a round of progress is a
         // system call.

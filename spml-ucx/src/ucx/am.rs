@@ -168,7 +168,11 @@ am_handler!(on_put_signal, |rx: &Receiver, m: Message<Header>| {
         // `length >= eager.len()` bytes, that the sender's protocol gives to it now.
         unsafe {
             if !m.eager.is_empty() {
-                std::ptr::copy_nonoverlapping(m.eager.as_ptr(), h.dest as usize as *mut u8, m.eager.len());
+                rshmem_plugin_api::deliver::deliver(
+                    h.dest as usize as *mut u8,
+                    m.eager.as_ptr(),
+                    m.eager.len(),
+                );
             }
             apply(h.sig, h.value);
         }

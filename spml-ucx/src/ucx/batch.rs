@@ -361,7 +361,7 @@ fn apply(rx: &Receiver, data: &[u8], count: u32) -> Result<(), String> {
             // SAFETY: registered host memory of this process (checked above), which the
             // sender's puts may write; the source is the message, valid during the handler.
             Entry::Put { dest, bytes } => unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), dest as usize as *mut u8, bytes.len())
+                rshmem_plugin_api::deliver::deliver(dest as usize as *mut u8, bytes.as_ptr(), bytes.len())
             },
             // SAFETY: an aligned word of registered host memory (checked above), which the
             // spml and the core only ever update atomically.

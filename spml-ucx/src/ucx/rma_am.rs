@@ -192,7 +192,9 @@ am_handler!(on_long_put, |rx: &Receiver, m: Message<PutHeader>| {
     }
     // SAFETY: registered host memory of this process (checked), which peers' puts may
     // write; the source is the message, valid during the handler.
-    unsafe { std::ptr::copy_nonoverlapping(m.eager.as_ptr(), h.dest as usize as *mut u8, m.eager.len()) };
+    unsafe {
+        rshmem_plugin_api::deliver::deliver(h.dest as usize as *mut u8, m.eager.as_ptr(), m.eager.len())
+    };
     acknowledge(ep, h.peer);
     sys::UCS_OK
 });
