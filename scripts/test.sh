@@ -46,6 +46,9 @@ for launcher in mpirun srun hosts2 hosts4; do
     suite env RSHMEM_TEST_LAUNCHER=$launcher \
         cargo test -p rshmem-tests --test c_programs --test spec_examples -- --test-threads=2
 done
+# The stress programs again under mpirun (its PMIx start, the same mapped path), fewer runs.
+suite env RSHMEM_TEST_LAUNCHER=mpirun RSHMEM_STRESS_RUNS=3 \
+    cargo test -p rshmem-tests --test stress -- --test-threads=2
 # One closing line over every test binary (cargo prints one per binary, the last often a
 # doc-test run with nothing in it).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }

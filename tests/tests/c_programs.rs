@@ -548,3 +548,10 @@ fn other_ucx_versions_carry_rma_and_atomics_over_sockets() {
         }
     }
 }
+
+/// Every team collective and reduction with nelems 0 and NULL buffers (issue 49): the mapped
+/// path used to abort the job.
+#[test]
+fn zero_length_collectives_with_null_buffers() {
+    run_everywhere("coll_zero", &[]);
+}

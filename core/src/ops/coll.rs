@@ -56,6 +56,9 @@ pub unsafe fn broadcast(
     );
     check_range(routine, "dest", dest as usize, nbytes);
     check_range(routine, "source", source as usize, nbytes);
+    if nbytes == 0 {
+        return 0; // nothing to move (nelems is the same on every PE), so no component is asked
+    }
     t.broadcast(routine, dest.cast(), source.cast(), nbytes, root);
     0
 }
@@ -97,6 +100,9 @@ pub unsafe fn collect(
     // collect's total is known only inside the collective; its start is checked here.
     let dest_len = if fixed { total(routine, nbytes, t.desc.size as usize) } else { nbytes.min(1) };
     check_range(routine, "dest", dest as usize, dest_len);
+    if fixed && nbytes == 0 {
+        return 0; // as in `broadcast`; collect's sizes differ between PEs, so it always runs
+    }
     t.collect(routine, dest.cast(), source.cast(), nbytes, fixed);
     0
 }
@@ -131,6 +137,9 @@ pub unsafe fn alltoall(
         let span = total(routine, total(routine, count - 1, dst as usize), size);
         check_range(routine, "dest", dest as usize, span + size);
     }
+    if count == 0 || size == 0 {
+        return 0; // as in `broadcast`
+    }
     t.alltoall(routine, dest.cast(), source.cast(), size, nelems, dst, sst);
     0
 }
@@ -159,6 +168,9 @@ pub unsafe fn reduce(
     let (d, s) = (dest as usize, source as usize);
     if d != s && d < s + nbytes && s < d + nbytes {
         fatal(routine, "dest and source overlap without being the same array");
+    }
+    if nbytes == 0 {
+        return 0; // as in `broadcast`
     }
     t.reduce(routine, dest.cast(), source.cast(), nelems, dtype, op, kind);
     0
