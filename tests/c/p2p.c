@@ -96,6 +96,19 @@ int main(void) {
     CHECK(shmem_test(&gi, SHMEM_CMP_EQ, 5));
     CHECK(shmem_short_test(&gs, SHMEM_CMP_EQ, 6));
     CHECK(shmem_wait_until_any(&gi, 1, NULL, SHMEM_CMP_EQ, 5) == 0);
+    /* Alternating wait_until_any and test_any on 4 words that all hold: between them they
+     * return every index in turn (the spec's fairness rule; issue 49 reported only 2 of 4). */
+    int *four = shmem_calloc(4, sizeof(int));
+    for (int i = 0; i < 4; i++) four[i] = 1;
+    int seen[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 8; k++) {
+        size_t a = (k & 1) ? shmem_int_test_any(four, 4, NULL, SHMEM_CMP_EQ, 1)
+                           : shmem_int_wait_until_any(four, 4, NULL, SHMEM_CMP_EQ, 1);
+        CHECK(a < 4);
+        seen[a]++;
+    }
+    for (int i = 0; i < 4; i++) CHECK(seen[i] == 2);
+    shmem_free(four);
     shmem_barrier_all();
     free(status);
     free(idx);
