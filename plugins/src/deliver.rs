@@ -12,9 +12,11 @@
 //! [`deliver`] stores every destination byte exactly once, by naturally aligned stores of 1, 2,
 //! 4 or 8 bytes (single-copy atomic on x86-64 and AArch64, so an element of up to 8 bytes
 //! aligned to its size is never seen torn) and, for the bulk on x86-64, aligned 16-byte stores
-//! or, from 4 KiB, one `rep movsb` (a byte loop whose stores are each made once). A release fence first orders the put after the
-//! caller's earlier stores, which a peer that sees the put may then overwrite (the clear of a
-//! flag before the answer to the one who set it): free on x86-64, a `dmb` on AArch64.
+//! or, from 4 KiB, one `rep movsb` (a byte loop whose stores are each made once, though the
+//! architecture does not promise that a fast string's stores keep words whole). A release
+//! fence first orders the put after the caller's earlier stores, which a peer that sees the put
+//! may then overwrite (the clear of a flag before the answer to the one who set it): free on
+//! x86-64, a `dmb` on AArch64.
 
 use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -26,8 +28,8 @@ use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Orderi
 const STRING_FROM: usize = 4096;
 
 /// Copy `len` bytes from `src` to `dst` for a peer that may be watching `dst`: each byte of
-/// `dst` is stored once, aligned words of up to 8 bytes by one store each, after a release
-/// fence (module documentation). Overlapping ranges (a PE's put to itself) are copied as
+/// `dst` is stored once, aligned words of up to 8 bytes by one store each (below 4 KiB on
+/// x86-64), after a release fence (module documentation). Overlapping ranges (a PE's put to itself) are copied as
 /// `memmove` copies them.
 ///
 /// # Safety
