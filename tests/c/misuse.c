@@ -3,7 +3,8 @@
  * get_past_end / put_past_end (a transfer longer than the peer's heap), null_source,
  * null_dest, ctx_destroy_twice; contexts: ctx_invalid_put, ctx_after_destroy,
  * ctx_quiet_after_destroy, team_ctx_gone (a shareable context of a destroyed team);
- * team_after_destroy; waits: wait_null, wait_private, test_any_null, signal_wait_null;
+ * team_after_destroy; waits: wait_null, wait_private, test_any_null, wait_some_null_indices,
+ * signal_wait_null;
  * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private;
  * pe_quiet_null, pe_quiet_bad_pe; strided: iput_past_end, iget_not_symmetric; PEs passing
  * different arguments to a collective: split_mismatch, split_2d_mismatch
@@ -115,6 +116,8 @@ int main(void) {
         if (!strcmp(how, "wait_null")) shmem_long_wait_until(NULL, SHMEM_CMP_EQ, 1);
         if (!strcmp(how, "wait_private")) shmem_long_wait_until(calloc(1, sizeof(long)), SHMEM_CMP_EQ, 1);
         if (!strcmp(how, "test_any_null")) shmem_long_test_any(NULL, 4, NULL, SHMEM_CMP_EQ, 0);
+        if (!strcmp(how, "wait_some_null_indices"))
+            shmem_long_wait_until_some((long *)sym, 4, NULL, NULL, SHMEM_CMP_EQ, 0);
         if (!strcmp(how, "signal_wait_null")) shmem_signal_wait_until(NULL, SHMEM_CMP_EQ, 1);
         if (!strcmp(how, "put_signal_private_sig")) {
             uint64_t sig = 0;

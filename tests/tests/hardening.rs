@@ -120,6 +120,7 @@ fn bad_handles_buffers_waits_and_locks_are_reported_naming_the_argument() {
         ("wait_null", "shmem_long_wait_until: ivar is NULL"),
         ("wait_private", "shmem_long_wait_until: ivar 0x"),
         ("test_any_null", "shmem_long_test_any: ivars is NULL"),
+        ("wait_some_null_indices", "shmem_long_wait_until_some: indices is NULL but nelems is 4"),
         ("signal_wait_null", "shmem_signal_wait_until: sig_addr is NULL"),
         ("put_signal_private_sig", "shmem_putmem_signal: sig_addr 0x"),
         ("clear_unheld_lock", "shmem_clear_lock: lock 0x"),

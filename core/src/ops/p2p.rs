@@ -35,6 +35,14 @@ fn check(routine: &CStr, cmp: c_int) {
     }
 }
 
+/// The `_some` forms write up to `n` indices: `indices` must not be NULL then (issue 53: it
+/// was a SIGSEGV inside the library).
+fn check_indices(routine: &CStr, indices: *mut usize, n: usize) {
+    if n > 0 && indices.is_null() {
+        fatal(routine, &format!("indices is NULL but nelems is {n} (up to {n} indices are written there)"));
+    }
+}
+
 /// Check the `n` variables at `ivars` (symmetric, aligned, not NULL when `n > 0`).
 pub(crate) fn variables<T>(rt: &runtime::Runtime, routine: &CStr, what: &str, ivars: *const T, n: usize) {
     let size = std::mem::size_of::<T>();
@@ -251,6 +259,7 @@ pub unsafe fn wait_some<T: Copy + PartialOrd>(
     check(routine, cmp);
     let rt = runtime::get(routine);
     variables(rt, routine, "ivars", ivars, n);
+    check_indices(routine, indices, n);
     let mut i = 0;
     loop {
         // SAFETY: forwarded.
@@ -324,6 +333,7 @@ pub unsafe fn test_some<T: Copy + PartialOrd>(
     check(routine, cmp);
     let rt = runtime::get(routine);
     variables(rt, routine, "ivars", ivars, n);
+    check_indices(routine, indices, n);
     // SAFETY: forwarded.
     let (_, k, _, _) = unsafe { scan(ivars, n, status, cmp, &values, Some(indices)) };
     fence(Ordering::Acquire);
