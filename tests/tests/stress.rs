@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// A run of the ping-pong takes 0.3-1.1 s with 2 PEs and 3.5-4 s with 4 under the load below
-/// (2026-11-27); a lost update hangs it.
+/// A run of the ping-pong took 0.3-1.1 s with 2 PEs and 3.5-4 s with 4 under the load below
+/// (release build, 2026-11-27); a lost update that its sequence numbers do not catch hangs it.
 const T: Duration = Duration::from_secs(60);
 
 /// One stress case at a time: each makes its own load.
@@ -21,8 +21,8 @@ fn runs() -> usize {
     std::env::var("RSHMEM_STRESS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(6)
 }
 
-/// Busy processes, four per core, killed when dropped: the load under which the ping-pong of
-/// issue 49 lost an update in 1 run in 5 to 1 in 10.
+/// Busy processes, four per core, killed when dropped: the load under which `pingpong.c` failed
+/// 4 of 12 runs with the copy that stored words twice (2026-11-27).
 struct Load(Vec<Child>);
 
 impl Load {

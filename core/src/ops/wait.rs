@@ -6,7 +6,8 @@
 //! (6.6 on) `sched_yield` moves the caller's deadline a whole slice back, so with busy
 //! processes beside it a yielding PE gets the core again only after they have each run their
 //! slice, about 4 ms here. A ping-pong of 10 000 round trips between 2 PEs, with 8 busy loops
-//! on the 2 cores, took 43 s in half the runs (0.6 s in the others) where OSHMEM took 1.2 s.
+//! on the 2 cores, took 43 s in 13 of 28 runs (0.6-27 s in most others) where OSHMEM took
+//! 1.1-1.5 s.
 //! So [`give_way`] watches its yields: one that came back after more than [`SLOW_YIELD`] says
 //! that others hold the core, and for the next [`CONTENDED_FOR`] this thread's waits sleep for
 //! a moment instead (a sleeper keeps its place, and on waking it is run soon): the same
