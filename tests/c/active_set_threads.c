@@ -18,7 +18,12 @@ static void *worker(void *arg) {
     for (int i = 0; i < ITERS; i++) {
         src[t][0] = me * 10 + t + i;
         shmem_long_sum_to_all(dst[t], src[t], 1, 0, 0, n, wrk[t], ps[t][i & 1]);
-        CHECK(dst[t][0] == (long)n * (n - 1) / 2 * 10 + (long)n * (t + i));
+        long want = (long)n * (n - 1) / 2 * 10 + (long)n * (t + i);
+        if (dst[t][0] != want) {
+            fprintf(stderr, "PE %d: thread %d, call %d: sum %ld, expected %ld\n", me, t, i, dst[t][0], want);
+            fflush(stderr);
+            shmem_global_exit(1);
+        }
         /* dest must be ready everywhere before the broadcast, and ps[t][i & 1] is used again
          * two calls later, by when everyone has left this one (the barrier says so) */
         shmem_barrier(0, 0, n, bar[t]);

@@ -389,6 +389,14 @@ fn active_sets_from_several_threads_at_once() {
     run_everywhere("active_set_threads", &[]);
 }
 
+/// Under SHMEM_THREAD_MULTIPLE, one thread's quiet completes that thread's puts while another
+/// thread quiets the same context (a quiet used to return while the other's flush was under
+/// way: 6 runs of 10 failed over UCX before the fix in `ops/completion.rs`).
+#[test]
+fn a_quiet_completes_its_thread_s_puts_while_others_quiet() {
+    run_everywhere("quiet_threads", &[]);
+}
+
 /// Active-set collectives on more (active set, pSync) pairs than the core keeps teams for.
 #[test]
 fn active_sets_beyond_the_cached_teams() {

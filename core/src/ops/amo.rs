@@ -174,17 +174,19 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
     let out: *mut u64 = if fetch { &mut fetched } else { std::ptr::null_mut() };
     // SAFETY: plugin ABI call; `out` is a valid out-pointer or NULL.
     let rc = unsafe {
-        (rt.spml.atomic)(
-            rma::spml_ctx(ctx),
-            pe,
-            seg,
-            p.remote_base + off as u64,
-            op,
-            T::SIZE as u32,
-            value.bits(),
-            cond.bits(),
-            out,
-        )
+        rma::through_spml(ctx, |h| {
+            (rt.spml.atomic)(
+                h,
+                pe,
+                seg,
+                p.remote_base + off as u64,
+                op,
+                T::SIZE as u32,
+                value.bits(),
+                cond.bits(),
+                out,
+            )
+        })
     };
     if rc != 0 {
         fatal(routine, &format!("atomic operation on PE {pe} failed in the spml"));

@@ -8,11 +8,12 @@
 //! only permit optimisations that are not made.
 
 use crate::error::fatal;
+use crate::ops::completion;
 use crate::ops::handles::{rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Graveyard, Team};
 use crate::symm::runtime;
 use rshmem_plugin_api::SpmlCtx;
 use std::ffi::{c_int, c_long, c_void, CStr};
-use std::sync::atomic::{self, AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{self, AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Mutex;
 
 #[inline(always)]
@@ -43,6 +44,7 @@ pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
         spml_dirty: AtomicBool::new(false),
         spml_pending: AtomicBool::new(rt.spml.ctx_slots().is_some()),
         live: AtomicBool::new(true),
+        quieting: AtomicU32::new(0),
         options,
         team: AtomicPtr::new(std::ptr::null_mut()),
         _reserved: [0; 4],
@@ -258,6 +260,17 @@ pub unsafe fn session_stop(routine: &CStr, ctx: Ctx) {
 /// # Safety
 /// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
 pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
+    // SAFETY: caller.
+    unsafe { quiet_with(routine, ctx, None) }
+}
+
+/// [`quiet`], answering also for `extra`, a flag set after operations that are not the
+/// context's own (the collectives' signals: see `rma::SIGNALS_OUT`). Whether the spml is
+/// flushed follows `completion`'s rule, which holds when threads share the context.
+///
+/// # Safety
+/// As [`quiet`].
+pub(crate) unsafe fn quiet_with(routine: &CStr, ctx: Ctx, extra: Option<&AtomicBool>) {
     if ctx.is_null() {
         return;
     }
@@ -267,11 +280,13 @@ pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
     atomic::fence(Ordering::SeqCst);
     // SAFETY: a live context (checked).
     let c = unsafe { &*ctx };
-    if c.spml_dirty.swap(false, Ordering::AcqRel) {
-        // SAFETY: plugin ABI call on the context's spml handle.
-        if unsafe { (rt.spml.quiet)(c.spml.load(Ordering::Relaxed)) } != 0 {
-            fatal(routine, "the spml failed to complete outstanding operations");
-        }
+    let extra = extra.map(|f| f as &dyn completion::Flag);
+    // SAFETY: plugin ABI call on the context's spml handle.
+    let rc = completion::quiet(&c.spml_dirty, &c.quieting, extra, 0, || unsafe {
+        (rt.spml.quiet)(c.spml.load(Ordering::Relaxed))
+    });
+    if rc != 0 {
+        fatal(routine, "the spml failed to complete outstanding operations");
     }
 }
 
@@ -312,30 +327,30 @@ pub unsafe fn fence(routine: &CStr, ctx: Ctx) {
     atomic::fence(Ordering::Release);
     // SAFETY: as in `quiet`.
     let c = unsafe { &*ctx };
-    if c.spml_dirty.load(Ordering::Relaxed) {
+    if completion::fence_needed(&c.spml_dirty, &c.quieting) {
         // SAFETY: plugin ABI call.
         unsafe { (rt.spml.fence)(c.spml.load(Ordering::Relaxed)) };
     }
 }
 
-/// The spml handle of `ctx` for an operation: marks the context as having traffic for its
-/// next quiet.
+/// Hand an operation to the spml on `ctx` (`op` gets the spml context), then mark the context
+/// as having traffic for its next quiet: after, never before (see `completion`).
 ///
 /// # Safety
 /// `ctx` must be a live context.
 #[inline(always)]
-pub(crate) unsafe fn spml_ctx(ctx: Ctx) -> *mut c_void {
+pub(crate) unsafe fn through_spml<R>(ctx: Ctx, op: impl FnOnce(*mut c_void) -> R) -> R {
+    // SAFETY: caller.
+    let r = op(unsafe { spml_handle(ctx) });
     // SAFETY: non-null contexts point at live CtxObj values.
-    let c = unsafe { &*ctx };
-    c.spml_dirty.store(true, Ordering::Relaxed);
-    // SAFETY: as above.
-    unsafe { spml_handle(ctx) }
+    completion::issued(&unsafe { &*ctx }.spml_dirty);
+    r
 }
 
 /// The spml handle of `ctx`, without marking the context as having traffic to complete.
 ///
 /// # Safety
-/// As [`spml_ctx`].
+/// As [`through_spml`].
 #[inline(always)]
 pub(crate) unsafe fn spml_handle(ctx: Ctx) -> *mut c_void {
     // SAFETY: non-null contexts point at live CtxObj values.

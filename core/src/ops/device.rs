@@ -36,7 +36,7 @@
 //! None of this costs a job without device memory more than one relaxed load per operation.
 
 use crate::error::fatal;
-use crate::ops::ctx::spml_ctx;
+use crate::ops::ctx::through_spml;
 use crate::ops::handles::Ctx;
 use crate::symm::runtime::Runtime;
 use crate::symm::segments::{PeerSeg, MAX_SEGMENTS};
@@ -240,7 +240,7 @@ unsafe fn through_target(
     let what = if put { "put (through its CPU) to" } else { "get (through its CPU) from" };
     let call = |b: *mut u8, at: usize, n: usize| {
         // SAFETY: plugin ABI call; `b` valid for `n` bytes in the transfer's direction.
-        if unsafe { f(spml_ctx(ctx), pe, seg, (off + at) as u64, b.cast(), n) } != 0 {
+        if unsafe { through_spml(ctx, |h| f(h, pe, seg, (off + at) as u64, b.cast(), n)) } != 0 {
             spml_failed(routine, what, pe);
         }
     };
@@ -328,7 +328,7 @@ pub unsafe fn put(
     if !spml_cannot_reach(rt, src) {
         let op = if nbi { rt.spml.put_nbi } else { rt.spml.put };
         // SAFETY: plugin ABI call; `src` readable for `len` by contract.
-        if unsafe { op(spml_ctx(ctx), pe, seg, raddr, src.cast(), len) } != 0 {
+        if unsafe { through_spml(ctx, |h| op(h, pe, seg, raddr, src.cast(), len)) } != 0 {
             spml_failed(routine, "put to", pe);
         }
         return;
@@ -338,7 +338,7 @@ pub unsafe fn put(
         // blocking put returns when `b` may be reused.
         unsafe {
             copy(rt, routine, b, src.add(done), n);
-            if (rt.spml.put)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
+            if through_spml(ctx, |h| (rt.spml.put)(h, pe, seg, raddr + done as u64, b.cast(), n)) != 0 {
                 spml_failed(routine, "put to", pe);
             }
         }
@@ -373,7 +373,7 @@ pub unsafe fn get(
     if !spml_cannot_reach(rt, dest) {
         let op = if nbi { rt.spml.get_nbi } else { rt.spml.get };
         // SAFETY: plugin ABI call; `dest` writable for `len` by contract.
-        if unsafe { op(spml_ctx(ctx), pe, seg, raddr, dest.cast(), len) } != 0 {
+        if unsafe { through_spml(ctx, |h| op(h, pe, seg, raddr, dest.cast(), len)) } != 0 {
             spml_failed(routine, "get from", pe);
         }
         return;
@@ -381,7 +381,7 @@ pub unsafe fn get(
     in_stages(rt, len, |b, done, n| {
         // SAFETY: `b` holds `n` bytes; the blocking get has filled it when it returns.
         unsafe {
-            if (rt.spml.get)(spml_ctx(ctx), pe, seg, raddr + done as u64, b.cast(), n) != 0 {
+            if through_spml(ctx, |h| (rt.spml.get)(h, pe, seg, raddr + done as u64, b.cast(), n)) != 0 {
                 spml_failed(routine, "get from", pe);
             }
             copy(rt, routine, dest.add(done), b, n);

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_long, c_void};
-use std::sync::atomic::{AtomicBool, AtomicPtr};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32};
 use std::sync::Mutex;
 
 /// A context: which spml context carries its traffic, whether it has traffic the spml must
@@ -22,6 +22,8 @@ pub struct CtxObj {
     /// False once destroyed: the object is kept for a while (see [`Graveyard`]) so that an
     /// operation on a destroyed context is reported instead of reading freed memory.
     pub live: AtomicBool,
+    /// Quiets under way on it (see `completion`): in the padding after the flags.
+    pub quieting: AtomicU32,
     /// The `SHMEM_CTX_*` options it was created with.
     pub options: c_long,
     /// The team it was created on (NULL: the world).
@@ -39,6 +41,7 @@ pub static rshmem_ctx_default: CtxObj = CtxObj {
     spml_dirty: AtomicBool::new(false),
     spml_pending: AtomicBool::new(false),
     live: AtomicBool::new(true),
+    quieting: AtomicU32::new(0),
     options: 0,
     team: AtomicPtr::new(std::ptr::null_mut()),
     _reserved: [0; 4],

@@ -712,9 +712,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: 
         return;
     }
     let rt = get(routine);
-    crate::ops::rma::include_signals_in_next_quiet();
-    // SAFETY: the default context is always live.
-    unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
+    crate::ops::rma::quiet_with_signals(routine);
     fence_within(routine, rt, limit);
     let keep = !at_exit && crate::config::get_bool("SHMEM_REINIT").unwrap_or(true);
     if let Some(suspend) = rt.spml.suspend_slot().filter(|_| keep) {

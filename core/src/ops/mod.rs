@@ -5,6 +5,7 @@
 pub mod active_sets;
 pub mod amo;
 pub mod coll;
+pub mod completion;
 pub mod ctx;
 pub mod device;
 pub mod ext;

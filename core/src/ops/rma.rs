@@ -146,7 +146,7 @@ fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
     }
 }
 
-pub(crate) use crate::ops::ctx::{spml_ctx, spml_handle};
+pub(crate) use crate::ops::ctx::{spml_handle, through_spml};
 
 #[cold]
 fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
@@ -199,7 +199,7 @@ pub unsafe fn put_any<const NBI: bool>(
     }
     let op = if NBI { rt.spml.put_nbi } else { rt.spml.put };
     // SAFETY: plugin ABI call; `src` readable for `len` by contract.
-    if unsafe { op(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, src.cast(), len) } != 0 {
+    if unsafe { through_spml(ctx, |h| op(h, pe, seg, p.remote_base + off as u64, src.cast(), len)) } != 0 {
         spml_failed(routine, "put to", pe);
     }
 }
@@ -247,7 +247,7 @@ pub unsafe fn get_any<const NBI: bool>(
     }
     let op = if NBI { rt.spml.get_nbi } else { rt.spml.get };
     // SAFETY: plugin ABI call; `dest` writable for `len` by contract.
-    if unsafe { op(spml_ctx(ctx), pe, seg, p.remote_base + off as u64, dest.cast(), len) } != 0 {
+    if unsafe { through_spml(ctx, |h| op(h, pe, seg, p.remote_base + off as u64, dest.cast(), len)) } != 0 {
         spml_failed(routine, "get from", pe);
     }
 }
@@ -523,13 +523,11 @@ pub unsafe fn ptr(routine: &CStr, addr: *const c_void, pe: c_int) -> *mut c_void
 /// round trip plus UCX's acknowledgement, about half of a 2-PE barrier over TCP.
 static SIGNALS_OUT: AtomicBool = AtomicBool::new(false);
 
-/// Make the default context's next quiet complete the collectives' signals too (the core
-/// service `quiet`, and finalize, which must leave nothing in flight).
-pub(crate) fn include_signals_in_next_quiet() {
-    if SIGNALS_OUT.swap(false, Ordering::AcqRel) {
-        // SAFETY: the default context is always live.
-        unsafe { &*crate::ops::ctx::default() }.spml_dirty.store(true, Ordering::Relaxed);
-    }
+/// Quiet the default context, completing the collectives' signals too (the core service
+/// `quiet`, and finalize, which must leave nothing in flight).
+pub(crate) fn quiet_with_signals(routine: &CStr) {
+    // SAFETY: the default context is always live.
+    unsafe { crate::ops::ctx::quiet_with(routine, crate::ops::ctx::default(), Some(&SIGNALS_OUT)) }
 }
 
 /// 64-bit atomic add on a symmetric word (used by collectives; see [`SIGNALS_OUT`]).
@@ -554,7 +552,7 @@ pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_i
             spml_failed(routine, "atomic add on", pe);
         }
         // After issuing it, so that a quiet that sees the flag covers the add.
-        SIGNALS_OUT.store(true, Ordering::Release);
+        crate::ops::completion::issued(&SIGNALS_OUT);
     }
 }
 

@@ -184,12 +184,8 @@ unsafe extern "C" fn getmem(dest: *mut c_void, src: *const c_void, len: usize, p
 }
 
 unsafe extern "C" fn quiet() {
-    // SAFETY: the default context is always live.
-    guard("quiet", || unsafe {
-        // The collectives' own signals are completed here, not by the application's quiet.
-        crate::ops::rma::include_signals_in_next_quiet();
-        crate::ops::ctx::quiet(c"core service quiet", crate::ops::ctx::default())
-    })
+    // The collectives' own signals are completed here, not by the application's quiet.
+    guard("quiet", || crate::ops::rma::quiet_with_signals(c"core service quiet"))
 }
 
 unsafe extern "C" fn fence() {
