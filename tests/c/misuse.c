@@ -2,7 +2,8 @@
  * routine and the argument (never a segfault or a silent success):
  * get_past_end / put_past_end (a transfer longer than the peer's heap), null_source,
  * null_dest, ctx_destroy_twice; contexts: ctx_invalid_put, ctx_after_destroy,
- * ctx_quiet_after_destroy, team_ctx_gone (a shareable context of a destroyed team);
+ * ctx_quiet_after_destroy, team_ctx_gone (a shareable context of a destroyed team),
+ * team_ctx_pe (PE 1 of a 1-PE team's context: PE numbers there are the team's);
  * team_after_destroy; waits: wait_null, wait_private, test_any_null, wait_some_null_indices,
  * signal_wait_null;
  * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private;
@@ -35,6 +36,10 @@ int main(void) {
         if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, 0, &team)) return 3;
         if (!strcmp(how, "team_ctx_gone") && shmem_team_create_ctx(team, 0, &team_ctx)) return 4;
         shmem_team_destroy(team);
+    }
+    if (how && !strcmp(how, "team_ctx_pe")) {
+        if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 1, NULL, 0, &team)) return 3;
+        if (shmem_my_pe() == 0 && shmem_team_create_ctx(team, 0, &team_ctx)) return 4;
     }
     /* Collectives whose PEs disagree: PE 0 passes other arguments than the rest. */
     int first = shmem_my_pe() == 0;
@@ -103,6 +108,7 @@ int main(void) {
         }
         if (!strcmp(how, "team_after_destroy")) shmem_team_my_pe(team);
         if (!strcmp(how, "team_ctx_gone")) shmem_ctx_destroy(team_ctx);
+        if (!strcmp(how, "team_ctx_pe")) shmem_ctx_long_p(team_ctx, (long *)sym, 1, 1);
         if (!strcmp(how, "ctx_invalid_put")) shmem_ctx_long_p(SHMEM_CTX_INVALID, (long *)sym, 1, peer);
         if (!strcmp(how, "ctx_after_destroy") || !strcmp(how, "ctx_quiet_after_destroy")) {
             shmem_ctx_t ctx;

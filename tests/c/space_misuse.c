@@ -1,9 +1,11 @@
 /* A space handle used after shmem_space_destroy (SPACE_MISUSE=malloc_after_destroy,
  * destroy_twice, free_after_destroy) or a pointer that is no space handle (not_a_handle) must
  * end the job with a message naming the routine, on every PE at once: never a hang or a crash
- * in the transport. bad_hints: shmem_malloc_with_hints with a bit that is no hint.
+ * in the transport. bad_hints: shmem_malloc_with_hints with bits that are no hint, which are
+ * warned about and ignored.
  * put_past_block (under SHMEM_DEBUG): a put leaving its block of the space's heap. */
 #include <shmem.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,17 @@ int main(void) {
     if (!strcmp(how, "malloc_after_destroy")) shmem_space_malloc(s, 64);
     if (!strcmp(how, "destroy_twice")) shmem_space_destroy(s);
     if (!strcmp(how, "free_after_destroy")) shmem_space_free(s, p);
-    if (!strcmp(how, "bad_hints")) shmem_malloc_with_hints(64, SHMEM_MALLOC_ATOMICS_REMOTE | 0x40);
+    if (!strcmp(how, "bad_hints")) {
+        /* warned about, then served as the defined bit asks: a block of whole cache lines */
+        long *h = shmem_malloc_with_hints(64, SHMEM_MALLOC_ATOMICS_REMOTE | 0x40);
+        long *h2 = shmem_malloc_with_hints(64, 0x80);
+        if (h == NULL || (uintptr_t)h % 128 != 0 || h2 == NULL) return 4;
+        shmem_free(h2);
+        shmem_free(h);
+        printf("space_misuse: bad_hints allocated\n");
+        shmem_finalize();
+        return 0;
+    }
     if (!strcmp(how, "not_a_handle")) {
         long junk[8] = {0};
         shmem_space_malloc((shmem_space_t)junk, 64);

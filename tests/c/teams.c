@@ -27,9 +27,9 @@ int main(void) {
         CHECK(shmem_team_create_ctx(even, 0, &ctx) == 0);
         shmem_team_t t;
         CHECK(shmem_ctx_get_team(ctx, &t) == 0 && t == even);
-        /* RMA on a team context addresses world PEs, as every context does */
+        /* RMA on a team context addresses the team's PEs (its index 1 is world PE 2) */
         static long slot;
-        int right = ((me / 2 + 1) % neven) * 2;
+        int right = (shmem_team_my_pe(even) + 1) % neven;
         shmem_ctx_long_p(ctx, &slot, me + 1000, right);
         shmem_ctx_quiet(ctx);
         shmem_ctx_destroy(ctx);

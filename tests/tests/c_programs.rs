@@ -147,6 +147,24 @@ fn heap_alignment_realloc_and_exhaustion() {
     run_everywhere("heap", &[("SHMEM_SYMMETRIC_SIZE", "4M")]);
 }
 
+/// A request the heap cannot hold returns NULL with a warning that names the request, the
+/// heap's size and SHMEM_SYMMETRIC_SIZE (a program that does not check faults far from it).
+#[test]
+fn a_malloc_beyond_the_heap_says_why() {
+    let r = job(2, &c_test("heap"), &[("SHMEM_SYMMETRIC_SIZE", "4M")], DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("heap", 2);
+    let warn = "shmem_malloc: returning NULL for a request of 67108864 bytes: the symmetric heap (4194304 bytes per PE";
+    for pe in 0..2 {
+        assert!(
+            r.stderr.lines().any(|l| l.contains(&format!("PE {pe}]"))
+                && l.contains(warn)
+                && l.contains("SHMEM_SYMMETRIC_SIZE")),
+            "PE {pe} did not say why:\n{}",
+            r.stderr
+        );
+    }
+}
+
 #[test]
 fn legacy_start_pes_without_finalize() {
     let prog = c_test("legacy_start");

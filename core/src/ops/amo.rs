@@ -140,7 +140,7 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
     fetch: bool,
 ) -> T {
     // SAFETY: a handle the program got from the library (caller).
-    unsafe { crate::ops::ctx::check(routine, ctx) };
+    let pe = unsafe { crate::ops::ctx::world_pe(routine, ctx, pe) };
     let rt = runtime::get(routine);
     let (seg, off, p) = rma::target(rt, routine, word_name(WORD), dest as usize, T::SIZE, pe);
     if !(dest as usize).is_multiple_of(T::SIZE) {

@@ -88,6 +88,47 @@ pub(crate) unsafe fn check(routine: &CStr, ctx: Ctx) {
     }
 }
 
+/// The world PE an operation on `ctx` addresses, `ctx` checked live on the way. `pe` is
+/// relative to the context's team (the spec's "PE number of the remote PE relative to the team
+/// associated with the given ctx"): the world for the default context and those of
+/// `shmem_ctx_create`, so only contexts of `shmem_team_create_ctx` translate.
+///
+/// # Safety
+/// As [`check`].
+#[inline(always)]
+pub(crate) unsafe fn world_pe(routine: &CStr, ctx: Ctx, pe: c_int) -> c_int {
+    if std::ptr::eq(ctx, &rshmem_ctx_default) {
+        return pe;
+    }
+    // SAFETY: caller.
+    unsafe { check(routine, ctx) };
+    // SAFETY: live (checked).
+    let team = unsafe { &*ctx }.team.load(Ordering::Acquire);
+    if team.is_null() {
+        pe
+    } else {
+        team_pe(routine, team, pe)
+    }
+}
+
+/// Team index `pe` of a context's team as a world PE, or the job ends naming the routine.
+#[inline(never)]
+fn team_pe(routine: &CStr, team: Team, pe: c_int) -> c_int {
+    // A team outlives its contexts: destroying it destroys the shareable ones and refuses
+    // while private ones live.
+    let t = crate::ops::teams::state(routine, team).expect("a context's team is not NULL");
+    if !(0..t.desc.size).contains(&pe) {
+        fatal(
+            routine,
+            &format!(
+                "pe {pe} is not a PE of the context's team, which has {} PE(s): on a context made by shmem_team_create_ctx, PE numbers are relative to the team",
+                t.desc.size
+            ),
+        );
+    }
+    t.pe_of(pe)
+}
+
 #[cold]
 #[inline(never)]
 fn dead(routine: &CStr, ctx: Ctx) -> ! {

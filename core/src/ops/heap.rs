@@ -34,6 +34,9 @@ fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_v
         None => rt.alloc_user(size, align.max(MIN_ALIGN)).unwrap_or(std::ptr::null_mut()),
     };
     count_used(rt, p.cast(), true);
+    if p.is_null() {
+        no_room(routine, rt, size);
+    }
     if zero && !p.is_null() {
         if rt.user_heap.get().is_some_and(|u| u.device) {
             // SAFETY: a fresh block of `size` bytes of the GPU default space.
@@ -45,6 +48,28 @@ fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_v
     }
     crate::ops::coll::barrier_all(routine);
     p.cast()
+}
+
+/// A symmetric allocation found no room: the spec's answer is NULL, and programs that do not
+/// check it fault later far from the cause, so say why here (a warning, on every PE alike:
+/// the heaps are symmetric).
+fn no_room(routine: &CStr, rt: &Runtime, size: usize) {
+    let what = if rt.user_heap.get().is_some() {
+        "the default space's heap has no room for it".to_string()
+    } else {
+        let used = rt.heap_used.load(Ordering::Relaxed);
+        format!(
+            "the symmetric heap ({} bytes per PE, {} of them in live blocks, so at most {} free) has no room for it; SHMEM_SYMMETRIC_SIZE sets the heap's size",
+            rt.heap_size,
+            used,
+            rt.heap_size.saturating_sub(used)
+        )
+    };
+    crate::log::log(
+        crate::log::WARN,
+        &routine.to_string_lossy(),
+        &format!("returning NULL for a request of {size} bytes: {what}"),
+    );
 }
 
 pub fn malloc(routine: &CStr, size: usize) -> *mut c_void {

@@ -172,7 +172,7 @@ pub unsafe fn put_any<const NBI: bool>(
 ) {
     let len = bytes(routine, nelems, size);
     // SAFETY: a handle the program got from the library (caller).
-    unsafe { crate::ops::ctx::check(routine, ctx) };
+    let pe = unsafe { crate::ops::ctx::world_pe(routine, ctx, pe) };
     if len == 0 {
         return;
     }
@@ -220,7 +220,7 @@ pub unsafe fn get_any<const NBI: bool>(
 ) {
     let len = bytes(routine, nelems, size);
     // SAFETY: a handle the program got from the library (caller).
-    unsafe { crate::ops::ctx::check(routine, ctx) };
+    let pe = unsafe { crate::ops::ctx::world_pe(routine, ctx, pe) };
     if len == 0 {
         return;
     }
