@@ -3,7 +3,8 @@
  * get_past_end / put_past_end (a transfer longer than the peer's heap), null_source,
  * null_dest, ctx_destroy_twice; contexts: ctx_invalid_put, ctx_after_destroy,
  * ctx_quiet_after_destroy, team_ctx_gone (a shareable context of a destroyed team),
- * team_ctx_pe (PE 1 of a 1-PE team's context: PE numbers there are the team's);
+ * team_ctx_pe (PE 1 of a 1-PE team's context: PE numbers there are the team's), ctx_garbage and
+ * team_garbage (handles no routine returned);
  * team_after_destroy; waits: wait_null, wait_private, test_any_null, wait_some_null_indices,
  * signal_wait_null;
  * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private;
@@ -109,6 +110,8 @@ int main(void) {
         if (!strcmp(how, "team_after_destroy")) shmem_team_my_pe(team);
         if (!strcmp(how, "team_ctx_gone")) shmem_ctx_destroy(team_ctx);
         if (!strcmp(how, "team_ctx_pe")) shmem_ctx_long_p(team_ctx, (long *)sym, 1, 1);
+        if (!strcmp(how, "ctx_garbage")) shmem_ctx_long_put((shmem_ctx_t)0x1234, (long *)sym, (long *)sym, 1, peer);
+        if (!strcmp(how, "team_garbage")) shmem_team_n_pes((shmem_team_t)0x1234);
         if (!strcmp(how, "ctx_invalid_put")) shmem_ctx_long_p(SHMEM_CTX_INVALID, (long *)sym, 1, peer);
         if (!strcmp(how, "ctx_after_destroy") || !strcmp(how, "ctx_quiet_after_destroy")) {
             shmem_ctx_t ctx;

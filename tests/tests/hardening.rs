@@ -117,6 +117,8 @@ fn bad_handles_buffers_waits_and_locks_are_reported_naming_the_argument() {
         ("ctx_quiet_after_destroy", "shmem_ctx_quiet: ctx 0x"),
         ("team_ctx_gone", "shmem_ctx_destroy: ctx 0x"),
         ("team_ctx_pe", "shmem_ctx_long_p: pe 1 is not a PE of the context's team, which has 1 PE(s)"),
+        ("ctx_garbage", "shmem_ctx_long_put: ctx 0x1234 is not a context handle"),
+        ("team_garbage", "shmem_team_n_pes: team 0x1234 is not a team handle"),
         ("team_after_destroy", "shmem_team_my_pe: team 0x"),
         ("wait_null", "shmem_long_wait_until: ivar is NULL"),
         ("wait_private", "shmem_long_wait_until: ivar 0x"),

@@ -9,11 +9,13 @@
 
 use crate::error::fatal;
 use crate::ops::completion;
-use crate::ops::handles::{rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Graveyard, Team};
+use crate::ops::handles::{
+    index_in, rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Slots, Team, CTX_SLOTS, CTX_TABLE,
+};
 use crate::symm::runtime;
 use rshmem_plugin_api::SpmlCtx;
 use std::ffi::{c_int, c_long, c_void, CStr};
-use std::sync::atomic::{self, AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{self, AtomicBool, Ordering};
 use std::sync::Mutex;
 
 #[inline(always)]
@@ -37,44 +39,44 @@ pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
         unsafe { *out = std::ptr::null() };
         return 1;
     }
+    let Some(i) = SLOTS.take() else {
+        crate::log::log(
+            crate::log::WARN,
+            &routine.to_string_lossy(),
+            &format!("{CTX_SLOTS} contexts are live already: no more can be made (destroy some first)"),
+        );
+        // SAFETY: checked non-null.
+        unsafe { *out = std::ptr::null() };
+        return 1;
+    };
+    let c = &CTX_TABLE[i];
     // The spml context is made at the first operation that needs the spml: on one node every
     // peer is usually mapped, and a UCX worker costs milliseconds to create and to close.
-    let obj = CtxObj {
-        spml: AtomicPtr::new(rt.spml.default_ctx),
-        spml_dirty: AtomicBool::new(false),
-        spml_pending: AtomicBool::new(rt.spml.ctx_slots().is_some()),
-        live: AtomicBool::new(true),
-        quieting: AtomicU32::new(0),
-        options,
-        team: AtomicPtr::new(std::ptr::null_mut()),
-        _reserved: [0; 4],
-    };
-    let p = match GRAVEYARD.reuse() {
-        Some(old) => {
-            let p = old as *mut CtxObj;
-            // SAFETY: a context object destroyed long ago, kept allocated in the graveyard and
-            // taken out of it here, so nobody else writes it.
-            unsafe { p.write(obj) };
-            p
-        }
-        None => Box::into_raw(Box::new(obj)),
-    };
+    c.spml.store(rt.spml.default_ctx, Ordering::Relaxed);
+    c.spml_dirty.store(false, Ordering::Relaxed);
+    c.spml_pending.store(rt.spml.ctx_slots().is_some(), Ordering::Relaxed);
+    c.quieting.store(0, Ordering::Relaxed);
+    c.options.store(options, Ordering::Relaxed);
+    c.team.store(std::ptr::null_mut(), Ordering::Relaxed);
+    // Last, with release: a thread that sees the context live sees it filled in.
+    c.live.store(true, Ordering::Release);
+    let p: Ctx = c;
     live().push(p as usize);
     // SAFETY: checked non-null.
     unsafe { *out = p };
     0
 }
 
-/// Destroyed contexts, kept allocated (see [`Graveyard`]).
-static GRAVEYARD: Graveyard = Graveyard::new();
+/// The slots of `CTX_TABLE` free for `create` (see `handles`).
+static SLOTS: Slots = Slots::new(CTX_SLOTS);
 
 /// Check that `ctx` may carry an operation: not SHMEM_CTX_INVALID and not destroyed (the
 /// spec leaves both undefined; a program that did not check `shmem_ctx_create`'s result would
 /// otherwise lose its data silently).
 ///
 /// # Safety
-/// `ctx` is NULL or a handle `create` returned (live or destroyed: destroyed objects stay
-/// allocated for a while, see [`Graveyard`]).
+/// None beyond the call's: any value of `ctx` is checked against the context table before
+/// anything is read through it (unsafe only for its callers' sake, which pass it on).
 #[inline(always)]
 pub(crate) unsafe fn check(routine: &CStr, ctx: Ctx) {
     // The default context is never destroyed. Routines without a ctx argument pass it as a
@@ -82,10 +84,22 @@ pub(crate) unsafe fn check(routine: &CStr, ctx: Ctx) {
     if std::ptr::eq(ctx, &rshmem_ctx_default) {
         return;
     }
-    // SAFETY: caller.
-    if ctx.is_null() || !unsafe { &*ctx }.live.load(Ordering::Relaxed) {
+    if ctx.is_null() || index_in(&CTX_TABLE, ctx).is_none() {
+        not_a_ctx(routine, ctx);
+    }
+    // SAFETY: an object of the context table (checked).
+    if !unsafe { &*ctx }.live.load(Ordering::Acquire) {
         dead(routine, ctx);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn not_a_ctx(routine: &CStr, ctx: Ctx) -> ! {
+    if ctx.is_null() {
+        dead(routine, ctx);
+    }
+    fatal(routine, &format!("ctx {ctx:p} is not a context handle: never returned by shmem_ctx_create or shmem_team_create_ctx (an uninitialised or overwritten variable?)"))
 }
 
 /// The world PE an operation on `ctx` addresses, `ctx` checked live on the way. `pe` is
@@ -157,7 +171,7 @@ pub fn make_spml_ctx(c: &CtxObj) -> SpmlCtx {
         if let Some((spml_create, _)) = rt.spml.ctx_slots() {
             let mut own: SpmlCtx = std::ptr::null_mut();
             // SAFETY: plugin ABI call with a valid out-pointer; the option values are shared.
-            if unsafe { spml_create(c.options, &mut own) } == 0 && !own.is_null() {
+            if unsafe { spml_create(c.options.load(Ordering::Relaxed), &mut own) } == 0 && !own.is_null() {
                 c.spml.store(own, Ordering::Release);
             } else {
                 crate::log::log(
@@ -205,7 +219,7 @@ pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
         }
     }
     obj.live.store(false, Ordering::Release);
-    GRAVEYARD.bury(ctx as usize);
+    SLOTS.bury(index_in(&CTX_TABLE, ctx).expect("a live context is in the table"));
 }
 
 /// Destroy every shareable context created from `team` (as `shmem_team_destroy` must); a
@@ -221,7 +235,7 @@ pub fn destroy_team_contexts(routine: &CStr, team: Team) {
     for p in on_team {
         // SAFETY: as above; the list's lock is not held, and only this thread destroys them.
         let c = unsafe { &*(p as Ctx) };
-        if c.options & SHMEM_CTX_PRIVATE != 0 {
+        if c.options.load(Ordering::Relaxed) & SHMEM_CTX_PRIVATE != 0 {
             fatal(routine, &format!("ctx {:p}, created from this team with SHMEM_CTX_PRIVATE, must be destroyed (shmem_ctx_destroy) before the team", p as Ctx));
         }
         // SAFETY: a live context of this team.

@@ -3,8 +3,8 @@
 #![allow(non_upper_case_globals)]
 
 use std::collections::VecDeque;
-use std::ffi::{c_long, c_void};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// A context: which spml context carries its traffic, whether it has traffic the spml must
@@ -24,8 +24,9 @@ pub struct CtxObj {
     pub live: AtomicBool,
     /// Quiets under way on it (see `completion`): in the padding after the flags.
     pub quieting: AtomicU32,
-    /// The `SHMEM_CTX_*` options it was created with.
-    pub options: c_long,
+    /// The `SHMEM_CTX_*` options it was created with (atomic only so that a table slot can be
+    /// filled in place).
+    pub options: AtomicI64,
     /// The team it was created on (NULL: the world).
     pub team: AtomicPtr<TeamObj>,
     pub _reserved: [u64; 4],
@@ -42,7 +43,7 @@ pub static rshmem_ctx_default: CtxObj = CtxObj {
     spml_pending: AtomicBool::new(false),
     live: AtomicBool::new(true),
     quieting: AtomicU32::new(0),
-    options: 0,
+    options: AtomicI64::new(0),
     team: AtomicPtr::new(std::ptr::null_mut()),
     _reserved: [0; 4],
 };
@@ -75,37 +76,90 @@ pub fn is_predefined(team: Team) -> bool {
     [&rshmem_team_world, &rshmem_team_shared, &rshmem_team_node].iter().any(|&t| std::ptr::eq(team, t))
 }
 
-/// Handles of destroyed contexts or teams, kept so that a program using one after destroying it
-/// meets a dead object and a clear error rather than freed memory. The oldest are reused once
-/// more than [`Graveyard::KEPT`] lie here, so a program that creates and destroys without end
-/// holds a bounded amount (64 bytes each).
-pub struct Graveyard(Mutex<VecDeque<usize>>);
+/// Created contexts and teams live in fixed tables, one per kind, so that a handle can be
+/// checked by its address alone (inside its table, on an object's boundary) before anything
+/// is read through it: a handle the program made up (`(shmem_ctx_t)0x1234`, an uninitialised
+/// variable) is named in an error instead of being followed into a segfault. The tables are
+/// zeroed statics: pages no handle ever used cost no memory.
+pub const CTX_SLOTS: usize = 4096;
+pub const TEAM_SLOTS: usize = 1024;
 
-impl Default for Graveyard {
-    fn default() -> Graveyard {
-        Graveyard::new()
+const EMPTY_CTX: CtxObj = CtxObj {
+    spml: AtomicPtr::new(std::ptr::null_mut()),
+    spml_dirty: AtomicBool::new(false),
+    spml_pending: AtomicBool::new(false),
+    live: AtomicBool::new(false),
+    quieting: AtomicU32::new(0),
+    options: AtomicI64::new(0),
+    team: AtomicPtr::new(std::ptr::null_mut()),
+    _reserved: [0; 4],
+};
+const EMPTY_TEAM: TeamObj = TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
+
+pub static CTX_TABLE: [CtxObj; CTX_SLOTS] = [EMPTY_CTX; CTX_SLOTS];
+pub static TEAM_TABLE: [TeamObj; TEAM_SLOTS] = [EMPTY_TEAM; TEAM_SLOTS];
+
+/// The index of `p` in `table`, if it points at one of its objects.
+pub fn index_in<T>(table: &[T], p: *const T) -> Option<usize> {
+    let off = (p as usize).wrapping_sub(table.as_ptr() as usize);
+    (off < std::mem::size_of_val(table) && off.is_multiple_of(std::mem::size_of::<T>()))
+        .then(|| off / std::mem::size_of::<T>())
+}
+
+/// Which slots of a table are free. Never-used slots go first; then the one destroyed longest
+/// ago, so that a handle used after its destroy meets a dead object, and a clear error, for as
+/// long as possible.
+pub struct Slots {
+    fresh: AtomicUsize,
+    dead: Mutex<VecDeque<usize>>,
+    n: usize,
+}
+
+impl Slots {
+    pub const fn new(n: usize) -> Slots {
+        Slots { fresh: AtomicUsize::new(0), dead: Mutex::new(VecDeque::new()), n }
+    }
+
+    /// A free slot, or None when every one is live.
+    pub fn take(&self) -> Option<usize> {
+        let mut dead = self.dead.lock().unwrap_or_else(|e| e.into_inner());
+        let i = self.fresh.load(Ordering::Relaxed);
+        if i < self.n {
+            self.fresh.store(i + 1, Ordering::Relaxed);
+            return Some(i);
+        }
+        dead.pop_front()
+    }
+
+    /// Slot `i`'s object was destroyed.
+    pub fn bury(&self, i: usize) {
+        self.dead.lock().unwrap_or_else(|e| e.into_inner()).push_back(i);
     }
 }
 
-impl Graveyard {
-    pub const KEPT: usize = 1024;
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    pub const fn new() -> Graveyard {
-        Graveyard(Mutex::new(VecDeque::new()))
+    #[test]
+    fn only_addresses_of_a_table_s_objects_are_its_handles() {
+        let t = &CTX_TABLE;
+        assert_eq!(index_in(t, &t[0]), Some(0));
+        assert_eq!(index_in(t, &t[CTX_SLOTS - 1]), Some(CTX_SLOTS - 1));
+        let inside = (&t[3] as *const CtxObj as usize + 8) as *const CtxObj;
+        assert_eq!(index_in(t, inside), None, "inside an object");
+        assert_eq!(index_in(t, 0x1234 as *const CtxObj), None);
+        assert_eq!(index_in(t, std::ptr::null()), None);
+        assert_eq!(index_in(t, t.as_ptr().wrapping_add(CTX_SLOTS)), None, "one past the end");
+        assert_eq!(index_in(t, &rshmem_ctx_default), None);
     }
 
-    /// Keep a dead handle.
-    pub fn bury(&self, h: usize) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push_back(h);
-    }
-
-    /// The oldest dead handle, once more than [`Graveyard::KEPT`] are kept.
-    pub fn reuse(&self) -> Option<usize> {
-        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if g.len() > Self::KEPT {
-            g.pop_front()
-        } else {
-            None
-        }
+    #[test]
+    fn slots_are_fresh_first_then_the_longest_dead() {
+        let s = Slots::new(2);
+        assert_eq!((s.take(), s.take(), s.take()), (Some(0), Some(1), None));
+        s.bury(1);
+        s.bury(0);
+        assert_eq!((s.take(), s.take(), s.take()), (Some(1), Some(0), None));
     }
 }

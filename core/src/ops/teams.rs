@@ -7,12 +7,12 @@
 //! first PE, and all read the union back.
 
 use crate::error::fatal;
-use crate::ops::handles::{is_predefined, Ctx, Graveyard, Team, TeamObj};
+use crate::ops::handles::{index_in, is_predefined, Ctx, Slots, Team, TeamObj, TEAM_SLOTS, TEAM_TABLE};
 use crate::ops::team::{TeamState, MAX_TEAMS};
 use crate::symm::runtime;
 use rshmem_plugin_api::ScollOps;
 use std::ffi::{c_int, c_long, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 /// `shmem_team_config_t` (the C layout in shmem.h).
@@ -154,8 +154,9 @@ pub fn live_in_space(tag: u64) -> usize {
         .count()
 }
 
-/// Destroyed teams' handles, kept allocated (see [`Graveyard`]).
-static GRAVEYARD: Graveyard = Graveyard::new();
+/// The slots of `TEAM_TABLE` free for `split` (see `handles`).
+static SLOTS: Slots = Slots::new(TEAM_SLOTS);
+const _: () = assert!(TEAM_SLOTS > MAX_TEAMS, "a live split team always finds a handle");
 
 fn registry() -> &'static Registry {
     REGISTRY.get().expect("teams are set up at init")
@@ -168,7 +169,13 @@ pub fn state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
     if team.is_null() {
         return None;
     }
-    // SAFETY: non-null team handles point at TeamObj values that live until destroyed.
+    if !is_predefined(team) && index_in(&TEAM_TABLE, team).is_none() {
+        fatal(
+            routine,
+            &format!("team {team:p} is not a team handle: never returned by a team split (an uninitialised or overwritten variable?)"),
+        );
+    }
+    // SAFETY: a predefined team or an object of the team table (checked).
     let p = unsafe { &*team }.state.load(Ordering::Acquire);
     if p.is_null() {
         fatal(routine, &format!("team {team:p} is not a live team (destroyed already?)"));
@@ -367,16 +374,11 @@ fn split(
     // A team split from a space's team (or from one of its descendants) keeps the space alive.
     *t.space.get_mut() = parent.space.load(Ordering::Acquire);
     let state = Box::into_raw(Box::new(t)) as *mut c_void;
-    let handle = match GRAVEYARD.reuse() {
-        Some(old) => {
-            let h = old as *mut TeamObj;
-            // SAFETY: a team object destroyed long ago, kept allocated in the graveyard and
-            // taken out of it here; its state pointer is NULL, so it is written once here.
-            unsafe { &*h }.state.store(state, Ordering::Release);
-            h
-        }
-        None => Box::into_raw(Box::new(TeamObj { state: AtomicPtr::new(state), _reserved: [0; 7] })),
-    };
+    // Never empty: at most MAX_TEAMS split teams are live at once (their scratch slots).
+    let i = SLOTS.take().expect("a free team handle");
+    let handle = &TEAM_TABLE[i];
+    handle.state.store(state, Ordering::Release);
+    let handle = handle as *const TeamObj as *mut TeamObj;
     registry().live.lock().unwrap_or_else(|e| e.into_inner()).push(handle as usize);
     Ok(handle)
 }
@@ -564,7 +566,7 @@ pub unsafe fn destroy(routine: &CStr, team: Team) {
     let st = unsafe { &*team }.state.swap(std::ptr::null_mut(), Ordering::AcqRel);
     // SAFETY: as above.
     drop(unsafe { Box::from_raw(st as *mut TeamState) });
-    GRAVEYARD.bury(team as usize);
+    SLOTS.bury(index_in(&TEAM_TABLE, team).expect("a split team is in the table"));
     *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << slot);
 }
 
@@ -584,7 +586,7 @@ pub fn release_all() -> usize {
         let t = unsafe { Box::from_raw(st as *mut TeamState) };
         *registry().used.lock().unwrap_or_else(|e| e.into_inner()) &= !(1u64 << t.slot);
         drop(t);
-        GRAVEYARD.bury(h);
+        SLOTS.bury(index_in(&TEAM_TABLE, h as Team).expect("a split team is in the table"));
     }
     left.len()
 }
