@@ -84,20 +84,24 @@ pub fn is_predefined(team: Team) -> bool {
 pub const CTX_SLOTS: usize = 4096;
 pub const TEAM_SLOTS: usize = 1024;
 
-const EMPTY_CTX: CtxObj = CtxObj {
-    spml: AtomicPtr::new(std::ptr::null_mut()),
-    spml_dirty: AtomicBool::new(false),
-    spml_pending: AtomicBool::new(false),
-    live: AtomicBool::new(false),
-    quieting: AtomicU32::new(0),
-    options: AtomicI64::new(0),
-    team: AtomicPtr::new(std::ptr::null_mut()),
-    _reserved: [0; 4],
-};
-const EMPTY_TEAM: TeamObj = TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
+const fn empty_ctx() -> CtxObj {
+    CtxObj {
+        spml: AtomicPtr::new(std::ptr::null_mut()),
+        spml_dirty: AtomicBool::new(false),
+        spml_pending: AtomicBool::new(false),
+        live: AtomicBool::new(false),
+        quieting: AtomicU32::new(0),
+        options: AtomicI64::new(0),
+        team: AtomicPtr::new(std::ptr::null_mut()),
+        _reserved: [0; 4],
+    }
+}
+const fn empty_team() -> TeamObj {
+    TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] }
+}
 
-pub static CTX_TABLE: [CtxObj; CTX_SLOTS] = [EMPTY_CTX; CTX_SLOTS];
-pub static TEAM_TABLE: [TeamObj; TEAM_SLOTS] = [EMPTY_TEAM; TEAM_SLOTS];
+pub static CTX_TABLE: [CtxObj; CTX_SLOTS] = [const { empty_ctx() }; CTX_SLOTS];
+pub static TEAM_TABLE: [TeamObj; TEAM_SLOTS] = [const { empty_team() }; TEAM_SLOTS];
 
 /// The index of `p` in `table`, if it points at one of its objects.
 pub fn index_in<T>(table: &[T], p: *const T) -> Option<usize> {
