@@ -61,8 +61,10 @@ install -m 644 core/include/shmem.h core/include/shmemx.h core/include/pshmem.h 
 install -m 644 core/include/mpp/shmem.h core/include/mpp/shmemx.h "$prefix/include/mpp/"
 install -m 644 plugins/include/shmem_plugin.h "$prefix/include/"
 
+# The prefix is found from the file's own place, so a moved install stays right (as oshcc
+# and shmem_info, which look beside themselves).
 cat > "$prefix/lib/pkgconfig/rshmem.pc" <<EOF
-prefix=$prefix
+prefix=\${pcfiledir}/../..
 exec_prefix=\${prefix}
 libdir=\${exec_prefix}/lib
 includedir=\${prefix}/include

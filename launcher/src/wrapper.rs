@@ -128,8 +128,9 @@ pub fn show(lang: Lang, what: &Show, args: &[String], tool: &str) -> String {
                     .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned())),
             )
         }
-        Show::Compile => shell_join(compile_flags()),
-        Show::Link => shell_join(link_flags()),
+        // As Open MPI's wrappers do, the user's other arguments follow the flags.
+        Show::Compile => shell_join(compile_flags().into_iter().chain(args.iter().cloned())),
+        Show::Link => shell_join(link_flags().into_iter().chain(args.iter().cloned())),
         Show::Compiler => compiler(lang),
         Show::IncDirs => include_dir().display().to_string(),
         Show::LibDirs => lib_dir().display().to_string(),
@@ -202,5 +203,14 @@ mod tests {
         assert!(l.contains("-lshmem") && l.contains("-Wl,-rpath,") && !l.contains("-I"), "{l}");
         let whole = show(Lang::C, &Show::Command, &["-c".into(), "x.c".into()], "oshcc");
         assert!(whole.contains("x.c") && !whole.contains("-lshmem"), "{whole}");
+    }
+
+    #[test]
+    fn showme_compile_and_link_keep_the_user_s_arguments() {
+        let args = ["-c".to_string(), "x.c".to_string()];
+        let c = show(Lang::C, &Show::Compile, &args, "oshcc");
+        assert!(c.starts_with("-I") && c.ends_with(" -c x.c"), "{c}");
+        let l = show(Lang::C, &Show::Link, &["x.o".to_string()], "oshcc");
+        assert!(l.ends_with("-lshmem x.o"), "{l}");
     }
 }

@@ -139,6 +139,17 @@ fn bad_files_and_values_end_the_job_naming_the_file_and_key() {
         assert_eq!(r.code(), Some(1), "{text}: {}\n{}", r.stdout, r.stderr);
         assert!(r.stderr.contains(needle), "{text}: expected `{needle}` in:\n{}", r.stderr);
         assert!(r.elapsed < Duration::from_secs(30), "{text}: took {:?}", r.elapsed);
+        // shmem_info's report of the selection fails alike, saying why.
+        let o = Command::new(target_dir().join("shmem_info"))
+            .arg("--selection")
+            .env("HOME", &home.0)
+            .env("XDG_CONFIG_HOME", &home.0)
+            .envs(all.iter().copied())
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{text}: shmem_info --selection:\n{out}");
+        assert!(out.contains("error (a job would not start): "), "{text}: {out}");
     };
     fails(
         "symmetric_size = true\n",

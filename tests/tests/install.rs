@@ -171,6 +171,22 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
     assert!(info.contains(&format!("SHMEM_MCA_sshmem = \"ucx\"  [file {}", site.display())), "{info}");
     install(&prefix);
     assert!(settings().contains("= \"40M\"  [file "), "a reinstall replaced the site's configuration");
+
+    // A moved install: pkg-config follows it, as oshcc does.
+    let moved = scratch.0.join("moved");
+    std::fs::rename(&prefix, &moved).unwrap();
+    let cflags = sh(Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", moved.join("lib/pkgconfig"))
+        .args(["--cflags", "rshmem"]));
+    let inc = sh(Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", moved.join("lib/pkgconfig"))
+        .args(["--variable=includedir", "rshmem"]));
+    assert!(
+        std::path::Path::new(inc.trim()).join("shmem.h").is_file(),
+        "includedir {inc} after the move ({cflags})"
+    );
+    let compile = sh(Command::new(moved.join("bin/oshcc")).arg("--showme:compile"));
+    assert!(compile.contains("moved"), "{compile}");
     drop(scratch);
 }
 

@@ -171,7 +171,10 @@ fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
     let path = dir.display().to_string();
     let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_plugin_path", path.as_str())], DEFAULT_TIMEOUT);
     r.assert_ok("hello with a bad plugin around");
-    assert!(r.stderr.contains("libfuture.so: plugin ABI version 99 (this library speaks 2)"), "{}", r.stderr);
+    // A warning, once for the job (by PE 0).
+    let says = "libfuture.so: plugin ABI version 99 (this library speaks 2)";
+    assert_eq!(r.stderr.matches(says).count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("rshmem[PE 0] warning rshmem::plugin::loader: skipped "), "{}", r.stderr);
     // Selecting it by name is an error that lists what exists.
     let r = oshrun(
         1,
@@ -187,6 +190,26 @@ fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
         "{}",
         r.stderr
     );
+    // ... and names the file that did not load, and why, though its name does not say scoll.
+    assert!(r.stderr.contains("; skipped: ") && r.stderr.contains(says), "{}", r.stderr);
+}
+
+/// A plugin directory that cannot be read is a warning (once for the job), and shmem_info
+/// says so too.
+#[test]
+fn a_plugin_path_that_cannot_be_read_is_warned_about() {
+    let missing = "/nonexistent/rshmem-plugins";
+    let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_plugin_path", missing)], DEFAULT_TIMEOUT);
+    r.assert_ok("hello with a missing plugin directory");
+    let says = format!("SHMEM_MCA_plugin_path names {missing}, which cannot be read");
+    assert_eq!(r.stderr.matches(&says).count(), 1, "{}", r.stderr);
+    let o = Command::new(target_dir().join("shmem_info"))
+        .arg("--components")
+        .env("SHMEM_MCA_plugin_path", missing)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&says), "{out}");
 }
 
 /// A vendor component named like a built-in (here: a copy of scoll basic in a vendor directory)

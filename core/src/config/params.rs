@@ -37,6 +37,13 @@ pub fn kind_name(kind: u32) -> &'static str {
     }
 }
 
+/// The kind's name with its article: "an integer", "a size".
+pub fn a_kind(kind: u32) -> String {
+    let n = kind_name(kind);
+    let article = if n.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    format!("{article} {n}")
+}
+
 /// Whether `v` is a valid value of `kind`.
 pub fn valid(kind: u32, v: &str) -> bool {
     match kind {
@@ -149,10 +156,10 @@ fn check_given(
         };
         if !valid(decl.kind, v) {
             return Err(format!(
-                "{var}={v} ({from}) is not a {}: {fw} {} declares {name} as a {} ({})",
-                kind_name(decl.kind),
+                "{var}={v} ({from}) is not {}: {fw} {} declares {name} as {} ({})",
+                a_kind(decl.kind),
                 comp.component,
-                kind_name(decl.kind),
+                a_kind(decl.kind),
                 decl.doc
             ));
         }
@@ -189,6 +196,10 @@ mod tests {
             e.starts_with("SHMEM_MCA_spml_ucx_progress_thread=maybe (environment (SHMEM_MCA_spml_ucx_progress_thread)) is not a boolean: spml ucx declares progress_thread as a boolean"),
             "{e}"
         );
+        let mut int = ucx();
+        int[0].params[0].kind = PARAM_INT;
+        let e = check_given(&int, &[env("SHMEM_MCA_spml_ucx_progress_thread", "x")]).unwrap_err();
+        assert!(e.contains(") is not an integer: spml ucx declares progress_thread as an integer"), "{e}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub fn settings_report() -> String {
     }
     match config::file::layer() {
         Err(e) => {
-            let _ = writeln!(s, "  error: {e}");
+            let _ = writeln!(s, "  error (a job would not start): {e}");
         }
         Ok(l) => {
             for w in &l.warnings {
@@ -44,6 +44,11 @@ pub fn settings_report() -> String {
 /// Discover and probe every component as `shmem_init` would in a one-PE job.
 pub fn components_report() -> String {
     let mut s = String::new();
+    // What would stop a job before any component is chosen (a broken configuration file, a
+    // bad value): the selection below is then not what a job would get.
+    if let Err(e) = config::check() {
+        let _ = writeln!(s, "error (a job would not start): {e}\n");
+    }
     let found = plugin::discover();
     let _ = writeln!(s, "Plugin directories searched:");
     for d in crate::plugin::loader::plugin_dirs() {
@@ -120,9 +125,16 @@ pub fn components_report() -> String {
                 }
             }
             Err(e) => {
-                let _ = writeln!(s, "  error: {e}");
+                let _ = writeln!(s, "  error (a job would not start): {e}");
             }
         }
+    }
+    for (dir, why) in &found.unreadable {
+        let _ = writeln!(
+            s,
+            "\nwarning: SHMEM_MCA_plugin_path names {}, which cannot be read ({why})",
+            dir.display()
+        );
     }
     for (path, why) in &found.skipped {
         let _ = writeln!(s, "\nskipped {}: {why}", path.display());

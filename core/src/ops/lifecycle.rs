@@ -133,10 +133,21 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             crate::log::log(crate::log::WARN, "settings", w);
         }
     }
+    // Every file in a plugin directory is meant to be a plugin: one that did not load (another
+    // ABI version, a short descriptor, a library of its own missing) or is hidden by one of
+    // the same name is a warning, said once (by PE 0).
+    let lvl = if my_pe == 0 { crate::log::WARN } else { crate::log::DEBUG };
+    for (dir, why) in &found.unreadable {
+        crate::log::log(
+            lvl,
+            "plugin loader",
+            &format!(
+                "SHMEM_MCA_plugin_path names {}, which cannot be read ({why}): no plugins come from there",
+                dir.display()
+            ),
+        );
+    }
     for (path, why) in &found.skipped {
-        // Another ABI version, or a component hidden by one of the same name (said once, by PE 0).
-        let shadowed = why.contains(" is shadowed by ") && my_pe == 0;
-        let lvl = if why.contains("ABI version") || shadowed { crate::log::WARN } else { crate::log::DEBUG };
         crate::log::log(lvl, "plugin loader", &format!("skipped {}: {why}", path.display()));
     }
     // What the job needs of its components, by capability bit.
@@ -161,13 +172,17 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         plugin::select(fw, &found.components, &spec, core, needs).unwrap_or_else(|e| {
             // A component that exists but did not load (a missing or broken library of its
             // own, say) is the likely reason: say why, not only that none was found.
+            // Files named for this framework first; else any file that did not load (a
+            // vendor's plugin may be named anyhow).
             let tag = format!("{}_", fw.name());
-            let why: Vec<String> = found
-                .skipped
-                .iter()
+            let failed = || found.skipped.iter().filter(|(_, why)| !why.contains(" is shadowed by "));
+            let mut why: Vec<String> = failed()
                 .filter(|(p, _)| p.file_name().is_some_and(|n| n.to_string_lossy().contains(&tag)))
                 .map(|(p, why)| format!("{}: {why}", p.display()))
                 .collect();
+            if why.is_empty() {
+                why = failed().map(|(p, why)| format!("{}: {why}", p.display())).collect();
+            }
             if why.is_empty() {
                 fail(routine, &e)
             } else {

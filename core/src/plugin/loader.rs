@@ -58,6 +58,8 @@ pub struct Discovery {
     /// Files that were not loaded, with the reason.
     pub skipped: Vec<(PathBuf, String)>,
     pub dirs: Vec<PathBuf>,
+    /// Directories `SHMEM_MCA_plugin_path` names that could not be read, with the reason.
+    pub unreadable: Vec<(PathBuf, String)>,
 }
 
 /// The directories searched, in order: `SHMEM_MCA_plugin_path` entries, then the library's own
@@ -146,8 +148,18 @@ pub fn load(path: &Path) -> Result<Component, String> {
 /// (earlier directories win, so `SHMEM_MCA_plugin_path` can override a built-in component).
 pub fn discover() -> Discovery {
     let mut out = Discovery::default();
+    let named = crate::config::raw("SHMEM_MCA_plugin_path");
+    let named: Vec<&str> = named.split(':').filter(|d| !d.is_empty()).collect();
     for (dir, any_name) in plugin_dirs() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            // The library's own directories need not exist; a directory the user named must.
+            Err(e) if named.iter().any(|n| Path::new(n) == dir) => {
+                out.unreadable.push((dir, e.to_string()));
+                continue;
+            }
+            Err(_) => continue,
+        };
         out.dirs.push(dir.clone());
         let mut files: Vec<PathBuf> =
             entries.flatten().map(|e| e.path()).filter(|p| candidate(p, any_name)).collect();

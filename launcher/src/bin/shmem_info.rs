@@ -147,4 +147,8 @@ fn main() {
     }
     // A closed pipe (`shmem_info | head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
+    // What a job would refuse (a broken configuration file, a bad value) fails here too.
+    if out.contains("error (a job would not start): ") {
+        std::process::exit(1);
+    }
 }
