@@ -101,6 +101,13 @@
 #define SHMEM_PLUGIN_SCOLL_CAP_EPHEMERAL (1 << 0)
 
 /**
+ * `shmem_plugin_descriptor_t.caps` of a memheap: it serves GPU memory (`SHMEM_PLUGIN_MEMHEAP_DEVICE_GPU`;
+ * without it, CPU memory). The core opens, per device type, only the best memheap that
+ * declares it, so a memheap that is not used is never opened.
+ */
+#define SHMEM_PLUGIN_MEMHEAP_CAP_GPU (1 << 0)
+
+/**
  * Kinds of transport an spml can publish for other components.
  */
 #define SHMEM_PLUGIN_TRANSPORT_NONE 0

@@ -129,6 +129,10 @@ pub const SSHMEM_CAP_PEER_ATTACH: u64 = 1 << 0;
 /// routines on a user's pSync), leaving the scratch zeroed as that contract requires. The core
 /// enables only such components on those teams.
 pub const SCOLL_CAP_EPHEMERAL: u64 = 1 << 0;
+/// [`PluginDescriptor::caps`] of a memheap: it serves GPU memory ([`MEMHEAP_DEVICE_GPU`];
+/// without it, CPU memory). The core opens, per device type, only the best memheap that
+/// declares it, so a memheap that is not used is never opened.
+pub const MEMHEAP_CAP_GPU: u64 = 1 << 0;
 // SAFETY: descriptors are immutable statics that point only at other 'static data.
 unsafe impl Sync for PluginDescriptor {}
 

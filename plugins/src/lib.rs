@@ -95,7 +95,7 @@ pub fn cap_names(framework: Framework, caps: u64) -> Vec<String> {
         ],
         Framework::Sshmem => &[(SSHMEM_CAP_PEER_ATTACH, "SSHMEM_CAP_PEER_ATTACH")],
         Framework::Scoll => &[(SCOLL_CAP_EPHEMERAL, "SCOLL_CAP_EPHEMERAL")],
-        Framework::Memheap => &[],
+        Framework::Memheap => &[(MEMHEAP_CAP_GPU, "MEMHEAP_CAP_GPU")],
     };
     let mut out: Vec<String> =
         known.iter().filter(|(b, _)| caps & b != 0).map(|(_, n)| n.to_string()).collect();

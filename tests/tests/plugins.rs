@@ -155,6 +155,38 @@ fn a_table_with_a_required_slot_null_or_missing_is_refused_naming_it() {
     }
 }
 
+/// Only the memheap used for a device type is opened (docs/plugin-abi.md): a CPU memheap
+/// ranked below the built-in one is probed, listed, and never opened.
+#[test]
+fn a_memheap_that_is_not_used_is_never_opened() {
+    let dir = target_dir().join("rshmem-test-plugins/unused-memheap");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("unused.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include \"shmem_plugin.h\"\n\
+         static void query(const shmem_plugin_core_t *c, shmem_plugin_query_t *r) { (void)c; r->available = 1; r->priority = 1; }\n\
+         static const void *open_(const shmem_plugin_core_t *c) { (void)c; fprintf(stderr, \"memheap unused: opened\\n\"); return NULL; }\n\
+         static const shmem_plugin_descriptor_t d = { .abi_version = SHMEM_PLUGIN_ABI_VERSION, .framework = SHMEM_PLUGIN_FRAMEWORK_MEMHEAP,\n\
+           .struct_size = sizeof(shmem_plugin_descriptor_t), .name = \"unused\", .query = query, .open = open_ };\n\
+         __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) { return &d; }\n",
+    )
+    .unwrap();
+    gcc_plugin(&src, &dir, "libunused.so");
+    let path = dir.display().to_string();
+    let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_plugin_path", path.as_str())], DEFAULT_TIMEOUT);
+    r.assert_ok("hello beside an unused memheap");
+    assert!(!r.stderr.contains("memheap unused: opened"), "{}", r.stderr);
+    // Asked for by name, it is the CPU memheap, and opened (and refuses, saying so).
+    let r = oshrun(
+        1,
+        &c_test("hello"),
+        &[("SHMEM_MCA_plugin_path", path.as_str()), ("SHMEM_MCA_memheap", "unused")],
+        DEFAULT_TIMEOUT,
+    );
+    assert!(r.stderr.contains("memheap unused: opened"), "{}", r.stderr);
+}
+
 #[test]
 fn a_plugin_of_another_abi_version_is_skipped_with_a_warning() {
     let dir = target_dir().join("rshmem-test-plugins/bad-abi");

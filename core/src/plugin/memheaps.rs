@@ -1,7 +1,8 @@
-//! The memheap framework is resolved per device type, not once per job: every available
-//! memheap (best first, after `SHMEM_MCA_memheap` narrowed the list) is opened, and the first
-//! one serving each device type is that device's. A vendor memheap for GPU memory therefore
-//! sits beside the CPU one instead of replacing it.
+//! The memheap framework is resolved per device type, not once per job: the available memheaps
+//! (best first, after `SHMEM_MCA_memheap` narrowed the list) are taken in order, and the first
+//! one serving each device type (`MEMHEAP_CAP_GPU` says which it declares) is opened and is that
+//! device's; the others are never opened. A vendor memheap for GPU memory therefore sits beside
+//! the CPU one instead of replacing it.
 
 use super::Selection;
 use rshmem_plugin_api::{
@@ -33,6 +34,14 @@ pub unsafe fn resolve(sel: &Selection, core: *const CoreServices) -> Result<Vec<
     let mut chosen: Vec<DeviceHeap> = Vec::new();
     let mut notes = Vec::new();
     for c in &sel.ranked {
+        let declared = if c.desc.caps & rshmem_plugin_api::MEMHEAP_CAP_GPU != 0 {
+            MEMHEAP_DEVICE_GPU
+        } else {
+            MEMHEAP_DEVICE_CPU
+        };
+        if chosen.iter().any(|d| d.device == declared) {
+            continue; // a better one serves that device: not opened (docs/plugin-abi.md)
+        }
         // SAFETY: the caller's services table; `c` is a memheap component.
         let ops: &'static MemheapOps = match unsafe { super::bind::open::<MemheapOps>(c, core) } {
             Ok(ops) => ops,
@@ -43,6 +52,17 @@ pub unsafe fn resolve(sel: &Selection, core: *const CoreServices) -> Result<Vec<
             }
         };
         let device = ops.device();
+        if device != declared {
+            crate::log::log(
+                crate::log::WARN,
+                "plugin select",
+                &format!(
+                    "memheap {} serves {} memory but does not declare it (MEMHEAP_CAP_GPU in its descriptor's caps)",
+                    c.name,
+                    device_name(device)
+                ),
+            );
+        }
         if chosen.iter().all(|d| d.device != device) {
             chosen.push(DeviceHeap { device, ops, name: c.name.clone() });
         }

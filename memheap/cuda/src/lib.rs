@@ -450,7 +450,7 @@ rshmem_plugin_api::export_plugin! {
         default_value: cstr!("0"),
         doc: cstr!("Wait for each copy by polling cuStreamQuery on the calling thread instead of cuStreamSynchronize: on an H100 polling was faster for some directions at 8 B and 64 KiB and slower for others (docs/performance.md, GPU check), so it stays a choice to measure with tests/bench/device_rma.c"),
     }],
-    caps: 0,
+    caps: rshmem_plugin_api::MEMHEAP_CAP_GPU,
     query: query,
     open: open,
 }
