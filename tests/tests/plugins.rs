@@ -158,17 +158,21 @@ fn a_table_with_a_required_slot_null_or_missing_is_refused_naming_it() {
 /// Only the memheap used for a device type is opened (docs/plugin-abi.md): a CPU memheap
 /// ranked below the built-in one is probed, listed, and never opened.
 #[test]
-fn a_memheap_that_is_not_used_is_never_opened() {
+fn a_memheap_that_is_not_used_is_never_opened_and_c_plugins_get_normalized_parameters() {
     let dir = target_dir().join("rshmem-test-plugins/unused-memheap");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("unused.c");
     std::fs::write(
         &src,
         "#include <stdio.h>\n#include \"shmem_plugin.h\"\n\
-         static void query(const shmem_plugin_core_t *c, shmem_plugin_query_t *r) { (void)c; r->available = 1; r->priority = 1; }\n\
+         static const shmem_plugin_param_t ps[] = { { \"loud\", SHMEM_PLUGIN_PARAM_BOOL, \"0\", \"d\" }, { \"room\", SHMEM_PLUGIN_PARAM_SIZE, \"0\", \"d\" } };\n\
+         static void query(const shmem_plugin_core_t *c, shmem_plugin_query_t *r) {\n\
+           const char *l = c->param(\"memheap\", \"unused\", \"loud\"), *m = c->param(\"memheap\", \"unused\", \"room\");\n\
+           if (l && m) fprintf(stderr, \"memheap unused: loud=%s room=%s\\n\", l, m);\n\
+           r->available = 1; r->priority = 1; }\n\
          static const void *open_(const shmem_plugin_core_t *c) { (void)c; fprintf(stderr, \"memheap unused: opened\\n\"); return NULL; }\n\
          static const shmem_plugin_descriptor_t d = { .abi_version = SHMEM_PLUGIN_ABI_VERSION, .framework = SHMEM_PLUGIN_FRAMEWORK_MEMHEAP,\n\
-           .struct_size = sizeof(shmem_plugin_descriptor_t), .name = \"unused\", .query = query, .open = open_ };\n\
+           .struct_size = sizeof(shmem_plugin_descriptor_t), .name = \"unused\", .params = ps, .n_params = 2, .query = query, .open = open_ };\n\
          __attribute__((visibility(\"default\"))) const shmem_plugin_descriptor_t *shmem_plugin_descriptor(void) { return &d; }\n",
     )
     .unwrap();
@@ -185,6 +189,15 @@ fn a_memheap_that_is_not_used_is_never_opened() {
         DEFAULT_TIMEOUT,
     );
     assert!(r.stderr.contains("memheap unused: opened"), "{}", r.stderr);
+    // Its boolean and size parameters arrive in one spelling, whatever the user wrote.
+    let env = [
+        ("SHMEM_MCA_plugin_path", path.as_str()),
+        ("SHMEM_MCA_memheap_unused_loud", "true"),
+        ("SHMEM_MCA_memheap_unused_room", "64K"),
+    ];
+    let r = oshrun(1, &c_test("hello"), &env, DEFAULT_TIMEOUT);
+    r.assert_ok("hello with the unused memheap's parameters set");
+    assert!(r.stderr.contains("memheap unused: loud=1 room=65536"), "{}", r.stderr);
 }
 
 #[test]

@@ -70,6 +70,11 @@ pub fn component_param(framework: &str, component: &str, param: &str) -> Option<
     static CACHE: OnceLock<Mutex<Vec<(String, CString)>>> = OnceLock::new();
     let key = var(framework, component, param);
     let (value, _) = lookup_var(&key)?;
+    let kind = KINDS.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == key).map(|e| e.1);
+    let value = match kind {
+        Some(k) => normalized(k, &value),
+        None => value,
+    };
     let mut cache = CACHE.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, v)) = cache.iter().find(|(k, v)| *k == key && v.to_str() == Ok(value.as_str())) {
         return Some(v.as_ptr());
@@ -108,7 +113,32 @@ fn given() -> Vec<(String, String, Source)> {
 /// Check every given parameter against the components found. `Ok` carries warnings (names no
 /// component declares); `Err` is the first value of the wrong kind.
 pub fn check(components: &[ComponentParams]) -> Result<Vec<String>, String> {
+    // Remember each declared kind, so that `component_param` hands C plugins one spelling.
+    let mut kinds = KINDS.lock().unwrap_or_else(|e| e.into_inner());
+    for c in components {
+        for p in &c.params {
+            kinds.push((var(c.framework, c.component, &p.name), p.kind));
+        }
+    }
+    drop(kinds);
     check_given(components, &given())
+}
+
+/// The declared kind of each component-parameter variable (see [`check`]).
+static KINDS: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
+
+/// A valid value of `kind` in the one spelling a plugin gets: booleans as `1` or `0`
+/// (whatever of true/yes/on the user wrote), integers and sizes as plain decimal numbers (a
+/// size in bytes: `64K` is `65536`), strings as given. Anything else is left as given (the
+/// check at init has refused invalid values already).
+pub fn normalized(kind: u32, v: &str) -> String {
+    let n = match kind {
+        PARAM_BOOL => parse::parse_bool(v).map(|b| if b { "1" } else { "0" }.to_string()),
+        PARAM_INT => v.trim().parse::<i64>().ok().map(|n| n.to_string()),
+        PARAM_SIZE => parse::parse_size(v).map(|n| n.to_string()),
+        _ => None,
+    };
+    n.unwrap_or_else(|| v.to_string())
 }
 
 fn check_given(
@@ -200,6 +230,21 @@ mod tests {
         int[0].params[0].kind = PARAM_INT;
         let e = check_given(&int, &[env("SHMEM_MCA_spml_ucx_progress_thread", "x")]).unwrap_err();
         assert!(e.contains(") is not an integer: spml ucx declares progress_thread as an integer"), "{e}");
+    }
+
+    #[test]
+    fn plugins_get_one_spelling_of_each_kind() {
+        for (kind, given, got) in [
+            (PARAM_BOOL, "true", "1"),
+            (PARAM_BOOL, "off", "0"),
+            (PARAM_BOOL, "1", "1"),
+            (PARAM_SIZE, "64K", "65536"),
+            (PARAM_SIZE, "4096", "4096"),
+            (PARAM_INT, " 7 ", "7"),
+            (PARAM_STRING, " as is ", " as is "),
+        ] {
+            assert_eq!(normalized(kind, given), got, "{given}");
+        }
     }
 
     #[test]
