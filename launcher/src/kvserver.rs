@@ -193,6 +193,15 @@ fn serve(mut conn: UnixStream, shared: Arc<Mutex<Shared>>, n: usize, key: &[u8])
                     break;
                 }
             }
+            Msg::GetAll { key } => {
+                let vs = {
+                    let g = lock(&shared);
+                    (0..n as u32).map(|r| g.kv.get(&(r, key.clone())).cloned()).collect()
+                };
+                if wire::write_msg(&mut conn, &Msg::Values(vs)).is_err() {
+                    break;
+                }
+            }
             Msg::Fence => {
                 let Ok(w) = conn.try_clone() else { break };
                 let mut g = lock(&shared);
@@ -219,7 +228,7 @@ fn serve(mut conn: UnixStream, shared: Arc<Mutex<Shared>>, n: usize, key: &[u8])
                     *f = false;
                 }
             }
-            Msg::FenceDone | Msg::Value(_) => break,
+            Msg::FenceDone | Msg::Value(_) | Msg::Values(_) => break,
         }
     }
     lock(&shared).closed[rank as usize] = true;

@@ -301,7 +301,12 @@ unsafe extern "C" fn connect() -> c_int {
             buf.truncate(len);
             addrs.push(buf);
         }
-        if let Err(e) = u.connect(&addrs) {
+        // Endpoints to other hosts' PEs now, so that their failure is noticed (and the wire-up
+        // below done) before the program runs; this host's PEs at their first use, which on one
+        // host with mapped peers is never (issue 51: this was O(N) TCP connections per PE).
+        // SAFETY: the core's table, valid while the plugin is loaded.
+        let local = |pe: usize| unsafe { (c.pe_is_local)(pe as c_int) } != 0;
+        if let Err(e) = u.connect(&addrs, &|pe| !local(pe)) {
             log(LOG_ERROR, &e);
             return RC_ERROR;
         }

@@ -520,7 +520,7 @@ pub struct Ucx {
 /// Kept for channels created after `connect` (contexts are created at any time).
 #[derive(Default)]
 struct Peers {
-    addrs: Vec<Vec<u8>>,
+    addrs: Arc<[Vec<u8>]>,
     /// `(pe, seg, packed key)` of every key announced so far, latest last.
     keys: Vec<(usize, usize, Vec<u8>)>,
     /// Every created channel (in use or pooled), closed by `finalize`.
@@ -729,17 +729,19 @@ impl Ucx {
         self.peers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Create the default channel's endpoint to every PE (`addrs[pe]` is its worker address;
-    /// ours included), with peer failure detection. Once only.
-    pub fn connect(&self, addrs: &[Vec<u8>]) -> Result<(), String> {
+    /// Connect the default channel to every PE (`addrs[pe]` is its worker address; ours
+    /// included), with peer failure detection: the endpoints to the PEs `eager` names now, the
+    /// others at their first use. Once only.
+    pub fn connect(&self, addrs: &[Vec<u8>], eager: &dyn Fn(usize) -> bool) -> Result<(), String> {
         if addrs.len() != self.n_pes {
             return Err(format!("{} worker addresses for {} PEs", addrs.len(), self.n_pes));
         }
         if self.connected.swap(true, Ordering::AcqRel) {
             return Err("already connected".into());
         }
-        self.peers().addrs = addrs.to_vec();
-        self.chan.connect(addrs)
+        let addrs: Arc<[Vec<u8>]> = addrs.into();
+        self.peers().addrs = addrs.clone();
+        self.chan.connect(addrs, eager)
     }
 
     /// A channel with endpoints to every PE's default worker and every key announced so far
@@ -763,7 +765,8 @@ impl Ucx {
                 ch.enable_batching(self.n_pes, self.sockets_only, self.rma_in_messages, Some(self.wake));
         }
         let ch = Arc::new(ch);
-        let setup = replies.and_then(|()| ch.connect(&peers.addrs)).and_then(|()| {
+        // A created channel makes every endpoint at its first use.
+        let setup = replies.and_then(|()| ch.connect(peers.addrs.clone(), &|_| false)).and_then(|()| {
             peers.keys.iter().try_for_each(|(pe, seg, packed)| ch.add_rkey(*pe, *seg, packed))
         });
         if let Err(e) = setup {

@@ -2,6 +2,7 @@
 
 use super::wire::{self, Msg};
 use super::Bootstrap;
+use std::collections::HashMap;
 use std::io;
 use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
@@ -12,6 +13,11 @@ pub struct OshrunBoot {
     job: String,
     /// Closed (None) once the PE has finalized, so no descriptor outlives the library.
     conn: Mutex<Option<UnixStream>>,
+    /// Every PE's value of each key read since the last fence: start-up reads its keys for
+    /// every peer in turn, and one `GetAll` per key replaces a round trip per peer. A value
+    /// published before a fence does not change until the next one (the bootstrap's contract,
+    /// PMIx's too), so the cache is dropped at each fence, at a put of the key, and at resume.
+    cache: Mutex<HashMap<String, Vec<Option<Vec<u8>>>>>,
 }
 
 fn env_int(name: &str) -> io::Result<i32> {
@@ -36,7 +42,7 @@ impl OshrunBoot {
         let mut conn = UnixStream::connect(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot reach oshrun at {path}: {e}")))?;
         wire::write_msg(&mut conn, &Msg::Hello { rank: rank as u32, pid: std::process::id(), secret })?;
-        Ok(OshrunBoot { rank, size, job, conn: Mutex::new(Some(conn)) })
+        Ok(OshrunBoot { rank, size, job, conn: Mutex::new(Some(conn)), cache: Mutex::new(HashMap::new()) })
     }
 
     fn send(&self, msg: &Msg, reply: bool) -> io::Result<Option<Msg>> {
@@ -54,6 +60,10 @@ impl OshrunBoot {
 
     fn request(&self, msg: &Msg) -> io::Result<Msg> {
         Ok(self.send(msg, true)?.expect("a reply was asked for"))
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Option<Vec<u8>>>>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -78,19 +88,36 @@ impl Bootstrap for OshrunBoot {
         &self.job
     }
     fn put(&self, key: &str, value: &[u8]) -> io::Result<()> {
+        self.cache().remove(key);
         self.send(&Msg::Put { key: key.to_string(), value: value.to_vec() }, false).map(|_| ())
     }
     fn fence(&self) -> io::Result<()> {
-        match self.request(&Msg::Fence)? {
+        let r = self.request(&Msg::Fence);
+        self.cache().clear();
+        match r? {
             Msg::FenceDone => Ok(()),
             m => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unexpected reply to fence: {m:?}"))),
         }
     }
     fn get(&self, pe: i32, key: &str) -> io::Result<Option<Vec<u8>>> {
-        match self.request(&Msg::Get { rank: pe as u32, key: key.to_string() })? {
-            Msg::Value(v) => Ok(v),
-            m => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unexpected reply to get: {m:?}"))),
+        if !(0..self.size).contains(&pe) {
+            return Ok(None);
         }
+        if let Some(vs) = self.cache().get(key) {
+            return Ok(vs[pe as usize].clone());
+        }
+        let vs = match self.request(&Msg::GetAll { key: key.to_string() })? {
+            Msg::Values(vs) if vs.len() == self.size as usize => vs,
+            m => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("unexpected reply to a get of every PE's {key}: {}", m.name()),
+                ))
+            }
+        };
+        let v = vs[pe as usize].clone();
+        self.cache().insert(key.to_string(), vs);
+        Ok(v)
     }
     fn abort(&self, code: i32, msg: &str) -> ! {
         if let Ok(mut g) = self.conn.try_lock() {
@@ -111,6 +138,7 @@ impl Bootstrap for OshrunBoot {
         let _ = self.send(&Msg::Finalize, false);
     }
     fn resume(&self) {
+        self.cache().clear();
         let _ = self.send(&Msg::Resume, false);
     }
 }

@@ -35,6 +35,13 @@ pub enum Msg {
         key: String,
     },
     Value(Option<Vec<u8>>),
+    /// Read `key` of every PE at once; answered by `Values` (one entry per rank, in rank
+    /// order). One round trip instead of one per PE: start-up reads each of its keys for every
+    /// peer, and per-PE round trips through the one `oshrun` made it quadratic (issue 51).
+    GetAll {
+        key: String,
+    },
+    Values(Vec<Option<Vec<u8>>>),
     /// End the job with `code` (shmem_global_exit or a fatal error).
     Abort {
         code: i32,
@@ -57,6 +64,8 @@ impl Msg {
             Msg::FenceDone => "FenceDone",
             Msg::Get { .. } => "Get",
             Msg::Value(_) => "Value",
+            Msg::GetAll { .. } => "GetAll",
+            Msg::Values(_) => "Values",
             Msg::Abort { .. } => "Abort",
             Msg::Finalize => "Finalize",
             Msg::Resume => "Resume",
@@ -107,6 +116,23 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
         }
         Msg::Finalize => body.push(8),
         Msg::Resume => body.push(9),
+        Msg::GetAll { key } => {
+            body.push(10);
+            put_bytes(&mut body, key.as_bytes());
+        }
+        Msg::Values(vs) => {
+            body.push(11);
+            body.extend_from_slice(&(vs.len() as u32).to_le_bytes());
+            for v in vs {
+                match v {
+                    Some(v) => {
+                        body.push(1);
+                        put_bytes(&mut body, v);
+                    }
+                    None => body.push(0),
+                }
+            }
+        }
     }
     let mut frame = (body.len() as u32).to_le_bytes().to_vec();
     frame.extend_from_slice(&body);
@@ -149,6 +175,19 @@ pub fn decode(body: &[u8]) -> io::Result<Msg> {
         7 => Msg::Abort { code: c.u32()? as i32, msg: c.string()? },
         8 => Msg::Finalize,
         9 => Msg::Resume,
+        10 => Msg::GetAll { key: c.string()? },
+        11 => {
+            let n = c.u32()? as usize;
+            // Each entry takes at least its flag byte: a count beyond the frame is a lie.
+            if n > c.0.len() {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "truncated bootstrap message"));
+            }
+            let mut vs = Vec::with_capacity(n);
+            for _ in 0..n {
+                vs.push(if c.take(1)?[0] == 1 { Some(c.bytes()?) } else { None });
+            }
+            Msg::Values(vs)
+        }
         t => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -192,6 +231,9 @@ mod tests {
             Msg::Abort { code: -3, msg: "bye".into() },
             Msg::Finalize,
             Msg::Resume,
+            Msg::GetAll { key: "seg.0".into() },
+            Msg::Values(vec![]),
+            Msg::Values(vec![Some(vec![1, 2]), None, Some(vec![])]),
         ];
         for m in msgs {
             let frame = encode(&m);
@@ -203,6 +245,7 @@ mod tests {
     fn truncated_and_unknown_frames_are_errors() {
         assert!(decode(&[2, 5, 0, 0, 0, b'a']).is_err());
         assert!(decode(&[99]).is_err());
+        assert!(decode(&[11, 255, 255, 255, 255, 0]).is_err(), "a count beyond the frame");
         assert!(read_msg(&mut &[1u8, 0][..]).is_err());
     }
 }

@@ -58,6 +58,33 @@ fn open<T: rshmem_plugin_api::OpsTable>(
     fail(routine, &format!("no {} component could be opened ({})", sel.framework.name(), errors.join("; ")))
 }
 
+/// Where `shmem_init` spends its time, by phase (logged at debug level): what grows with the
+/// number of PEs shows here first (issue 51).
+struct Phases {
+    last: std::time::Instant,
+    start: std::time::Instant,
+    marks: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Phases {
+    fn new() -> Phases {
+        let now = std::time::Instant::now();
+        Phases { last: now, start: now, marks: Vec::new() }
+    }
+
+    fn mark(&mut self, what: &'static str) {
+        let now = std::time::Instant::now();
+        self.marks.push((what, now - self.last));
+        self.last = now;
+    }
+
+    fn summary(&self) -> String {
+        let parts: Vec<String> =
+            self.marks.iter().map(|(w, d)| format!("{w} {:.1}", d.as_secs_f64() * 1e3)).collect();
+        format!("init took {:.1} ms: {} (ms)", self.start.elapsed().as_secs_f64() * 1e3, parts.join(", "))
+    }
+}
+
 /// `shmem_init` / `shmem_init_thread`. Returns the provided thread level.
 pub fn init(routine: &CStr, requested: i32) -> i32 {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -83,6 +110,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     };
     let (my_pe, n_pes) = (boot.rank(), boot.size());
     crate::log::set_pe(my_pe);
+    let mut phases = Phases::new();
     let cfg = |r: Result<bool, String>| r.unwrap_or_else(|e| fail(routine, &e));
     crate::config::check().unwrap_or_else(|e| fail(routine, &e));
     crate::ops::spaces::check_config().unwrap_or_else(|e| fail(routine, &e));
@@ -266,6 +294,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if scolls.is_empty() {
         fail(routine, &format!("no scoll component could be opened ({})", scoll_errors.join("; ")));
     }
+    phases.mark("components");
 
     // Symmetric memory: the heap from sshmem, and the program's global data.
     let mut heap_seg = SegmentDesc::default();
@@ -335,7 +364,9 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let agree = crate::config::agree::fingerprint(&scoll_params);
     boot.put(crate::config::agree::KEY, agree.as_bytes())
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap: {e}")));
+    phases.mark("segments");
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    phases.mark("fence 1");
     // The agreed settings first: a heap size that differs is named as the variable it is.
     let agreed: Vec<String> = (0..n_pes)
         .map(|pe| {
@@ -346,12 +377,14 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         })
         .collect();
     crate::config::agree::compare(&agreed).unwrap_or_else(|e| fail(routine, &e));
+    phases.mark("agreement");
 
     // Wire up every peer.
     // SAFETY: plugin ABI call; every PE's address was published before the fence.
     if unsafe { (spml.connect)() } != 0 {
         fail(routine, &format!("spml {spml_name} could not connect the PEs"));
     }
+    phases.mark("spml connect");
     let mut needs_progress = false;
     let mut heap_align = usize::MAX;
     for pe in 0..n_pes {
@@ -391,6 +424,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         }
     }
     rshmem_ctx_default.spml.store(spml.default_ctx, Ordering::Release);
+    phases.mark("peer segments");
     if crate::log::enabled(crate::log::INFO, "plugin select") {
         crate::log::log(
             crate::log::INFO,
@@ -437,6 +471,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
 
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    phases.mark("fence 2");
     let hosts: Vec<(bool, i32)> = (0..n_pes)
         .map(|pe| {
             if pe == my_pe {
@@ -540,6 +575,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         spml_regs,
     }));
     runtime::publish(rt);
+    phases.mark("hosts and runtime");
     let rt: &'static Runtime = get(routine);
 
     // The team scratch pool is the first heap allocation, so it is symmetric; the world team
@@ -561,9 +597,15 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {
         d.unlink();
     }
+    phases.mark("teams");
     // The closing fence: no PE uses a team (set up above) before every PE has set it up.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
+    phases.mark("fence 3");
     crate::ops::spaces::init_gpu(rt);
+    phases.mark("gpu");
+    if crate::log::enabled(crate::log::DEBUG, "init") {
+        crate::log::log(crate::log::DEBUG, "init", &phases.summary());
+    }
     if rt.gpu.is_some() && crate::log::enabled(crate::log::INFO, "plugin select") {
         crate::log::log(crate::log::INFO, "plugin select", &rt.gpu_note);
     }

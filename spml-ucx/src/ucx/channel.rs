@@ -77,9 +77,12 @@ pub type ChannelList = Arc<Mutex<Vec<Arc<Channel>>>>;
 /// pooled channel may serve another thread's context later.
 pub struct Channel {
     worker: sys::ucp_worker_h,
+    /// Made on first use of a peer, except those `connect` makes at once (see [`Lazy`]).
     eps: Box<[AtomicPtr<sys::ucp_ep>]>,
-    /// `rkeys[pe * MAX_SEGMENTS + seg]`, unpacked for `eps[pe]`.
+    /// `rkeys[pe * MAX_SEGMENTS + seg]`, unpacked for `eps[pe]` (on first use, like it).
     rkeys: Box<[AtomicPtr<sys::ucp_rkey>]>,
+    /// What endpoints and keys are made from when first needed.
+    lazy: Mutex<Lazy>,
     ep_args: Box<[EpArg]>,
     /// Endpoint failures of every channel of a `Ucx` go to the same record.
     health: Arc<Health>,
@@ -104,6 +107,20 @@ pub struct Channel {
     closed: AtomicBool,
     /// Idle rounds [`Channel::wait`] spins before yielding.
     spin: super::Spin,
+}
+
+/// Endpoints and keys made on first use. Start-up used to create an endpoint to every PE and
+/// unpack every PE's keys: O(N) per PE, over TCP connections (UCX's peer failure detection
+/// keeps it off shared memory), while on one host with mapped peers none of them is ever used.
+/// At 128 PEs on 2 cores that was 3.5 s of `spml connect` and 3 s of unpacking per PE
+/// (2026-11-27). An endpoint now costs one branch on first use (`ep`, `target`: the slot is
+/// null), then the making under `Lazy`'s lock.
+#[derive(Default)]
+struct Lazy {
+    /// Every PE's worker address, once connected.
+    addrs: Option<Arc<[Vec<u8>]>>,
+    /// Packed keys announced for peers whose endpoint did not exist yet: `(pe, seg)`.
+    packed: std::collections::HashMap<(usize, usize), Vec<u8>>,
 }
 
 // SAFETY: a Multi channel's worker serialises concurrent calls itself; Serialized and Private
@@ -149,6 +166,7 @@ impl Channel {
             worker,
             eps: (0..n_pes).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             rkeys: (0..n_pes * MAX_SEGMENTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            lazy: Mutex::new(Lazy::default()),
             ep_args: (0..n_pes).map(|pe| EpArg { pe, health: hp }).collect(),
             health,
             companions: None,
@@ -276,48 +294,73 @@ impl Channel {
         Ok(v)
     }
 
-    /// Create the endpoint to every PE (`addrs[pe]` is the worker address of its default
-    /// channel), with peer failure detection, the endpoint to this process's own worker
+    /// Learn every PE's address (`addrs[pe]` is the worker address of its default channel) and
+    /// create the endpoints to the PEs `eager` names now, the others at their first use (see
+    /// [`Lazy`]). Endpoints have peer failure detection, the one to this process's own worker
     /// included. Asking for detection keeps UCX off its `self` and shared-memory transports,
     /// which cannot detect failures, and that is wanted: in UCX 1.13.1 their fetching AND, OR
     /// and XOR are wrong (fetch-and and fetch-or leave the word unchanged, fetch-xor zeroes
     /// it; `every_atomic_operation_in_both_widths` fails when the endpoint to self uses
     /// `self`). A PE's operations on itself then cost a TCP loopback round trip when mapping
     /// is off; with mapping on they never reach the spml.
-    pub(super) fn connect(&self, addrs: &[Vec<u8>]) -> Result<(), String> {
+    pub(super) fn connect(&self, addrs: Arc<[Vec<u8>]>, eager: &dyn Fn(usize) -> bool) -> Result<(), String> {
         if addrs.len() != self.eps.len() {
             return Err(format!("{} worker addresses for {} PEs", addrs.len(), self.eps.len()));
         }
-        for (pe, a) in addrs.iter().enumerate() {
-            let params = sys::ucp_ep_params_t {
-                field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
-                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
-                    | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER) as u64,
-                address: a.as_ptr() as *const sys::ucp_address_t,
-                err_mode: sys::UCP_ERR_HANDLING_MODE_PEER,
-                err_handler: sys::ucp_err_handler_t {
-                    cb: Some(super::ep_error),
-                    arg: &self.ep_args[pe] as *const EpArg as *mut c_void,
-                },
-                ..Default::default()
-            };
-            let mut ep: sys::ucp_ep_h = std::ptr::null_mut();
-            // SAFETY: our worker; the address bytes outlive the call; the error handler's argument
-            // lives as long as `self`, which closes the endpoint before it is dropped.
-            check(&format!("ucp_ep_create to PE {pe}"), unsafe {
-                sys::ucp_ep_create(self.worker, &params, &mut ep)
-            })?;
-            self.eps[pe].store(ep, Ordering::Release);
+        let mut lazy = self.lazy();
+        lazy.addrs = Some(addrs.clone());
+        for pe in (0..addrs.len()).filter(|&pe| eager(pe)) {
+            self.make_ep(&lazy, pe)?;
         }
         Ok(())
     }
 
-    /// Unpack PE `pe`'s packed key for its segment `seg` (replacing an earlier one).
-    pub(super) fn add_rkey(&self, pe: usize, seg: usize, packed: &[u8]) -> Result<(), String> {
-        if seg >= MAX_SEGMENTS {
-            return Err(format!("segment {seg} is beyond the {MAX_SEGMENTS} this spml supports"));
+    fn lazy(&self) -> std::sync::MutexGuard<'_, Lazy> {
+        self.lazy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The endpoint to `pe`, made now if it does not exist yet (under `lazy`'s lock, so once).
+    fn make_ep(&self, lazy: &Lazy, pe: usize) -> Result<sys::ucp_ep_h, String> {
+        let slot = self.eps.get(pe).ok_or_else(|| format!("PE {pe} is beyond the {} PEs", self.eps.len()))?;
+        let old = slot.load(Ordering::Acquire);
+        if !old.is_null() {
+            return Ok(old);
         }
-        let ep = self.ep(pe).map_err(|e| format!("PE {pe}: {e}"))?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err("the channel is closed".into());
+        }
+        let a = lazy.addrs.as_ref().and_then(|a| a.get(pe)).ok_or("not connected")?;
+        let params = sys::ucp_ep_params_t {
+            field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+                | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+                | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER) as u64,
+            address: a.as_ptr() as *const sys::ucp_address_t,
+            err_mode: sys::UCP_ERR_HANDLING_MODE_PEER,
+            err_handler: sys::ucp_err_handler_t {
+                cb: Some(super::ep_error),
+                arg: &self.ep_args[pe] as *const EpArg as *mut c_void,
+            },
+            ..Default::default()
+        };
+        let mut ep: sys::ucp_ep_h = std::ptr::null_mut();
+        // SAFETY: our worker; the address bytes outlive the call; the error handler's argument
+        // lives as long as `self`, which closes the endpoint before it is dropped.
+        check(&format!("ucp_ep_create to PE {pe}"), unsafe {
+            sys::ucp_ep_create(self.worker, &params, &mut ep)
+        })?;
+        slot.store(ep, Ordering::Release);
+        Ok(ep)
+    }
+
+    /// Unpack `packed` for `pe`'s segment `seg` on endpoint `ep` into its slot, destroying a
+    /// key it replaces.
+    fn unpack(
+        &self,
+        ep: sys::ucp_ep_h,
+        pe: usize,
+        seg: usize,
+        packed: &[u8],
+    ) -> Result<sys::ucp_rkey_h, String> {
         let mut rkey: sys::ucp_rkey_h = std::ptr::null_mut();
         // SAFETY: a live endpoint; the packed key outlives the call; valid out-pointer.
         check(&format!("ucp_ep_rkey_unpack for PE {pe} segment {seg}"), unsafe {
@@ -328,15 +371,69 @@ impl Channel {
             // SAFETY: the key we replaced; segments are (re)announced before they are used.
             unsafe { sys::ucp_rkey_destroy(old) };
         }
-        Ok(())
+        Ok(rkey)
+    }
+
+    /// PE `pe`'s packed key for its segment `seg` (replacing an earlier one): unpacked now when
+    /// the endpoint exists, else kept for the first use.
+    pub(super) fn add_rkey(&self, pe: usize, seg: usize, packed: &[u8]) -> Result<(), String> {
+        if seg >= MAX_SEGMENTS {
+            return Err(format!("segment {seg} is beyond the {MAX_SEGMENTS} this spml supports"));
+        }
+        let mut lazy = self.lazy();
+        let ep = self
+            .eps
+            .get(pe)
+            .map(|e| e.load(Ordering::Acquire))
+            .ok_or_else(|| format!("PE {pe}: {}", OpError::NotConnected))?;
+        if ep.is_null() {
+            let old = self.rkeys[pe * MAX_SEGMENTS + seg].swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !old.is_null() {
+                // SAFETY: a key we unpacked, replaced by the one announced now.
+                unsafe { sys::ucp_rkey_destroy(old) };
+            }
+            lazy.packed.insert((pe, seg), packed.to_vec());
+            return Ok(());
+        }
+        lazy.packed.remove(&(pe, seg));
+        self.unpack(ep, pe, seg, packed).map(|_| ())
     }
 
     #[inline(always)]
     pub(super) fn ep(&self, pe: usize) -> Result<sys::ucp_ep_h, OpError> {
         match self.eps.get(pe).map(|e| e.load(Ordering::Acquire)) {
             Some(ep) if !ep.is_null() => Ok(ep),
-            _ => Err(OpError::NotConnected),
+            Some(_) => self.first_use(pe),
+            None => Err(OpError::NotConnected),
         }
+    }
+
+    /// The PEs this channel has an endpoint to.
+    #[cfg(test)]
+    pub(super) fn endpoints_made(&self) -> Vec<usize> {
+        (0..self.eps.len()).filter(|&pe| !self.eps[pe].load(Ordering::Acquire).is_null()).collect()
+    }
+
+    /// The first operation to `pe` on this channel: make its endpoint.
+    #[cold]
+    #[inline(never)]
+    fn first_use(&self, pe: usize) -> Result<sys::ucp_ep_h, OpError> {
+        let lazy = self.lazy();
+        self.make_ep(&lazy, pe).map_err(|_| OpError::NotConnected)
+    }
+
+    /// The first operation to `pe`'s segment `seg`: unpack its key (and make the endpoint).
+    #[cold]
+    #[inline(never)]
+    fn first_key(&self, pe: usize, seg: usize) -> Result<sys::ucp_rkey_h, OpError> {
+        let mut lazy = self.lazy();
+        let rkey = self.rkeys[pe * MAX_SEGMENTS + seg].load(Ordering::Acquire);
+        if !rkey.is_null() {
+            return Ok(rkey);
+        }
+        let Some(packed) = lazy.packed.remove(&(pe, seg)) else { return Err(OpError::NoKey) };
+        let ep = self.make_ep(&lazy, pe).map_err(|_| OpError::NotConnected)?;
+        self.unpack(ep, pe, seg, &packed).map_err(|_| OpError::NoKey)
     }
 
     #[inline(always)]
@@ -347,7 +444,7 @@ impl Channel {
         }
         let rkey = self.rkeys[pe * MAX_SEGMENTS + seg].load(Ordering::Acquire);
         if rkey.is_null() {
-            return Err(OpError::NoKey);
+            return Ok((ep, self.first_key(pe, seg)?));
         }
         Ok((ep, rkey))
     }

@@ -63,6 +63,13 @@ impl Mappings {
         if let Some(e) = self.eps.iter().find(|e| e.0 == pe) {
             return Some(e.1 as sys::ucp_ep_h);
         }
+        // The channel's endpoint to the peer first. UCX pairs two workers' endpoints in the
+        // order each side created them, and refuses a pair whose error handling differs
+        // ("asymmetric endpoint configuration"): both sides must make the channel's endpoint
+        // (peer failure detection) before this one (none), as when `connect` made them all at
+        // once. With endpoints made on first use, a PE that maps a peer here may otherwise
+        // create this one first while the peer creates its channel endpoint first.
+        chan.ep(pe).ok()?;
         let params = sys::ucp_ep_params_t {
             field_mask: sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS as u64,
             address: addr.as_ptr() as *const sys::ucp_address_t,

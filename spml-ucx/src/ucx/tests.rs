@@ -3,12 +3,13 @@
 use super::*;
 use rshmem_plugin_api::{AMO_ADD, AMO_AND, AMO_CSWAP, AMO_FETCH, AMO_OR, AMO_SET, AMO_SWAP, AMO_XOR};
 
-/// A one-PE job: context, worker and the endpoint to our own address.
+/// A one-PE job: context, worker and our own address; the endpoint to it is made at the first
+/// operation, as a same-host peer's is.
 fn connected(opts: Options) -> Ucx {
     let u = Ucx::new(1, &opts).expect("UCX context and worker");
     let addr = u.address().to_vec();
     assert!(!addr.is_empty());
-    u.connect(&[addr]).expect("endpoint to our own worker");
+    u.connect(&[addr], &|_| false).expect("our own worker's address");
     u
 }
 
@@ -203,10 +204,10 @@ fn missing_endpoints_and_keys_are_errors_not_crashes() {
     // SAFETY: the call fails before touching the buffer.
     let r = unsafe { u.get(1, 0, 0, buf.as_mut_ptr().cast(), 8, true) };
     assert_eq!(r, Err(OpError::NotConnected));
-    assert!(u.connect(&[u.address().to_vec()]).is_err(), "one address for two PEs");
+    assert!(u.connect(&[u.address().to_vec()], &|_| true).is_err(), "one address for two PEs");
     let addr = u.address().to_vec();
-    u.connect(&[addr.clone(), addr.clone()]).unwrap();
-    assert!(u.connect(&[addr.clone(), addr]).is_err(), "connect runs once");
+    u.connect(&[addr.clone(), addr.clone()], &|pe| pe == 0).unwrap();
+    assert!(u.connect(&[addr.clone(), addr], &|_| true).is_err(), "connect runs once");
     // SAFETY: as above.
     let r = unsafe { u.put(1, 3, 0, buf.as_ptr().cast(), 8, true) };
     assert_eq!(r, Err(OpError::NoKey));
@@ -395,13 +396,20 @@ fn two_workers_exchange_data_and_one_leaves_without_hanging() {
     let b =
         Ucx::new(2, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
     let addrs = vec![a.address().to_vec(), b.address().to_vec()];
-    a.connect(&addrs).unwrap();
-    b.connect(&addrs).unwrap();
+    // a makes its endpoints at first use (a same-host peer's way), b at once (another host's).
+    a.connect(&addrs, &|_| false).unwrap();
+    b.connect(&addrs, &|_| true).unwrap();
     let mut target = vec![0u64; 8];
     let (memh, _) = map(&b, target.as_mut_ptr().cast(), 64, false);
     // SAFETY: a live registration of b's context.
     let packed = unsafe { b.rkey_pack(memh) }.unwrap();
     a.add_rkey(1, 0, &packed).unwrap();
+    assert_eq!(
+        a.endpoints_made(),
+        Vec::<usize>::new(),
+        "a connects lazily, and a key waits for its endpoint"
+    );
+    assert_eq!(b.endpoints_made(), vec![0, 1], "b connects at once");
     let v = 42u64;
     let raddr = target.as_ptr() as u64;
     // b progresses from another thread while a puts (target-side progress for emulated RMA)
@@ -418,6 +426,7 @@ fn two_workers_exchange_data_and_one_leaves_without_hanging() {
         stop.store(true, Ordering::Release);
     });
     assert_eq!(read(&target, 0), 42);
+    assert_eq!(a.endpoints_made(), vec![1], "the put made a's endpoint to PE 1, and no other");
     // SAFETY: b's registration, unused from now on.
     unsafe { b.mem_unmap(memh) };
     // b leaves (a keeps progressing, as a live peer's progress thread would); whatever the
