@@ -177,30 +177,31 @@ mod tests {
         spml: Spml,
     }
 
-    /// Two threads each issue an operation and quiet; each must find its own complete.
-    fn two_threads(quiet_of: fn(&Ctx)) {
+    /// `other` runs in a second thread with operation 2, `main` in this one with operation 1,
+    /// over every interleaving; each checks what it must see.
+    fn pair(main: fn(&Ctx, u32), other: fn(&Ctx, u32)) {
         model(move || {
             let c = Arc::new(Ctx::default());
-            let other = {
+            let t = {
                 let c = c.clone();
-                loom::thread::spawn(move || {
-                    c.spml.issue(2);
-                    issued(&c.dirty);
-                    quiet_of(&c);
-                    assert!(c.spml.complete(2), "thread 2's quiet returned before its operation completed");
-                })
+                loom::thread::spawn(move || other(&c, 2))
             };
-            c.spml.issue(1);
-            issued(&c.dirty);
-            quiet_of(&c);
-            assert!(c.spml.complete(1), "thread 1's quiet returned before its operation completed");
-            other.join().unwrap();
+            main(&c, 1);
+            t.join().unwrap();
         });
+    }
+
+    /// Issue `op`, quiet by the current rule, and find it complete.
+    fn put_and_quiet(c: &Ctx, op: u32) {
+        c.spml.issue(op);
+        issued(&c.dirty);
+        quiet(&c.dirty, &c.quieting, None, (), || c.spml.flush());
+        assert!(c.spml.complete(op), "thread {op}'s quiet returned before its operation completed");
     }
 
     #[test]
     fn a_quiet_completes_its_own_thread_s_operation_whoever_took_the_flag() {
-        two_threads(|c| quiet(&c.dirty, &c.quieting, None, (), || c.spml.flush()));
+        pair(put_and_quiet, put_and_quiet);
     }
 
     /// The rule before 2026-11-27: take the flag, flush only if it was set. Loom finds the
@@ -208,55 +209,40 @@ mod tests {
     #[test]
     #[should_panic(expected = "returned before its operation completed")]
     fn the_old_rule_loses_a_completion() {
-        two_threads(|c| {
+        fn old_rule(c: &Ctx, op: u32) {
+            c.spml.issue(op);
+            issued(&c.dirty);
             if c.dirty.take() {
                 c.spml.flush();
             }
-        });
+            assert!(c.spml.complete(op), "thread {op}'s quiet returned before its operation completed");
+        }
+        pair(old_rule, old_rule);
     }
 
     /// The collectives' signals: one thread's signal is answered for by a quiet that includes
     /// them, even when another thread's such quiet took the flag.
     #[test]
     fn signals_are_completed_by_a_quiet_that_includes_them() {
-        model(|| {
-            let c = Arc::new(Ctx::default());
-            let other = {
-                let c = c.clone();
-                loom::thread::spawn(move || {
-                    c.spml.issue(2);
-                    c.signals.set();
-                    quiet(&c.dirty, &c.quieting, Some(&c.signals), (), || c.spml.flush());
-                    assert!(c.spml.complete(2));
-                })
-            };
-            c.spml.issue(1);
+        fn signal_and_quiet(c: &Ctx, op: u32) {
+            c.spml.issue(op);
             c.signals.set();
             quiet(&c.dirty, &c.quieting, Some(&c.signals), (), || c.spml.flush());
-            assert!(c.spml.complete(1));
-            other.join().unwrap();
-        });
+            assert!(c.spml.complete(op));
+        }
+        pair(signal_and_quiet, signal_and_quiet);
     }
 
     /// A fence that skips the spml does so only when its thread's operation is complete.
     #[test]
     fn a_skipped_fence_finds_its_operation_complete() {
-        model(|| {
-            let c = Arc::new(Ctx::default());
-            let other = {
-                let c = c.clone();
-                loom::thread::spawn(move || {
-                    c.spml.issue(2);
-                    issued(&c.dirty);
-                    quiet(&c.dirty, &c.quieting, None, (), || c.spml.flush());
-                })
-            };
-            c.spml.issue(1);
+        fn put_and_fence(c: &Ctx, op: u32) {
+            c.spml.issue(op);
             issued(&c.dirty);
             if !fence_needed(&c.dirty, &c.quieting) {
-                assert!(c.spml.complete(1), "a fence was skipped with its operation outstanding");
+                assert!(c.spml.complete(op), "a fence was skipped with its operation outstanding");
             }
-            other.join().unwrap();
-        });
+        }
+        pair(put_and_fence, put_and_quiet);
     }
 }
