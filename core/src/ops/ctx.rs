@@ -58,6 +58,7 @@ pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
     c.quieting.store(0, Ordering::Relaxed);
     c.options.store(options, Ordering::Relaxed);
     c.team.store(std::ptr::null_mut(), Ordering::Relaxed);
+    c.team_size.store(0, Ordering::Relaxed);
     // Last, with release: a thread that sees the context live sees it filled in.
     c.live.store(true, Ordering::Release);
     let p: Ctx = c;
@@ -117,30 +118,28 @@ pub(crate) unsafe fn world_pe(routine: &CStr, ctx: Ctx, pe: c_int) -> c_int {
     // SAFETY: caller.
     unsafe { check(routine, ctx) };
     // SAFETY: live (checked).
-    let team = unsafe { &*ctx }.team.load(Ordering::Acquire);
-    if team.is_null() {
-        pe
-    } else {
-        team_pe(routine, team, pe)
+    let c = unsafe { &*ctx };
+    let size = c.team_size.load(Ordering::Relaxed);
+    if size == 0 {
+        return pe;
     }
+    if !(0..size).contains(&pe) {
+        outside_team(routine, pe, size);
+    }
+    let (start, stride) = (c.team_start.load(Ordering::Relaxed), c.team_stride.load(Ordering::Relaxed));
+    // In 64 bits: the team's PEs are world PEs, so the result fits an int.
+    (i64::from(start) + i64::from(pe) * i64::from(stride)) as c_int
 }
 
-/// Team index `pe` of a context's team as a world PE, or the job ends naming the routine.
+#[cold]
 #[inline(never)]
-fn team_pe(routine: &CStr, team: Team, pe: c_int) -> c_int {
-    // A team outlives its contexts: destroying it destroys the shareable ones and refuses
-    // while private ones live.
-    let t = crate::ops::teams::state(routine, team).expect("a context's team is not NULL");
-    if !(0..t.desc.size).contains(&pe) {
-        fatal(
-            routine,
-            &format!(
-                "pe {pe} is not a PE of the context's team, which has {} PE(s): on a context made by shmem_team_create_ctx, PE numbers are relative to the team",
-                t.desc.size
-            ),
-        );
-    }
-    t.pe_of(pe)
+fn outside_team(routine: &CStr, pe: c_int, size: c_int) -> ! {
+    fatal(
+        routine,
+        &format!(
+            "pe {pe} is not a PE of the context's team, which has {size} PE(s): on a context made by shmem_team_create_ctx, PE numbers are relative to the team"
+        ),
+    )
 }
 
 #[cold]

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// A context: which spml context carries its traffic, whether it has traffic the spml must
@@ -29,7 +29,13 @@ pub struct CtxObj {
     pub options: AtomicI64,
     /// The team it was created on (NULL: the world).
     pub team: AtomicPtr<TeamObj>,
-    pub _reserved: [u64; 4],
+    /// That team's world start, stride and size (size 0: the world), so that a team-relative
+    /// PE is translated without reaching the team (see `ctx::world_pe`).
+    pub team_start: AtomicI32,
+    pub team_stride: AtomicI32,
+    pub team_size: AtomicI32,
+    pub _pad: u32,
+    pub _reserved: [u64; 2],
 }
 
 const _: () = assert!(std::mem::size_of::<CtxObj>() == 64);
@@ -45,7 +51,11 @@ pub static rshmem_ctx_default: CtxObj = CtxObj {
     quieting: AtomicU32::new(0),
     options: AtomicI64::new(0),
     team: AtomicPtr::new(std::ptr::null_mut()),
-    _reserved: [0; 4],
+    team_start: AtomicI32::new(0),
+    team_stride: AtomicI32::new(0),
+    team_size: AtomicI32::new(0),
+    _pad: 0,
+    _reserved: [0; 2],
 };
 
 /// A team handle points at one of these; `state` is the core's team object. Fixed at 64 bytes
@@ -93,7 +103,11 @@ const fn empty_ctx() -> CtxObj {
         quieting: AtomicU32::new(0),
         options: AtomicI64::new(0),
         team: AtomicPtr::new(std::ptr::null_mut()),
-        _reserved: [0; 4],
+        team_start: AtomicI32::new(0),
+        team_stride: AtomicI32::new(0),
+        team_size: AtomicI32::new(0),
+        _pad: 0,
+        _reserved: [0; 2],
     }
 }
 const fn empty_team() -> TeamObj {

@@ -600,16 +600,20 @@ pub unsafe fn create_ctx(routine: &CStr, team: Team, options: c_long, ctx: *mut 
     if ctx.is_null() {
         fatal(routine, "ctx is NULL");
     }
-    if state(routine, team).is_none() {
+    let Some(t) = state(routine, team) else {
         // SAFETY: checked non-null.
         unsafe { *ctx = std::ptr::null() };
         return -1;
-    }
+    };
     // SAFETY: forwarded; `ctx` is writable.
     let rc = unsafe { crate::ops::ctx::create(routine, options, ctx) };
     if rc == 0 {
         // SAFETY: a context just created, not shared yet.
-        unsafe { (**ctx).team.store(team as *mut TeamObj, Ordering::Release) };
+        let c = unsafe { &**ctx };
+        c.team_start.store(t.desc.start, Ordering::Relaxed);
+        c.team_stride.store(t.desc.stride, Ordering::Relaxed);
+        c.team_size.store(t.desc.size, Ordering::Relaxed);
+        c.team.store(team as *mut TeamObj, Ordering::Release);
     }
     rc
 }
