@@ -22,6 +22,7 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "barrier_cpus",
         "get_loop",
         "get_percentiles",
+        "startup",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
@@ -31,6 +32,10 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
     let r = oshrun(2, &hot, &[("HOT_N", "1000")], DEFAULT_TIMEOUT);
     r.assert_ok("hot_ops");
     assert!(r.stdout.contains("RESULT hot_fetch_add 8 "), "{}", r.stdout);
+    let st = build_c(&dir.join("startup.c"), &[]);
+    let r = oshrun(3, &st, &[], DEFAULT_TIMEOUT);
+    r.assert_ok("startup");
+    assert!(r.stdout.contains("RESULT startup_init_slowest_pe 3 "), "{}", r.stdout);
     let gp = build_c(&dir.join("get_percentiles.c"), &[]);
     let r = oshrun(2, &gp, &[("ITERS", "1000"), ("OP", "1")], DEFAULT_TIMEOUT);
     r.assert_ok("get_percentiles");
