@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Installs what rshmem needs on Debian 12 (run as root; a no-op when everything is present).
 set -euo pipefail
-pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make curl unzip)
+# The toolchain first: nothing is installed for a machine that cannot build anyway.
+if ! command -v cargo >/dev/null; then
+    echo "deps: a Rust toolchain (cargo, rustc >= 1.88) is required; install it with rustup" >&2
+    exit 1
+fi
+# man-db: the man pages install.sh ships (oshcc, oshrun, shmem_info) are read with man, which a
+# minimal Debian lacks.
+pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make curl unzip man-db)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -11,8 +18,4 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-if ! command -v cargo >/dev/null; then
-    echo "deps: a Rust toolchain (cargo, rustc >= 1.88) is required; install it with rustup" >&2
-    exit 1
 fi
