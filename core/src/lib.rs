@@ -146,15 +146,35 @@ mod tests {
         assert!(graph.get("ops::rma").is_some_and(|d| d.contains("ops::ctx")), "{graph:?}");
     }
 
-    /// Every generated routine is in the spec inventory with the same prototype. The inventory
-    /// lies beside the repository (`shared/spec`, as in CI); without it the test fails rather
-    /// than pass having checked nothing.
+    /// Where the spec inventory is: `shared/spec/c-api.tsv` beside the repository (as in CI),
+    /// or beside the repository a local clone was made from (a fresh clone in a scratch
+    /// directory).
+    fn spec_inventory() -> Option<std::path::PathBuf> {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let origin = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["config", "--get", "remote.origin.url"])
+            .output()
+            .ok()
+            .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+            .filter(|p| p.is_absolute());
+        [Some(repo), origin]
+            .into_iter()
+            .flatten()
+            .map(|r| r.join("../shared/spec/c-api.tsv"))
+            .find(|p| p.is_file())
+    }
+
+    /// Every generated routine is in the spec inventory with the same prototype. Without the
+    /// inventory the test fails rather than pass having checked nothing.
     #[test]
     fn generated_prototypes_match_the_spec_inventory() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/spec/c-api.tsv");
-        let tsv = std::fs::read_to_string(path).unwrap_or_else(|e| {
-            panic!("the spec inventory {path} cannot be read ({e}): the prototypes were not checked")
+        let path = spec_inventory().unwrap_or_else(|| {
+            panic!("shared/spec/c-api.tsv is neither beside the repository nor beside its origin: the prototypes were not checked")
         });
+        let tsv = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("the spec inventory {} cannot be read: {e}", path.display()));
         let norm = |s: &str| {
             s.split_whitespace().collect::<Vec<_>>().join(" ").replace("* ", "*").replace("_Noreturn ", "")
         };

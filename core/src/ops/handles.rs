@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32};
 use std::sync::Mutex;
 
 /// A context: which spml context carries its traffic, whether it has traffic the spml must
@@ -43,20 +43,7 @@ const _: () = assert!(std::mem::size_of::<CtxObj>() == 64);
 pub type Ctx = *const CtxObj;
 
 #[no_mangle]
-pub static rshmem_ctx_default: CtxObj = CtxObj {
-    spml: AtomicPtr::new(std::ptr::null_mut()),
-    spml_dirty: AtomicBool::new(false),
-    spml_pending: AtomicBool::new(false),
-    live: AtomicBool::new(true),
-    quieting: AtomicU32::new(0),
-    options: AtomicI64::new(0),
-    team: AtomicPtr::new(std::ptr::null_mut()),
-    team_start: AtomicI32::new(0),
-    team_stride: AtomicI32::new(0),
-    team_size: AtomicI32::new(0),
-    _pad: 0,
-    _reserved: [0; 2],
-};
+pub static rshmem_ctx_default: CtxObj = CtxObj { live: AtomicBool::new(true), ..empty_ctx() };
 
 /// A team handle points at one of these; `state` is the core's team object. Fixed at 64 bytes
 /// for the same reason as [`CtxObj`].
@@ -71,15 +58,12 @@ const _: () = assert!(std::mem::size_of::<TeamObj>() == 64);
 pub type Team = *const TeamObj;
 
 #[no_mangle]
-pub static rshmem_team_world: TeamObj =
-    TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
+pub static rshmem_team_world: TeamObj = empty_team();
 #[no_mangle]
-pub static rshmem_team_shared: TeamObj =
-    TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
+pub static rshmem_team_shared: TeamObj = empty_team();
 /// `SHMEMX_TEAM_NODE` (shmemx.h): the PEs on this host.
 #[no_mangle]
-pub static rshmem_team_node: TeamObj =
-    TeamObj { state: AtomicPtr::new(std::ptr::null_mut()), _reserved: [0; 7] };
+pub static rshmem_team_node: TeamObj = empty_team();
 
 /// Whether `team` is one of the predefined teams, which live for the whole job.
 pub fn is_predefined(team: Team) -> bool {
@@ -128,30 +112,33 @@ pub fn index_in<T>(table: &[T], p: *const T) -> Option<usize> {
 /// ago, so that a handle used after its destroy meets a dead object, and a clear error, for as
 /// long as possible.
 pub struct Slots {
-    fresh: AtomicUsize,
-    dead: Mutex<VecDeque<usize>>,
+    /// (slots handed out so far, the destroyed ones, longest dead first)
+    state: Mutex<(usize, VecDeque<usize>)>,
     n: usize,
 }
 
 impl Slots {
     pub const fn new(n: usize) -> Slots {
-        Slots { fresh: AtomicUsize::new(0), dead: Mutex::new(VecDeque::new()), n }
+        Slots { state: Mutex::new((0, VecDeque::new())), n }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, VecDeque<usize>)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A free slot, or None when every one is live.
     pub fn take(&self) -> Option<usize> {
-        let mut dead = self.dead.lock().unwrap_or_else(|e| e.into_inner());
-        let i = self.fresh.load(Ordering::Relaxed);
-        if i < self.n {
-            self.fresh.store(i + 1, Ordering::Relaxed);
-            return Some(i);
+        let mut g = self.lock();
+        if g.0 < self.n {
+            g.0 += 1;
+            return Some(g.0 - 1);
         }
-        dead.pop_front()
+        g.1.pop_front()
     }
 
     /// Slot `i`'s object was destroyed.
     pub fn bury(&self, i: usize) {
-        self.dead.lock().unwrap_or_else(|e| e.into_inner()).push_back(i);
+        self.lock().1.push_back(i);
     }
 }
 
