@@ -12,6 +12,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RSHMEM_REGEN_HEADERS");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     soname(&out);
+    plugin_fallbacks(&out);
     let all = gen::routines();
     std::fs::write(out.join("capi.rs"), gen::rust_entry_points(&all)).unwrap();
     let headers = [
@@ -42,4 +43,27 @@ fn soname(out: &std::path::Path) {
             let _ = std::os::unix::fs::symlink("libshmem.so", &link);
         }
     }
+}
+
+/// Where a program that links the core in (a Rust program using the `rshmem` crate) looks for
+/// plugins when none sit beside it (core/src/paths.rs): the profile directory this build
+/// writes (`target/<profile>`, where the workspace builds the plugins), and the installed
+/// plugin directory: `$RSHMEM_PREFIX/lib`, else the `libdir` of an installed `rshmem.pc`.
+fn plugin_fallbacks(out: &std::path::Path) {
+    println!("cargo:rerun-if-env-changed=RSHMEM_PREFIX");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    if let Some(profile_dir) = out.ancestors().nth(3) {
+        println!("cargo:rustc-env=RSHMEM_BUILD_PROFILE_DIR={}", profile_dir.display());
+    }
+    let libdir = match std::env::var("RSHMEM_PREFIX") {
+        Ok(p) if !p.is_empty() => Some(format!("{p}/lib")),
+        _ => std::process::Command::new("pkg-config")
+            .args(["--variable=libdir", "rshmem"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|d| !d.is_empty() && !d.contains("${")),
+    };
+    println!("cargo:rustc-env=RSHMEM_INSTALLED_LIBDIR={}", libdir.unwrap_or_default());
 }

@@ -44,7 +44,7 @@ suite() {
 suite cargo test --workspace -- --test-threads=2
 for launcher in mpirun srun hosts2 hosts4; do
     suite env RSHMEM_TEST_LAUNCHER=$launcher \
-        cargo test -p rshmem-tests --test c_programs --test spec_examples -- --test-threads=2
+        cargo test -p rshmem-tests --test c_programs --test spec_examples --test rust_programs -- --test-threads=2
 done
 # The stress programs again under mpirun (its PMIx start, the same mapped path), fewer runs.
 suite env RSHMEM_TEST_LAUNCHER=mpirun RSHMEM_STRESS_RUNS=3 \

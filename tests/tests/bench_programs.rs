@@ -23,6 +23,7 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "get_loop",
         "get_percentiles",
         "startup",
+        "histogram",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }

@@ -239,3 +239,64 @@ fn a_bundle_carries_its_libraries_and_programs_load_them_from_it() {
     assert!(out.contains(&modules), "UCX did not look for its modules in {modules}: {out}");
     drop(scratch);
 }
+
+/// A Rust program built with cargo against the `rshmem` crate, outside the workspace and with
+/// its own target directory (so no plugins are built beside it), finds the installed plugins:
+/// the core records the install's plugin directory when it is built (`RSHMEM_PREFIX` here, or
+/// an installed `rshmem.pc`), and the program runs from any directory under the installed
+/// oshrun.
+#[test]
+fn a_cargo_built_rust_program_finds_the_installed_plugins() {
+    let scratch = Scratch::new("install-rust");
+    let prefix = scratch.0.join("prefix");
+    let krate = scratch.0.join("app");
+    let run_dir = scratch.0.join("run");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::create_dir_all(&run_dir).unwrap();
+    install(&prefix);
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n\
+             rshmem = {{ path = \"{}\" }}\n\n[workspace]\n",
+            repo().join("rshmem").display()
+        ),
+    )
+    .unwrap();
+    // The workspace's resolved versions, so the build needs nothing it has not fetched.
+    std::fs::copy(repo().join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+    std::fs::write(
+        krate.join("src/main.rs"),
+        r#"fn main() -> Result<(), rshmem::Error> {
+    let shmem = rshmem::Shmem::init()?;
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    shmem.scope(|s| {
+        let x = s.alloc::<i64>(1)?;
+        shmem.atomic_inc(&x, 0, 0)?;
+        shmem.barrier_all();
+        if me == 0 {
+            println!("sum {} of {n}", x.read(0));
+        }
+        println!("PE {me} ok");
+        Ok(())
+    })
+}
+"#,
+    )
+    .unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    sh(Command::new(cargo)
+        .current_dir(&krate)
+        .args(["build", "--quiet", "--offline"])
+        .env("CARGO_TARGET_DIR", scratch.0.join("target"))
+        .env("RSHMEM_PREFIX", &prefix)
+        .env_remove("CARGO_MANIFEST_DIR"));
+    let exe = run_dir.join("app");
+    std::fs::copy(scratch.0.join("target/debug/app"), &exe).unwrap();
+    let out = run_two(&prefix, &exe, &run_dir);
+    assert!(out.contains("sum 2 of 2") && out.contains("PE 0 ok") && out.contains("PE 1 ok"), "{out}");
+    // Alone, it is one PE, and still finds them.
+    let out = sh(Command::new(&exe).current_dir(&run_dir).env_remove("SHMEM_MCA_plugin_path"));
+    assert!(out.contains("sum 1 of 1"), "{out}");
+    drop(scratch);
+}

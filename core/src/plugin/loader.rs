@@ -64,7 +64,8 @@ pub struct Discovery {
 
 /// The directories searched, in order: `SHMEM_MCA_plugin_path` entries, then the library's own
 /// directory's `rshmem/` subdirectory and the directory itself (`shmem_info` loads the library,
-/// so it searches the same ones).
+/// so it searches the same ones); for a program with the core linked in (Rust programs), then
+/// the build and install directories the core was built for (`paths::fallback_plugin_dirs`).
 pub fn plugin_dirs() -> Vec<(PathBuf, bool)> {
     let mut dirs = Vec::new();
     for d in crate::config::raw("SHMEM_MCA_plugin_path").split(':').filter(|d| !d.is_empty()) {
@@ -74,6 +75,13 @@ pub fn plugin_dirs() -> Vec<(PathBuf, bool)> {
         dirs.push((own.join("rshmem"), true));
         // The build directory also holds unrelated libraries: only our own naming there.
         dirs.push((own, false));
+    }
+    if crate::paths::linked_into_program() {
+        for d in crate::paths::fallback_plugin_dirs() {
+            if !dirs.iter().any(|(known, _)| *known == d.0) {
+                dirs.push(d);
+            }
+        }
     }
     dirs
 }

@@ -1,0 +1,189 @@
+//! Atomic memory operations on elements of symmetric arrays, and the point-to-point waits on
+//! this PE's own elements.
+
+use std::ffi::c_int;
+
+use crate::ctx::Ctx;
+use crate::error::Result;
+use crate::ffi::{self, AmoFns};
+use crate::symm::Symm;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The integer types with OpenSHMEM atomics, waits and tests: `i32`, `i64`, `u32`, `u64`.
+pub trait AtomicInt: bytemuck::Pod + sealed::Sealed {
+    #[doc(hidden)]
+    const C: AmoFns<Self>;
+    #[doc(hidden)]
+    const ONE: Self;
+}
+
+macro_rules! atomic_int {
+    ($($t:ty => $fns:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl AtomicInt for $t {
+            const C: AmoFns<$t> = ffi::$fns;
+            const ONE: $t = 1;
+        }
+    )*};
+}
+atomic_int!(i32 => AMO_I32, i64 => AMO_I64, u32 => AMO_U32, u64 => AMO_U64);
+
+/// A comparison for waits and tests (`SHMEM_CMP_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Gt,
+    Le,
+    Lt,
+    Ge,
+}
+
+impl Cmp {
+    fn raw(self) -> c_int {
+        match self {
+            Cmp::Eq => 1,
+            Cmp::Ne => 2,
+            Cmp::Gt => 3,
+            Cmp::Le => 4,
+            Cmp::Lt => 5,
+            Cmp::Ge => 6,
+        }
+    }
+}
+
+/// One fetching atomic: checks the element and the PE, then calls the C entry point.
+macro_rules! fetching {
+    ($(#[$doc:meta])* $name:ident, $slot:ident, $routine:literal) => {
+        $(#[$doc])*
+        #[inline]
+        pub fn $name<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<T> {
+            let d = dest.at($routine, i)?;
+            let pe = self.checked_pe($routine, pe)?;
+            // SAFETY: a checked element of a live symmetric array, a PE in range.
+            Ok(unsafe { (T::C.$slot)(self.raw(), d, value, pe) })
+        }
+    };
+}
+
+impl Ctx {
+    /// `shmem_atomic_fetch`: `dest[i]` on `pe`, read atomically.
+    #[inline]
+    pub fn atomic_fetch<T: AtomicInt>(&self, src: &Symm<'_, T>, i: usize, pe: usize) -> Result<T> {
+        const ROUTINE: &str = "Ctx::atomic_fetch";
+        let s = src.at(ROUTINE, i)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: a checked element of a live symmetric array, a PE in range.
+        Ok(unsafe { (T::C.fetch)(self.raw(), s, pe) })
+    }
+
+    /// `shmem_atomic_set`: writes `dest[i]` on `pe` atomically.
+    #[inline]
+    pub fn atomic_set<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
+        const ROUTINE: &str = "Ctx::atomic_set";
+        let d = dest.at(ROUTINE, i)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: as `atomic_fetch`.
+        unsafe { (T::C.set)(self.raw(), d, value, pe) };
+        Ok(())
+    }
+
+    /// `shmem_atomic_add`: adds `value` to `dest[i]` on `pe`.
+    #[inline]
+    pub fn atomic_add<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
+        const ROUTINE: &str = "Ctx::atomic_add";
+        let d = dest.at(ROUTINE, i)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: as `atomic_fetch`.
+        unsafe { (T::C.add)(self.raw(), d, value, pe) };
+        Ok(())
+    }
+
+    /// `shmem_atomic_inc`: adds one to `dest[i]` on `pe`.
+    #[inline]
+    pub fn atomic_inc<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, pe: usize) -> Result<()> {
+        self.atomic_add(dest, i, T::ONE, pe)
+    }
+
+    /// `shmem_atomic_fetch_inc`: adds one to `dest[i]` on `pe`; returns the value before.
+    #[inline]
+    pub fn atomic_fetch_inc<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, pe: usize) -> Result<T> {
+        self.atomic_fetch_add(dest, i, T::ONE, pe)
+    }
+
+    /// `shmem_atomic_compare_swap`: sets `dest[i]` on `pe` to `value` if it equals `cond`;
+    /// returns the value before.
+    #[inline]
+    pub fn atomic_compare_swap<T: AtomicInt>(
+        &self,
+        dest: &Symm<'_, T>,
+        i: usize,
+        cond: T,
+        value: T,
+        pe: usize,
+    ) -> Result<T> {
+        const ROUTINE: &str = "Ctx::atomic_compare_swap";
+        let d = dest.at(ROUTINE, i)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: as `atomic_fetch`.
+        Ok(unsafe { (T::C.compare_swap)(self.raw(), d, cond, value, pe) })
+    }
+
+    fetching!(
+        /// `shmem_atomic_swap`: sets `dest[i]` on `pe` to `value`; returns the value before.
+        atomic_swap, swap, "Ctx::atomic_swap"
+    );
+    fetching!(
+        /// `shmem_atomic_fetch_add`: adds `value` to `dest[i]` on `pe`; returns the value before.
+        atomic_fetch_add, fetch_add, "Ctx::atomic_fetch_add"
+    );
+    fetching!(
+        /// `shmem_atomic_fetch_and`: `dest[i] &= value` on `pe`; returns the value before.
+        atomic_fetch_and, fetch_and, "Ctx::atomic_fetch_and"
+    );
+    fetching!(
+        /// `shmem_atomic_fetch_or`: `dest[i] |= value` on `pe`; returns the value before.
+        atomic_fetch_or, fetch_or, "Ctx::atomic_fetch_or"
+    );
+    fetching!(
+        /// `shmem_atomic_fetch_xor`: `dest[i] ^= value` on `pe`; returns the value before.
+        atomic_fetch_xor, fetch_xor, "Ctx::atomic_fetch_xor"
+    );
+}
+
+impl<T: AtomicInt> Symm<'_, T> {
+    /// `shmem_wait_until`: waits until this PE's element `i` compares `cmp` to `value` (other
+    /// PEs change it). Panics when `i` is out of bounds.
+    pub fn wait_until(&self, i: usize, cmp: Cmp, value: T) {
+        let p = self.at("Symm::wait_until", i).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: a checked element of a live symmetric array of this PE.
+        unsafe { (T::C.wait_until)(p, cmp.raw(), value) }
+    }
+
+    /// `shmem_test`: whether this PE's element `i` compares `cmp` to `value` now.
+    pub fn test(&self, i: usize, cmp: Cmp, value: T) -> bool {
+        let p = self.at("Symm::test", i).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: as `wait_until`.
+        unsafe { (T::C.test)(p, cmp.raw(), value) != 0 }
+    }
+}
+
+impl Symm<'_, u64> {
+    /// `shmem_signal_wait_until`: waits until signal word `i` of this PE compares `cmp` to
+    /// `value`; returns its value then.
+    pub fn signal_wait_until(&self, i: usize, cmp: Cmp, value: u64) -> u64 {
+        let p = self.at("Symm::signal_wait_until", i).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: a checked element of a live symmetric array of this PE.
+        unsafe { ffi::shmem_signal_wait_until(p, cmp.raw(), value) }
+    }
+
+    /// `shmem_signal_fetch`: signal word `i` of this PE, read atomically.
+    pub fn signal_fetch(&self, i: usize) -> u64 {
+        let p = self.at("Symm::signal_fetch", i).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: as `signal_wait_until`.
+        unsafe { ffi::shmem_signal_fetch(p) }
+    }
+}

@@ -1,0 +1,329 @@
+//! Contexts and the transfers on them: put, get, single elements, put-with-signal, and
+//! non-blocking transfers whose buffers stay borrowed until the context's quiet.
+
+use std::ffi::{c_int, c_void};
+use std::marker::PhantomData;
+use std::mem::size_of;
+
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::symm::Symm;
+use crate::Shmem;
+
+/// A communication context (`shmem_ctx_t`): the default one is the runtime itself (`Shmem`
+/// dereferences to it); [`Shmem::create_ctx`] and [`crate::Team::create_ctx`] make more. PE
+/// numbers are those of the context's team. Not `Send`: a context is used by the thread that
+/// has it.
+pub struct Ctx {
+    raw: ffi::RawCtx,
+    n_pes: usize,
+    _not_send: PhantomData<*mut ()>,
+}
+
+/// The default context's handle (`SHMEM_CTX_DEFAULT`).
+pub(crate) fn default_raw() -> ffi::RawCtx {
+    // Only the address of the exported object is taken.
+    (&raw mut ffi::rshmem_ctx_default).cast()
+}
+
+/// How a signal word is updated by [`Ctx::put_signal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalOp {
+    Set,
+    Add,
+}
+
+/// Options of a new context (`SHMEM_CTX_*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CtxOptions {
+    /// `SHMEM_CTX_SERIALIZED`.
+    pub serialized: bool,
+    /// `SHMEM_CTX_PRIVATE` (always true in effect: contexts are not `Send`).
+    pub private: bool,
+    /// `SHMEM_CTX_NOSTORE`: no stores through `shmem_ptr` ordered by this context.
+    pub nostore: bool,
+}
+
+impl CtxOptions {
+    fn raw(self) -> std::ffi::c_long {
+        (if self.serialized { ffi::CTX_SERIALIZED } else { 0 })
+            | (if self.private { ffi::CTX_PRIVATE } else { 0 })
+            | (if self.nostore { ffi::CTX_NOSTORE } else { 0 })
+    }
+}
+
+impl Ctx {
+    pub(crate) fn new(raw: ffi::RawCtx, n_pes: usize) -> Ctx {
+        Ctx { raw, n_pes, _not_send: PhantomData }
+    }
+
+    /// The number of PEs this context addresses (its team's).
+    pub fn n_pes(&self) -> usize {
+        self.n_pes
+    }
+
+    /// `pe` as the C API's `int`, checked against the context's team.
+    #[inline]
+    pub(crate) fn checked_pe(&self, routine: &'static str, pe: usize) -> Result<c_int> {
+        if pe >= self.n_pes {
+            return Err(Error::BadPe { routine, pe, n_pes: self.n_pes });
+        }
+        Ok(pe as c_int)
+    }
+
+    pub(crate) fn raw(&self) -> ffi::RawCtx {
+        self.raw
+    }
+
+    /// `shmem_ctx_putmem`: copies `src` into `dest[offset..]` on `pe`. Returns when `src` may
+    /// be reused; the data has arrived after [`Ctx::quiet`] (or a barrier, on the default
+    /// context).
+    #[inline]
+    pub fn put<T: bytemuck::Pod>(
+        &self,
+        dest: &Symm<'_, T>,
+        offset: usize,
+        src: &[T],
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::put";
+        let d = dest.range(ROUTINE, offset, src.len())?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: `d` is a checked range of a live symmetric array; `src` is a live slice of
+        // the same byte length; `pe` is in range.
+        unsafe { ffi::shmem_ctx_putmem(self.raw, d.cast(), src.as_ptr().cast(), size_of_val(src), pe) };
+        Ok(())
+    }
+
+    /// `shmem_ctx_getmem`: copies `src[offset..offset + dest.len()]` of `pe` into `dest`.
+    #[inline]
+    pub fn get<T: bytemuck::Pod>(
+        &self,
+        dest: &mut [T],
+        src: &Symm<'_, T>,
+        offset: usize,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::get";
+        let s = src.range(ROUTINE, offset, dest.len())?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: as in `put`; `dest` is exclusively borrowed local memory, and any bytes are
+        // a valid T.
+        unsafe { ffi::shmem_ctx_getmem(self.raw, dest.as_mut_ptr().cast(), s.cast(), size_of_val(dest), pe) };
+        Ok(())
+    }
+
+    /// `shmem_ctx_<type>_p`: writes one element, `dest[i]` on `pe`.
+    #[inline]
+    pub fn p<T: bytemuck::Pod>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
+        const ROUTINE: &str = "Ctx::p";
+        let d = dest.at(ROUTINE, i)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: a checked element of a live symmetric array; the sized entry points get the
+        // same bytes as an integer of T's width (T is Pod, so any width-sized bytes are fine).
+        unsafe {
+            match size_of::<T>() {
+                1 => ffi::shmem_ctx_int8_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
+                2 => ffi::shmem_ctx_int16_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
+                4 => ffi::shmem_ctx_int32_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
+                8 => ffi::shmem_ctx_int64_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
+                n => ffi::shmem_ctx_putmem(self.raw, d.cast(), (&raw const value).cast(), n, pe),
+            }
+        }
+        Ok(())
+    }
+
+    /// `shmem_ctx_<type>_g`: reads one element, `src[i]` on `pe`.
+    #[inline]
+    pub fn g<T: bytemuck::Pod>(&self, src: &Symm<'_, T>, i: usize, pe: usize) -> Result<T> {
+        const ROUTINE: &str = "Ctx::g";
+        let s = src.at(ROUTINE, i)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: as in `p`; the integer read back is T's bytes.
+        unsafe {
+            Ok(match size_of::<T>() {
+                1 => std::mem::transmute_copy(&ffi::shmem_ctx_int8_g(self.raw, s.cast(), pe)),
+                2 => std::mem::transmute_copy(&ffi::shmem_ctx_int16_g(self.raw, s.cast(), pe)),
+                4 => std::mem::transmute_copy(&ffi::shmem_ctx_int32_g(self.raw, s.cast(), pe)),
+                8 => std::mem::transmute_copy(&ffi::shmem_ctx_int64_g(self.raw, s.cast(), pe)),
+                _ => {
+                    let mut v = T::zeroed();
+                    ffi::shmem_ctx_getmem(self.raw, (&raw mut v).cast(), s.cast(), size_of::<T>(), pe);
+                    v
+                }
+            })
+        }
+    }
+
+    /// `shmem_ctx_putmem_signal`: puts `src` into `dest[offset..]` on `pe`, then updates
+    /// `signal[sig_index]` there with `value` once the data is in place.
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal<T: bytemuck::Pod>(
+        &self,
+        dest: &Symm<'_, T>,
+        offset: usize,
+        src: &[T],
+        signal: &Symm<'_, u64>,
+        sig_index: usize,
+        value: u64,
+        op: SignalOp,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::put_signal";
+        let d = dest.range(ROUTINE, offset, src.len())?;
+        let sig = signal.at(ROUTINE, sig_index)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        let op = match op {
+            SignalOp::Set => ffi::SIGNAL_SET,
+            SignalOp::Add => ffi::SIGNAL_ADD,
+        };
+        // SAFETY: checked ranges of live symmetric arrays, a live source slice, `pe` in range.
+        unsafe {
+            ffi::shmem_ctx_putmem_signal(
+                self.raw,
+                d.cast(),
+                src.as_ptr().cast(),
+                size_of_val(src),
+                sig,
+                value,
+                op,
+                pe,
+            )
+        };
+        Ok(())
+    }
+
+    /// `shmem_ctx_quiet`: every operation issued on this context is complete.
+    pub fn quiet(&self) {
+        // SAFETY: a live context.
+        unsafe { ffi::shmem_ctx_quiet(self.raw) }
+    }
+
+    /// `shmem_ctx_fence`: operations to each PE before it are delivered before those after.
+    pub fn fence(&self) {
+        // SAFETY: a live context.
+        unsafe { ffi::shmem_ctx_fence(self.raw) }
+    }
+
+    /// Non-blocking transfers: `f` issues them through the [`Nbi`] it is given, and the
+    /// context is quieted when `f` returns (or unwinds), so the buffers they name stay
+    /// borrowed, and untouched, until the data has moved.
+    pub fn nbi<'env, R>(&'env self, f: impl for<'n> FnOnce(&'n Nbi<'n, 'env>) -> R) -> R {
+        struct QuietOnDrop<'a>(&'a Ctx);
+        impl Drop for QuietOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.quiet();
+            }
+        }
+        let _guard = QuietOnDrop(self);
+        let nbi = Nbi { ctx: self, _scope: PhantomData, _env: PhantomData };
+        f(&nbi)
+    }
+}
+
+/// The non-blocking transfers of one [`Ctx::nbi`] region. Every buffer named here is borrowed
+/// for the whole region (`'n`), which ends with the context's quiet.
+pub struct Nbi<'n, 'env: 'n> {
+    ctx: &'env Ctx,
+    _scope: PhantomData<&'n mut &'n ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'n, 'env> Nbi<'n, 'env> {
+    /// `shmem_ctx_putmem_nbi`: `src` stays borrowed until the region's quiet.
+    pub fn put<T: bytemuck::Pod>(
+        &self,
+        dest: &'n Symm<'_, T>,
+        offset: usize,
+        src: &'n [T],
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Nbi::put";
+        let d = dest.range(ROUTINE, offset, src.len())?;
+        let pe = self.ctx.checked_pe(ROUTINE, pe)?;
+        // SAFETY: as `Ctx::put`; `src` is borrowed until the region's end, which quiets the
+        // context before the borrow ends.
+        unsafe {
+            ffi::shmem_ctx_putmem_nbi(self.ctx.raw, d.cast(), src.as_ptr().cast(), size_of_val(src), pe)
+        };
+        Ok(())
+    }
+
+    /// `shmem_ctx_getmem_nbi`: `dest` is filled by the region's end, and borrowed until then.
+    pub fn get<T: bytemuck::Pod>(
+        &self,
+        dest: &'n mut [T],
+        src: &'n Symm<'_, T>,
+        offset: usize,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Nbi::get";
+        let s = src.range(ROUTINE, offset, dest.len())?;
+        let pe = self.ctx.checked_pe(ROUTINE, pe)?;
+        // SAFETY: as `Ctx::get`; `dest` is exclusively borrowed until the region's quiet.
+        unsafe {
+            ffi::shmem_ctx_getmem_nbi(
+                self.ctx.raw,
+                dest.as_mut_ptr().cast::<c_void>(),
+                s.cast(),
+                size_of_val(dest),
+                pe,
+            )
+        };
+        Ok(())
+    }
+}
+
+/// A context this runtime created: destroyed (after a quiet) when dropped. Dereferences to
+/// [`Ctx`].
+pub struct OwnedCtx<'rt> {
+    ctx: Ctx,
+    rt: &'rt Shmem,
+}
+
+impl<'rt> OwnedCtx<'rt> {
+    pub(crate) fn create(
+        rt: &'rt Shmem,
+        routine: &'static str,
+        team: Option<ffi::RawTeam>,
+        n_pes: usize,
+        options: CtxOptions,
+    ) -> Result<OwnedCtx<'rt>> {
+        let mut raw: ffi::RawCtx = std::ptr::null_mut();
+        // SAFETY: a live team (when given) and a valid out-pointer.
+        let rc = unsafe {
+            match team {
+                Some(t) => ffi::shmem_team_create_ctx(t, options.raw(), &mut raw),
+                None => ffi::shmem_ctx_create(options.raw(), &mut raw),
+            }
+        };
+        if rc != 0 || raw.is_null() {
+            return Err(Error::Declined { routine, code: rc });
+        }
+        rt.contexts.borrow_mut().push(raw);
+        Ok(OwnedCtx { ctx: Ctx::new(raw, n_pes), rt })
+    }
+}
+
+impl Drop for OwnedCtx<'_> {
+    fn drop(&mut self) {
+        self.rt.contexts.borrow_mut().retain(|&c| c != self.ctx.raw);
+        // SAFETY: a context this handle created, destroyed once (shmem_ctx_destroy quiets it).
+        unsafe { ffi::shmem_ctx_destroy(self.ctx.raw) };
+    }
+}
+
+impl std::ops::Deref for OwnedCtx<'_> {
+    type Target = Ctx;
+
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
+}
+
+impl Shmem {
+    /// `shmem_ctx_create`: a new context over the world team.
+    pub fn create_ctx(&self, options: CtxOptions) -> Result<OwnedCtx<'_>> {
+        OwnedCtx::create(self, "Shmem::create_ctx", None, self.n_pes(), options)
+    }
+}

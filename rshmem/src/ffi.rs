@@ -1,0 +1,233 @@
+//! The C entry points this crate calls, as the core exports them (`core/include/shmem.h`). The
+//! core is linked into the program (`use shmem as _` in lib.rs), so these resolve to it at link
+//! time; every safe wrapper in this crate checks its arguments before it calls one.
+
+use std::ffi::{c_int, c_long, c_void};
+
+/// `shmem_ctx_t` and `shmem_team_t`: pointers to the core's handle objects.
+pub type RawCtx = *mut c_void;
+pub type RawTeam = *mut c_void;
+
+pub const THREAD_SINGLE: c_int = 0;
+pub const THREAD_FUNNELED: c_int = 1;
+pub const THREAD_SERIALIZED: c_int = 2;
+pub const THREAD_MULTIPLE: c_int = 3;
+pub const CTX_SERIALIZED: c_long = 1;
+pub const CTX_PRIVATE: c_long = 2;
+pub const CTX_NOSTORE: c_long = 4;
+pub const SIGNAL_SET: c_int = 0;
+pub const SIGNAL_ADD: c_int = 1;
+
+extern "C" {
+    pub static mut rshmem_ctx_default: u8;
+    pub static mut rshmem_team_world: u8;
+    pub static mut rshmem_team_shared: u8;
+
+    pub fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int;
+    pub fn shmem_finalize();
+    pub fn shmem_global_exit(status: c_int) -> !;
+    pub fn shmem_my_pe() -> c_int;
+    pub fn shmem_n_pes() -> c_int;
+    pub fn shmem_malloc(size: usize) -> *mut c_void;
+    pub fn shmem_align(alignment: usize, size: usize) -> *mut c_void;
+    pub fn shmem_free(ptr: *mut c_void);
+    pub fn shmem_barrier_all();
+    pub fn shmem_sync_all();
+
+    pub fn shmem_ctx_create(options: c_long, ctx: *mut RawCtx) -> c_int;
+    pub fn shmem_team_create_ctx(team: RawTeam, options: c_long, ctx: *mut RawCtx) -> c_int;
+    pub fn shmem_ctx_destroy(ctx: RawCtx);
+    pub fn shmem_ctx_quiet(ctx: RawCtx);
+    pub fn shmem_ctx_fence(ctx: RawCtx);
+    pub fn shmem_ctx_putmem(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
+    pub fn shmem_ctx_getmem(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
+    pub fn shmem_ctx_putmem_nbi(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
+    pub fn shmem_ctx_getmem_nbi(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
+    pub fn shmem_ctx_putmem_signal(
+        ctx: RawCtx,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        sig_addr: *mut u64,
+        signal: u64,
+        sig_op: c_int,
+        pe: c_int,
+    );
+    pub fn shmem_signal_fetch(sig_addr: *const u64) -> u64;
+    pub fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, value: u64) -> u64;
+
+    pub fn shmem_team_my_pe(team: RawTeam) -> c_int;
+    pub fn shmem_team_n_pes(team: RawTeam) -> c_int;
+    pub fn shmem_team_translate_pe(src: RawTeam, pe: c_int, dest: RawTeam) -> c_int;
+    pub fn shmem_team_split_strided(
+        parent: RawTeam,
+        start: c_int,
+        stride: c_int,
+        size: c_int,
+        config: *const c_void,
+        mask: c_long,
+        new_team: *mut RawTeam,
+    ) -> c_int;
+    pub fn shmem_team_destroy(team: RawTeam);
+    pub fn shmem_team_sync(team: RawTeam) -> c_int;
+    pub fn shmem_broadcastmem(
+        team: RawTeam,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        root: c_int,
+    ) -> c_int;
+    pub fn shmem_fcollectmem(team: RawTeam, dest: *mut c_void, src: *const c_void, nbytes: usize) -> c_int;
+    pub fn shmem_alltoallmem(team: RawTeam, dest: *mut c_void, src: *const c_void, nbytes: usize) -> c_int;
+}
+
+/// The fixed-size single-element transfers, by width (`shmem_ctx_int{8,16,32,64}_{p,g}`).
+macro_rules! sized_pg {
+    ($($t:ty => $p:ident, $g:ident;)*) => {
+        extern "C" {
+            $(
+                pub fn $p(ctx: RawCtx, dest: *mut $t, value: $t, pe: c_int);
+                pub fn $g(ctx: RawCtx, src: *const $t, pe: c_int) -> $t;
+            )*
+        }
+    };
+}
+sized_pg! {
+    i8 => shmem_ctx_int8_p, shmem_ctx_int8_g;
+    i16 => shmem_ctx_int16_p, shmem_ctx_int16_g;
+    i32 => shmem_ctx_int32_p, shmem_ctx_int32_g;
+    i64 => shmem_ctx_int64_p, shmem_ctx_int64_g;
+}
+
+/// The C entry points of one integer type's atomics, waits and tests, as a table of function
+/// pointers (`crate::amo::AtomicInt::C`): one type, one row.
+pub struct AmoFns<T> {
+    pub fetch: unsafe extern "C" fn(RawCtx, *const T, c_int) -> T,
+    pub set: unsafe extern "C" fn(RawCtx, *mut T, T, c_int),
+    pub swap: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
+    pub compare_swap: unsafe extern "C" fn(RawCtx, *mut T, T, T, c_int) -> T,
+    pub fetch_add: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
+    pub add: unsafe extern "C" fn(RawCtx, *mut T, T, c_int),
+    pub fetch_and: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
+    pub fetch_or: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
+    pub fetch_xor: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
+    pub wait_until: unsafe extern "C" fn(*mut T, c_int, T),
+    pub test: unsafe extern "C" fn(*mut T, c_int, T) -> c_int,
+}
+
+macro_rules! amo_fns {
+    ($($t:ty, $name:ident: $fetch:ident $set:ident $swap:ident $cswap:ident $fadd:ident $add:ident
+       $fand:ident $for:ident $fxor:ident $wait:ident $test:ident;)*) => {
+        extern "C" {
+            $(
+                fn $fetch(ctx: RawCtx, src: *const $t, pe: c_int) -> $t;
+                fn $set(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int);
+                fn $swap(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
+                fn $cswap(ctx: RawCtx, dest: *mut $t, cond: $t, v: $t, pe: c_int) -> $t;
+                fn $fadd(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
+                fn $add(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int);
+                fn $fand(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
+                fn $for(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
+                fn $fxor(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
+                fn $wait(ivar: *mut $t, cmp: c_int, v: $t);
+                fn $test(ivar: *mut $t, cmp: c_int, v: $t) -> c_int;
+            )*
+        }
+        $(
+            pub const $name: AmoFns<$t> = AmoFns {
+                fetch: $fetch, set: $set, swap: $swap, compare_swap: $cswap, fetch_add: $fadd,
+                add: $add, fetch_and: $fand, fetch_or: $for, fetch_xor: $fxor, wait_until: $wait,
+                test: $test,
+            };
+        )*
+    };
+}
+amo_fns! {
+    i32, AMO_I32: shmem_ctx_int32_atomic_fetch shmem_ctx_int32_atomic_set shmem_ctx_int32_atomic_swap
+        shmem_ctx_int32_atomic_compare_swap shmem_ctx_int32_atomic_fetch_add shmem_ctx_int32_atomic_add
+        shmem_ctx_int32_atomic_fetch_and shmem_ctx_int32_atomic_fetch_or shmem_ctx_int32_atomic_fetch_xor
+        shmem_int32_wait_until shmem_int32_test;
+    i64, AMO_I64: shmem_ctx_int64_atomic_fetch shmem_ctx_int64_atomic_set shmem_ctx_int64_atomic_swap
+        shmem_ctx_int64_atomic_compare_swap shmem_ctx_int64_atomic_fetch_add shmem_ctx_int64_atomic_add
+        shmem_ctx_int64_atomic_fetch_and shmem_ctx_int64_atomic_fetch_or shmem_ctx_int64_atomic_fetch_xor
+        shmem_int64_wait_until shmem_int64_test;
+    u32, AMO_U32: shmem_ctx_uint32_atomic_fetch shmem_ctx_uint32_atomic_set shmem_ctx_uint32_atomic_swap
+        shmem_ctx_uint32_atomic_compare_swap shmem_ctx_uint32_atomic_fetch_add shmem_ctx_uint32_atomic_add
+        shmem_ctx_uint32_atomic_fetch_and shmem_ctx_uint32_atomic_fetch_or shmem_ctx_uint32_atomic_fetch_xor
+        shmem_uint32_wait_until shmem_uint32_test;
+    u64, AMO_U64: shmem_ctx_uint64_atomic_fetch shmem_ctx_uint64_atomic_set shmem_ctx_uint64_atomic_swap
+        shmem_ctx_uint64_atomic_compare_swap shmem_ctx_uint64_atomic_fetch_add shmem_ctx_uint64_atomic_add
+        shmem_ctx_uint64_atomic_fetch_and shmem_ctx_uint64_atomic_fetch_or shmem_ctx_uint64_atomic_fetch_xor
+        shmem_uint64_wait_until shmem_uint64_test;
+}
+
+/// A reduction entry point: `int shmem_<type>_<op>_reduce(team, dest, source, nreduce)`.
+pub type ReduceFn<T> = unsafe extern "C" fn(RawTeam, *mut T, *const T, usize) -> c_int;
+
+/// The reductions of one element type: sum, prod, min, max, and the bitwise ones for integers.
+pub struct ReduceFns<T> {
+    pub sum: ReduceFn<T>,
+    pub prod: ReduceFn<T>,
+    pub min: ReduceFn<T>,
+    pub max: ReduceFn<T>,
+    pub and: Option<ReduceFn<T>>,
+    pub or: Option<ReduceFn<T>>,
+    pub xor: Option<ReduceFn<T>>,
+}
+
+macro_rules! reduce_fns {
+    (int $($t:ty, $name:ident: $sum:ident $prod:ident $min:ident $max:ident $and:ident $or:ident $xor:ident;)*) => {
+        extern "C" {
+            $(
+                fn $sum(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $prod(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $min(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $max(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $and(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $or(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $xor(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+            )*
+        }
+        $(
+            pub const $name: ReduceFns<$t> = ReduceFns {
+                sum: $sum, prod: $prod, min: $min, max: $max, and: Some($and), or: Some($or), xor: Some($xor),
+            };
+        )*
+    };
+    (float $($t:ty, $name:ident: $sum:ident $prod:ident $min:ident $max:ident;)*) => {
+        extern "C" {
+            $(
+                fn $sum(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $prod(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $min(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $max(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+            )*
+        }
+        $(
+            pub const $name: ReduceFns<$t> =
+                ReduceFns { sum: $sum, prod: $prod, min: $min, max: $max, and: None, or: None, xor: None };
+        )*
+    };
+}
+reduce_fns! { int
+    i8, RED_I8: shmem_int8_sum_reduce shmem_int8_prod_reduce shmem_int8_min_reduce shmem_int8_max_reduce
+        shmem_int8_and_reduce shmem_int8_or_reduce shmem_int8_xor_reduce;
+    i16, RED_I16: shmem_int16_sum_reduce shmem_int16_prod_reduce shmem_int16_min_reduce shmem_int16_max_reduce
+        shmem_int16_and_reduce shmem_int16_or_reduce shmem_int16_xor_reduce;
+    i32, RED_I32: shmem_int32_sum_reduce shmem_int32_prod_reduce shmem_int32_min_reduce shmem_int32_max_reduce
+        shmem_int32_and_reduce shmem_int32_or_reduce shmem_int32_xor_reduce;
+    i64, RED_I64: shmem_int64_sum_reduce shmem_int64_prod_reduce shmem_int64_min_reduce shmem_int64_max_reduce
+        shmem_int64_and_reduce shmem_int64_or_reduce shmem_int64_xor_reduce;
+    u8, RED_U8: shmem_uint8_sum_reduce shmem_uint8_prod_reduce shmem_uint8_min_reduce shmem_uint8_max_reduce
+        shmem_uint8_and_reduce shmem_uint8_or_reduce shmem_uint8_xor_reduce;
+    u16, RED_U16: shmem_uint16_sum_reduce shmem_uint16_prod_reduce shmem_uint16_min_reduce
+        shmem_uint16_max_reduce shmem_uint16_and_reduce shmem_uint16_or_reduce shmem_uint16_xor_reduce;
+    u32, RED_U32: shmem_uint32_sum_reduce shmem_uint32_prod_reduce shmem_uint32_min_reduce
+        shmem_uint32_max_reduce shmem_uint32_and_reduce shmem_uint32_or_reduce shmem_uint32_xor_reduce;
+    u64, RED_U64: shmem_uint64_sum_reduce shmem_uint64_prod_reduce shmem_uint64_min_reduce
+        shmem_uint64_max_reduce shmem_uint64_and_reduce shmem_uint64_or_reduce shmem_uint64_xor_reduce;
+}
+reduce_fns! { float
+    f32, RED_F32: shmem_float_sum_reduce shmem_float_prod_reduce shmem_float_min_reduce shmem_float_max_reduce;
+    f64, RED_F64: shmem_double_sum_reduce shmem_double_prod_reduce shmem_double_min_reduce shmem_double_max_reduce;
+}

@@ -1,0 +1,154 @@
+//! # rshmem: OpenSHMEM for Rust programs
+//!
+//! The safe API of rshmem. A program initialises the library once ([`Shmem::init`]), makes
+//! symmetric arrays in a collective [`Scope`], and moves data between PEs with puts, gets,
+//! atomics, signals and collectives, every one checked (PE numbers, bounds, lengths) and
+//! returning a [`Result`]. It runs under `oshrun`, `mpirun` or `srun` like a C program (or
+//! alone, as one PE), and finds the installed plugins the same way (docs/rust.md).
+//!
+//! ```
+//! use rshmem::{Cmp, Op, Shmem};
+//!
+//! fn main() -> Result<(), rshmem::Error> {
+//!     let shmem = Shmem::init()?;
+//!     let (me, n) = (shmem.my_pe(), shmem.n_pes());
+//!     shmem.scope(|s| {
+//!         let inbox = s.alloc::<u64>(1)?;
+//!         let sum = s.alloc::<u64>(1)?;
+//!         // Each PE gives its number plus one to the next PE around the ring.
+//!         shmem.p(&inbox, 0, me as u64 + 1, (me + 1) % n)?;
+//!         inbox.wait_until(0, Cmp::Ne, 0);
+//!         assert_eq!(inbox.read(0), ((me + n - 1) % n) as u64 + 1);
+//!         shmem.world().reduce(Op::Sum, &sum, &inbox)?;
+//!         assert_eq!(sum.read(0), (n * (n + 1) / 2) as u64);
+//!         Ok(())
+//!     })
+//! }
+//! ```
+//!
+//! ## What the types rule out
+//!
+//! Each of these is a compile error (the doc tests below check that they stay one).
+//!
+//! Using anything after `finalize`: every handle borrows the runtime.
+//! ```compile_fail,E0505
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! let world = shmem.world();
+//! shmem.finalize();
+//! world.sync();
+//! ```
+//!
+//! A symmetric array outliving its scope (it is freed, collectively, when the scope ends).
+//! ```compile_fail
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! let kept = shmem.scope(|s| s.alloc::<u64>(4).unwrap());
+//! ```
+//!
+//! An allocation outliving the runtime.
+//! ```compile_fail,E0505
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let a = s.alloc::<u64>(4).unwrap();
+//!     drop(shmem);
+//!     a.read(0);
+//! });
+//! ```
+//!
+//! Elements that are not valid for every bit pattern (a remote PE may write any bytes).
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| { let _ = s.alloc::<bool>(4); });
+//! ```
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| { let _ = s.alloc::<&'static str>(4); });
+//! ```
+//!
+//! Changing the source of a non-blocking put before the context's quiet.
+//! ```compile_fail,E0506
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let dest = s.alloc::<u64>(4).unwrap();
+//!     let mut src = [1u64; 4];
+//!     shmem.nbi(|n| {
+//!         n.put(&dest, 0, &src, 0).unwrap();
+//!         src[0] = 2;
+//!     });
+//! });
+//! ```
+//!
+//! Reading the destination of a non-blocking get before the quiet.
+//! ```compile_fail,E0502
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let src = s.alloc::<u64>(4).unwrap();
+//!     let mut got = [0u64; 4];
+//!     shmem.nbi(|n| {
+//!         n.get(&mut got, &src, 0, 0).unwrap();
+//!         println!("{}", got[0]);
+//!     });
+//! });
+//! ```
+//!
+//! A local `&mut` to symmetric memory that other PEs can still reach: inside
+//! [`Symm::exclusive`] the array cannot be named, not even to put into it.
+//! ```compile_fail,E0502
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let mut a = s.alloc::<u64>(4).unwrap();
+//!     a.exclusive(|local| {
+//!         local[0] = 1;
+//!         shmem.put(&a, 0, &[2], 0).unwrap();
+//!     }).unwrap();
+//! });
+//! ```
+//! and outside it there is no slice to hold:
+//! ```compile_fail,E0599
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let a = s.alloc::<u64>(4).unwrap();
+//!     let local: &[u64] = a.as_slice();
+//! });
+//! ```
+//!
+//! A context (or the runtime, or a symmetric array) sent to another thread.
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! let ctx = shmem.create_ctx(Default::default()).unwrap();
+//! std::thread::scope(|t| { t.spawn(|| ctx.quiet()); });
+//! ```
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! std::thread::spawn(move || shmem.barrier_all());
+//! ```
+//!
+//! A second runtime, or a team split outside a scope, is a run-time [`Error`] or not
+//! expressible: `Scope::split_strided` is the only way to make a team.
+//!
+//! ## What is checked at run time
+//!
+//! PE numbers against the team of the context or team used ([`Error::BadPe`]), element ranges
+//! against the array ([`Error::OutOfBounds`]), collective lengths ([`Error::Length`]), array
+//! lengths across PEs at allocation, and the array of an exclusive epoch across PEs
+//! ([`Error::EpochMismatch`]).
+
+// The core, linked into the program: the C entry points `ffi` declares are its.
+use shmem as _;
+
+mod amo;
+mod ctx;
+mod error;
+mod ffi;
+mod runtime;
+mod scope;
+mod symm;
+mod team;
+
+pub use amo::{AtomicInt, Cmp};
+pub use bytemuck::{Pod, Zeroable};
+pub use ctx::{Ctx, CtxOptions, Nbi, OwnedCtx, SignalOp};
+pub use error::{Error, Result};
+pub use runtime::{Shmem, ThreadLevel};
+pub use scope::Scope;
+pub use symm::Symm;
+pub use team::{Op, Reduce, Team};

@@ -1,0 +1,234 @@
+//! The runtime token: [`Shmem`] is the initialised library. Everything else borrows it, so
+//! nothing outlives `shmem_finalize`, and it is made and ended once per process at a time.
+
+use std::cell::RefCell;
+use std::ffi::c_int;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::ffi;
+
+/// Thread support levels (`SHMEM_THREAD_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThreadLevel {
+    Single,
+    Funneled,
+    Serialized,
+    Multiple,
+}
+
+impl ThreadLevel {
+    fn raw(self) -> c_int {
+        match self {
+            ThreadLevel::Single => ffi::THREAD_SINGLE,
+            ThreadLevel::Funneled => ffi::THREAD_FUNNELED,
+            ThreadLevel::Serialized => ffi::THREAD_SERIALIZED,
+            ThreadLevel::Multiple => ffi::THREAD_MULTIPLE,
+        }
+    }
+
+    fn from_raw(v: c_int) -> ThreadLevel {
+        match v {
+            ffi::THREAD_MULTIPLE => ThreadLevel::Multiple,
+            ffi::THREAD_SERIALIZED => ThreadLevel::Serialized,
+            ffi::THREAD_FUNNELED => ThreadLevel::Funneled,
+            _ => ThreadLevel::Single,
+        }
+    }
+}
+
+/// Whether a [`Shmem`] is live in this process: the library has one runtime per process.
+static LIVE: AtomicBool = AtomicBool::new(false);
+
+/// Words of the agreement scratch: a max-reduction over `AGREE_WORDS` values.
+pub(crate) const AGREE_WORDS: usize = 6;
+
+/// The initialised library. Made by [`Shmem::init`]; dropping it (or [`Shmem::finalize`]) is
+/// `shmem_finalize`, which every PE reaches. Every handle of this crate borrows it, so none can
+/// be used after it. It dereferences to the default context ([`Ctx`]).
+///
+/// It is neither `Send` nor `Sync`: the calls this crate makes assume the thread that
+/// initialised the library (thread level single or funneled).
+pub struct Shmem {
+    pub(crate) default: Ctx,
+    me: usize,
+    n_pes: usize,
+    level: ThreadLevel,
+    /// A private duplicate of the world team: only this crate's agreement steps (allocation
+    /// sizes, exclusive epochs) run collectives on it, so no user collective can be matched
+    /// with one of them.
+    pub(crate) agree_team: ffi::RawTeam,
+    /// Symmetric scratch for those agreements: `AGREE_WORDS` sources, then as many results.
+    agree_buf: *mut i64,
+    /// Contexts this runtime created and has not destroyed: quieted before an exclusive epoch
+    /// and before a scope frees its memory.
+    pub(crate) contexts: RefCell<Vec<ffi::RawCtx>>,
+    /// Collective allocations made so far (`Scope::alloc`), the next one's number.
+    pub(crate) allocations: std::cell::Cell<u64>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl Shmem {
+    /// `shmem_init`: starts this PE (under `oshrun`, `mpirun` or `srun`, or alone as a single
+    /// PE). Only one runtime lives in a process at a time.
+    pub fn init() -> Result<Shmem> {
+        Shmem::init_thread(ThreadLevel::Single)
+    }
+
+    /// `shmem_init_thread`. Levels above [`ThreadLevel::Funneled`] are accepted by the library,
+    /// but the handles of this crate are not `Send`, so only the initialising thread uses them.
+    pub fn init_thread(level: ThreadLevel) -> Result<Shmem> {
+        if LIVE.swap(true, Ordering::AcqRel) {
+            return Err(Error::AlreadyInitialized);
+        }
+        let mut provided: c_int = 0;
+        // SAFETY: plain C call; `provided` is a valid out-pointer.
+        let rc = unsafe { ffi::shmem_init_thread(level.raw(), &mut provided) };
+        if rc != 0 {
+            LIVE.store(false, Ordering::Release);
+            return Err(Error::Declined { routine: "Shmem::init_thread", code: rc });
+        }
+        let provided = ThreadLevel::from_raw(provided);
+        // SAFETY: plain C calls on an initialised library.
+        let (me, n_pes) = unsafe { (ffi::shmem_my_pe() as usize, ffi::shmem_n_pes() as usize) };
+        let mut agree_team: ffi::RawTeam = std::ptr::null_mut();
+        // SAFETY: the world team of an initialised library; a valid out-pointer. Every PE
+        // calls it, in the same place (here).
+        let rc = unsafe {
+            ffi::shmem_team_split_strided(
+                crate::team::world_raw(),
+                0,
+                1,
+                n_pes as c_int,
+                std::ptr::null(),
+                0,
+                &mut agree_team,
+            )
+        };
+        // SAFETY: collective allocation, made by every PE here.
+        let agree_buf = unsafe { ffi::shmem_malloc(2 * AGREE_WORDS * 8) }.cast::<i64>();
+        let rt = Shmem {
+            default: Ctx::new(crate::ctx::default_raw(), n_pes),
+            me,
+            n_pes,
+            level: provided,
+            agree_team,
+            agree_buf,
+            contexts: RefCell::new(Vec::new()),
+            allocations: std::cell::Cell::new(0),
+            _not_send: PhantomData,
+        };
+        if rc != 0 || agree_team.is_null() || agree_buf.is_null() {
+            return Err(Error::Declined { routine: "Shmem::init_thread", code: rc });
+        }
+        if provided < level {
+            return Err(Error::ThreadLevel { requested: level, provided });
+        }
+        Ok(rt)
+    }
+
+    /// This PE's number in the world team.
+    pub fn my_pe(&self) -> usize {
+        self.me
+    }
+
+    /// The number of PEs in the job.
+    pub fn n_pes(&self) -> usize {
+        self.n_pes
+    }
+
+    /// The thread level the library provided.
+    pub fn thread_level(&self) -> ThreadLevel {
+        self.level
+    }
+
+    /// `shmem_barrier_all`: every PE arrives, and this PE's operations on the default context
+    /// are complete.
+    pub fn barrier_all(&self) {
+        // SAFETY: plain C call on an initialised library.
+        unsafe { ffi::shmem_barrier_all() }
+    }
+
+    /// `shmem_sync_all`: every PE arrives; nothing is completed.
+    pub fn sync_all(&self) {
+        // SAFETY: plain C call on an initialised library.
+        unsafe { ffi::shmem_sync_all() }
+    }
+
+    /// `shmem_global_exit`: ends every PE of the job with `status`.
+    pub fn global_exit(&self, status: i32) -> ! {
+        // SAFETY: plain C call; it does not return.
+        unsafe { ffi::shmem_global_exit(status) }
+    }
+
+    /// `shmem_finalize`, the same as dropping the runtime; every PE must reach it.
+    pub fn finalize(self) {}
+
+    /// Completes every operation this PE issued, on the default context and on every context
+    /// this runtime created.
+    pub(crate) fn quiet_all(&self) {
+        self.default.quiet();
+        for &c in self.contexts.borrow().iter() {
+            // SAFETY: a live context of this runtime (removed from the list before destroy).
+            unsafe { ffi::shmem_ctx_quiet(c) };
+        }
+    }
+
+    /// A collective agreement on `values`: every PE passes its own, and every PE learns whether
+    /// all passed the same. Runs on the private team, so it can only meet another agreement.
+    pub(crate) fn agree(&self, values: [i64; AGREE_WORDS / 2]) -> bool {
+        let src = self.agree_buf;
+        // SAFETY: the scratch has 2 * AGREE_WORDS words; the sources are written only here,
+        // between agreements, and the results only by the reduction below.
+        let dest = unsafe { src.add(AGREE_WORDS) };
+        for (i, v) in values.iter().enumerate() {
+            // SAFETY: within the scratch (i < AGREE_WORDS / 2); volatile, as other PEs read it.
+            unsafe {
+                src.add(2 * i).write_volatile(*v);
+                src.add(2 * i + 1).write_volatile(v.wrapping_neg());
+            }
+        }
+        // SAFETY: symmetric source and result arrays of AGREE_WORDS words, disjoint; the
+        // private team of this runtime.
+        unsafe { (ffi::RED_I64.max)(self.agree_team, dest, src, AGREE_WORDS) };
+        values.iter().enumerate().all(|(i, v)| {
+            // SAFETY: within the scratch; the reduction is complete.
+            let (max, neg_min) =
+                unsafe { (dest.add(2 * i).read_volatile(), dest.add(2 * i + 1).read_volatile()) };
+            max == *v && neg_min == v.wrapping_neg()
+        })
+    }
+}
+
+impl Drop for Shmem {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The other PEs would wait for this one in finalize's barrier for ever: end the
+            // job (the panic message is already printed).
+            // SAFETY: plain C call; it does not return.
+            unsafe { ffi::shmem_global_exit(101) }
+        }
+        // SAFETY: every PE runs this in the same place (dropping its runtime): the private
+        // team and the scratch are released collectively, then the library is finalized.
+        unsafe {
+            if !self.agree_team.is_null() {
+                ffi::shmem_team_destroy(self.agree_team);
+            }
+            if !self.agree_buf.is_null() {
+                ffi::shmem_free(self.agree_buf.cast());
+            }
+            ffi::shmem_finalize();
+        }
+        LIVE.store(false, Ordering::Release);
+    }
+}
+
+impl std::ops::Deref for Shmem {
+    type Target = Ctx;
+
+    fn deref(&self) -> &Ctx {
+        &self.default
+    }
+}

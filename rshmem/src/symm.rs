@@ -1,0 +1,126 @@
+//! Symmetric arrays: memory every PE has at the same place, which other PEs read and write at
+//! any time. So a [`Symm`] hands out no `&`/`&mut` to its elements: this PE reads and writes
+//! them by value, and gets a `&mut [T]` only inside [`Symm::exclusive`], an epoch every PE
+//! enters for the same array, in which no PE can reach it remotely.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crate::error::{Error, Result};
+use crate::Shmem;
+
+/// `len` elements of `T` in symmetric memory, made by [`crate::Scope::alloc`] and freed when
+/// that scope ends. `T` is [`bytemuck::Pod`]: any bytes another PE puts there are a valid `T`.
+///
+/// Not `Send` nor `Sync` (see [`Shmem`]).
+pub struct Symm<'s, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    /// Which collective allocation of the runtime this is (the same on every PE, unlike the
+    /// address): what an exclusive epoch agrees on.
+    id: u64,
+    pub(crate) rt: &'s Shmem,
+    _owns: PhantomData<*mut T>,
+}
+
+impl<'s, T: bytemuck::Pod> Symm<'s, T> {
+    /// # Safety
+    /// `ptr` is a live, aligned, symmetric block of `len` elements that outlives `'s`.
+    pub(crate) unsafe fn from_raw(rt: &'s Shmem, ptr: NonNull<T>, len: usize, id: u64) -> Symm<'s, T> {
+        Symm { ptr, len, id, rt, _owns: PhantomData }
+    }
+
+    pub(crate) fn empty(rt: &'s Shmem, id: u64) -> Symm<'s, T> {
+        Symm { ptr: NonNull::dangling(), len: 0, id, rt, _owns: PhantomData }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The local address of `offset .. offset + len`, checked against the array's length.
+    pub(crate) fn range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(Error::OutOfBounds { routine, offset, len, array_len: self.len });
+        }
+        // SAFETY: offset <= len of the block (checked), so the result is in it or one past.
+        Ok(unsafe { self.ptr.as_ptr().add(offset) })
+    }
+
+    /// The local address of element `i`, checked.
+    pub(crate) fn at(&self, routine: &'static str, i: usize) -> Result<*mut T> {
+        self.range(routine, i, 1)
+    }
+
+    /// This PE's element `i`, read now (other PEs may be writing it). Panics when `i` is out of
+    /// bounds, as indexing a slice does.
+    pub fn read(&self, i: usize) -> T {
+        let p = self.at("Symm::read", i).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: in bounds and aligned; volatile, because other PEs write this memory behind
+        // the compiler's back, and any bytes are a valid T (Pod).
+        unsafe { p.read_volatile() }
+    }
+
+    /// Writes this PE's element `i`. Panics when `i` is out of bounds.
+    pub fn write(&self, i: usize, value: T) {
+        let p = self.at("Symm::write", i).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: in bounds and aligned; volatile, as other PEs read this memory.
+        unsafe { p.write_volatile(value) }
+    }
+
+    /// This PE's elements, read now, as a vector.
+    pub fn to_vec(&self) -> Vec<T> {
+        (0..self.len).map(|i| self.read(i)).collect()
+    }
+
+    /// Writes `values` into this PE's elements from `offset`.
+    pub fn write_from(&self, offset: usize, values: &[T]) -> Result<()> {
+        let p = self.range("Symm::write_from", offset, values.len())?;
+        for (i, v) in values.iter().enumerate() {
+            // SAFETY: within the checked range; volatile, as in `write`.
+            unsafe { p.add(i).write_volatile(*v) };
+        }
+        Ok(())
+    }
+
+    /// Sets every element of this PE's copy to `value`.
+    pub fn fill(&self, value: T) {
+        for i in 0..self.len {
+            self.write(i, value);
+        }
+    }
+
+    /// A collective epoch in which this PE has its copy as a `&mut [T]`: every PE calls it for
+    /// the same array (checked: [`Error::EpochMismatch`] on every PE otherwise). On entry every
+    /// PE's operations have completed and every PE is inside; no PE can name this array while
+    /// its `&mut self` is taken, so no remote write lands during `f`; on exit every PE waits
+    /// until all have left `f`.
+    pub fn exclusive<R>(&mut self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        const TAG_EPOCH: i64 = 2;
+        self.rt.quiet_all();
+        if !self.rt.agree([TAG_EPOCH, self.id as i64, self.len as i64]) {
+            return Err(Error::EpochMismatch { routine: "Symm::exclusive" });
+        }
+        // SAFETY: the block is live for 's and this is the only reference made to it: the
+        // local handle is borrowed mutably, and every other PE is inside the same epoch with
+        // its own handle borrowed mutably, its earlier operations completed (quiet, then the
+        // agreement, which nobody leaves before everybody entered).
+        let slice = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) };
+        let r = f(slice);
+        // SAFETY: the private team of a live runtime; collective over it.
+        unsafe { crate::ffi::shmem_team_sync(self.rt.agree_team) };
+        Ok(r)
+    }
+}
+
+impl<T: bytemuck::Pod + std::fmt::Debug> std::fmt::Debug for Symm<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symm").field("len", &self.len).field("local", &self.to_vec()).finish()
+    }
+}

@@ -1,0 +1,234 @@
+//! Teams and their collectives: sync, broadcast, collect, all-to-all and reductions, over
+//! whole symmetric arrays whose lengths are checked before any PE communicates.
+
+use std::marker::PhantomData;
+use std::mem::size_of;
+
+use crate::ctx::{CtxOptions, OwnedCtx};
+use crate::error::{Error, Result};
+use crate::ffi::{self, ReduceFns};
+use crate::symm::Symm;
+use crate::Shmem;
+
+/// A team of PEs (`shmem_team_t`): the world team ([`Shmem::world`]), or one split in a
+/// [`crate::Scope`] and destroyed when it ends. PE numbers given to its methods are its own.
+pub struct Team<'a> {
+    raw: ffi::RawTeam,
+    rt: &'a Shmem,
+    _not_send: PhantomData<*mut ()>,
+}
+
+/// The world team's handle (`SHMEM_TEAM_WORLD`).
+pub(crate) fn world_raw() -> ffi::RawTeam {
+    // Only the address of the exported object is taken.
+    (&raw mut ffi::rshmem_team_world).cast()
+}
+
+/// The team of the PEs on this PE's host (`SHMEM_TEAM_SHARED`).
+fn shared_raw() -> ffi::RawTeam {
+    // Only the address of the exported object is taken.
+    (&raw mut ffi::rshmem_team_shared).cast()
+}
+
+impl Shmem {
+    /// The team of every PE (`SHMEM_TEAM_WORLD`).
+    pub fn world(&self) -> Team<'_> {
+        Team::from_raw(self, world_raw())
+    }
+
+    /// The team of the PEs that share memory with this one (`SHMEM_TEAM_SHARED`).
+    pub fn shared(&self) -> Team<'_> {
+        Team::from_raw(self, shared_raw())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The element types with OpenSHMEM reductions: `i8`..`i64`, `u8`..`u64`, `f32`, `f64`.
+pub trait Reduce: bytemuck::Pod + sealed::Sealed {
+    #[doc(hidden)]
+    const C: ReduceFns<Self>;
+}
+
+macro_rules! reduce {
+    ($($t:ty => $fns:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Reduce for $t {
+            const C: ReduceFns<$t> = ffi::$fns;
+        }
+    )*};
+}
+reduce!(i8 => RED_I8, i16 => RED_I16, i32 => RED_I32, i64 => RED_I64, u8 => RED_U8, u16 => RED_U16,
+        u32 => RED_U32, u64 => RED_U64, f32 => RED_F32, f64 => RED_F64);
+
+/// A reduction operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Sum,
+    Prod,
+    Min,
+    Max,
+    /// Bitwise, integers only.
+    And,
+    /// Bitwise, integers only.
+    Or,
+    /// Bitwise, integers only.
+    Xor,
+}
+
+impl<'a> Team<'a> {
+    pub(crate) fn from_raw(rt: &'a Shmem, raw: ffi::RawTeam) -> Team<'a> {
+        Team { raw, rt, _not_send: PhantomData }
+    }
+
+    pub(crate) fn raw(&self) -> ffi::RawTeam {
+        self.raw
+    }
+
+    /// This PE's number in the team.
+    pub fn my_pe(&self) -> usize {
+        // SAFETY: a live team.
+        unsafe { ffi::shmem_team_my_pe(self.raw) as usize }
+    }
+
+    /// The number of PEs in the team.
+    pub fn n_pes(&self) -> usize {
+        // SAFETY: a live team.
+        unsafe { ffi::shmem_team_n_pes(self.raw) as usize }
+    }
+
+    /// `shmem_team_translate_pe`: the number in `other` of this team's PE `pe`, if it is in
+    /// `other`.
+    pub fn translate_pe(&self, pe: usize, other: &Team<'_>) -> Option<usize> {
+        if pe >= self.n_pes() {
+            return None;
+        }
+        // SAFETY: live teams, a PE in range.
+        let r = unsafe { ffi::shmem_team_translate_pe(self.raw, pe as i32, other.raw) };
+        (r >= 0).then_some(r as usize)
+    }
+
+    /// `shmem_team_create_ctx`: a context whose PE numbers are this team's.
+    pub fn create_ctx(&self, options: CtxOptions) -> Result<OwnedCtx<'a>> {
+        OwnedCtx::create(self.rt, "Team::create_ctx", Some(self.raw), self.n_pes(), options)
+    }
+
+    /// `shmem_team_sync`: every PE of the team arrives; nothing is completed.
+    pub fn sync(&self) {
+        // SAFETY: a live team.
+        unsafe { ffi::shmem_team_sync(self.raw) };
+    }
+
+    fn check(routine: &'static str, code: i32) -> Result<()> {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(Error::Declined { routine, code })
+        }
+    }
+
+    fn same_len(routine: &'static str, what: &'static str, got: usize, want: usize) -> Result<()> {
+        if got == want {
+            Ok(())
+        } else {
+            Err(Error::Length { routine, what, got, want })
+        }
+    }
+
+    fn disjoint<T: bytemuck::Pod>(
+        routine: &'static str,
+        dest: &Symm<'_, T>,
+        src: &Symm<'_, T>,
+    ) -> Result<()> {
+        let d = dest.range(routine, 0, 0)? as usize;
+        let s = src.range(routine, 0, 0)? as usize;
+        let (dl, sl) = (dest.len() * size_of::<T>(), src.len() * size_of::<T>());
+        if d < s + sl && s < d + dl && dl > 0 && sl > 0 {
+            return Err(Error::Invalid { routine, what: "dest and source overlap".into() });
+        }
+        Ok(())
+    }
+
+    /// `shmem_broadcastmem`: `src` of team PE `root` into `dest` of every PE of the team
+    /// (the root's `dest` too). The arrays have the same length.
+    pub fn broadcast<T: bytemuck::Pod>(
+        &self,
+        dest: &Symm<'_, T>,
+        src: &Symm<'_, T>,
+        root: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Team::broadcast";
+        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
+        Self::disjoint(ROUTINE, dest, src)?;
+        if root >= self.n_pes() {
+            return Err(Error::BadPe { routine: ROUTINE, pe: root, n_pes: self.n_pes() });
+        }
+        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        // SAFETY: whole live symmetric arrays of equal byte length, disjoint; a root in range.
+        let rc = unsafe {
+            ffi::shmem_broadcastmem(self.raw, d.cast(), s.cast(), size_of::<T>() * src.len(), root as i32)
+        };
+        Self::check(ROUTINE, rc)
+    }
+
+    /// `shmem_fcollectmem`: every PE's `src`, in team order, into every PE's `dest`
+    /// (`dest.len() == src.len() * n_pes`).
+    pub fn fcollect<T: bytemuck::Pod>(&self, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+        const ROUTINE: &str = "Team::fcollect";
+        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len() * self.n_pes())?;
+        Self::disjoint(ROUTINE, dest, src)?;
+        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        // SAFETY: live symmetric arrays, dest holding n_pes sources, disjoint.
+        let rc = unsafe { ffi::shmem_fcollectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * src.len()) };
+        Self::check(ROUTINE, rc)
+    }
+
+    /// `shmem_alltoallmem`: block `j` of this PE's `src` to block `me` of PE `j`'s `dest`;
+    /// both arrays are `n_pes` blocks of the same length.
+    pub fn alltoall<T: bytemuck::Pod>(&self, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+        const ROUTINE: &str = "Team::alltoall";
+        let n = self.n_pes();
+        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
+        if !src.len().is_multiple_of(n) {
+            return Err(Error::Invalid {
+                routine: ROUTINE,
+                what: format!("src.len() {} is not a multiple of the team's {n} PEs", src.len()),
+            });
+        }
+        Self::disjoint(ROUTINE, dest, src)?;
+        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        // SAFETY: live symmetric arrays of n equal blocks each, disjoint.
+        let rc =
+            unsafe { ffi::shmem_alltoallmem(self.raw, d.cast(), s.cast(), size_of::<T>() * (src.len() / n)) };
+        Self::check(ROUTINE, rc)
+    }
+
+    /// `shmem_<type>_<op>_reduce`: `dest[k]` on every PE of the team becomes `op` over every
+    /// PE's `src[k]`. `dest` and `src` have the same length; they may be the same array.
+    pub fn reduce<T: Reduce>(&self, op: Op, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+        const ROUTINE: &str = "Team::reduce";
+        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
+        let f = match op {
+            Op::Sum => Some(T::C.sum),
+            Op::Prod => Some(T::C.prod),
+            Op::Min => Some(T::C.min),
+            Op::Max => Some(T::C.max),
+            Op::And => T::C.and,
+            Op::Or => T::C.or,
+            Op::Xor => T::C.xor,
+        }
+        .ok_or_else(|| Error::Invalid {
+            routine: ROUTINE,
+            what: format!("{op:?} is for integer types, not {}", std::any::type_name::<T>()),
+        })?;
+        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        if d != s {
+            Self::disjoint(ROUTINE, dest, src)?;
+        }
+        // SAFETY: live symmetric arrays of equal length, the same or disjoint.
+        let rc = unsafe { f(self.raw, d, s, src.len()) };
+        Self::check(ROUTINE, rc)
+    }
+}

@@ -1,0 +1,107 @@
+//! Tier 2 for Rust: the safe API's example programs (rshmem/examples) as multi-PE jobs, under
+//! the launcher `RSHMEM_TEST_LAUNCHER` names (oshrun by default; mpirun, srun and emulated hosts
+//! in scripts/test.sh), and run from elsewhere as a single PE: a Rust program finds the plugins
+//! without sitting beside them.
+
+use rshmem_tests::*;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The example `name` of the rshmem crate, built (once per test process) for the profile these
+/// tests run in.
+fn example(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let dir = target_dir();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "rshmem", "--examples"]).current_dir(repo());
+        if dir.file_name().is_some_and(|p| p == "release") {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("cargo runs");
+        assert!(st.success(), "building the rshmem examples failed");
+    });
+    let p = dir.join("examples").join(name);
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
+
+fn nps() -> Vec<usize> {
+    match Launcher::from_env() {
+        Launcher::Hosts(h) => (1..=4 / h).map(|k| k * h).collect(),
+        _ => vec![1, 2, 3, 4],
+    }
+}
+
+/// The configurations of the C programs' matrix that matter to the Rust layer: the default
+/// mapped path, and (under oshrun) everything through UCX.
+fn configurations() -> Vec<(usize, Vec<(&'static str, &'static str)>)> {
+    let mut v: Vec<_> = nps().into_iter().map(|np| (np, vec![])).collect();
+    if Launcher::from_env() == Launcher::Oshrun {
+        v.push((4, vec![("SHMEM_LOCAL_MAP", "0"), ("SHMEM_MCA_sshmem", "ucx")]));
+    }
+    v
+}
+
+#[test]
+fn the_ring_passes_its_token_around() {
+    let prog = example("ring");
+    for (np, env) in configurations() {
+        let r = job(np, &prog, &env, TIMEOUT);
+        r.assert_all_pes_ok("ring", np);
+        assert!(r.stdout.contains(&format!("ring: {np} PEs, 1000 rounds")), "{}", r.stdout);
+    }
+}
+
+#[test]
+fn the_tour_checks_every_part_of_the_safe_api() {
+    let prog = example("tour");
+    for (np, env) in configurations() {
+        job(np, &prog, &env, TIMEOUT).assert_all_pes_ok("tour", np);
+    }
+}
+
+/// A panic in one PE ends the whole job with the panic's message, instead of leaving the others
+/// waiting for it (the runtime's drop during unwinding is `shmem_global_exit`).
+#[test]
+fn a_panicking_pe_ends_the_job() {
+    let prog = example("ring");
+    let np = if matches!(Launcher::from_env(), Launcher::Hosts(h) if h > 2) { 4 } else { 2 };
+    let r = job(np, &prog, &[("RSHMEM_RING_PANIC_PE", "1")], TIMEOUT);
+    assert!(!r.status.success(), "the job succeeded:\n{}", r.stdout);
+    assert!(r.elapsed < Duration::from_secs(30), "the job took {:?} to end", r.elapsed);
+    assert!(r.stderr.contains("PE 1 panics as asked"), "{}", r.stderr);
+}
+
+/// A Rust program copied anywhere, run without a launcher, is one PE and finds the plugins
+/// where the core was built (or installed), not beside itself.
+#[test]
+fn a_rust_program_finds_the_plugins_from_anywhere() {
+    let scratch = Scratch::new("rust-anywhere");
+    let prog = scratch.0.join("ring");
+    std::fs::copy(example("ring"), &prog).unwrap();
+    let o = std::process::Command::new(&prog).arg("10").current_dir(&scratch.0).output().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("ring: 1 PEs, 10 rounds") && out.contains("ring: PE 0 ok"), "{out}");
+}
+
+/// The histogram kernel (random remote atomic increments, then every PE checks its counters
+/// against a replay of every PE's random stream), from Rust and from C, on the same job sizes.
+#[test]
+fn the_histogram_kernel_counts_every_update_in_rust_and_in_c() {
+    let rust = example("histogram");
+    let c = build_c(&source_dir().join("bench/histogram.c"), &[]);
+    let env = [("HIST_N", "20000"), ("HIST_T", "100")];
+    for np in nps() {
+        for prog in [&rust, &c] {
+            let r = job(np, prog, &env, TIMEOUT);
+            r.assert_all_pes_ok("histogram", np);
+            assert!(r.stdout.contains(&format!("RESULT histogram_updates_per_s {np} ")), "{}", r.stdout);
+        }
+    }
+}
