@@ -401,3 +401,81 @@ fn oshrun_forwards_user_signals_and_ends_a_job_with_sigterm_before_sigkill() {
     assert!(!err.contains("still running"), "{err}");
     assert_nothing_left(&before, "signals ignore");
 }
+
+/// The PMIx launchers with a running instance here: mpirun always, srun when Slurm is up.
+fn pmix_launchers() -> Vec<Launcher> {
+    let mut v = vec![Launcher::Mpirun];
+    if slurm_up() {
+        v.push(Launcher::Srun);
+    }
+    v
+}
+
+/// mpirun and srun do not report a PE stopped by a signal: the liveness watch of the PEs on
+/// its host ends the job after `SHMEM_STOP_TIMEOUT`, naming it (it hung before, 2026-11-27).
+#[test]
+fn a_stopped_pe_ends_a_pmix_launched_job_naming_it() {
+    for l in pmix_launchers() {
+        let r = launch(l, 2, &c_test("death"), &[("DEATH", "stop"), ("SHMEM_STOP_TIMEOUT", "1")], T);
+        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("PE 1 (pid") && r.stderr.contains("stopped by a signal"),
+            "{l:?}: {}",
+            r.stderr
+        );
+        assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+    }
+}
+
+/// What the watch must not take for a stopped PE: one busy computing for 3 s, and a whole job
+/// stopped for 3 s and continued PE by PE, 250 ms apart (tests/c/liveness.c).
+#[test]
+fn a_busy_pe_or_a_suspended_job_is_not_taken_for_a_stopped_pe() {
+    for l in pmix_launchers() {
+        for (mode, np) in [("busy", 2), ("suspend", 4)] {
+            let r = launch(l, np, &c_test("liveness"), &[("LIVENESS", mode), ("SHMEM_STOP_TIMEOUT", "2")], T);
+            r.assert_all_pes_ok("liveness", np);
+        }
+    }
+}
+
+/// A PE whose launcher is killed does not live on: the watch sees its parent gone and exits.
+#[test]
+fn pes_whose_mpirun_is_killed_exit() {
+    let scratch = Scratch::new("orphans");
+    let before = leftovers();
+    let mut cmd = std::process::Command::new("mpirun");
+    cmd.envs([("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")])
+        .env("LIVENESS", "orphan")
+        .env("LIVENESS_DIR", &scratch.0)
+        .args(["--oversubscribe", "--bind-to", "none", "-np", "3", "-x", "LIVENESS", "-x", "LIVENESS_DIR"])
+        .arg(c_test("liveness"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut mpirun = cmd.spawn().expect("mpirun starts");
+    let pid_of = |pe: usize| -> Option<i32> {
+        std::fs::read_to_string(scratch.0.join(format!("pe{pe}"))).ok()?.trim().parse().ok()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while (0..3).any(|pe| pid_of(pe).is_none()) {
+        assert!(std::time::Instant::now() < deadline, "the PEs did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pids: Vec<i32> = (0..3).map(|pe| pid_of(pe).unwrap()).collect();
+    mpirun.kill().unwrap();
+    mpirun.wait().unwrap();
+    let killed = std::time::Instant::now();
+    // SAFETY: kill with signal 0 only asks whether the process exists.
+    let alive = |p: i32| unsafe { libc::kill(p, 0) } == 0;
+    while pids.iter().any(|&p| alive(p)) {
+        if killed.elapsed() > Duration::from_secs(5) {
+            for &p in &pids {
+                // SAFETY: ending the test's own stray processes.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+            panic!("PEs {pids:?} outlived their mpirun by 5 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_nothing_left(&before, "orphaned PEs");
+}

@@ -109,6 +109,12 @@ pub const SETTINGS: &[Setting] = &[
         "Keep the library's connections after the last shmem_finalize (no communication, peers may exit), so that a later shmem_init resumes them, as OpenSHMEM 1.6 allows; they are released at exit. 0 releases them at that finalize, and initializing again then ends the job",
     ),
     setting(
+        "SHMEM_STOP_TIMEOUT",
+        Kind::Int,
+        "5",
+        "Under mpirun and srun, a PE on this host stopped by a signal (SIGSTOP, SIGTSTP) for this many seconds ends the job, naming it, since the others cannot progress without it (a PE under a debugger, a busy one, or a whole job suspended at once is not counted); 0 never. oshrun watches its PEs itself and ends the job after 1 s",
+    ),
+    setting(
         "SHMEM_COLL_STALL_WARN",
         Kind::Int,
         "60",

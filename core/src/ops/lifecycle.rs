@@ -459,7 +459,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         .collect();
     let maps_host = unmapped.is_empty();
     let my_host = (0..n_pes).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe);
-    boot.put(crate::symm::hosts::KEY, &crate::symm::hosts::record(maps_host, my_host))
+    let my_record = crate::symm::hosts::Record { maps_host, host: my_host, pid: std::process::id() };
+    boot.put(crate::symm::hosts::KEY, &crate::symm::hosts::record(my_record))
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap put: {e}")));
     // The CPUs this PE may use, so that the host's PEs learn how many CPUs they have between
     // them: a PE bound to a core of its own sees one, which alone would make every host look
@@ -472,22 +473,22 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     phases.mark("fence 2");
-    let hosts: Vec<(bool, i32)> = (0..n_pes)
+    let hosts: Vec<crate::symm::hosts::Record> = (0..n_pes)
         .map(|pe| {
             if pe == my_pe {
-                return (maps_host, my_host);
+                return my_record;
             }
             let v = boot.get(pe, crate::symm::hosts::KEY).ok().flatten();
             let r = v.as_deref().and_then(crate::symm::hosts::parse);
             r.unwrap_or_else(|| fail(routine, &format!("PE {pe} published no valid host record")))
         })
         .collect();
-    if let Some(pe) = (0..n_pes).find(|&pe| boot.is_local(pe) != (hosts[pe as usize].1 == my_host)) {
+    if let Some(pe) = (0..n_pes).find(|&pe| boot.is_local(pe) != (hosts[pe as usize].host == my_host)) {
         fail(
             routine,
             &format!(
                 "the launcher's host layout is inconsistent: PE {pe} is on host {} and local to this PE: {}",
-                hosts[pe as usize].1,
+                hosts[pe as usize].host,
                 boot.is_local(pe)
             ),
         );
@@ -612,6 +613,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     INIT_DEPTH.store(1, Ordering::Relaxed);
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
+    start_watch(routine);
     if my_pe == 0 {
         for w in crate::config::unknown_warnings() {
             crate::log::log(crate::log::WARN, "settings", &w);
@@ -646,6 +648,15 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     rt.thread_level()
 }
 
+/// The liveness watch (`ops::watch`) of a PE a PMIx launcher started; oshrun watches its PEs
+/// itself, and a PE alone has nobody to watch.
+fn start_watch(routine: &CStr) {
+    if matches!(rshmem_boot::origin(|v| std::env::var(v).ok()), rshmem_boot::Origin::Pmix(_)) {
+        let s = crate::config::get_int("SHMEM_STOP_TIMEOUT").unwrap_or_else(|e| fail(routine, &e));
+        crate::ops::watch::start(std::time::Duration::from_secs(s.max(0) as u64));
+    }
+}
+
 /// `shmem_init` after the last `shmem_finalize` kept the runtime (`finalize_keeping`):
 /// collective, like the first initialization. The components, connections, heaps and
 /// predefined teams are the first initialization's; what the program made in between was
@@ -672,6 +683,7 @@ fn resume(routine: &CStr, rt: &'static Runtime, requested: i32) -> i32 {
     fence_within(routine, rt, None);
     crate::ops::spaces::init_gpu(rt);
     INIT_DEPTH.store(1, Ordering::Relaxed);
+    start_watch(routine);
     if crate::log::enabled(crate::log::INFO, "init") {
         crate::log::log(crate::log::INFO, "init", "initialized again after the last shmem_finalize");
     }
@@ -771,6 +783,8 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: 
     let rt = get(routine);
     crate::ops::rma::quiet_with_signals(routine);
     fence_within(routine, rt, limit);
+    // Every PE has arrived: a peer stopped or gone from here on holds nobody up.
+    crate::ops::watch::stop();
     let keep = !at_exit && crate::config::get_bool("SHMEM_REINIT").unwrap_or(true);
     if let Some(suspend) = rt.spml.suspend_slot().filter(|_| keep) {
         return finalize_keeping(routine, rt, suspend);

@@ -26,6 +26,7 @@ pub mod stall;
 pub mod team;
 pub mod teams;
 pub mod wait;
+pub mod watch;
 pub mod word;
 
 pub const THREAD_SINGLE: i32 = 0;

@@ -6,7 +6,8 @@
 use std::ffi::c_int;
 use std::sync::OnceLock;
 
-/// Bootstrap key: a PE's record, `[maps its host (0/1), its host (lowest PE on it, u32 LE)]`.
+/// Bootstrap key: a PE's record, `[maps its host (0/1), its host (lowest PE on it, u32 LE),
+/// its process id (u32 LE)]`.
 pub const KEY: &str = "rshmem.host";
 
 pub struct Hosts {
@@ -16,30 +17,53 @@ pub struct Hosts {
     here_mapped: bool,
     /// The same holds on every host.
     all_mapped: bool,
+    /// Process id of each PE (meaningful on its own host: what `ops::watch` looks at).
+    pids: Vec<u32>,
+    my_pe: c_int,
 }
 
 static HOSTS: OnceLock<Hosts> = OnceLock::new();
 
+/// One PE's record: whether it maps its host's PEs, its host, its process id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub maps_host: bool,
+    pub host: c_int,
+    pub pid: u32,
+}
+
 /// This PE's record for [`KEY`].
-pub fn record(maps_host: bool, host: c_int) -> [u8; 5] {
-    let h = (host as u32).to_le_bytes();
-    [u8::from(maps_host), h[0], h[1], h[2], h[3]]
+pub fn record(r: Record) -> [u8; 9] {
+    let h = (r.host as u32).to_le_bytes();
+    let p = r.pid.to_le_bytes();
+    [u8::from(r.maps_host), h[0], h[1], h[2], h[3], p[0], p[1], p[2], p[3]]
 }
 
-/// A record read back: (maps its host, host), or None when malformed.
-pub fn parse(v: &[u8]) -> Option<(bool, c_int)> {
-    let [m, a, b, c, d] = *v else { return None };
+/// A record read back, or None when malformed.
+pub fn parse(v: &[u8]) -> Option<Record> {
+    let [m, a, b, c, d, p0, p1, p2, p3] = *v else { return None };
     let host = c_int::try_from(u32::from_le_bytes([a, b, c, d])).ok()?;
-    (m <= 1).then_some((m == 1, host))
+    (m <= 1).then_some(Record { maps_host: m == 1, host, pid: u32::from_le_bytes([p0, p1, p2, p3]) })
 }
 
-/// Record the table: each PE's (maps its host, host), and this PE's number.
-pub fn set(records: &[(bool, c_int)], my_pe: c_int) {
-    let of: Vec<c_int> = records.iter().map(|r| r.1).collect();
+/// Record the table: each PE's record, and this PE's number.
+pub fn set(records: &[Record], my_pe: c_int) {
+    let of: Vec<c_int> = records.iter().map(|r| r.host).collect();
     let mine = of.get(my_pe as usize).copied().unwrap_or(-1);
-    let here_mapped = records.iter().filter(|r| r.1 == mine).all(|r| r.0);
-    let all_mapped = records.iter().all(|r| r.0);
-    let _ = HOSTS.set(Hosts { of, here_mapped, all_mapped });
+    let here_mapped = records.iter().filter(|r| r.host == mine).all(|r| r.maps_host);
+    let all_mapped = records.iter().all(|r| r.maps_host);
+    let pids = records.iter().map(|r| r.pid).collect();
+    let _ = HOSTS.set(Hosts { of, here_mapped, all_mapped, pids, my_pe });
+}
+
+/// The other PEs on this PE's host, with their process ids.
+pub fn local_peers() -> Vec<(c_int, u32)> {
+    let Some(h) = HOSTS.get() else { return Vec::new() };
+    let mine = h.of.get(h.my_pe as usize).copied().unwrap_or(-1);
+    (0..h.of.len())
+        .filter(|&pe| pe as c_int != h.my_pe && h.of[pe] == mine)
+        .map(|pe| (pe as c_int, h.pids[pe]))
+        .collect()
 }
 
 /// The host of `pe` (its lowest PE), or -1 out of range or before init.
@@ -63,10 +87,13 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_malformed_ones_are_refused() {
-        assert_eq!(parse(&record(true, 5)), Some((true, 5)));
-        assert_eq!(parse(&record(false, 0)), Some((false, 0)));
+        let r = Record { maps_host: true, host: 5, pid: 4_000_000 };
+        assert_eq!(parse(&record(r)), Some(r));
+        let r = Record { maps_host: false, host: 0, pid: 1 };
+        assert_eq!(parse(&record(r)), Some(r));
         assert_eq!(parse(&[1]), None);
-        assert_eq!(parse(&[2, 0, 0, 0, 0]), None);
-        assert_eq!(parse(&[1, 0xff, 0xff, 0xff, 0xff]), None);
+        assert_eq!(parse(&[1, 0, 0, 0, 0]), None);
+        assert_eq!(parse(&[2, 0, 0, 0, 0, 0, 0, 0, 0]), None);
+        assert_eq!(parse(&[1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), None);
     }
 }
