@@ -17,11 +17,21 @@ pub fn fatal(routine: &CStr, msg: &str) -> ! {
 /// bootstrap then stops every PE), else by ending this process.
 pub fn abort_job(code: i32, msg: &str) -> ! {
     mark_exiting();
+    // The launcher may not be reachable any more (a cut link to the host it runs on): the
+    // abort must not leave this PE behind waiting for it.
+    let _ = std::thread::Builder::new().name("rshmem-abort".into()).spawn(move || {
+        std::thread::sleep(ABORT_LIMIT);
+        // SAFETY: _exit ends the process at once; nothing of ours needs running.
+        unsafe { libc::_exit(code) }
+    });
     if let Some(hook) = JOB_ABORT.get() {
         hook(code, msg);
     }
     std::process::exit(code)
 }
+
+/// How long ending the job through the launcher may take before this PE exits by itself.
+pub const ABORT_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How to end the whole job; returns only when it cannot (no live runtime).
 pub type JobAbort = fn(code: i32, msg: &str);

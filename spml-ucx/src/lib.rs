@@ -112,6 +112,36 @@ fn flush_failed(_: &Channel, what: &str, e: OpError) -> ! {
     fatal(&msg)
 }
 
+/// Heartbeats between hosts (`ucx::heartbeat`): sent and watched by the progress thread, for a
+/// job whose PEs may be on several hosts, unless `peer_timeout` is 0.
+fn start_heartbeat(c: &CoreServices, u: &'static Ucx, opts: &Options) {
+    // SAFETY: the table is the one the core passed to open.
+    let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", "peer_timeout") };
+    let secs = match v.as_deref().map(str::trim) {
+        None | Some("") => 10.0,
+        Some(v) => v.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).unwrap_or_else(|| {
+            log(
+                LOG_WARN,
+                &format!("SHMEM_MCA_spml_ucx_peer_timeout={v} is not a number of seconds; using 10"),
+            );
+            10.0
+        }),
+    };
+    let Some(host_of) = (c.host_of(0).is_some()).then_some(c.host_of).flatten() else { return };
+    if secs == 0.0 || opts.loopback_only || c.n_pes < 2 {
+        return;
+    }
+    let hb = ucx::heartbeat::Heartbeat::new(
+        c.my_pe.max(0) as usize,
+        c.n_pes as usize,
+        host_of,
+        std::time::Duration::from_secs_f64(secs),
+    );
+    if let Err(e) = u.set_heartbeat(Box::leak(Box::new(hb))) {
+        log(LOG_WARN, &format!("no heartbeats between hosts: {e}"));
+    }
+}
+
 /// `SHMEM_MCA_spml_ucx_<name>` as a boolean (the core's spellings: 1/0, yes/no, true/false, on/off).
 fn bool_param(core: &CoreServices, name: &str, default: bool) -> bool {
     // SAFETY: the table is the one the core passed to query/open.
@@ -216,6 +246,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
     let u: &'static Ucx = Box::leak(Box::new(u));
     STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
     if opts.progress_thread {
+        start_heartbeat(c, u, &opts);
         match u.start_progress_thread(Some(fatal_hook), Some(host_crowded)) {
             // SAFETY: registering an extern "C" fn with no arguments.
             Ok(()) => unsafe {
@@ -738,6 +769,12 @@ rshmem_plugin_api::export_plugin! {
             kind: rshmem_plugin_api::PARAM_STRING,
             default_value: cstr!("auto"),
             doc: cstr!("Carry puts larger than a batch entry, gets and atomics in the component's own active messages, which the target applies with its CPU (atomics that fetch nothing travel in the batches; needs batch_puts): UCX then needs no RMA or atomics of its own, which it only emulates over sockets and newer UCX versions no longer do. auto: on where UCX can only use sockets, as batch_puts; 1/0: always/never"),
+        },
+        ParamDecl {
+            name: cstr!("peer_timeout"),
+            kind: rshmem_plugin_api::PARAM_STRING,
+            default_value: cstr!("10"),
+            doc: cstr!("Seconds after which a PE on another host that has sent no heartbeat ends the job, naming it (a cut link, a stopped or lost PE); each PE sends an 8-byte heartbeat to two PEs on other hosts every tenth of this, from the progress thread (needs progress_thread); 0: no heartbeats"),
         },
         ParamDecl {
             name: cstr!("via_target"),

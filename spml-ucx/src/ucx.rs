@@ -9,6 +9,7 @@ mod batch;
 mod channel;
 mod cpu_atomic;
 mod handler;
+pub mod heartbeat;
 mod mapping;
 mod rma_am;
 mod standby;
@@ -23,7 +24,7 @@ use rshmem_ucx_sys as sys;
 use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -464,6 +465,8 @@ struct ThreadShared {
     wake: &'static batch::Wake,
     /// Whether this host has more PEs than CPUs (then the thread never stands by).
     crowded: Option<CrowdedHook>,
+    /// Heartbeats between hosts, when enabled (`heartbeat`).
+    heartbeat: Option<&'static heartbeat::Heartbeat>,
 }
 impl ThreadShared {
     /// Whether a created channel has a batch waiting.
@@ -491,6 +494,8 @@ pub struct Ucx {
     borrowed_regs: AtomicUsize,
     context_released: AtomicBool,
     progress: Mutex<Option<ProgressThread>>,
+    /// Heartbeats between hosts (`heartbeat`), set before the progress thread starts.
+    heartbeat: OnceLock<&'static heartbeat::Heartbeat>,
     peers: Mutex<Peers>,
     /// The default worker's put-with-signal handler and the memory it may write. Leaked: a
     /// worker left to the process exit (see [`Ucx::finalize`]) may still call its handler.
@@ -606,6 +611,7 @@ impl Ucx {
             borrowed_regs: AtomicUsize::new(0),
             context_released: AtomicBool::new(false),
             progress: Mutex::new(None),
+            heartbeat: OnceLock::new(),
             peers: Mutex::new(Peers::default()),
             chan: Arc::new(chan.with_companions(channel_workers.clone())),
             channel_workers,
@@ -937,6 +943,14 @@ impl Ucx {
         self.health.overdue()
     }
 
+    /// Send and expect heartbeats between hosts (`heartbeat`); before the progress thread
+    /// starts, which does the sending and the looking.
+    pub fn set_heartbeat(&self, hb: &'static heartbeat::Heartbeat) -> Result<(), String> {
+        hb.listen(self.chan.worker())?;
+        let _ = self.heartbeat.set(hb);
+        Ok(())
+    }
+
     /// Start the thread that gives this PE target-side progress while the application computes:
     /// it progresses the default worker while there is work and, when idle, arms the worker and
     /// sleeps on its event fd (at most [`IDLE_POLL_MS`] at a time). Peers reach this PE only
@@ -968,6 +982,7 @@ impl Ucx {
             extra: self.channel_workers.clone(),
             wake: self.wake,
             crowded,
+            heartbeat: self.heartbeat.get().copied(),
         };
         let tid = Arc::new(AtomicI32::new(0));
         let tid2 = tid.clone();
@@ -1079,10 +1094,17 @@ impl Drop for Ucx {
 fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Option<FatalHook>) {
     let health = &*shared.health;
     let mut reported = false;
+    let mut ticker = heartbeat::Ticker::default();
     let mut seen = shared.activity.load(Ordering::Relaxed);
     let mut pause = ACTIVE_PAUSE_MIN;
     let mut manner = standby::Manner::of_this_thread();
     while !stop.load(Ordering::Acquire) {
+        if let Some(hb) = shared.heartbeat {
+            let finalizing = health.finalizing.load(Ordering::Acquire);
+            if let Some(pe) = hb.tick(&mut ticker, &shared.chan, finalizing) {
+                health.record(pe, sys::UCS_ERR_ENDPOINT_TIMEOUT);
+            }
+        }
         if !reported {
             if let (Some((pe, st, phase)), Some(f)) = (health.overdue(), fatal) {
                 reported = true;
@@ -1143,6 +1165,9 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
 /// `shmem_finalize` while the others initialize again is found this way under PMIx launchers,
 /// whose bootstrap fence would wait for it forever (oshrun names it itself).
 pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t, phase: Phase) -> String {
+    if let Some(m) = heartbeat::message(pe) {
+        return m;
+    }
     let st = sys::status_string(st);
     const COLLECTIVE: &str =
         "an initialization after the last shmem_finalize is collective: every PE must call it";

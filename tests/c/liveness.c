@@ -4,6 +4,8 @@
  *   suspend  a helper process stops every PE of this host (SIGSTOP) for 3 s, then continues
  *            them 250 ms apart, as a whole job suspended by Ctrl-Z or a batch system (whose
  *            resumption reaches the PEs at slightly different times);
+ *   stream   every PE puts to the next one, quiets and joins a barrier, over and over for
+ *            LIVENESS_SECONDS (default 30): across hosts whose link the harness cuts or flaps;
  *   orphan   every PE writes its pid to $LIVENESS_DIR/pe<N>, then waits for PE 1, which sleeps
  *            for 60 s: the harness kills the launcher meanwhile, and every PE must go.
  * Run with SHMEM_STOP_TIMEOUT=2 (at most 4 PEs for suspend); prints `liveness: PE <me> ok`. */
@@ -65,6 +67,25 @@ int main(void) {
             fclose(f);
         }
         if (me == 1) sleep(60);
+    }
+    if (!strcmp(mode, "stream")) {
+        static long box, stop_at = -1;
+        double end = now() + (getenv("LIVENESS_SECONDS") ? atof(getenv("LIVENESS_SECONDS")) : 30);
+        long rounds = 0;
+        /* When the time is up PE 0 names a round two ahead as the last for everybody (a flag
+         * read at the top of the loop could reach a PE just before or just after a barrier, and
+         * the PEs would then join different numbers of barriers). */
+        while (stop_at < 0 || rounds < stop_at) {
+            shmem_long_p(&box, rounds, (me + 1) % n);
+            shmem_quiet();
+            if (me == 0 && stop_at < 0 && now() >= end) {
+                for (int pe = 0; pe < n; pe++) shmem_long_p(&stop_at, rounds + 2, pe);
+                shmem_quiet();
+            }
+            shmem_barrier_all();
+            rounds++;
+        }
+        if (me == 0) printf("liveness: %ld rounds\n", rounds);
     }
     shmem_barrier_all();
     printf("liveness: PE %d ok\n", me);

@@ -479,3 +479,109 @@ fn pes_whose_mpirun_is_killed_exit() {
     }
     assert_nothing_left(&before, "orphaned PEs");
 }
+
+/// Emulated hosts of their own (`RSHMEM_HOSTS_PREFIX`), so that cutting a link disturbs no
+/// other test's jobs; taken down when dropped.
+struct OwnHosts(&'static str);
+
+impl OwnHosts {
+    fn up(prefix: &'static str, n: usize) -> OwnHosts {
+        let st = std::process::Command::new("bash")
+            .arg(source_dir().join("../scripts/hosts.sh"))
+            .args(["up", &n.to_string()])
+            .env("RSHMEM_HOSTS_PREFIX", prefix)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "hosts.sh up {n} with prefix {prefix} failed");
+        OwnHosts(prefix)
+    }
+
+    /// The processes in host i's namespace.
+    fn pids(&self, host: usize) -> Vec<i32> {
+        let o = std::process::Command::new("ip")
+            .args(["netns", "pids", &format!("{}-h{host}", self.0)])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+    }
+
+    /// `ip link set h<i> up|down` on the hub's side of host i's link.
+    fn link(&self, host: usize, up: bool) {
+        let st = std::process::Command::new("ip")
+            .args(["-n", &format!("{}-hub", self.0), "link", "set", &format!("h{host}")])
+            .arg(if up { "up" } else { "down" })
+            .status()
+            .unwrap();
+        assert!(st.success(), "ip link set h{host} failed");
+    }
+}
+
+impl Drop for OwnHosts {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(source_dir().join("../scripts/hosts.sh"))
+            .arg("down")
+            .env("RSHMEM_HOSTS_PREFIX", self.0)
+            .stdout(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// A link between two hosts cut for good ends the job within the heartbeat timeout (set to 5 s
+/// here) plus the grace, naming a PE on the other side; cut for 1 s it costs nothing. Both
+/// hung or were survived by chance before: a cut link hung the job for good (2026-11-27).
+#[test]
+fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
+    let hosts = std::sync::Arc::new(OwnHosts::up("rshmemcut", 2));
+    let env = |secs: &'static str| {
+        vec![
+            ("LIVENESS", "stream"),
+            ("LIVENESS_SECONDS", secs),
+            ("RSHMEM_HOSTS_PREFIX", "rshmemcut"),
+            ("RSHMEM_HOSTS_FORWARD", "LIVENESS LIVENESS_SECONDS"),
+            ("SHMEM_MCA_spml_ucx_peer_timeout", "5"),
+        ]
+    };
+    // A flap of 1 s, 4 s into a stream of 12 s.
+    let h = hosts.clone();
+    let flap = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        h.link(1, false);
+        std::thread::sleep(Duration::from_secs(1));
+        h.link(1, true);
+    });
+    let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env("12"), T);
+    flap.join().unwrap();
+    r.assert_all_pes_ok("liveness", 4);
+    // Cut for good 4 s into a stream of 60 s. What counts is how soon every PE has gone: Open
+    // MPI's daemon on the cut-off host outlives its mpirun (and would hold the job's output
+    // open), so once the PEs are gone whatever is left in the namespaces is killed.
+    let h = hosts.clone();
+    let cut = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        h.link(1, false);
+        let cut_at = std::time::Instant::now();
+        let pes_left = || {
+            (0..2).flat_map(|i| h.pids(i)).any(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with("c-liveness"))
+            })
+        };
+        while pes_left() && cut_at.elapsed() < Duration::from_secs(50) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let gone_after = cut_at.elapsed();
+        std::thread::sleep(Duration::from_secs(2));
+        for p in (0..2).flat_map(|i| h.pids(i)) {
+            // SAFETY: ending what is left in the test's own namespaces.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        gone_after
+    });
+    let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env("60"), T);
+    let gone_after = cut.join().unwrap();
+    assert!(!r.status.success(), "the job went on across a cut link:\n{}", r.stdout);
+    assert!(r.stderr.contains("has not been heard from"), "{}", r.stderr);
+    eprintln!("cut link: every PE gone {gone_after:?} after the cut; the job said:\n{}", r.stderr);
+    assert!(gone_after < Duration::from_secs(30), "the PEs took {gone_after:?} to end after the cut");
+}
