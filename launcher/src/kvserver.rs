@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,14 @@ pub struct Shared {
     pub pids: Vec<u32>,
     /// Connections refused so far (for tests and the final report).
     pub refused: usize,
+    /// Of those, connections refused because too many were open.
+    pub over_limit: usize,
+}
+
+/// The most bootstrap connections open at once for an `n`-PE job: one per PE, and room for
+/// PEs that reconnect and for a few strangers being refused.
+pub fn max_connections(n: usize) -> usize {
+    n + 64
 }
 
 pub struct Server {
@@ -59,10 +68,29 @@ impl Server {
         }));
         let s = shared.clone();
         let key = Arc::new(key);
+        let open = Arc::new(AtomicUsize::new(0));
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let (s, key) = (s.clone(), key.clone());
-                std::thread::spawn(move || serve(conn, s, n, &key));
+                // A thread per connection, but not without bound: a process of this user that
+                // opens thousands must not make oshrun start thousands of threads.
+                if open.load(Ordering::Acquire) >= max_connections(n) {
+                    let mut g = lock(&s);
+                    g.refused += 1;
+                    g.over_limit += 1;
+                    if g.over_limit == 1 {
+                        eprintln!(
+                            "oshrun: refused a bootstrap connection: {} are open, the most a {n}-PE job gets (more are refused without a word)",
+                            max_connections(n)
+                        );
+                    }
+                    continue;
+                }
+                open.fetch_add(1, Ordering::AcqRel);
+                let (s, key, open) = (s.clone(), key.clone(), open.clone());
+                std::thread::spawn(move || {
+                    serve(conn, s, n, &key);
+                    open.fetch_sub(1, Ordering::AcqRel);
+                });
             }
         });
         Ok(Server { shared })

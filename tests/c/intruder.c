@@ -1,8 +1,9 @@
 /* PE 0 plays a hostile local process against its own job's oshrun bootstrap, from forked
  * children: a fake abort with no introduction, a wrong secret, the right secret claiming a
  * rank that is taken or belongs to another PE's process, and (as root) a connection by
- * another user. The job must ignore every one of them and finish normally; oshrun logs each
- * refusal. Every PE also checks that the socket's directory is private and that its own TCP
+ * another user, and a flood of 600 connections that say nothing, held open together. The job
+ * must ignore every one of them and finish normally; oshrun logs each refusal, and the flood
+ * must not cost it a thread per connection (it prints oshrun's thread count during the flood). Every PE also checks that the socket's directory is private and that its own TCP
  * listeners (UCX's) are bound to loopback only, the job being on one host. */
 #include "check.h"
 #include <arpa/inet.h>
@@ -161,6 +162,34 @@ static int listeners_on_loopback(void) {
     return ok;
 }
 
+/* Threads of the process `pid` (from /proc/<pid>/status). */
+static int threads_of(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    int t = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "Threads:", 8)) t = atoi(line + 8);
+    }
+    if (f) fclose(f);
+    return t;
+}
+
+/* 600 connections at once, none saying a word; oshrun is this PE's parent. */
+static void flood(void) {
+    static int fds[600];
+    int opened = 0;
+    for (int i = 0; i < 600; i++) {
+        fds[i] = connect_boot();
+        opened += fds[i] >= 0;
+    }
+    usleep(300000);
+    printf("intruder: flood of %d connections, oshrun has %d threads\n", opened, threads_of(getppid()));
+    fflush(stdout);
+    for (int i = 0; i < 600; i++)
+        if (fds[i] >= 0) close(fds[i]);
+}
+
 int main(void) {
     shmem_init();
     int me = shmem_my_pe();
@@ -181,6 +210,7 @@ int main(void) {
         CHECK(in_child(taken_rank) == 0);
         CHECK(in_child(another_pes_rank) == 0);
         if (geteuid() == 0) CHECK(in_child(other_user) == 0);
+        flood();
         usleep(200000);
     }
     shmem_barrier_all();

@@ -316,9 +316,15 @@ fn strangers_cannot_act_on_the_bootstrap_and_listeners_stay_on_loopback() {
             "did not present the job's secret",
             "claims rank 0, which is already connected",
             "is not the process oshrun started as PE 1",
+            "are open, the most a 2-PE job gets",
         ] {
             assert!(r.stderr.contains(reason), "missing refusal `{reason}`:\n{}", r.stderr);
         }
+        // The flood of 600 silent connections: oshrun keeps to its bound of threads (one per
+        // connection up to 2 + 64, a few of its own), where it had one per connection before.
+        let line = r.stdout.lines().find(|l| l.starts_with("intruder: flood of")).expect("flood line");
+        let threads: usize = line.rsplit_once("has ").unwrap().1.split(' ').next().unwrap().parse().unwrap();
+        assert!(threads < 2 + 64 + 16, "{line}");
     }
 }
 
