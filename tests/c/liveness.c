@@ -6,6 +6,8 @@
  *            resumption reaches the PEs at slightly different times);
  *   stream   every PE puts to the next one, quiets and joins a barrier, over and over for
  *            LIVENESS_SECONDS (default 30): across hosts whose link the harness cuts or flaps;
+ *   late     PE 0 waits (shmem_long_wait_until) for a word PE 1 sets only after 2.5 s: with
+ *            SHMEM_WAIT_STALL_WARN=1 the wait says what it waits for;
  *   orphan   every PE writes its pid to $LIVENESS_DIR/pe<N>, then waits for PE 1, which sleeps
  *            for 60 s: the harness kills the launcher meanwhile, and every PE must go.
  * Run with SHMEM_STOP_TIMEOUT=2 (at most 4 PEs for suspend); prints `liveness: PE <me> ok`. */
@@ -57,6 +59,16 @@ int main(void) {
         /* The others wait in the barrier for PE 0 the whole time. */
         int status;
         waitpid(helper, &status, 0);
+    }
+    if (!strcmp(mode, "late")) {
+        static long word;
+        if (me == 1) {
+            usleep(2500 * 1000);
+            shmem_long_p(&word, 1, 0);
+            shmem_quiet();
+        } else if (me == 0) {
+            shmem_long_wait_until(&word, SHMEM_CMP_EQ, 1);
+        }
     }
     if (!strcmp(mode, "orphan")) {
         char path[512];

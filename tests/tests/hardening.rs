@@ -554,3 +554,25 @@ fn a_component_that_cannot_load_is_named_with_the_reason() {
     );
     assert!(r.stderr.contains("libucp.so.0"), "{}", r.stderr);
 }
+
+/// `SHMEM_WAIT_STALL_WARN`: a point-to-point wait that lasts says what it waits for (the word,
+/// where it is, the condition and the value it holds), so that a hang can be read without a
+/// debugger; without the setting it says nothing.
+#[test]
+fn a_long_wait_says_what_it_waits_for_when_asked() {
+    let prog = c_test("liveness");
+    let r = oshrun(2, &prog, &[("LIVENESS", "late"), ("SHMEM_WAIT_STALL_WARN", "1")], T);
+    r.assert_all_pes_ok("liveness", 2);
+    let said = r.stderr.lines().find(|l| l.contains("shmem_long_wait_until")).unwrap_or_default();
+    for part in [
+        "this PE has waited 1 s for ivar at 0x",
+        "of symmetric segment",
+        "to be == 1; it is 0",
+        "(next warning at 2 s; SHMEM_WAIT_STALL_WARN)",
+    ] {
+        assert!(said.contains(part), "missing `{part}` in:\n{}", r.stderr);
+    }
+    let r = oshrun(2, &prog, &[("LIVENESS", "late")], T);
+    r.assert_all_pes_ok("liveness", 2);
+    assert!(!r.stderr.contains("SHMEM_WAIT_STALL_WARN"), "{}", r.stderr);
+}

@@ -115,6 +115,12 @@ pub const SETTINGS: &[Setting] = &[
         "Under mpirun and srun, a PE on this host stopped by a signal (SIGSTOP, SIGTSTP) for this many seconds ends the job, naming it, since the others cannot progress without it (a PE under a debugger, a busy one, or a whole job suspended at once is not counted); 0 never. oshrun watches its PEs itself and ends the job after 1 s",
     ),
     setting(
+        "SHMEM_WAIT_STALL_WARN",
+        Kind::Int,
+        "0",
+        "A PE waiting this many seconds in shmem_wait_until (or a signal wait) says what it waits for: the variable's address and symmetric offset, the condition and the value it holds, and again each time the wait doubles, so that a hang is diagnosable without a debugger; 0 (the default) never says",
+    ),
+    setting(
         "SHMEM_COLL_STALL_WARN",
         Kind::Int,
         "60",

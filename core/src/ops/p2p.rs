@@ -89,7 +89,12 @@ unsafe fn active(status: *const c_int, i: usize) -> bool {
 
 /// # Safety
 /// `ivar` must be a valid, aligned local address.
-pub unsafe fn wait_until<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_int, value: T) {
+pub unsafe fn wait_until<T: Copy + PartialOrd + std::fmt::Debug>(
+    routine: &CStr,
+    ivar: *const T,
+    cmp: c_int,
+    value: T,
+) {
     // SAFETY: forwarded.
     unsafe { wait_until_named(routine, "ivar", ivar, cmp, value) }
 }
@@ -98,7 +103,7 @@ pub unsafe fn wait_until<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, c
 ///
 /// # Safety
 /// As [`wait_until`].
-pub unsafe fn wait_until_named<T: Copy + PartialOrd>(
+pub unsafe fn wait_until_named<T: Copy + PartialOrd + std::fmt::Debug>(
     routine: &CStr,
     what: &str,
     ivar: *const T,
@@ -109,9 +114,23 @@ pub unsafe fn wait_until_named<T: Copy + PartialOrd>(
     let rt = runtime::get(routine);
     variables(rt, routine, what, ivar, 1);
     let mut i = 0;
+    let mut watch = crate::ops::stall::WaitWatch::new();
     // SAFETY: forwarded.
     while !unsafe { holds(ivar, cmp, value) } {
         backoff(&mut i, rt);
+        watch.round(routine, || {
+            // SAFETY: as `holds`: a valid local address that peers update.
+            let now = unsafe { std::ptr::read_volatile(ivar) };
+            let place = rt
+                .segs
+                .locate(ivar as usize)
+                .map(|(seg, off, _)| format!(", offset {off:#x} of symmetric segment {seg}"))
+                .unwrap_or_default();
+            format!(
+                "{what} at {ivar:p}{place} to be {} {value:?}; it is {now:?}",
+                crate::ops::stall::cmp_name(cmp)
+            )
+        });
     }
     fence(Ordering::Acquire);
 }

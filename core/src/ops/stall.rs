@@ -14,12 +14,88 @@ use std::time::Instant;
 
 /// Seconds after which a waiting collective warns; 0: never.
 static WARN_AFTER_S: AtomicU64 = AtomicU64::new(0);
+/// Seconds after which a point-to-point wait (`shmem_wait_until` and the signal wait) says
+/// what it waits for; 0: never (the default: a long wait may be the program's design).
+static WAIT_WARN_AFTER_S: AtomicU64 = AtomicU64::new(0);
 
 /// Wait rounds between two looks at the clock (a power of two).
 pub const ROUNDS: u32 = 1 << 14;
 
 pub fn configure(seconds: u64) {
     WARN_AFTER_S.store(seconds, Ordering::Relaxed);
+}
+
+pub fn configure_waits(seconds: u64) {
+    WAIT_WARN_AFTER_S.store(seconds, Ordering::Relaxed);
+}
+
+/// The watch of one point-to-point wait: it reads the clock only when [`WaitWatch::round`]
+/// has been called [`ROUNDS`] times, and only if `SHMEM_WAIT_STALL_WARN` is set.
+pub struct WaitWatch {
+    rounds: u32,
+    since: Option<Instant>,
+    next: u64,
+}
+
+impl WaitWatch {
+    pub const fn new() -> WaitWatch {
+        WaitWatch { rounds: 0, since: None, next: 0 }
+    }
+
+    /// One round of the wait; `what` describes what it waits for (only called to warn).
+    #[inline(always)]
+    pub fn round(&mut self, routine: &CStr, what: impl FnOnce() -> String) {
+        self.rounds = self.rounds.wrapping_add(1);
+        if self.rounds.is_multiple_of(ROUNDS) {
+            self.look(routine, what);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn look(&mut self, routine: &CStr, what: impl FnOnce() -> String) {
+        let after = WAIT_WARN_AFTER_S.load(Ordering::Relaxed);
+        if after == 0 {
+            return;
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if self.next == 0 {
+            self.next = after;
+        }
+        let waited = since.elapsed().as_secs();
+        if waited >= self.next {
+            crate::log::log(
+                crate::log::WARN,
+                &routine.to_string_lossy(),
+                &format!(
+                    "this PE has waited {waited} s for {}; another PE must change it (next warning at {} s; SHMEM_WAIT_STALL_WARN)",
+                    what(),
+                    self.next * 2
+                ),
+            );
+            self.next *= 2;
+        }
+    }
+}
+
+impl Default for WaitWatch {
+    fn default() -> WaitWatch {
+        WaitWatch::new()
+    }
+}
+
+/// The C spelling of a comparison (`SHMEM_CMP_*`).
+pub fn cmp_name(cmp: std::ffi::c_int) -> &'static str {
+    use rshmem_plugin_api::{CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
+    match cmp {
+        CMP_EQ => "==",
+        CMP_NE => "!=",
+        CMP_GT => ">",
+        CMP_GE => ">=",
+        CMP_LT => "<",
+        CMP_LE => "<=",
+        _ => "?",
+    }
 }
 
 #[derive(Clone, Copy)]
