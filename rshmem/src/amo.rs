@@ -69,6 +69,21 @@ macro_rules! fetching {
     };
 }
 
+/// One non-fetching atomic: checks the element and the PE, then calls the C entry point.
+macro_rules! posting {
+    ($(#[$doc:meta])* $name:ident, $slot:ident, $routine:literal) => {
+        $(#[$doc])*
+        #[inline]
+        pub fn $name<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
+            let d = dest.at($routine, i)?;
+            let pe = self.checked_pe($routine, pe)?;
+            // SAFETY: a checked element of a live symmetric array, a PE in range.
+            unsafe { (T::C.$slot)(self.raw(), d, value, pe) };
+            Ok(())
+        }
+    };
+}
+
 impl Ctx {
     /// `shmem_atomic_fetch`: `dest[i]` on `pe`, read atomically.
     #[inline]
@@ -80,27 +95,14 @@ impl Ctx {
         Ok(unsafe { (T::C.fetch)(self.raw(), s, pe) })
     }
 
-    /// `shmem_atomic_set`: writes `dest[i]` on `pe` atomically.
-    #[inline]
-    pub fn atomic_set<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
-        const ROUTINE: &str = "Ctx::atomic_set";
-        let d = dest.at(ROUTINE, i)?;
-        let pe = self.checked_pe(ROUTINE, pe)?;
-        // SAFETY: as `atomic_fetch`.
-        unsafe { (T::C.set)(self.raw(), d, value, pe) };
-        Ok(())
-    }
-
-    /// `shmem_atomic_add`: adds `value` to `dest[i]` on `pe`.
-    #[inline]
-    pub fn atomic_add<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
-        const ROUTINE: &str = "Ctx::atomic_add";
-        let d = dest.at(ROUTINE, i)?;
-        let pe = self.checked_pe(ROUTINE, pe)?;
-        // SAFETY: as `atomic_fetch`.
-        unsafe { (T::C.add)(self.raw(), d, value, pe) };
-        Ok(())
-    }
+    posting!(
+        /// `shmem_atomic_set`: writes `dest[i]` on `pe` atomically.
+        atomic_set, set, "Ctx::atomic_set"
+    );
+    posting!(
+        /// `shmem_atomic_add`: adds `value` to `dest[i]` on `pe`.
+        atomic_add, add, "Ctx::atomic_add"
+    );
 
     /// `shmem_atomic_inc`: adds one to `dest[i]` on `pe`.
     #[inline]

@@ -506,6 +506,26 @@ impl OwnHosts {
         String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
     }
 
+    /// The job's PEs (processes named `c-liveness`) running in the namespaces of hosts 0..n.
+    fn pes_running(&self, hosts: usize) -> usize {
+        (0..hosts)
+            .flat_map(|i| self.pids(i))
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with("c-liveness"))
+            })
+            .count()
+    }
+
+    /// Waits (up to 60 s) until `np` PEs run, then `settle` more: a link is cut while the job
+    /// streams, not while its daemons start (which takes seconds on a loaded machine).
+    fn wait_for_pes(&self, hosts: usize, np: usize, settle: Duration) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.pes_running(hosts) < np && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(settle);
+    }
+
     /// `ip link set h<i> up|down` on the hub's side of host i's link.
     fn link(&self, host: usize, up: bool) {
         let st = std::process::Command::new("ip")
@@ -543,10 +563,10 @@ fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
             ("SHMEM_MCA_spml_ucx_peer_timeout", "5"),
         ]
     };
-    // A flap of 1 s, 4 s into a stream of 12 s.
+    // A flap of 1 s, 3 s into a stream of 12 s.
     let h = hosts.clone();
     let flap = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(4));
+        h.wait_for_pes(2, 4, Duration::from_secs(3));
         h.link(1, false);
         std::thread::sleep(Duration::from_secs(1));
         h.link(1, true);
@@ -554,20 +574,15 @@ fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
     let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env("12"), T);
     flap.join().unwrap();
     r.assert_all_pes_ok("liveness", 4);
-    // Cut for good 4 s into a stream of 60 s. What counts is how soon every PE has gone: Open
+    // Cut for good 3 s into a stream of 60 s. What counts is how soon every PE has gone: Open
     // MPI's daemon on the cut-off host outlives its mpirun (and would hold the job's output
     // open), so once the PEs are gone whatever is left in the namespaces is killed.
     let h = hosts.clone();
     let cut = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(4));
+        h.wait_for_pes(2, 4, Duration::from_secs(3));
         h.link(1, false);
         let cut_at = std::time::Instant::now();
-        let pes_left = || {
-            (0..2).flat_map(|i| h.pids(i)).any(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with("c-liveness"))
-            })
-        };
-        while pes_left() && cut_at.elapsed() < Duration::from_secs(50) {
+        while h.pes_running(2) > 0 && cut_at.elapsed() < Duration::from_secs(50) {
             std::thread::sleep(Duration::from_millis(100));
         }
         let gone_after = cut_at.elapsed();

@@ -58,22 +58,15 @@ impl WaitWatch {
         if after == 0 {
             return;
         }
-        let since = *self.since.get_or_insert_with(Instant::now);
-        if self.next == 0 {
-            self.next = after;
-        }
-        let waited = since.elapsed().as_secs();
-        if waited >= self.next {
+        if let Some((waited, next)) = due(&mut self.since, &mut self.next, after) {
             crate::log::log(
                 crate::log::WARN,
                 &routine.to_string_lossy(),
                 &format!(
-                    "this PE has waited {waited} s for {}; another PE must change it (next warning at {} s; SHMEM_WAIT_STALL_WARN)",
-                    what(),
-                    self.next * 2
+                    "this PE has waited {waited} s for {}; another PE must change it (next warning at {next} s; SHMEM_WAIT_STALL_WARN)",
+                    what()
                 ),
             );
-            self.next *= 2;
         }
     }
 }
@@ -82,6 +75,21 @@ impl Default for WaitWatch {
     fn default() -> WaitWatch {
         WaitWatch::new()
     }
+}
+
+/// The doubling schedule both watches share: the first look starts the clock; a warning is due
+/// once `after` seconds have passed, then each time the wait has doubled. Returns the seconds
+/// waited and when the next warning is due, once one is due now.
+fn due(since: &mut Option<Instant>, next: &mut u64, after: u64) -> Option<(u64, u64)> {
+    let since = *since.get_or_insert_with(Instant::now);
+    if *next == 0 {
+        *next = after;
+    }
+    let waited = since.elapsed().as_secs();
+    (waited >= *next).then(|| {
+        *next *= 2;
+        (waited, *next)
+    })
 }
 
 /// The C spelling of a comparison (`SHMEM_CMP_*`).
@@ -142,24 +150,17 @@ pub fn check() {
         if cur.routine.is_null() {
             return;
         }
-        let since = *cur.since.get_or_insert_with(Instant::now);
-        if cur.next == 0 {
-            cur.next = after;
-        }
-        let waited = since.elapsed().as_secs();
-        if waited >= cur.next {
+        if let Some((waited, next)) = due(&mut cur.since, &mut cur.next, after) {
             // SAFETY: the routine name `enter` was given lives as long as the collective.
             let routine = unsafe { CStr::from_ptr(cur.routine) }.to_string_lossy();
             crate::log::log(
                 crate::log::WARN,
                 &routine,
                 &format!(
-                    "this PE has waited {waited} s in a {} for other PEs of the team. Every PE of a team must call the same collectives in the same order: a PE that skipped this one, or is stuck or still busy elsewhere, keeps the others here (next warning at {} s; SHMEM_COLL_STALL_WARN)",
-                    cur.op,
-                    cur.next * 2
+                    "this PE has waited {waited} s in a {} for other PEs of the team. Every PE of a team must call the same collectives in the same order: a PE that skipped this one, or is stuck or still busy elsewhere, keeps the others here (next warning at {next} s; SHMEM_COLL_STALL_WARN)",
+                    cur.op
                 ),
             );
-            cur.next *= 2;
         }
         c.set(cur);
     });
