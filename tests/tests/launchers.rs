@@ -484,6 +484,10 @@ fn pes_whose_mpirun_is_killed_exit() {
 /// other test's jobs; taken down when dropped.
 struct OwnHosts(&'static str);
 
+/// The tests with hosts of their own run one at a time: each waits for its own job's PEs to
+/// act on them, and another such test's job would hold the harness's job lock meanwhile.
+static OWN_HOSTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl OwnHosts {
     fn up(prefix: &'static str, n: usize) -> OwnHosts {
         let st = std::process::Command::new("bash")
@@ -516,10 +520,11 @@ impl OwnHosts {
             .count()
     }
 
-    /// Waits (up to 60 s) until `np` PEs run, then `settle` more: a link is cut while the job
-    /// streams, not while its daemons start (which takes seconds on a loaded machine).
+    /// Waits (up to 180 s: the job may wait for the harness's job lock first) until `np` PEs
+    /// run, then `settle` more: a link is cut while the job streams, not while its daemons
+    /// start (which takes seconds on a loaded machine).
     fn wait_for_pes(&self, hosts: usize, np: usize, settle: Duration) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
         while self.pes_running(hosts) < np && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -553,6 +558,7 @@ impl Drop for OwnHosts {
 /// hung or were survived by chance before: a cut link hung the job for good (2026-11-27).
 #[test]
 fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
+    let _one = OWN_HOSTS.lock().unwrap_or_else(|e| e.into_inner());
     let hosts = std::sync::Arc::new(OwnHosts::up("rshmemcut", 2));
     let env = |secs: &'static str| {
         vec![
@@ -599,4 +605,44 @@ fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
     assert!(r.stderr.contains("has not been heard from"), "{}", r.stderr);
     eprintln!("cut link: every PE gone {gone_after:?} after the cut; the job said:\n{}", r.stderr);
     assert!(gone_after < Duration::from_secs(30), "the PEs took {gone_after:?} to end after the cut");
+}
+
+/// Every PE of one host killed (SIGKILL) while the job streams across 2 hosts: the job ends,
+/// with a non-zero status, and no PE of the other host lives on.
+#[test]
+fn every_pe_of_one_host_killed_ends_the_job() {
+    let _one = OWN_HOSTS.lock().unwrap_or_else(|e| e.into_inner());
+    let hosts = std::sync::Arc::new(OwnHosts::up("rshmemkill", 2));
+    let env = [
+        ("LIVENESS", "stream"),
+        ("LIVENESS_SECONDS", "60"),
+        ("RSHMEM_HOSTS_PREFIX", "rshmemkill"),
+        ("RSHMEM_HOSTS_FORWARD", "LIVENESS LIVENESS_SECONDS"),
+    ];
+    let h = hosts.clone();
+    let killer = std::thread::spawn(move || {
+        h.wait_for_pes(2, 4, Duration::from_secs(2));
+        for p in h.pids(1) {
+            if std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with("c-liveness")) {
+                // SAFETY: killing the test's own PEs.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+        let killed_at = std::time::Instant::now();
+        while h.pes_running(2) > 0 && killed_at.elapsed() < Duration::from_secs(50) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let gone_after = killed_at.elapsed();
+        std::thread::sleep(Duration::from_secs(2));
+        for p in (0..2).flat_map(|i| h.pids(i)) {
+            // SAFETY: ending what is left in the test's own namespaces.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        gone_after
+    });
+    let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env, T);
+    let gone_after = killer.join().unwrap();
+    assert!(!r.status.success(), "the job went on without a host's PEs:\n{}", r.stdout);
+    eprintln!("one host's PEs killed: every PE gone {gone_after:?} after; the job said:\n{}", r.stderr);
+    assert!(gone_after < Duration::from_secs(20), "the other PEs took {gone_after:?} to end");
 }
