@@ -127,10 +127,9 @@ fn start_heartbeat(c: &CoreServices, u: &'static Ucx, opts: &Options) {
             10.0
         }),
     };
-    let Some(host_of) = (c.host_of(0).is_some()).then_some(c.host_of).flatten() else { return };
-    if secs == 0.0 || opts.loopback_only || c.n_pes < 2 {
-        return;
-    }
+    // `host_of` is read through the accessor first: a core's table may predate the slot.
+    let host_of = c.host_of(0).and(c.host_of);
+    let Some(host_of) = host_of.filter(|_| secs > 0.0 && !opts.loopback_only && c.n_pes > 1) else { return };
     let hb = ucx::heartbeat::Heartbeat::new(
         c.my_pe.max(0) as usize,
         c.n_pes as usize,

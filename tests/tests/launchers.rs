@@ -531,6 +531,22 @@ impl OwnHosts {
         std::thread::sleep(settle);
     }
 
+    /// How long after `since` the last PE of the job left hosts 0..n (at most 50 s waited);
+    /// then, 2 s later, whatever is still in those namespaces is killed (Open MPI's daemon on a
+    /// cut-off host outlives its mpirun and would hold the job's output open).
+    fn gone_then_clear(&self, hosts: usize, since: std::time::Instant) -> Duration {
+        while self.pes_running(hosts) > 0 && since.elapsed() < Duration::from_secs(50) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let gone_after = since.elapsed();
+        std::thread::sleep(Duration::from_secs(2));
+        for p in (0..hosts).flat_map(|i| self.pids(i)) {
+            // SAFETY: ending what is left in the test's own namespaces.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        gone_after
+    }
+
     /// `ip link set h<i> up|down` on the hub's side of host i's link.
     fn link(&self, host: usize, up: bool) {
         let st = std::process::Command::new("ip")
@@ -554,7 +570,8 @@ impl Drop for OwnHosts {
 }
 
 /// A link between two hosts cut for good ends the job within the heartbeat timeout (set to 5 s
-/// here) plus the grace, naming a PE on the other side; cut for 1 s it costs nothing. Both
+/// here) plus the grace, naming a PE on the other side; cut for 1 s it costs nothing. A PE
+/// stopped alone on its host is found the same way. Both
 /// hung or were survived by chance before: a cut link hung the job for good (2026-11-27).
 #[test]
 fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
@@ -569,6 +586,19 @@ fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
             ("SHMEM_MCA_spml_ucx_peer_timeout", "5"),
         ]
     };
+    // A PE stopped alone on its host (3 PEs dealt out by node: PE 1 alone on host 1): nobody
+    // on its host sees it, its heartbeats stop.
+    let stop_env = [
+        ("DEATH", "stop"),
+        ("RSHMEM_HOSTS_PREFIX", "rshmemcut"),
+        ("RSHMEM_HOSTS_FORWARD", "DEATH"),
+        ("SHMEM_MCA_spml_ucx_peer_timeout", "5"),
+    ];
+    let stopper = hosts.clone();
+    let r = launch_on_hosts(2, 3, &["--map-by", "node"], &c_test("death"), &stop_env, T);
+    stopper.gone_then_clear(2, std::time::Instant::now());
+    assert!(!r.status.success(), "the job went on without its stopped PE:\n{}", r.stdout);
+    assert!(r.stderr.contains("PE 1, on another host, has not been heard from"), "{}", r.stderr);
     // A flap of 1 s, 3 s into a stream of 12 s.
     let h = hosts.clone();
     let flap = std::thread::spawn(move || {
@@ -587,17 +617,7 @@ fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
     let cut = std::thread::spawn(move || {
         h.wait_for_pes(2, 4, Duration::from_secs(3));
         h.link(1, false);
-        let cut_at = std::time::Instant::now();
-        while h.pes_running(2) > 0 && cut_at.elapsed() < Duration::from_secs(50) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let gone_after = cut_at.elapsed();
-        std::thread::sleep(Duration::from_secs(2));
-        for p in (0..2).flat_map(|i| h.pids(i)) {
-            // SAFETY: ending what is left in the test's own namespaces.
-            unsafe { libc::kill(p, libc::SIGKILL) };
-        }
-        gone_after
+        h.gone_then_clear(2, std::time::Instant::now())
     });
     let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env("60"), T);
     let gone_after = cut.join().unwrap();
@@ -628,17 +648,7 @@ fn every_pe_of_one_host_killed_ends_the_job() {
                 unsafe { libc::kill(p, libc::SIGKILL) };
             }
         }
-        let killed_at = std::time::Instant::now();
-        while h.pes_running(2) > 0 && killed_at.elapsed() < Duration::from_secs(50) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let gone_after = killed_at.elapsed();
-        std::thread::sleep(Duration::from_secs(2));
-        for p in (0..2).flat_map(|i| h.pids(i)) {
-            // SAFETY: ending what is left in the test's own namespaces.
-            unsafe { libc::kill(p, libc::SIGKILL) };
-        }
-        gone_after
+        h.gone_then_clear(2, std::time::Instant::now())
     });
     let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env, T);
     let gone_after = killer.join().unwrap();
