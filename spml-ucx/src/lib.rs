@@ -79,6 +79,11 @@ fn peer_failure() -> Option<(usize, sys::ucs_status_t)> {
     state_if_open().and_then(Ucx::peer_failure)
 }
 
+/// `", on another host,"` for a peer the heartbeats know is on another host, else empty.
+fn where_is(pe: usize) -> &'static str {
+    state_if_open().map_or("", |u| u.where_is(pe))
+}
+
 #[cold]
 fn not_open() -> ! {
     fatal("spml ucx: called before open")
@@ -97,7 +102,7 @@ fn op_failed(_: &Channel, what: &str, pe: c_int, e: OpError) -> ! {
     wait_for_the_launcher(&e);
     let mut msg = format!("spml ucx: {what} PE {pe} failed: {e}");
     if let Some((p, st)) = peer_failure() {
-        msg.push_str(&format!(" (the endpoint to PE {p} failed: {})", sys::status_string(st)));
+        msg.push_str(&format!(" (the endpoint to PE {p}{} failed: {})", where_is(p), sys::status_string(st)));
     }
     fatal(&msg)
 }
@@ -107,7 +112,7 @@ fn flush_failed(_: &Channel, what: &str, e: OpError) -> ! {
     wait_for_the_launcher(&e);
     let mut msg = format!("spml ucx: {what} failed: {e}");
     if let Some((p, st)) = peer_failure() {
-        msg.push_str(&format!(" (PE {p} is unreachable: {})", sys::status_string(st)));
+        msg.push_str(&format!(" (PE {p}{} is unreachable: {})", where_is(p), sys::status_string(st)));
     }
     fatal(&msg)
 }
@@ -725,7 +730,7 @@ fn drive() -> bool {
     let u = state();
     let busy = u.progress_all();
     if let Some((pe, st, phase)) = u.overdue_failure() {
-        fatal(&ucx::peer_lost_message(pe, st, phase));
+        fatal(&ucx::peer_lost_message(pe, u.where_is(pe), st, phase));
     }
     busy
 }

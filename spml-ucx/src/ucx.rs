@@ -945,6 +945,11 @@ impl Ucx {
 
     /// Send and expect heartbeats between hosts (`heartbeat`); before the progress thread
     /// starts, which does the sending and the looking.
+    /// `", on another host,"` when the heartbeats know `pe` is on another host, for messages.
+    pub fn where_is(&self, pe: usize) -> &'static str {
+        heartbeat::where_is(self.heartbeat.get().copied(), pe)
+    }
+
     pub fn set_heartbeat(&self, hb: &'static heartbeat::Heartbeat) -> Result<(), String> {
         hb.listen(self.chan.worker())?;
         let _ = self.heartbeat.set(hb);
@@ -1108,7 +1113,7 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
         if !reported {
             if let (Some((pe, st, phase)), Some(f)) = (health.overdue(), fatal) {
                 reported = true;
-                f(&peer_lost_message(pe, st, phase));
+                f(&peer_lost_message(pe, heartbeat::where_is(shared.heartbeat, pe), st, phase));
             }
         }
         let now = shared.activity.load(Ordering::Relaxed);
@@ -1164,7 +1169,7 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
 /// (reported only once this PE is no longer suspended). A PE that leaves after the last
 /// `shmem_finalize` while the others initialize again is found this way under PMIx launchers,
 /// whose bootstrap fence would wait for it forever (oshrun names it itself).
-pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t, phase: Phase) -> String {
+pub fn peer_lost_message(pe: usize, where_: &str, st: sys::ucs_status_t, phase: Phase) -> String {
     if let Some(m) = heartbeat::message(pe) {
         return m;
     }
@@ -1172,12 +1177,12 @@ pub fn peer_lost_message(pe: usize, st: sys::ucs_status_t, phase: Phase) -> Stri
     const COLLECTIVE: &str =
         "an initialization after the last shmem_finalize is collective: every PE must call it";
     match phase {
-        Phase::First => format!("spml ucx: PE {pe} is unreachable ({st}): it died or left without shmem_finalize"),
+        Phase::First => format!("spml ucx: PE {pe}{where_} is unreachable ({st}): it died or left without shmem_finalize"),
         Phase::Suspended => format!(
             "spml ucx: PE {pe} left after the last shmem_finalize ({st}), but this PE initialized the library again; {COLLECTIVE}"
         ),
         Phase::Again => format!(
-            "spml ucx: PE {pe} is unreachable ({st}): it died, left without shmem_finalize, or left after the last shmem_finalize while this PE initialized the library again ({COLLECTIVE})"
+            "spml ucx: PE {pe}{where_} is unreachable ({st}): it died, left without shmem_finalize, or left after the last shmem_finalize while this PE initialized the library again ({COLLECTIVE})"
         ),
     }
 }

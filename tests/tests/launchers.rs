@@ -622,7 +622,9 @@ fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
     let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env("60"), T);
     let gone_after = cut.join().unwrap();
     assert!(!r.status.success(), "the job went on across a cut link:\n{}", r.stdout);
-    assert!(r.stderr.contains("has not been heard from"), "{}", r.stderr);
+    // The heartbeats or UCX's own endpoint timeout, whichever fires first (UCX's did once
+    // under CI's load), name a PE on the other side.
+    assert!(r.stderr.contains(", on another host,"), "{}", r.stderr);
     eprintln!("cut link: every PE gone {gone_after:?} after the cut; the job said:\n{}", r.stderr);
     assert!(gone_after < Duration::from_secs(30), "the PEs took {gone_after:?} to end after the cut");
 }

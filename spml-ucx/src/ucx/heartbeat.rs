@@ -74,6 +74,14 @@ pub fn message(pe: usize) -> Option<String> {
     })
 }
 
+/// `", on another host,"` when `hb` knows `pe` is on another host, else empty: for messages.
+pub fn where_is(hb: Option<&Heartbeat>, pe: usize) -> &'static str {
+    match hb {
+        Some(hb) if hb.on_other_host(pe) => ", on another host,",
+        _ => "",
+    }
+}
+
 /// One PE's heartbeats: what it sends and what it has heard, shared by the handler and the
 /// progress thread.
 pub struct Heartbeat {
@@ -112,6 +120,13 @@ impl Heartbeat {
 
     fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64 + 1
+    }
+
+    /// Whether `pe` is on another host than this PE (false while the hosts are not known yet).
+    pub fn on_other_host(&self, pe: usize) -> bool {
+        // SAFETY: the core's service takes any PE number.
+        let (mine, theirs) = unsafe { ((self.host_of)(self.me as c_int), (self.host_of)(pe as c_int)) };
+        mine >= 0 && theirs >= 0 && mine != theirs
     }
 
     /// The plan, once the core knows every PE's host (after its init); None before.

@@ -344,7 +344,7 @@ fn peer_failures_wait_out_the_grace_and_are_ignored_when_finalizing() {
     assert_eq!(h2.overdue(), Some((3, sys::UCS_ERR_CONNECTION_RESET, Phase::First)));
     h2.finalizing.store(true, Ordering::Release);
     assert!(h2.overdue().is_none(), "peers leaving during finalize are expected");
-    let lost = peer_lost_message(3, sys::UCS_ERR_CONNECTION_RESET, Phase::First);
+    let lost = peer_lost_message(3, "", sys::UCS_ERR_CONNECTION_RESET, Phase::First);
     assert!(lost.contains("PE 3 is unreachable") && lost.contains("without shmem_finalize"), "{lost}");
 }
 
@@ -361,14 +361,15 @@ fn a_peer_lost_after_the_last_finalize_is_reported_once_initialized_again_as_hav
     assert!(h.overdue().is_none(), "expected while suspended");
     set(Phase::Again);
     assert_eq!(h.overdue(), Some((1, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Suspended)));
-    let lost = peer_lost_message(1, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Suspended);
+    let lost = peer_lost_message(1, "", sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Suspended);
     assert!(
         lost.contains("PE 1 left after the last shmem_finalize") && lost.contains("every PE must call it"),
         "{lost}"
     );
     // Lost once resumed: either it died, or it never initialized again.
-    let lost = peer_lost_message(1, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Again);
-    assert!(lost.contains("it died") && lost.contains("every PE must call it"), "{lost}");
+    let lost = peer_lost_message(1, ", on another host,", sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Again);
+    assert!(lost.contains("PE 1, on another host, is unreachable") && lost.contains("it died"), "{lost}");
+    assert!(lost.contains("every PE must call it"), "{lost}");
 }
 
 #[test]
