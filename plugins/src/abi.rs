@@ -753,9 +753,11 @@ pub struct SpmlOps {
     /// [`SpmlOps::suspend_slot`]): the library was finalized (`suspended` = 1) but stays ready
     /// to be initialized again in this process, as OpenSHMEM 1.6 allows, or it was initialized
     /// again (0). The core calls it with 1 at the last `shmem_finalize`, once every operation
-    /// is complete and every PE has arrived, in place of `finalize`, which then follows when
-    /// the process exits. While suspended, peers may end their processes at any moment: losing
-    /// one is expected and must not end the job. Nothing else is called meanwhile. Without the
+    /// is complete and every PE has arrived; then it destroys what the program left (contexts,
+    /// registrations) and keeps the component instead of calling `finalize`, which follows
+    /// when the process exits. A finalize that does not keep the library calls it with 1 too,
+    /// before `finalize`. While suspended, peers may end their processes at any moment: losing
+    /// one is expected and must not end the job. Without the
     /// slot the core calls `finalize` at the last `shmem_finalize`, and the library cannot be
     /// initialized again.
     pub suspend: Option<unsafe extern "C" fn(suspended: c_int)>,

@@ -405,9 +405,21 @@ impl Health {
             Some((pe, st, since))
                 if since >= PEER_FAILURE_GRACE && !self.finalizing.load(Ordering::Acquire) =>
             {
-                Some((pe, st, Phase::from_u8(self.failed_phase.load(Ordering::Relaxed))))
+                Some((pe, st, self.failed_when()))
             }
             _ => None,
+        }
+    }
+
+    /// The phase in which the recorded failure happened. One recorded before this PE was first
+    /// suspended, by a PE suspended since, happened while finalizing: the suspension follows
+    /// the finalize fence, which every PE had reached, so the lost peer had finalized. The
+    /// failure of a peer that finalized fast and exited often arrives while this PE is still
+    /// in the fence (under load, by milliseconds), and was reported as a death.
+    fn failed_when(&self) -> Phase {
+        match Phase::from_u8(self.failed_phase.load(Ordering::Relaxed)) {
+            Phase::First if self.phase.load(Ordering::Acquire) != Phase::First as u8 => Phase::Suspended,
+            p => p,
         }
     }
 }
@@ -943,13 +955,13 @@ impl Ucx {
         self.health.overdue()
     }
 
-    /// Send and expect heartbeats between hosts (`heartbeat`); before the progress thread
-    /// starts, which does the sending and the looking.
     /// `", on another host,"` when the heartbeats know `pe` is on another host, for messages.
     pub fn where_is(&self, pe: usize) -> &'static str {
         heartbeat::where_is(self.heartbeat.get().copied(), pe)
     }
 
+    /// Send and expect heartbeats between hosts (`heartbeat`); before the progress thread
+    /// starts, which does the sending and the looking.
     pub fn set_heartbeat(&self, hb: &'static heartbeat::Heartbeat) -> Result<(), String> {
         hb.listen(self.chan.worker())?;
         let _ = self.heartbeat.set(hb);

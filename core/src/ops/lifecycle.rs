@@ -787,9 +787,16 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: 
     fence_within(routine, rt, limit);
     // Every PE has arrived: a peer stopped or gone from here on holds nobody up.
     crate::ops::watch::stop();
+    // Nor is a peer's loss from here a failure: a fast PE may release everything and exit
+    // while this one still releases what the program left.
+    let suspend = rt.spml.suspend_slot();
+    if let Some(suspend) = suspend {
+        // SAFETY: plugin ABI call; every PE passed the fence and nothing is in flight.
+        unsafe { suspend(1) };
+    }
     let keep = !at_exit && crate::config::get_bool("SHMEM_REINIT").unwrap_or(true);
-    if let Some(suspend) = rt.spml.suspend_slot().filter(|_| keep) {
-        return finalize_keeping(routine, rt, suspend);
+    if suspend.is_some() && keep {
+        return finalize_keeping(routine, rt);
     }
     crate::ops::device::release_stages(rt);
     // At exit the process gives its device memory back anyway, and the driver may already
@@ -810,7 +817,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: 
 /// the process exits (`at_exit` releases them then) or an initialization resumes them
 /// (`resume`). What the program made goes now, as the spec has the last finalize release it:
 /// contexts, teams, the blocks left in the heaps, created spaces and the GPU space's memory.
-fn finalize_keeping(routine: &CStr, rt: &'static Runtime, suspend: unsafe extern "C" fn(std::ffi::c_int)) {
+fn finalize_keeping(routine: &CStr, rt: &'static Runtime) {
     let contexts = crate::ops::ctx::destroy_all(routine);
     let teams = crate::ops::teams::release_all();
     crate::ops::spaces::release_at_finalize(routine, rt, true, true, || fence_within(routine, rt, None));
@@ -823,8 +830,6 @@ fn finalize_keeping(routine: &CStr, rt: &'static Runtime, suspend: unsafe extern
             &format!("released what the program left: {contexts} context(s), {teams} team(s), {blocks} heap block(s)"),
         );
     }
-    // SAFETY: plugin ABI call; every PE passed the fence and nothing is in flight.
-    unsafe { suspend(1) };
     rt.boot.suspend();
     runtime::suspend(rt);
 }

@@ -283,9 +283,13 @@ pub(crate) fn take_dormant() -> Option<&'static Runtime> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-/// `crate::error`'s way to end the job: through the bootstrap while the runtime is live.
+/// `crate::error`'s way to end the job: through the bootstrap while the runtime is live or
+/// kept by the last finalize. A PE failing as it initializes again must end the job through
+/// the launcher too: exiting with its status instead ran the exit handler, which finalizes
+/// the kept bootstrap, and mpirun then took the PE's exit for a normal one (status 0, seen
+/// under load).
 fn abort_job(code: i32, msg: &str) {
-    if let Some(rt) = try_get() {
+    if let Some(rt) = try_get().or_else(dormant) {
         rt.boot.abort(code, msg)
     }
 }

@@ -372,6 +372,27 @@ fn a_peer_lost_after_the_last_finalize_is_reported_once_initialized_again_as_hav
     assert!(lost.contains("every PE must call it"), "{lost}");
 }
 
+/// Seen under load (4 busy loops, 4 of 30 runs under mpirun): PE 0 finalized and exited while
+/// the others were still in the finalize fence; its loss was recorded before they were
+/// suspended and reported, once they initialized again, as a death.
+#[test]
+fn a_peer_lost_while_this_pe_is_still_in_the_finalize_fence_had_finalized() {
+    let h = Health { start: Instant::now() - PEER_FAILURE_GRACE * 2, ..Health::new() };
+    h.record(0, sys::UCS_ERR_ENDPOINT_TIMEOUT);
+    h.failed_at.store(1, Ordering::Release);
+    assert_eq!(
+        h.overdue(),
+        Some((0, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::First)),
+        "never suspended: a death"
+    );
+    h.phase.store(Phase::Suspended as u8, Ordering::Release);
+    h.finalizing.store(true, Ordering::Release);
+    assert!(h.overdue().is_none(), "expected while suspended");
+    h.phase.store(Phase::Again as u8, Ordering::Release);
+    h.finalizing.store(false, Ordering::Release);
+    assert_eq!(h.overdue(), Some((0, sys::UCS_ERR_ENDPOINT_TIMEOUT, Phase::Suspended)));
+}
+
 #[test]
 fn a_failed_operation_waits_out_the_rest_of_the_grace_only_for_a_lost_peer() {
     let h = Health::new();
