@@ -66,11 +66,20 @@ struct PeerCell {
     device_map: AtomicPtr<u8>,
 }
 
+/// `len` cells in zeroed memory (for a large table, fresh pages: untouched ones cost nothing).
+fn zeroed_cells(len: usize) -> Box<[PeerCell]> {
+    // SAFETY: every field of a `PeerCell` is an atomic integer or pointer, for which all-zero
+    // bytes are a valid value (0, null), the same as `PeerCell::default()`.
+    unsafe { Box::<[PeerCell]>::new_zeroed_slice(len).assume_init() }
+}
+
 pub struct SegmentTable {
     local: [LocalCell; MAX_SEGMENTS],
     count: AtomicUsize,
     n_pes: usize,
-    /// `peers[pe * MAX_SEGMENTS + seg]`.
+    /// `peers[seg * n_pes + pe]`: segment-major, so that the pages of segment ids never used
+    /// are never touched (zeroed memory: a large table is fresh pages the kernel backs on first
+    /// write). Peer-major, every PE held 384 bytes per peer for 16 ids of which two are used.
     peers: Box<[PeerCell]>,
     /// Serialises adding and removing segments.
     writer: Mutex<()>,
@@ -82,9 +91,14 @@ impl SegmentTable {
             local: Default::default(),
             count: AtomicUsize::new(0),
             n_pes,
-            peers: (0..n_pes * MAX_SEGMENTS).map(|_| PeerCell::default()).collect(),
+            peers: zeroed_cells(n_pes * MAX_SEGMENTS),
             writer: Mutex::new(()),
         }
+    }
+
+    #[inline(always)]
+    fn cell(&self, pe: usize, seg: u32) -> usize {
+        seg as usize * self.n_pes + pe
     }
 
     /// Reserve a segment id for `[base, base + len)` (reusing a removed one), not yet visible
@@ -167,12 +181,12 @@ impl SegmentTable {
 
     /// Where PE `pe`'s copy of device segment `seg` is mapped here (null: not mapped).
     pub fn set_device_map(&self, pe: usize, seg: u32, at: *mut u8) {
-        self.peers[pe * MAX_SEGMENTS + seg as usize].device_map.store(at, Ordering::Release);
+        self.peers[self.cell(pe, seg)].device_map.store(at, Ordering::Release);
     }
 
     #[inline(always)]
     pub fn device_map(&self, pe: usize, seg: u32) -> *mut u8 {
-        self.peers[pe * MAX_SEGMENTS + seg as usize].device_map.load(Ordering::Relaxed)
+        self.peers[self.cell(pe, seg)].device_map.load(Ordering::Relaxed)
     }
 
     pub fn count(&self) -> usize {
@@ -180,7 +194,7 @@ impl SegmentTable {
     }
 
     pub fn set_peer(&self, pe: usize, seg: u32, p: PeerSeg) {
-        let c = &self.peers[pe * MAX_SEGMENTS + seg as usize];
+        let c = &self.peers[self.cell(pe, seg)];
         c.remote_base.store(p.remote_base, Ordering::Release);
         c.mapped.store(p.mapped, Ordering::Release);
     }
@@ -222,7 +236,7 @@ impl SegmentTable {
 
     #[inline(always)]
     pub fn peer(&self, pe: usize, seg: u32) -> PeerSeg {
-        let c = &self.peers[pe * MAX_SEGMENTS + seg as usize];
+        let c = &self.peers[self.cell(pe, seg)];
         PeerSeg {
             remote_base: c.remote_base.load(Ordering::Relaxed),
             mapped: c.mapped.load(Ordering::Relaxed),

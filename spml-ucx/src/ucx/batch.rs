@@ -163,7 +163,7 @@ pub struct Wake {
 pub struct Batches {
     pub slots: Box<[Slot]>,
     buf: *mut u8,
-    layout: Layout,
+    len: usize,
     /// Batches sent and not yet acknowledged, all peers together.
     pub unacked: AtomicU64,
     /// Peers whose buffer holds bytes.
@@ -185,17 +185,29 @@ unsafe impl Sync for Batches {}
 
 impl Batches {
     pub fn new(n_pes: usize, amos_on_am_lane: bool) -> Batches {
-        let layout = Layout::from_size_align(n_pes.max(1) * CAP, 4096).expect("a valid layout");
-        // SAFETY: a non-zero size. Zeroed memory of this size comes from fresh pages the kernel
-        // backs only when touched.
-        let buf = unsafe { std::alloc::alloc_zeroed(layout) };
-        if buf.is_null() {
-            std::alloc::handle_alloc_error(layout);
+        let len = n_pes.max(1) * CAP;
+        // Mapped, not allocated: anonymous pages are zero and cost nothing until a peer's
+        // buffer is first written. (`alloc_zeroed` at page alignment zeroes with a memset,
+        // which made every PE hold 4 KiB of dirty memory per peer, contacted or not: measured
+        // with tests/bench/footprint.c, 2026-11-28.)
+        // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(Layout::from_size_align(len, 4096).expect("a valid layout"));
         }
         Batches {
             slots: (0..n_pes).map(|_| Slot::new()).collect(),
-            buf,
-            layout,
+            buf: p.cast(),
+            len,
             unacked: AtomicU64::new(0),
             waiting: AtomicUsize::new(0),
             fence_gen: AtomicU64::new(0),
@@ -286,8 +298,8 @@ impl Batches {
 
 impl Drop for Batches {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, released once.
-        unsafe { std::alloc::dealloc(self.buf, self.layout) };
+        // SAFETY: mapped in `new` with this length, unmapped once.
+        unsafe { libc::munmap(self.buf.cast(), self.len) };
     }
 }
 
