@@ -527,7 +527,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
                 crate::log::WARN,
                 "init",
                 &format!(
-                    "this PE does not map the symmetric memory of PE(s) {unmapped:?} on its host (SHMEM_LOCAL_MAP=0 here, or the transport could not): the host's PEs reach each other through the spml {spml_name}"
+                    "this PE does not map the symmetric memory of {} on its host (SHMEM_LOCAL_MAP=0 here, or the transport could not): the host's PEs reach each other through the spml {spml_name}",
+                    few_pes(&unmapped)
                 ),
             );
         }
@@ -835,6 +836,18 @@ fn finalize_keeping(routine: &CStr, rt: &'static Runtime) {
     runtime::suspend(rt);
 }
 
+/// PEs for a message, the first few of a long list: "PE(s) [3, 5]", or "128 PEs (0, 1, ..., 7
+/// and 120 more)". Every PE of a large job prints a message like this; it must not print N
+/// numbers each.
+fn few_pes(pes: &[i32]) -> String {
+    const SHOWN: usize = 8;
+    if pes.len() <= SHOWN {
+        return format!("PE(s) {pes:?}");
+    }
+    let first: Vec<String> = pes[..SHOWN].iter().map(i32::to_string).collect();
+    format!("{} PEs ({} and {} more)", pes.len(), first.join(", "), pes.len() - SHOWN)
+}
+
 /// Start-up fetched every peer's records (addresses, segments, settings, hosts) and freed
 /// them again; malloc keeps such pages for later use, about 5 KB per peer at 128 PEs
 /// (tests/bench/footprint.c, 2026-11-28). Give them back once, so that what a PE holds after
@@ -857,4 +870,16 @@ fn release_components(rt: &Runtime) {
     // SAFETY: plugin ABI call; every PE passed the finalize fence before.
     unsafe { (rt.spml.finalize)() };
     rt.boot.finalize();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::few_pes;
+
+    #[test]
+    fn a_long_list_of_pes_is_cut_short_in_messages() {
+        assert_eq!(few_pes(&[3, 5]), "PE(s) [3, 5]");
+        let many: Vec<i32> = (0..128).collect();
+        assert_eq!(few_pes(&many), "128 PEs (0, 1, 2, 3, 4, 5, 6, 7 and 120 more)");
+    }
 }
