@@ -88,3 +88,21 @@ fn pingpong_through_the_spml_under_load() {
     }
     under_load("pingpong", 2, &[("SHMEM_LOCAL_MAP", "0")]);
 }
+
+/// Collectives back to back without barriers (`coll_storm.c`): a broadcast from a moving root,
+/// a sum, an fcollect and an alltoall per round, of every size path, on the world and on a
+/// strided team whose calls interleave with the world's, each result checked. 6 PEs on the
+/// 2 cores: scoll shm's signal words and staging buffers under preemption.
+#[test]
+fn collectives_back_to_back_under_load() {
+    under_load("coll_storm", 6, &[("ROUNDS", "1000")]);
+}
+
+/// The same through the spml (scoll basic and hier over messages: no mappings).
+#[test]
+fn collectives_back_to_back_through_the_spml_under_load() {
+    if Launcher::from_env() != Launcher::Oshrun {
+        return;
+    }
+    under_load("coll_storm", 4, &[("ROUNDS", "100"), ("SHMEM_LOCAL_MAP", "0"), ("SHMEM_LOG_LEVEL", "error")]);
+}
