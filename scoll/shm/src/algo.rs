@@ -8,35 +8,17 @@
 //! that are the same everywhere), and anything that can make the call decline or fail is
 //! checked before the first signal.
 
-use crate::layout::{ACK, MAX_PES, MID, SIG};
-use crate::team::Team;
+use crate::layout::MAX_PES;
+use crate::protocol;
+use crate::team::{On, Team};
 use rshmem_plugin_api::{arith, CoreServices, RC_DECLINED, RC_ERROR, RC_OK, REDUCE_ALL};
 use std::ffi::{c_int, c_void};
 use std::ptr::{copy, copy_nonoverlapping};
-use std::sync::atomic::{fence, Ordering};
-
-/// Make the data stores above visible before the signal that follows. Large copies may use
-/// non-temporal stores, which a release store alone does not order.
-fn publish() {
-    fence(Ordering::SeqCst);
-}
 
 pub fn barrier(c: &CoreServices, t: &Team) -> c_int {
     let e = t.next();
     // Flat up to `barrier_flat_max` members, dissemination (log2 n rounds) above.
-    if t.n <= t.tuning.barrier_flat_max {
-        t.signal_all(SIG, e);
-        t.wait_all(c, SIG, e);
-    } else {
-        // Round k: signal the member 2^k ahead, wait for the one 2^k behind. Each sender
-        // writes a distinct word of the receiver, so the rounds cannot be confused.
-        let mut d = 1;
-        while d < t.n {
-            t.signal((t.me + d) % t.n, SIG, e);
-            t.wait(c, SIG, (t.me - d).rem_euclid(t.n), e);
-            d *= 2;
-        }
-    }
+    protocol::barrier(&On(c, t), e, t.n <= t.tuning.barrier_flat_max);
     RC_OK
 }
 
@@ -67,35 +49,28 @@ pub unsafe fn broadcast(
     let e = t.next();
     let push = t.n == 2 || nbytes.saturating_mul(t.n as usize - 1) <= t.tuning.bcast_push_max;
     let local = !std::ptr::eq(dest, src) && !keep_root;
-    // SAFETY: every pointer is a member's mapping of a buffer valid for `nbytes` (caller,
-    // `reachable`); a local copy may overlap, hence `copy`.
-    unsafe {
-        if t.me == root {
-            if push {
-                for j in t.others() {
-                    copy_nonoverlapping(src as *const u8, at(c, t, dest, j), nbytes);
-                }
-                publish();
-                t.signal_all(SIG, e);
-                if local {
-                    copy(src as *const u8, dest as *mut u8, nbytes);
-                }
-            } else {
-                t.signal_all(SIG, e);
-                t.wait_all(c, ACK, e);
-                // Last: the members were reading `src`, which may overlap `dest`.
-                if local {
-                    copy(src as *const u8, dest as *mut u8, nbytes);
-                }
+    // Every pointer below is a member's mapping of a buffer valid for `nbytes` (caller,
+    // `reachable`).
+    protocol::broadcast(
+        &On(c, t),
+        e,
+        root,
+        push,
+        || {
+            for j in t.others() {
+                // SAFETY: see above; another member's `dest` does not overlap our `src`.
+                unsafe { copy_nonoverlapping(src as *const u8, at(c, t, dest, j), nbytes) };
             }
-        } else {
-            t.wait(c, SIG, root, e);
-            if !push {
-                copy_nonoverlapping(at(c, t, src, root), dest as *mut u8, nbytes);
-                t.signal(root, ACK, e);
+        },
+        || {
+            if local {
+                // SAFETY: see above; a local copy may overlap, hence `copy`.
+                unsafe { copy(src as *const u8, dest as *mut u8, nbytes) };
             }
-        }
-    }
+        },
+        // SAFETY: see above; the root's `src` and our `dest` are distinct memory.
+        || unsafe { copy_nonoverlapping(at(c, t, src, root), dest as *mut u8, nbytes) },
+    );
     RC_OK
 }
 
@@ -117,33 +92,20 @@ pub unsafe fn collect(
         return RC_DECLINED;
     }
     let e = t.next();
-    let offset = if fixed {
-        t.me as usize * nbytes
-    } else {
-        // Every member reads only its predecessors' sizes; a member overwrites its size in
-        // the next call only after this one has ended, which needs this PE's data signal,
-        // sent after the read.
-        for j in t.others() {
-            t.tell_size(j, nbytes as u64);
-        }
-        t.signal_all(MID, e);
-        (0..t.me)
-            .map(|j| {
-                t.wait(c, MID, j, e);
-                t.size_of(j) as usize
-            })
-            .sum()
-    };
+    let w = On(c, t);
+    let mut offset = if fixed { t.me as usize * nbytes } else { 0 };
+    if !fixed {
+        // The sum of the predecessors' sizes.
+        let tell = || t.others().for_each(|j| t.tell_size(j, nbytes as u64));
+        protocol::offsets(&w, e, tell, |j| offset += t.size_of(j) as usize);
+    }
     // SAFETY: each member's `dest` holds every block (caller, `reachable`); `src` holds ours.
-    unsafe {
+    protocol::exchange(&w, e, || unsafe {
         for j in t.others() {
             copy_nonoverlapping(src as *const u8, at(c, t, dest, j).add(offset), nbytes);
         }
         copy(src as *const u8, (dest as *mut u8).add(offset), nbytes);
-    }
-    publish();
-    t.signal_all(SIG, e);
-    t.wait_all(c, SIG, e);
+    });
     RC_OK
 }
 
@@ -172,24 +134,23 @@ pub unsafe fn alltoall(
         return RC_DECLINED;
     }
     let e = t.next();
-    for k in 0..t.n {
-        let j = (t.me + k) % t.n;
-        let d = at(c, t, dest, j).wrapping_add(t.me as usize * nelems * dst * es);
-        let s = (src as *const u8).wrapping_add(j as usize * nelems * sst * es);
-        // SAFETY: in bounds of both buffers (caller, `reachable`); a local copy may overlap.
-        unsafe {
-            if dst == 1 && sst == 1 {
-                copy(s, d, nelems * es);
-            } else {
-                for i in 0..nelems {
-                    copy(s.add(i * sst * es), d.add(i * dst * es), es);
+    protocol::exchange(&On(c, t), e, || {
+        for k in 0..t.n {
+            let j = (t.me + k) % t.n;
+            let d = at(c, t, dest, j).wrapping_add(t.me as usize * nelems * dst * es);
+            let s = (src as *const u8).wrapping_add(j as usize * nelems * sst * es);
+            // SAFETY: in bounds of both buffers (caller, `reachable`); a local copy may overlap.
+            unsafe {
+                if dst == 1 && sst == 1 {
+                    copy(s, d, nelems * es);
+                } else {
+                    for i in 0..nelems {
+                        copy(s.add(i * sst * es), d.add(i * dst * es), es);
+                    }
                 }
             }
         }
-    }
-    publish();
-    t.signal_all(SIG, e);
-    t.wait_all(c, SIG, e);
+    });
     RC_OK
 }
 
@@ -269,36 +230,16 @@ unsafe fn staged(
     upto: c_int,
 ) {
     let nbytes = nelems * es;
-    let p = (e % 2) as usize;
-    let last = t.restage(p, e);
-    if last > 0 {
-        // Every member acknowledges after reading in a staged call, so this waits only for
-        // members still reading this buffer from call `last`.
-        for j in t.others() {
-            t.wait(c, ACK, j, last);
-        }
-    }
+    let (p, last) = t.stages.take(e);
     let acc = t.buffer(nbytes).as_mut_ptr() as *mut u8;
-    // SAFETY: the staging buffers hold STAGE_BYTES >= nbytes; `acc` holds nbytes.
-    unsafe {
-        copy_nonoverlapping(src, t.stage(t.me, p), nbytes);
-        t.signal_all(SIG, e);
-        if upto == t.n {
-            // Every source is needed: wait for them all at once, which on an oversubscribed
-            // node yields to this CPU's members first and then spins for the others
-            // (`Team::wait_all`), instead of one member at a time in team order.
-            t.wait_all(c, SIG, e);
-        }
-        for j in 0..upto {
-            if j != t.me {
-                t.wait(c, SIG, j, e);
-            }
-            fold(j == 0, f, acc, t.stage(j, p), nelems, es);
-        }
-        t.signal_all(ACK, e);
-        if upto > 0 {
-            copy_nonoverlapping(acc, dest, nbytes);
-        }
+    // SAFETY: the staging buffers hold STAGE_BYTES >= nbytes; `src` holds nbytes (caller).
+    let put = || unsafe { copy_nonoverlapping(src, t.stage(t.me, p), nbytes) };
+    // SAFETY: as above; `acc` holds nbytes.
+    let fold_in = |j| unsafe { fold(j == 0, f, acc, t.stage(j, p), nelems, es) };
+    protocol::staged(&On(c, t), e, last, upto, put, fold_in);
+    if upto > 0 {
+        // SAFETY: `dest` holds nbytes (caller).
+        unsafe { copy_nonoverlapping(acc, dest, nbytes) };
     }
 }
 
@@ -313,8 +254,6 @@ unsafe fn scatter_gather(
     es: usize,
     f: (u32, u32),
 ) {
-    t.signal_all(SIG, e);
-    t.wait_all(c, SIG, e);
     let mut srcs = [std::ptr::null::<u8>(); MAX_PES];
     for (j, s) in srcs.iter_mut().enumerate().take(t.n as usize) {
         *s = at(c, t, src.cast(), j as c_int);
@@ -325,7 +264,7 @@ unsafe fn scatter_gather(
     // SAFETY: every source holds `nelems` elements and this PE's chunk of `dest` is its own;
     // nobody else reads this chunk of this PE's source, so writing it here (in place) is safe
     // once this block has been read.
-    unsafe {
+    let reduce_mine = || unsafe {
         let mut i = lo;
         while i < hi {
             let m = block.min(hi - i);
@@ -335,21 +274,14 @@ unsafe fn scatter_gather(
             copy_nonoverlapping(acc, dest.add(i * es), m * es);
             i += m;
         }
-    }
-    publish();
-    t.signal_all(MID, e);
-    for k in t.others() {
+    };
+    // SAFETY: member k's chunk is final in its `dest` once it signalled; k has read this PE's
+    // source chunk k (the one overwritten here when in place) before signalling.
+    let gather = |k| unsafe {
         let (lo, hi) = arith::chunk(k, t.n, nelems, es);
-        t.wait(c, MID, k, e);
-        // SAFETY: member k's chunk is final in its `dest`; k has read this PE's source chunk
-        // k (the one overwritten here when in place) before signalling.
-        unsafe {
-            copy_nonoverlapping(at(c, t, dest.cast(), k).add(lo * es), dest.add(lo * es), (hi - lo) * es)
-        };
-    }
-    // Nobody may still read this PE's chunk when the caller gets `dest` back.
-    t.signal_all(ACK, e);
-    t.wait_all(c, ACK, e);
+        copy_nonoverlapping(at(c, t, dest.cast(), k).add(lo * es), dest.add(lo * es), (hi - lo) * es)
+    };
+    protocol::scatter_gather(&On(c, t), e, reduce_mine, gather);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -366,20 +298,13 @@ unsafe fn in_place(
 ) {
     let nbytes = nelems * es;
     let acc = t.buffer(nbytes).as_mut_ptr() as *mut u8;
-    t.signal_all(SIG, e);
-    for j in 0..upto {
-        if j != t.me {
-            t.wait(c, SIG, j, e);
+    // SAFETY: member j's source holds `nelems` elements; `acc` and `dest` hold nbytes.
+    let fold_in = |j| unsafe { fold(j == 0, f, acc, at(c, t, src.cast(), j), nelems, es) };
+    let finish = || {
+        if upto > 0 {
+            // SAFETY: as above.
+            unsafe { copy_nonoverlapping(acc, dest, nbytes) };
         }
-        // SAFETY: member j's source holds `nelems` elements; `acc` holds nbytes.
-        unsafe { fold(j == 0, f, acc, at(c, t, src.cast(), j), nelems, es) };
-    }
-    // Every member has finished reading this PE's source before `dest` (maybe the same
-    // array) is written.
-    t.signal_all(ACK, e);
-    t.wait_all(c, ACK, e);
-    if upto > 0 {
-        // SAFETY: `dest` holds nbytes (caller).
-        unsafe { copy_nonoverlapping(acc, dest, nbytes) };
-    }
+    };
+    protocol::in_place(&On(c, t), e, upto, fold_in, finish);
 }

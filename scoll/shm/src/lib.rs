@@ -9,6 +9,7 @@
 mod algo;
 mod layout;
 mod place;
+mod protocol;
 mod team;
 mod tuning;
 

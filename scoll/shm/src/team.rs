@@ -18,6 +18,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use crate::layout::{CPU, MAX_PES, SCRATCH_BYTES, SIZE, STAGE, STAGE_BYTES};
 use crate::place;
+use crate::protocol::{self, Stages, Words};
 
 pub struct Team {
     pub n: c_int,
@@ -31,7 +32,7 @@ pub struct Team {
     /// The number of the last call.
     epoch: Cell<u64>,
     /// The call that last filled each staging buffer.
-    staged: [Cell<u64>; 2],
+    pub stages: Stages,
     /// Every PE of the node is a member, the node has more PEs than CPUs (`node_cpus`), and
     /// `cross_core_spin_ns` is not 0: waits look at where members run and what they wait for
     /// (`place`).
@@ -77,7 +78,7 @@ impl Team {
             scratch,
             epoch: Cell::new(0),
             crowded,
-            staged: [Cell::new(0), Cell::new(0)],
+            stages: Stages::new(),
             buf: UnsafeCell::new(Vec::new()),
         })
     }
@@ -92,7 +93,7 @@ impl Team {
     /// Member indices other than this PE, starting after it (so that members do not all
     /// address the same peer first).
     pub fn others(&self) -> impl Iterator<Item = c_int> + '_ {
-        (1..self.n).map(move |k| (self.me + k) % self.n)
+        protocol::others(self.n, self.me)
     }
 
     /// Word `arr + j` of member `i`'s scratch.
@@ -209,11 +210,6 @@ impl Team {
         (self.scratch[i as usize] as *mut u8).wrapping_add(STAGE * 8 + p * STAGE_BYTES)
     }
 
-    /// The call that last filled this PE's staging buffer `p`, replaced by `e`.
-    pub fn restage(&self, p: usize, e: u64) -> u64 {
-        self.staged[p].replace(e)
-    }
-
     /// Member `j`'s address of the symmetric `addr`, or None where it is not mapped here.
     pub fn peer(&self, c: &CoreServices, addr: *const c_void, j: c_int) -> Option<*mut u8> {
         if j == self.me {
@@ -245,6 +241,35 @@ impl Team {
     }
 }
 
+/// A team's signal words with the core services its waits use: what `protocol` runs on.
+pub struct On<'a>(pub &'a CoreServices, pub &'a Team);
+
+impl Words for On<'_> {
+    fn n(&self) -> c_int {
+        self.1.n
+    }
+    fn me(&self) -> c_int {
+        self.1.me
+    }
+    fn signal(&self, to: c_int, arr: usize, e: u64) {
+        self.1.signal(to, arr, e)
+    }
+    fn wait(&self, arr: usize, from: c_int, e: u64) {
+        self.1.wait(self.0, arr, from, e)
+    }
+    fn wait_all(&self, arr: usize, e: u64) {
+        self.1.wait_all(self.0, arr, e)
+    }
+    fn signal_all(&self, arr: usize, e: u64) {
+        self.1.signal_all(arr, e)
+    }
+    /// A full fence: large copies may use non-temporal stores, which a release store alone
+    /// does not order.
+    fn publish(&self) {
+        fence(Ordering::SeqCst);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,7 +285,7 @@ mod tests {
             pes: (0..n).collect(),
             scratch: mem.iter_mut().map(|m| m.as_mut_ptr()).collect(),
             epoch: Cell::new(0),
-            staged: [Cell::new(0), Cell::new(0)],
+            stages: Stages::new(),
             crowded: true,
             buf: UnsafeCell::new(Vec::new()),
         }
