@@ -7,8 +7,8 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 # man-db: the man pages install.sh ships (oshcc, oshrun, shmem_info) are read with man, which a
-# minimal Debian lacks.
-pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make curl unzip man-db)
+# minimal Debian lacks. gdb: oshrun --get-stack-traces (the tests' hangs print their stacks).
+pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make curl unzip man-db gdb)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

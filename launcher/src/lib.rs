@@ -5,4 +5,5 @@ pub mod kvserver;
 pub mod limits;
 pub mod output;
 pub mod run;
+pub mod stacks;
 pub mod wrapper;

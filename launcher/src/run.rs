@@ -6,6 +6,7 @@
 
 use crate::kvserver::Server;
 use crate::output::Tagger;
+use crate::stacks;
 use rshmem_boot::{secret, wire};
 use rshmem_topology::{BindTo, Host};
 use std::io::Write;
@@ -23,6 +24,8 @@ pub struct Options {
     /// What each PE is bound to (`--bind-to`), from the host's topology (hwloc).
     pub bind: BindTo,
     pub timeout: Option<Duration>,
+    /// `--get-stack-traces`: at `--timeout`, gdb's stacks of the running PEs too.
+    pub stack_traces: bool,
     pub env: Vec<(String, String)>,
     /// `--tag-output`: every line of a PE's output carries its rank ([`crate::output`]).
     pub tag_output: bool,
@@ -38,7 +41,7 @@ pub enum Invocation {
 }
 
 pub const USAGE: &str =
-    "usage: oshrun -np N [--timeout SECONDS] [--bind-to core[:overload-allowed]|numa|none] [-x NAME[=VALUE]]... [--mca NAME VALUE]... [--tag-output] [--] program [args...]";
+    "usage: oshrun -np N [--timeout SECONDS [--get-stack-traces]] [--bind-to core[:overload-allowed]|numa|none] [-x NAME[=VALUE]]... [--mca NAME VALUE]... [--tag-output] [--] program [args...]";
 
 /// `oshrun --help`.
 pub const HELP: &str = "usage: oshrun [options] [--] program [args...]
@@ -46,7 +49,11 @@ Start an OpenSHMEM program on several PEs of this machine. On a cluster, start i
 Open MPI's mpirun or Slurm's srun --mpi=pmix instead; a program started alone is one PE.
 
   -np, -n, --np, -c N     the number of PEs (default 1)
-  --timeout SECONDS       end the job, with an error (status 124), when it runs longer
+  --timeout SECONDS       end the job, with an error (status 124), when it runs longer;
+                          first print each running PE's threads: state, what they sleep in
+                          and their system call
+  --get-stack-traces      at --timeout, print the call stacks of the running PEs' threads
+                          too (from gdb, for the first 8 PEs), as Open MPI's mpirun does
   --bind-to core|numa|none
                           give each PE a core of its own, or that core's NUMA node, from the
                           topology hwloc reports (default none)
@@ -110,13 +117,19 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
     let mut bind = BindTo::None;
     let mut env = Vec::new();
     let mut tag_output = false;
+    let mut stack_traces = false;
     let mut i = 0;
     while i < args.len() {
         let (a, inline) = split_long(args[i].as_str());
         if inline.is_some()
             && matches!(
                 a,
-                "--tag-output" | "--oversubscribe" | "--allow-run-as-root" | "--help" | "--version"
+                "--tag-output"
+                    | "--get-stack-traces"
+                    | "--oversubscribe"
+                    | "--allow-run-as-root"
+                    | "--help"
+                    | "--version"
             )
         {
             return Err(format!("{a} takes no value (given {})", args[i]));
@@ -173,6 +186,7 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
                 env.push((name, v));
             }
             "--tag-output" | "-tag-output" => tag_output = true,
+            "--get-stack-traces" | "-get-stack-traces" => stack_traces = true,
             "--oversubscribe" | "-oversubscribe" | "--allow-run-as-root" => {}
             "-h" | "--help" => return Ok(Invocation::Help),
             "-V" | "--version" => return Ok(Invocation::Version),
@@ -200,6 +214,7 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
         np: np.unwrap_or(1),
         bind,
         timeout,
+        stack_traces,
         env,
         tag_output,
         program,
@@ -856,6 +871,11 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
         }
         if let Some(t) = o.timeout {
             if start.elapsed() > t {
+                eprintln!(
+                    "oshrun: the job exceeded --timeout {:.0} s; where its {running} running PE(s) are:",
+                    t.as_secs_f64()
+                );
+                where_they_are(job, o.stack_traces);
                 return stop_job(
                     job,
                     format!(
@@ -867,6 +887,30 @@ fn watch(o: &Options, server: &Server, job: &mut Job) -> i32 {
             }
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Print each running PE's threads, and with `traces` the stacks of the first
+/// [`stacks::TRACED_PES`].
+fn where_they_are(job: &Job, traces: bool) {
+    let running: Vec<(usize, u32)> =
+        job.pes.iter().enumerate().filter(|(_, p)| p.live).map(|(rank, p)| (rank, p.pid)).collect();
+    for &(rank, pid) in &running {
+        for line in stacks::threads(rank, pid) {
+            eprintln!("{line}");
+        }
+    }
+    if traces {
+        if running.len() > stacks::TRACED_PES {
+            eprintln!(
+                "oshrun: the stacks of the first {} of them (of {}):",
+                stacks::TRACED_PES,
+                running.len()
+            );
+        }
+        for line in stacks::backtraces(&running[..running.len().min(stacks::TRACED_PES)]) {
+            eprintln!("{line}");
+        }
     }
 }
 

@@ -132,7 +132,8 @@ impl Run {
 }
 
 /// Run `prog` on `np` PEs through oshrun with extra environment. oshrun enforces `timeout`
-/// itself (killing the job); the harness kills oshrun too if it overruns by 30 s.
+/// itself (printing where each PE is, with gdb's stacks, then killing the job); the harness
+/// kills oshrun too if it overruns by 30 s.
 pub fn oshrun(np: usize, prog: &Path, env: &[(&str, &str)], timeout: Duration) -> Run {
     oshrun_with(np, &[], prog, env, timeout)
 }
@@ -144,6 +145,7 @@ pub fn oshrun_with(np: usize, opts: &[&str], prog: &Path, env: &[(&str, &str)], 
         .arg(np.to_string())
         .arg("--timeout")
         .arg(timeout.as_secs().to_string())
+        .arg("--get-stack-traces")
         .args(opts)
         .arg("--")
         .arg(prog);

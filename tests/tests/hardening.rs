@@ -295,6 +295,27 @@ fn a_collective_left_waiting_says_so_and_still_completes() {
     assert!(!r.stderr.contains("has waited"), "{}", r.stderr);
 }
 
+/// A job past `--timeout` says where each PE is before it is stopped: every thread's state and
+/// system call from /proc, and (`--get-stack-traces`, which the harness always gives) gdb's
+/// stacks. Here the last PE sleeps in the program while the others wait in a barrier.
+#[test]
+fn a_job_past_its_timeout_says_where_each_pe_is() {
+    let r = oshrun(3, &c_test("stall"), &[("STALL_LATE_MS", "60000")], Duration::from_secs(3));
+    assert_eq!(r.code(), Some(124), "{}", r.stderr);
+    for needle in [
+        "oshrun: the job exceeded --timeout 3 s; where its 3 running PE(s) are:",
+        "(clock_nanosleep)",
+        "oshrun: PE 0 (pid ",
+        "oshrun: PE 2 (pid ",
+        ") stacks:",
+        " in late () at ",
+        "shmem::ops::coll::barrier_all",
+    ] {
+        assert!(r.stderr.contains(needle), "missing `{needle}`:\n{}", r.stderr);
+    }
+    assert!(r.elapsed < Duration::from_secs(30), "{:?}", r.elapsed);
+}
+
 #[test]
 fn spec_corner_cases_hold() {
     // SHMEM_REINIT=0: the last finalize then releases every descriptor (by default the
