@@ -133,6 +133,12 @@ pub const SETTINGS: &[Setting] = &[
         "Map the symmetric memory of PEs on the same node and access it with loads and stores; 0 sends everything through the spml",
     ),
     setting(
+        "SHMEM_PERTURB",
+        Kind::Int,
+        "0",
+        "For testing: at about one in this many of the points where a PE reads or writes memory other PEs see through mappings (puts, gets, between a put-with-signal's data and its signal, atomics, the end of a wait), give up the core (one time in four, sleep a moment), so that stress runs reach interleavings a quiet machine never shows; 0 (the default) never",
+    ),
+    setting(
         "SHMEM_ACTIVE_SET_TEAMS",
         Kind::Bool,
         "1",

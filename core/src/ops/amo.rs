@@ -147,6 +147,7 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
         fatal(routine, &format!("{} {dest:p} is not aligned to its {}-byte type", word_name(WORD), T::SIZE));
     }
     if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
+        crate::ops::perturb::point();
         // SAFETY: an aligned word inside the peer's mapping (located and checked above).
         let old = unsafe {
             let addr = p.mapped.add(off);

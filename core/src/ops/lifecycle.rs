@@ -137,6 +137,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     crate::ops::stall::configure(stall.max(0) as u64);
     let wait_stall = crate::config::get_int("SHMEM_WAIT_STALL_WARN").unwrap_or_else(|e| fail(routine, &e));
     crate::ops::stall::configure_waits(wait_stall.max(0) as u64);
+    let perturb = crate::config::get_int("SHMEM_PERTURB").unwrap_or_else(|e| fail(routine, &e));
+    crate::ops::perturb::configure(perturb.clamp(0, u32::MAX as i64) as u32);
     let local_map = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP"));
     let active_set_teams = cfg(crate::config::get_bool("SHMEM_ACTIVE_SET_TEAMS"));
     // Shared-memory names carry the job id (so a launcher can find a dead job's leftovers) and

@@ -133,6 +133,7 @@ pub unsafe fn wait_until_named<T: Copy + PartialOrd + std::fmt::Debug>(
         });
     }
     fence(Ordering::Acquire);
+    crate::ops::perturb::point();
 }
 
 /// # Safety

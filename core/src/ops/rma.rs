@@ -183,6 +183,7 @@ pub unsafe fn put_any<const NBI: bool>(
     let (seg, off, p) = target(rt, routine, "dest", dest as usize, len, pe);
     let device = crate::ops::device::active(rt);
     if !p.mapped.is_null() {
+        crate::ops::perturb::point();
         // SAFETY: the mapping covers the segment and the range was located inside it.
         unsafe {
             if device {
@@ -231,6 +232,7 @@ pub unsafe fn get_any<const NBI: bool>(
     let (seg, off, p) = target(rt, routine, "source", src as usize, len, pe);
     let device = crate::ops::device::active(rt);
     if !p.mapped.is_null() {
+        crate::ops::perturb::point();
         // SAFETY: the mapping covers the range; `dest` is writable by contract.
         unsafe {
             if device {
@@ -602,6 +604,7 @@ pub unsafe fn put_signal_u64(
             if len > 0 {
                 rshmem_plugin_api::deliver::deliver(dp.mapped.add(doff), src, len);
             }
+            crate::ops::perturb::point();
             std::sync::atomic::fence(Ordering::SeqCst);
             AtomicU64::from_ptr(sp.mapped.add(soff).cast()).fetch_add(value, Ordering::AcqRel);
         }

@@ -130,6 +130,7 @@ pub unsafe fn wait_until_u64(routine: &CStr, ivar: *const u64, cmp: c_int, value
             crate::ops::stall::check();
         }
     }
+    crate::ops::perturb::point();
 }
 
 #[cfg(test)]
