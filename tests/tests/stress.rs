@@ -121,11 +121,12 @@ fn collectives_back_to_back_through_the_spml_under_load() {
     under_load("coll_storm", 4, &[("ROUNDS", "100"), ("SHMEM_LOCAL_MAP", "0"), ("SHMEM_LOG_LEVEL", "error")]);
 }
 
-/// The ping-pong and the collectives back to back with perturbation points instead of load, on
-/// 2 and 4 PEs (more PEs than cores) and on 6.
+/// The ping-pong, the collectives back to back and the locks under contention with
+/// perturbation points instead of load, on 2 and 4 PEs (more PEs than cores) and on 6.
 #[test]
-fn pingpong_and_collectives_perturbed() {
+fn pingpong_collectives_and_locks_perturbed() {
     perturbed("pingpong", 2, &[]);
     perturbed("pingpong", 4, &[]);
     perturbed("coll_storm", 6, &[("ROUNDS", "1000")]);
+    perturbed("locks", 4, &[]);
 }
