@@ -14,6 +14,7 @@ mod mapping;
 mod rma_am;
 mod standby;
 mod target;
+mod wake;
 pub use am::Header as AmHeader;
 pub use batch::PUT_MAX as BATCH_PUT_MAX;
 pub use channel::{Channel, ChannelList};
@@ -1162,14 +1163,15 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
             sys::UCS_OK => {
                 // Marked sleeping before looking for waiting batches once more: a put that
                 // left the first one after this look sees the mark and signals the worker.
-                shared.wake.sleeping.store(true, Ordering::SeqCst);
-                waiting |= shared.chan.batch_waiting() || shared.extra_batches();
+                waiting |= wake::to_sleep(&shared.wake.sleeping, || {
+                    shared.chan.batch_waiting() || shared.extra_batches()
+                });
                 // A created channel in use is looked at again soon rather than at the idle pace.
                 let timeout = if waiting { WAITING_POLL_MS } else { IDLE_POLL_MS };
                 let mut pfd = libc::pollfd { fd: efd, events: libc::POLLIN, revents: 0 };
                 // SAFETY: one valid pollfd; the fd belongs to the worker, which outlives us.
                 unsafe { libc::poll(&mut pfd, 1, timeout) };
-                shared.wake.sleeping.store(false, Ordering::SeqCst);
+                wake::woke(&shared.wake.sleeping);
             }
             sys::UCS_ERR_BUSY => {}
             _ => std::thread::sleep(Duration::from_millis(1)),

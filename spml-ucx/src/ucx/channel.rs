@@ -1060,11 +1060,11 @@ impl Channel {
             self.send_slot(b, pe, &g)?;
             at = 0;
         }
-        // SeqCst against the progress thread, which marks itself sleeping and then looks for
-        // waiting batches: one of the two sees the other.
-        if at == 0 && b.waiting.fetch_add(1, Ordering::SeqCst) == 0 {
+        // Against the progress thread, which marks itself sleeping and then looks for waiting
+        // batches: one of the two sees the other (`wake`).
+        if at == 0 && super::wake::first_to_wait(&b.waiting) {
             if let Some(w) = b.wake.get() {
-                if w.sleeping.load(Ordering::SeqCst) {
+                if super::wake::must_signal(&w.sleeping) {
                     // SAFETY: the default worker, which outlives every channel's use.
                     unsafe { sys::ucp_worker_signal(w.worker as sys::ucp_worker_h) };
                 }
@@ -1247,7 +1247,7 @@ impl Channel {
 
     /// Whether a batch is waiting to be sent.
     pub(super) fn batch_waiting(&self) -> bool {
-        self.batches.is_some_and(|b| b.waiting.load(Ordering::SeqCst) > 0)
+        self.batches.is_some_and(|b| super::wake::Waiting::get(&b.waiting) > 0)
     }
 
     /// Peer `pe`'s batch counters: (batches sent, acknowledged, bytes waiting).
