@@ -129,4 +129,15 @@ fn pingpong_collectives_and_locks_perturbed() {
     perturbed("pingpong", 4, &[]);
     perturbed("coll_storm", 6, &[("ROUNDS", "1000")]);
     perturbed("locks", 4, &[]);
+    perturbed("reinit", 4, &[("ROUNDS", "5")]);
+}
+
+/// Rounds of initialize ... finalize, each communicating (`reinit.c`): a PE that finalized
+/// and initialized again while another is still leaving the last life must not see its words.
+#[test]
+fn reinitialization_under_load() {
+    under_load("reinit", 4, &[("ROUNDS", "5")]);
+    if Launcher::from_env() == Launcher::Oshrun {
+        under_load("reinit", 3, &[("ROUNDS", "3"), ("SHMEM_LOCAL_MAP", "0")]);
+    }
 }
