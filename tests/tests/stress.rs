@@ -130,6 +130,18 @@ fn pingpong_collectives_and_locks_perturbed() {
     perturbed("coll_storm", 6, &[("ROUNDS", "1000")]);
     perturbed("locks", 4, &[]);
     perturbed("reinit", 4, &[("ROUNDS", "5")]);
+    perturbed("mix_storm", 4, &[("ROUNDS", "500")]);
+}
+
+/// Put-with-signal around the ring on one thread, and on another AMOs, puts, fences and
+/// atomic flags waited on with every wait form (`mix_storm.c`), 4 PEs mapped and 3 through
+/// the spml.
+#[test]
+fn signals_amos_and_waits_from_two_threads_under_load() {
+    under_load("mix_storm", 4, &[("ROUNDS", "500")]);
+    if Launcher::from_env() == Launcher::Oshrun {
+        under_load("mix_storm", 3, &[("ROUNDS", "300"), ("SHMEM_LOCAL_MAP", "0")]);
+    }
 }
 
 /// Rounds of initialize ... finalize, each communicating (`reinit.c`): a PE that finalized
