@@ -71,6 +71,7 @@ fn an_installed_tree_builds_and_runs_programs_from_outside_the_source() {
         "include/shmem.h",
         "include/shmemx.h",
         "include/pshmem.h",
+        "include/shmem4py-rshmem.h",
         "include/mpp/shmem.h",
         "include/shmem_plugin.h",
         "share/man/man1/oshcc.1",

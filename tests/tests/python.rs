@@ -1,0 +1,72 @@
+//! Python programs through shmem4py, the OpenSHMEM binding for Python (issue 53): shmem4py 1.0.0
+//! from PyPI, built with our oshcc as docs/python.md says, runs its own test suite on 1, 2 and
+//! 4 PEs under oshrun. Needs python3 with venv and pip (scripts/deps.sh) and PyPI.
+
+use rshmem_tests::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const SHMEM4PY: &str = "shmem4py==1.0.0";
+
+fn run(cmd: &mut Command) {
+    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A virtual environment under the target directory with what shmem4py needs (its release
+/// predates NumPy 2, whose `copy=False` it trips over) and shmem4py's source unpacked.
+fn venv() -> (PathBuf, PathBuf) {
+    let venv = target_dir().join("shmem4py-venv");
+    let py = venv.join("bin/python");
+    if !py.exists() {
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+        run(Command::new(&py).args(["-m", "pip", "install", "-q", "cffi", "numpy<2", "setuptools", "wheel"]));
+    }
+    let src = venv.join("src");
+    let tree = src.join("shmem4py-1.0.0");
+    if !tree.join("test").exists() {
+        run(Command::new(&py)
+            .args(["-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d"])
+            .arg(&src)
+            .arg(SHMEM4PY));
+        run(Command::new("tar").arg("-xzf").arg(src.join("shmem4py-1.0.0.tar.gz")).arg("-C").arg(&src));
+    }
+    (py, tree)
+}
+
+#[test]
+fn shmem4py_s_own_suite_passes_on_1_2_and_4_pes() {
+    let (py, tree) = venv();
+    // The build line of docs/python.md, with this build's oshcc. Rebuilt every time: the
+    // module links the libshmem.so of this target directory.
+    let oshcc = format!("{} -include shmem4py-rshmem.h", target_dir().join("oshcc").display());
+    run(Command::new(&py)
+        .env("OSHCC", &oshcc)
+        .args(["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", "--no-build-isolation"])
+        .arg(&tree));
+    let script = tree.join("run-suite.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncd '{}' && exec '{}' -m unittest discover -s .\n",
+            tree.join("test").display(),
+            py.display()
+        ),
+    )
+    .unwrap();
+    run(Command::new("chmod").arg("+x").arg(&script));
+    for np in [1, 2, 4] {
+        let r = oshrun(np, Path::new(&script), &[], Duration::from_secs(180));
+        r.assert_ok(&format!("shmem4py's suite on {np} PE(s)"));
+        // unittest writes its summary to stderr, one per PE.
+        let ok = r.stderr.lines().filter(|l| *l == "OK").count();
+        let ran = r.stderr.lines().filter(|l| l.starts_with("Ran ") && !l.starts_with("Ran 0 ")).count();
+        assert!(ok == np && ran == np, "{np} PE(s): {ok} OK and {ran} runs of the suite:\n{}", r.stderr);
+    }
+}
