@@ -141,6 +141,30 @@ fn main() -> Result<(), Error> {
         assert_eq!(shmem.g(&grid, 0, next)?, (next * 16 + 15) as u32);
         shmem.barrier_all();
 
+        // A lock: a get, an increment and a put of PE 0's counter are one step only under it.
+        let lock = s.lock()?;
+        let count = s.alloc::<u64>(1)?;
+        for k in 0..50 {
+            let held = if k % 2 == 0 {
+                lock.set()?
+            } else {
+                loop {
+                    if let Some(g) = lock.try_set()? {
+                        break g;
+                    }
+                }
+            };
+            // Not reentrant: asking again while holding it is an error, not a hang.
+            assert!(matches!(lock.set(), Err(Error::Invalid { routine: "Lock::set", .. })));
+            let c = shmem.g(&count, 0, 0)?;
+            shmem.p(&count, 0, c + 1, 0)?;
+            drop(held);
+        }
+        shmem.barrier_all();
+        if me == 0 {
+            assert_eq!(count.read(0), 50 * n as u64);
+        }
+
         // Bad arguments are errors, named, and nothing moved.
         assert_eq!(shmem.p(&grid, 0, 1, n), Err(Error::BadPe { routine: "Ctx::p", pe: n, n_pes: n }));
         assert!(matches!(

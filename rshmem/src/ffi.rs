@@ -32,6 +32,9 @@ extern "C" {
     pub fn shmem_align(alignment: usize, size: usize) -> *mut c_void;
     pub fn shmem_free(ptr: *mut c_void);
     pub fn shmem_barrier_all();
+    pub fn shmem_set_lock(lock: *mut c_long);
+    pub fn shmem_test_lock(lock: *mut c_long) -> c_int;
+    pub fn shmem_clear_lock(lock: *mut c_long);
     pub fn shmem_sync_all();
 
     pub fn shmem_ctx_create(options: c_long, ctx: *mut RawCtx) -> c_int;

@@ -122,6 +122,18 @@
 //! std::thread::spawn(move || shmem.barrier_all());
 //! ```
 //!
+//! Holding a lock past the lock itself (a held lock is a guard that clears it when dropped).
+//! ```compile_fail,E0597
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let held = {
+//!         let lock = s.lock().unwrap();
+//!         lock.set().unwrap()
+//!     };
+//!     drop(held);
+//! });
+//! ```
+//!
 //! A second runtime, or a team split outside a scope, is a run-time [`Error`] or not
 //! expressible: `Scope::split_strided` is the only way to make a team.
 //!
@@ -139,6 +151,7 @@ mod amo;
 mod ctx;
 mod error;
 mod ffi;
+mod lock;
 mod runtime;
 mod scope;
 mod symm;
@@ -148,6 +161,7 @@ pub use amo::{AtomicInt, Cmp};
 pub use bytemuck::{Pod, Zeroable};
 pub use ctx::{Ctx, CtxOptions, Nbi, OwnedCtx, SignalOp};
 pub use error::{Error, Result};
+pub use lock::{Lock, LockGuard};
 pub use runtime::{Shmem, ThreadLevel};
 pub use scope::Scope;
 pub use symm::Symm;

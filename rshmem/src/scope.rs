@@ -82,6 +82,11 @@ impl<'rt> Scope<'rt> {
         Ok(unsafe { Symm::from_raw(self.rt, std::ptr::NonNull::new_unchecked(p.cast()), len, id) })
     }
 
+    /// A distributed lock, collectively (a symmetric allocation of one word, zeroed: free).
+    pub fn lock<'s>(&'s self) -> Result<crate::Lock<'s>> {
+        Ok(crate::Lock::new(self.alloc::<i64>(1)?))
+    }
+
     /// `shmem_team_split_strided` from `parent`: the PEs `start, start + stride, ...` (`size`
     /// of them, numbered in `parent`). Every PE of `parent` calls it; a member gets
     /// `Some(team)`, the others `None`. The team is destroyed when the scope ends.
