@@ -50,23 +50,44 @@ fn shmem4py_s_own_suite_passes_on_1_2_and_4_pes() {
         .env("OSHCC", &oshcc)
         .args(["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", "--no-build-isolation"])
         .arg(&tree));
+    // Each PE writes unittest's report (stderr) to its own file: through one shared stderr the
+    // PEs' lines interleave ("." of one PE before "OK" of another) and cannot be counted.
+    let logs = tree.join("suite-logs");
     let script = tree.join("run-suite.sh");
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\ncd '{}' && exec '{}' -m unittest discover -s .\n",
+            "#!/bin/sh\ncd '{}' && exec '{}' -m unittest discover -s . 2> '{}/pe.'$$\n",
             tree.join("test").display(),
-            py.display()
+            py.display(),
+            logs.display()
         ),
     )
     .unwrap();
     run(Command::new("chmod").arg("+x").arg(&script));
     for np in [1, 2, 4] {
+        let _ = std::fs::remove_dir_all(&logs);
+        std::fs::create_dir_all(&logs).unwrap();
         let r = oshrun(np, Path::new(&script), &[], Duration::from_secs(180));
-        r.assert_ok(&format!("shmem4py's suite on {np} PE(s)"));
-        // unittest writes its summary to stderr, one per PE.
-        let ok = r.stderr.lines().filter(|l| *l == "OK").count();
-        let ran = r.stderr.lines().filter(|l| l.starts_with("Ran ") && !l.starts_with("Ran 0 ")).count();
-        assert!(ok == np && ran == np, "{np} PE(s): {ok} OK and {ran} runs of the suite:\n{}", r.stderr);
+        let reports: Vec<String> = std::fs::read_dir(&logs)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect();
+        let all = reports.join("\n==== next PE ====\n");
+        r.assert_ok(&format!("shmem4py's suite on {np} PE(s); its reports:\n{all}"));
+        // A passing report has "Ran N tests" with N > 0 and ends with "OK".
+        let passed = reports
+            .iter()
+            .filter(|t| {
+                t.lines().any(|l| l.starts_with("Ran ") && !l.starts_with("Ran 0 "))
+                    && t.trim_end().ends_with("\nOK")
+            })
+            .count();
+        assert!(
+            reports.len() == np && passed == np,
+            "{np} PE(s): {passed} passing reports of {}:\n{all}",
+            reports.len()
+        );
     }
+    let _ = std::fs::remove_dir_all(&logs);
 }
