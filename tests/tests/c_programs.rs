@@ -121,6 +121,27 @@ fn many_pes_run_the_core_operations() {
     }
 }
 
+/// Start-up maps the host's peers' heaps and global data through one relay (issue 51): every
+/// PE but the host's lowest gets its 3 peers' 6 segments from PE 0's relay (which hands out
+/// all 8, its own too), in one connection;
+/// with `SHMEM_LOCAL_MAP_RELAY=0` each PE fetches them from each peer, and both runs pass.
+#[test]
+fn a_hosts_segments_come_through_one_relay() {
+    let prog = c_test("many");
+    let t = Duration::from_secs(120);
+    let r = job(4, &prog, &[("SHMEM_LOG_LEVEL", "debug")], t);
+    r.assert_all_pes_ok("many", 4);
+    let through =
+        r.stderr.matches("relay: 6 segment(s) of this host's peers mapped through PE 0's relay").count();
+    assert_eq!(through, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("relay: handing out 8 segment(s) of this host's PEs"), "{}", r.stderr);
+    assert_eq!(r.stderr.matches("3 of 3 peer heaps mapped").count(), 4, "{}", r.stderr);
+    let r = job(4, &prog, &[("SHMEM_LOG_LEVEL", "debug"), ("SHMEM_LOCAL_MAP_RELAY", "0")], t);
+    r.assert_all_pes_ok("many", 4);
+    assert!(!r.stderr.contains("relay:"), "{}", r.stderr);
+    assert!(r.stderr.contains("3 of 3 peer heaps mapped"), "{}", r.stderr);
+}
+
 #[test]
 fn small_puts_keep_order_and_arrive_while_pes_compute() {
     run_everywhere("small_puts", &[]);

@@ -133,6 +133,12 @@ pub const SETTINGS: &[Setting] = &[
         "Map the symmetric memory of PEs on the same node and access it with loads and stores; 0 sends everything through the spml",
     ),
     setting(
+        "SHMEM_LOCAL_MAP_RELAY",
+        Kind::Bool,
+        "1",
+        "At start-up, the lowest PE of each host fetches the other PEs' segments once and hands all of them to each PE of the host in one connection; 0: each PE fetches every same-host peer's segments from that peer itself (two connections per pair of PEs, which at 128 PEs on 2 cores was most of shmem_init)",
+    ),
+    setting(
         "SHMEM_PERTURB",
         Kind::Int,
         "0",

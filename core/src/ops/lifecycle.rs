@@ -368,6 +368,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let agree = crate::config::agree::fingerprint(&scoll_params);
     boot.put(crate::config::agree::KEY, agree.as_bytes())
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap: {e}")));
+    let relay_on = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP_RELAY"));
+    let mut relay = crate::symm::relay::start(boot, my_pe, n_pes, relay_on, &name_tag);
     phases.mark("segments");
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     phases.mark("fence 1");
@@ -389,9 +391,25 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
         fail(routine, &format!("spml {spml_name} could not connect the PEs"));
     }
     phases.mark("spml connect");
+    // This host's peers' heaps and global data, through the host's relay where they can.
+    let mut relayed = if local_map && relay_on {
+        let lens: Vec<usize> = (0..nseg).map(|seg| segs.local(seg).len).collect();
+        crate::symm::relay::map_host(boot, my_pe, n_pes, &lens, relay.as_mut(), |pe, seg| {
+            if seg != SEG_DATA && !peer_attach {
+                return None;
+            }
+            let v = boot.get(pe, &format!("seg.{seg}")).ok().flatten()?;
+            decode_segment(&v).map(|(_, _, blob, _)| blob.to_vec())
+        })
+    } else {
+        crate::symm::relay::Mapped::new()
+    };
+    phases.mark("relay");
     let mut needs_progress = false;
     let mut heap_align = usize::MAX;
-    for pe in 0..n_pes {
+    // Starting with the next PE, not with PE 0: each same-host peer's thread hands its
+    // segments to every other PE, and all PEs beginning at PE 0 queue on one thread at a time.
+    for pe in (my_pe + 1..n_pes).chain(0..=my_pe) {
         for seg in 0..nseg {
             let v = boot.get(pe, &format!("seg.{seg}")).ok().flatten().unwrap_or_else(|| {
                 fail(routine, &format!("PE {pe} did not publish symmetric segment {seg}"))
@@ -418,8 +436,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             let mapped: *mut u8 = if pe == my_pe {
                 segs.local(seg).base as *mut u8
             } else if local_map && boot.is_local(pe) {
-                let blob = if peer_attach || seg == SEG_DATA { blob } else { &[] };
-                map_peer(sshmem, spml, pe, seg, base, len as usize, blob)
+                match relayed.remove(&(pe, seg)) {
+                    Some(p) => p,
+                    None => {
+                        let blob = if peer_attach || seg == SEG_DATA { blob } else { &[] };
+                        map_peer(sshmem, spml, pe, seg, base, len as usize, blob)
+                    }
+                }
             } else {
                 std::ptr::null_mut()
             };
@@ -477,6 +500,10 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     phases.mark("fence 2");
+    // Every PE has its mappings: the relay's descriptors go.
+    if let Some(r) = relay.take() {
+        r.stop();
+    }
     let hosts: Vec<crate::symm::hosts::Record> = (0..n_pes)
         .map(|pe| {
             if pe == my_pe {
