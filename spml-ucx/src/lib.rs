@@ -313,10 +313,6 @@ fn open(c: &'static CoreServices) -> *const c_void {
     ops as *const SpmlOps as *const c_void
 }
 
-/// Set by oshrun for its PEs (`rshmem_boot::wire::ENV_SOCKET`; the spml depends on the plugin
-/// API alone): the job runs under oshrun, which watches every PE itself.
-const OSHRUN_SOCKET: &str = "RSHMEM_BOOT_SOCKET";
-
 unsafe extern "C" fn connect() -> c_int {
     slot(COMPONENT, "connect", || {
         let Some(c) = boundary::core() else { not_open() };
@@ -341,16 +337,14 @@ unsafe extern "C" fn connect() -> c_int {
             addrs.push(buf);
         }
         // Endpoints to other hosts' PEs now, so that their failure is noticed (and the wire-up
-        // below done) before the program runs. Under oshrun, which watches every PE of its
-        // host itself (a death, an exit before or after the last finalize), this host's PEs
-        // get theirs at first use, which with mapped peers is never (issue 51: this was O(N)
-        // TCP connections per PE). Under mpirun and srun the endpoints are also how a PE that
-        // left is noticed while the others wait in a PMIx fence (a second shmem_init), so
-        // there every endpoint is made now, as before.
+        // below done) before the program runs. This host's PEs get theirs at first use, which
+        // with mapped peers is never (issue 51: this was O(N) TCP connections per PE). Their
+        // end is noticed without endpoints: oshrun watches its PEs itself (a death, an exit
+        // before or after the last finalize), and under mpirun and srun the core watches the
+        // host's PEs by pid (a stop; a PE that left while the others initialize again).
         // SAFETY: the core's table, valid while the plugin is loaded.
         let local = |pe: usize| unsafe { (c.pe_is_local)(pe as c_int) } != 0;
-        let oshrun_watches = std::env::var_os(OSHRUN_SOCKET).is_some();
-        if let Err(e) = u.connect(&addrs, &|pe| !(oshrun_watches && local(pe))) {
+        if let Err(e) = u.connect(&addrs, &|pe| !local(pe)) {
             log(LOG_ERROR, &e);
             return RC_ERROR;
         }

@@ -712,8 +712,9 @@ fn resume(routine: &CStr, rt: &'static Runtime, requested: i32) -> i32 {
     rt.thread_level.store(level, Ordering::Relaxed);
     runtime::resume(rt);
     // Every PE is back before any of them communicates again; the GPU space is made below
-    // with collectives.
-    fence_within(routine, rt, None);
+    // with collectives. A PE of this host that left instead would leave this fence waiting
+    // under a PMIx launcher: it is looked for while waiting.
+    fence_checking(routine, rt, None, true);
     crate::ops::spaces::init_gpu(rt);
     INIT_DEPTH.store(1, Ordering::Relaxed);
     start_watch(routine);
@@ -761,7 +762,19 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
 /// operations may need this PE's progress (a team barrier did that before the fence replaced
 /// it; without it, two PEs across hosts deadlocked at finalize).
 fn fence_within(routine: &CStr, rt: &'static Runtime, limit: Option<std::time::Duration>) {
+    fence_checking(routine, rt, limit, false)
+}
+
+/// [`fence_within`], looking every [`crate::ops::watch::TICK`] for a PE of this host that has
+/// left (`departures`: a fence of an initialization after the last finalize).
+fn fence_checking(
+    routine: &CStr,
+    rt: &'static Runtime,
+    limit: Option<std::time::Duration>,
+    departures: bool,
+) {
     let boot = rt.boot;
+    let mut looked = std::time::Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(boot.fence());
@@ -778,6 +791,17 @@ fn fence_within(routine: &CStr, rt: &'static Runtime, limit: Option<std::time::D
         if rt.needs_progress() {
             // SAFETY: plugin ABI call; the spml is live until finalize tears it down below.
             unsafe { (rt.spml.progress)() };
+        }
+        if departures && looked.elapsed() >= crate::ops::watch::TICK {
+            looked = std::time::Instant::now();
+            if let Some((pe, pid)) = crate::ops::watch::departed() {
+                fail(
+                    routine,
+                    &format!(
+                        "PE {pe} left after the last shmem_finalize (pid {pid}, on this host), but this PE initialized the library again; an initialization after the last shmem_finalize is collective: every PE must call it"
+                    ),
+                );
+            }
         }
         if let Some(limit) = limit.filter(|l| start.elapsed() > *l) {
             crate::log::line(&format!(

@@ -53,6 +53,9 @@ fn parse_stat(text: &str) -> Option<(char, u64)> {
     Some((state, start))
 }
 
+/// This host's other PEs as the first watch found them: (PE, pid, start time).
+static KNOWN: std::sync::Mutex<Vec<(i32, u32, u64)>> = std::sync::Mutex::new(Vec::new());
+
 /// Starts the watch of this initialization (`stop_timeout` 0: only the parent is watched).
 pub fn start(stop_timeout: Duration) {
     let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
@@ -61,6 +64,11 @@ pub fn start(stop_timeout: Duration) {
         .into_iter()
         .filter_map(|(pe, pid)| stat(pid).map(|(_, start)| Peer { pe, pid, start, stopped: Duration::ZERO }))
         .collect();
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if known.is_empty() {
+        *known = peers.iter().map(|p| (p.pe, p.pid, p.start)).collect();
+    }
+    drop(known);
     // SAFETY: getppid has no preconditions.
     let parent = unsafe { libc::getppid() };
     let spawned = std::thread::Builder::new()
@@ -69,6 +77,19 @@ pub fn start(stop_timeout: Duration) {
     if let Err(e) = spawned {
         crate::log::log(crate::log::WARN, "init", &format!("no liveness watch (thread: {e})"));
     }
+}
+
+/// A PE of this host that has exited since the first initialization (its `/proc` entry is
+/// gone, a zombie, or belongs to a newer process), as (PE, pid). Under PMIx launchers
+/// endpoints to this host's PEs are made on first use, so this is how a PE that left after the
+/// last `shmem_finalize` is found while the others initialize again (and wait for it in the
+/// bootstrap's fence); peers on other hosts are found by their endpoints.
+pub fn departed() -> Option<(i32, u32)> {
+    let known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    known.iter().find_map(|&(pe, pid, start)| match stat(pid) {
+        Some((state, now)) if now == start && state != 'Z' && state != 'X' => None,
+        _ => Some((pe, pid)),
+    })
 }
 
 /// Ends the watch (finalize, after every PE arrived).
