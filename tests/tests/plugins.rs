@@ -282,6 +282,48 @@ fn a_plugin_shadowing_a_built_in_is_reported() {
     assert!(out.contains(&format!("basic {} ({})", env!("CARGO_PKG_VERSION"), vendor.display())), "{out}");
 }
 
+/// A vendor's sshmem "mmap" at priority 5 hides the built-in mmap (priority 30), so another
+/// sshmem (ucx) becomes the default choice: PE 0's log and shmem_info say so, naming both
+/// files and both priorities (issue 53). Chosen explicitly, nothing is said.
+#[test]
+fn a_plugin_hiding_a_built_in_at_another_priority_says_what_the_default_becomes() {
+    let dir = target_dir().join("rshmem-test-plugins/low-mmap");
+    let vendor = gcc_plugin(&repo().join("tests/plugins/sshmem_low_mmap.c"), &dir, "libvendor_sshmem.so");
+    let path = dir.display().to_string();
+    let built_in = target_dir().join("librshmem_sshmem_mmap.so").canonicalize().unwrap();
+    let says = format!(
+        "sshmem mmap from {} (priority 5) hides the one from {} (priority 30): sshmem ucx is the default choice where it would be sshmem mmap",
+        vendor.display(),
+        built_in.display()
+    );
+    let r = oshrun(2, &c_test("hello"), &[("SHMEM_MCA_plugin_path", path.as_str())], DEFAULT_TIMEOUT);
+    r.assert_ok("hello with a low-priority vendor mmap");
+    assert_eq!(r.stderr.matches(&says).count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rshmem[PE 0] warning rshmem::plugin::select: sshmem mmap from"),
+        "{}",
+        r.stderr
+    );
+    let info = |env: &[(&str, &str)]| {
+        let o = Command::new(target_dir().join("shmem_info"))
+            .arg("--components")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = info(&[("SHMEM_MCA_plugin_path", &path)]);
+    assert!(out.contains(&format!("note: {says}")), "{out}");
+    let r = oshrun(
+        2,
+        &c_test("hello"),
+        &[("SHMEM_MCA_plugin_path", path.as_str()), ("SHMEM_MCA_sshmem", "ucx")],
+        DEFAULT_TIMEOUT,
+    );
+    r.assert_ok("hello choosing sshmem ucx");
+    assert!(!r.stderr.contains("hides the one from"), "{}", r.stderr);
+}
+
 #[test]
 fn shmem_info_reports_from_the_library_beside_it_and_says_when_there_is_none() {
     let o = Command::new(target_dir().join("shmem_info")).arg("--settings").output().unwrap();

@@ -119,6 +119,9 @@ pub fn components_report() -> String {
                     _ => names[0].to_string(),
                 };
                 let _ = writeln!(s, "  => selected: {chosen}");
+                for note in plugin::select::shadowing_notes(&sel, &found.hidden, &spec, core) {
+                    let _ = writeln!(s, "  note: {note}");
+                }
                 if fw == Framework::Spml {
                     // SAFETY: `core` is the services table built above.
                     unsafe { crate::symm::runtime::open_spml_for_tools(&sel, core) };

@@ -201,7 +201,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     let sel = |fw: Framework| {
         let needs = if fw == Framework::Spml { spml_needs.as_slice() } else { &[] };
         let spec = crate::config::raw(&format!("SHMEM_MCA_{}", fw.name()));
-        plugin::select(fw, &found.components, &spec, core, needs).unwrap_or_else(|e| {
+        let chosen = plugin::select(fw, &found.components, &spec, core, needs).unwrap_or_else(|e| {
             // A component that exists but did not load (a missing or broken library of its
             // own, say) is the likely reason: say why, not only that none was found.
             // Files named for this framework first; else any file that did not load (a
@@ -220,7 +220,13 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
             } else {
                 fail(routine, &format!("{e}; skipped: {}", why.join("; ")))
             }
-        })
+        });
+        if my_pe == 0 {
+            for note in plugin::select::shadowing_notes(&chosen, &found.hidden, &spec, core) {
+                crate::log::log(crate::log::WARN, "plugin select", &note);
+            }
+        }
+        chosen
     };
     let spml_sel = sel(Framework::Spml);
     let (spml, spml_name): (&'static SpmlOps, _) = open(&spml_sel, core, routine);

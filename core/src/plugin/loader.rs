@@ -60,6 +60,9 @@ pub struct Discovery {
     pub dirs: Vec<PathBuf>,
     /// Directories `SHMEM_MCA_plugin_path` names that could not be read, with the reason.
     pub unreadable: Vec<(PathBuf, String)>,
+    /// Components hidden by one of the same framework and name from an earlier directory
+    /// (kept to say when the hiding changes the default choice: `select::shadowing_notes`).
+    pub hidden: Vec<Component>,
 }
 
 /// The directories searched, in order: `SHMEM_MCA_plugin_path` entries, then the library's own
@@ -188,6 +191,7 @@ pub fn discover() -> Discovery {
                                 o.path.display()
                             ),
                         ));
+                        out.hidden.push(c);
                     } else {
                         out.components.push(c);
                     }

@@ -154,6 +154,61 @@ pub fn select<'a>(
     Ok(Selection { framework, ranked, answers })
 }
 
+/// The default choice of `sel` (no `SHMEM_MCA_<framework>` list) when a component hides
+/// another of the same name from a later directory (a vendor's plugin named like a built-in)
+/// and would not be chosen where the hidden one would, or the other way round: a vendor's
+/// `mmap` at priority 5 over the built-in's 30 made `ucx` the default sshmem without a word.
+/// One note per such hiding, naming both files, priorities and choices.
+pub fn shadowing_notes(
+    sel: &Selection,
+    hidden: &[Component],
+    spec: &str,
+    core: *const CoreServices,
+) -> Vec<String> {
+    let fw = sel.framework.name();
+    if !spec.trim().is_empty() || sel.ranked.is_empty() {
+        return Vec::new();
+    }
+    let chosen = &sel.ranked[0].name;
+    let mut notes = Vec::new();
+    for h in hidden.iter().filter(|h| h.framework == sel.framework) {
+        let Some(shown) = sel.answers.iter().find(|a| a.component.name == h.name) else { continue };
+        let r = query(h, core);
+        // The best available answer with the hidden component's in place of the shown one's.
+        let best = sel
+            .answers
+            .iter()
+            .map(|a| {
+                if a.component.name == h.name {
+                    (r.available != 0, r.priority, &h.name)
+                } else {
+                    (a.available, a.priority, &a.component.name)
+                }
+            })
+            .filter(|(available, _, _)| *available)
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(a.2)));
+        let Some((_, _, instead)) = best else { continue };
+        if instead != chosen {
+            let said = |available: bool, priority: i32| {
+                if available {
+                    format!("priority {priority}")
+                } else {
+                    "unavailable".to_string()
+                }
+            };
+            notes.push(format!(
+                "{fw} {} from {} ({}) hides the one from {} ({}): {fw} {chosen} is the default choice where it would be {fw} {instead}; SHMEM_MCA_{fw} chooses explicitly",
+                h.name,
+                shown.component.path.display(),
+                said(shown.available, shown.priority),
+                h.path.display(),
+                said(r.available != 0, r.priority),
+            ));
+        }
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
