@@ -9,7 +9,8 @@ fi
 # man-db: the man pages install.sh ships (oshcc, oshrun, shmem_info) are read with man, which a
 # minimal Debian lacks. gdb: oshrun --get-stack-traces (the tests' hangs print their stacks).
 # python3-venv, python3-dev: the test that builds shmem4py and runs its suite (docs/python.md).
-pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make curl unzip man-db gdb python3-venv python3-dev)
+# nftables: the test that drops packets between emulated hosts (this kernel has no netem).
+pkgs=(pkg-config libclang-dev libucx-dev libhwloc-dev libudev-dev libpmix-dev openmpi-bin gcc g++ make curl unzip man-db gdb python3-venv python3-dev nftables)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
