@@ -313,38 +313,58 @@ fn open(c: &'static CoreServices) -> *const c_void {
     ops as *const SpmlOps as *const c_void
 }
 
+/// PE `pe`'s UCX worker address, through the core's bootstrap.
+fn worker_address(c: &'static CoreServices, pe: usize) -> Result<Vec<u8>, String> {
+    let key = CString::new(ADDR_KEY).expect("no NUL in the key");
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0usize;
+    // SAFETY: core service with a buffer of the given capacity and a valid out-pointer.
+    let mut rc = unsafe { (c.kv_get)(pe as c_int, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len) };
+    if rc != 0 && len > buf.len() {
+        buf.resize(len, 0);
+        // SAFETY: as above, with the size the core asked for.
+        rc = unsafe { (c.kv_get)(pe as c_int, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len) };
+    }
+    if rc != 0 {
+        return Err(format!("PE {pe} did not publish its UCX worker address"));
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
 unsafe extern "C" fn connect() -> c_int {
     slot(COMPONENT, "connect", || {
         let Some(c) = boundary::core() else { not_open() };
         let u = state();
-        let key = CString::new(ADDR_KEY).expect("no NUL in the key");
-        let mut addrs = Vec::with_capacity(u.n_pes());
-        for pe in 0..u.n_pes() as c_int {
-            let mut buf = vec![0u8; 4096];
-            let mut len = 0usize;
-            // SAFETY: core service with a buffer of the given capacity and a valid out-pointer.
-            let mut rc = unsafe { (c.kv_get)(pe, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len) };
-            if rc != 0 && len > buf.len() {
-                buf.resize(len, 0);
-                // SAFETY: as above, with the size the core asked for.
-                rc = unsafe { (c.kv_get)(pe, key.as_ptr(), buf.as_mut_ptr(), buf.len(), &mut len) };
+        // SAFETY: the core's table, valid while the plugin is loaded.
+        let local = |pe: usize| unsafe { (c.pe_is_local)(pe as c_int) } != 0;
+        // The addresses of the PEs connected now; this host's are looked up when an endpoint
+        // to them is first made, which with mapped peers is never (issue 51).
+        let mut given = Vec::new();
+        for pe in (0..u.n_pes()).filter(|&pe| !local(pe)) {
+            match worker_address(c, pe) {
+                Ok(a) => given.push((pe, a)),
+                Err(e) => {
+                    log(LOG_ERROR, &e);
+                    return RC_ERROR;
+                }
             }
-            if rc != 0 {
-                log(LOG_ERROR, &format!("PE {pe} did not publish its UCX worker address"));
-                return RC_ERROR;
-            }
-            buf.truncate(len);
-            addrs.push(buf);
         }
+        let book = ucx::AddrBook::new(
+            u.n_pes(),
+            given,
+            Box::new(|pe| {
+                let c = boundary::core().ok_or("the plugin is not open")?;
+                worker_address(c, pe)
+            }),
+        );
         // Endpoints to other hosts' PEs now, so that their failure is noticed (and the wire-up
         // below done) before the program runs. This host's PEs get theirs at first use, which
         // with mapped peers is never (issue 51: this was O(N) TCP connections per PE). Their
         // end is noticed without endpoints: oshrun watches its PEs itself (a death, an exit
         // before or after the last finalize), and under mpirun and srun the core watches the
         // host's PEs by pid (a stop; a PE that left while the others initialize again).
-        // SAFETY: the core's table, valid while the plugin is loaded.
-        let local = |pe: usize| unsafe { (c.pe_is_local)(pe as c_int) } != 0;
-        if let Err(e) = u.connect(&addrs, &|pe| !local(pe)) {
+        if let Err(e) = u.connect_book(book, &|pe| !local(pe)) {
             log(LOG_ERROR, &e);
             return RC_ERROR;
         }

@@ -4,6 +4,7 @@
 //! OpenSHMEM context gets another. Nothing here knows the core: `lib.rs` is a thin C table over
 //! these types, and the unit tests drive them directly in one process.
 
+mod addrs;
 mod am;
 mod batch;
 mod channel;
@@ -15,6 +16,7 @@ mod rma_am;
 mod standby;
 mod target;
 mod wake;
+pub use addrs::AddrBook;
 pub use am::Header as AmHeader;
 pub use batch::PUT_MAX as BATCH_PUT_MAX;
 pub use channel::{Channel, ChannelList};
@@ -538,7 +540,7 @@ pub struct Ucx {
 /// Kept for channels created after `connect` (contexts are created at any time).
 #[derive(Default)]
 struct Peers {
-    addrs: Arc<[Vec<u8>]>,
+    addrs: Arc<AddrBook>,
     /// `(pe, seg, packed key)` of every key announced so far, latest last.
     keys: Vec<(usize, usize, Vec<u8>)>,
     /// Every created channel (in use or pooled), closed by `finalize`.
@@ -752,13 +754,18 @@ impl Ucx {
     /// included), with peer failure detection: the endpoints to the PEs `eager` names now, the
     /// others at their first use. Once only.
     pub fn connect(&self, addrs: &[Vec<u8>], eager: &dyn Fn(usize) -> bool) -> Result<(), String> {
-        if addrs.len() != self.n_pes {
-            return Err(format!("{} worker addresses for {} PEs", addrs.len(), self.n_pes));
+        self.connect_book(AddrBook::complete(addrs), eager)
+    }
+
+    /// [`Ucx::connect`] with the addresses in a book that looks up the ones it lacks when an
+    /// endpoint is first made (`AddrBook`).
+    pub fn connect_book(&self, addrs: Arc<AddrBook>, eager: &dyn Fn(usize) -> bool) -> Result<(), String> {
+        if addrs.pes() != self.n_pes {
+            return Err(format!("{} worker addresses for {} PEs", addrs.pes(), self.n_pes));
         }
         if self.connected.swap(true, Ordering::AcqRel) {
             return Err("already connected".into());
         }
-        let addrs: Arc<[Vec<u8>]> = addrs.into();
         self.peers().addrs = addrs.clone();
         self.chan.connect(addrs, eager)
     }
@@ -885,11 +892,11 @@ impl Ucx {
     pub fn remote_ptr(&self, pe: usize, seg: usize, raddr: u64) -> *mut c_void {
         let mut guard = self.peers();
         let peers = &mut *guard;
-        let Some(addr) = peers.addrs.get(pe) else { return std::ptr::null_mut() };
+        let Ok(addr) = peers.addrs.get(pe) else { return std::ptr::null_mut() };
         let Some((_, _, packed)) = peers.keys.iter().rev().find(|k| (k.0, k.1) == (pe, seg)) else {
             return std::ptr::null_mut();
         };
-        peers.map.ptr(&self.chan, addr, pe, seg, packed, raddr)
+        peers.map.ptr(&self.chan, &addr, pe, seg, packed, raddr)
     }
 
     /// Wait (at most `timeout`) until every endpoint is wired up, by flushing the worker: UCX

@@ -75,16 +75,23 @@ fn param_effective(kind: u32, raw: &str) -> String {
 /// Compare every PE's fingerprint (`all[pe]`) with PE 0's. The error names the first setting
 /// that differs, PE 0's value, and the PEs with another value (the first few of them).
 pub fn compare(all: &[String]) -> Result<(), String> {
-    let Some(first) = all.first() else { return Ok(()) };
+    let pes: Vec<(usize, &str)> = all.iter().map(String::as_str).enumerate().collect();
+    compare_pes(&pes)
+}
+
+/// [`compare`] over some PEs' fingerprints, `(PE, fingerprint)`, PE 0's first. Start-up
+/// compares only PE 0's with its own (one lookup, not one per PE: under PMIx each is a
+/// request to the launcher's server): a PE that differs from PE 0 ends the job, naming both.
+pub fn compare_pes(all: &[(usize, &str)]) -> Result<(), String> {
+    let Some((_, first)) = all.first() else { return Ok(()) };
     let lines = |s: &str| s.lines().map(str::to_owned).collect::<Vec<_>>();
     let base = lines(first);
     for (i, want) in base.iter().enumerate() {
         let var = want.split_once('=').map_or(want.as_str(), |(v, _)| v);
         let differ: Vec<String> = all
             .iter()
-            .enumerate()
             .skip(1)
-            .filter_map(|(pe, fp)| {
+            .filter_map(|&(pe, fp)| {
                 let got = lines(fp).get(i).cloned().unwrap_or_default();
                 (got != *want).then(|| format!("PE {pe} has {}", shown(&got)))
             })
@@ -107,7 +114,7 @@ pub fn compare(all: &[String]) -> Result<(), String> {
         }
     }
     // PE 0 has fewer lines than some PE (another set of scoll components).
-    if let Some(pe) = all.iter().position(|fp| fp.lines().count() != base.len()) {
+    if let Some(&(pe, _)) = all.iter().find(|(_, fp)| fp.lines().count() != base.len()) {
         return Err(format!(
             "PE {pe} loaded other collective components than PE 0 (their parameters differ): every PE must see the same plugins"
         ));

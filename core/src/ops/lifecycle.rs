@@ -380,15 +380,17 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     phases.mark("fence 1");
     // The agreed settings first: a heap size that differs is named as the variable it is.
-    let agreed: Vec<String> = (0..n_pes)
-        .map(|pe| {
-            let v = boot.get(pe, crate::config::agree::KEY).ok().flatten().unwrap_or_else(|| {
-                fail(routine, &format!("PE {pe} did not publish the settings every PE must agree on"))
-            });
-            String::from_utf8_lossy(&v).into_owned()
-        })
-        .collect();
-    crate::config::agree::compare(&agreed).unwrap_or_else(|e| fail(routine, &e));
+    // Each PE compares PE 0's with its own; one that differs ends the job, naming both.
+    if my_pe != 0 {
+        let v = boot
+            .get(0, crate::config::agree::KEY)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| fail(routine, "PE 0 did not publish the settings every PE must agree on"));
+        let first = String::from_utf8_lossy(&v);
+        crate::config::agree::compare_pes(&[(0, &first), (my_pe as usize, &agree)])
+            .unwrap_or_else(|e| fail(routine, &e));
+    }
     phases.mark("agreement");
 
     // Wire up every peer.

@@ -117,8 +117,8 @@ pub struct Channel {
 /// null), then the making under `Lazy`'s lock.
 #[derive(Default)]
 struct Lazy {
-    /// Every PE's worker address, once connected.
-    addrs: Option<Arc<[Vec<u8>]>>,
+    /// Every PE's worker address (looked up on first use), once connected.
+    addrs: Option<Arc<super::addrs::AddrBook>>,
     /// Packed keys announced for peers whose endpoint did not exist yet: `(pe, seg)`.
     packed: std::collections::HashMap<(usize, usize), Vec<u8>>,
 }
@@ -303,13 +303,17 @@ impl Channel {
     /// it; `every_atomic_operation_in_both_widths` fails when the endpoint to self uses
     /// `self`). A PE's operations on itself then cost a TCP loopback round trip when mapping
     /// is off; with mapping on they never reach the spml.
-    pub(super) fn connect(&self, addrs: Arc<[Vec<u8>]>, eager: &dyn Fn(usize) -> bool) -> Result<(), String> {
-        if addrs.len() != self.eps.len() {
-            return Err(format!("{} worker addresses for {} PEs", addrs.len(), self.eps.len()));
+    pub(super) fn connect(
+        &self,
+        addrs: Arc<super::addrs::AddrBook>,
+        eager: &dyn Fn(usize) -> bool,
+    ) -> Result<(), String> {
+        if addrs.pes() != self.eps.len() {
+            return Err(format!("{} worker addresses for {} PEs", addrs.pes(), self.eps.len()));
         }
         let mut lazy = self.lazy();
         lazy.addrs = Some(addrs.clone());
-        for pe in (0..addrs.len()).filter(|&pe| eager(pe)) {
+        for pe in (0..addrs.pes()).filter(|&pe| eager(pe)) {
             self.make_ep(&lazy, pe)?;
         }
         Ok(())
@@ -329,7 +333,7 @@ impl Channel {
         if self.closed.load(Ordering::Acquire) {
             return Err("the channel is closed".into());
         }
-        let a = lazy.addrs.as_ref().and_then(|a| a.get(pe)).ok_or("not connected")?;
+        let a = lazy.addrs.as_ref().ok_or("not connected")?.get(pe)?;
         let params = sys::ucp_ep_params_t {
             field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
                 | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
