@@ -354,17 +354,24 @@ impl Drop for Server {
 
 fn serve(listener: UnixListener, object: OwnedFd, token: [u8; TOKEN], stopping: &AtomicBool) {
     let uid = my_uid();
+    serve_clients(&listener, stopping, |mut s| {
+        let _ = answer(&mut s, uid, &token, object.as_raw_fd());
+    })
+}
+
+/// Accept clients until `stopping` is set (a connection wakes the loop to see it), handing each
+/// to `answer`; a refused or failed client gets nothing and is dropped, the others go on.
+fn serve_clients(listener: &UnixListener, stopping: &AtomicBool, mut answer: impl FnMut(UnixStream)) {
     for conn in listener.incoming() {
         if stopping.load(Ordering::Acquire) {
             return;
         }
-        // A refused or failed client gets nothing and is dropped; the others go on.
-        let Ok(mut s) = conn else {
+        let Ok(s) = conn else {
             // Out of descriptors, say: do not spin on it.
             std::thread::sleep(Duration::from_millis(1));
             continue;
         };
-        let _ = answer(&mut s, uid, &token, object.as_raw_fd());
+        answer(s);
     }
 }
 

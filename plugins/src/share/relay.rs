@@ -15,7 +15,9 @@
 //! with the frame; a frame with `n` = 0 ends the list. Fixed-size frames let the client read
 //! exactly one frame at a time, so one `recvmsg` never takes two frames' descriptors.
 
-use super::{admit, connect, listen, my_uid, recv_with_fds, send_with_fds, MAX_FDS_PER_MESSAGE, TOKEN};
+use super::{
+    admit, connect, listen, my_uid, recv_with_fds, send_with_fds, serve_clients, MAX_FDS_PER_MESSAGE, TOKEN,
+};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,17 +99,9 @@ impl Drop for Relay {
 
 fn serve(listener: UnixListener, entries: &[Entry], token: [u8; TOKEN], stopping: &AtomicBool) {
     let uid = my_uid();
-    for conn in listener.incoming() {
-        if stopping.load(Ordering::Acquire) {
-            return;
-        }
-        let Ok(mut s) = conn else {
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
-        };
-        // A refused or failed client gets nothing more; the others go on.
+    serve_clients(&listener, stopping, |mut s| {
         let _ = admit(&mut s, uid, &token).and_then(|()| send_all(&s, entries));
-    }
+    })
 }
 
 fn send_all(s: &UnixStream, entries: &[Entry]) -> Result<(), String> {
