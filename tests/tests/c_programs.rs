@@ -121,25 +121,43 @@ fn many_pes_run_the_core_operations() {
     }
 }
 
-/// Start-up maps the host's peers' heaps and global data through one relay (issue 51): every
-/// PE but the host's lowest gets its 3 peers' 6 segments from PE 0's relay (which hands out
-/// all 8, its own too), in one connection;
+/// Start-up maps the host's peers' heaps and global data through one relay (issue 51): on
+/// each host, every PE but the lowest gets its host peers' segments (2 each) from the lowest
+/// PE's relay, in one connection, and the relay hands out all of the host's (its own too);
 /// with `SHMEM_LOCAL_MAP_RELAY=0` each PE fetches them from each peer, and both runs pass.
+/// Under every launcher: 4 PEs on one host, or dealt out over emulated hosts in turn.
 #[test]
 fn a_hosts_segments_come_through_one_relay() {
     let prog = c_test("many");
     let t = Duration::from_secs(120);
+    let hosts = match Launcher::from_env() {
+        Launcher::Hosts(h) => h,
+        _ => 1,
+    };
+    let per = 4usize.div_ceil(hosts);
     let r = job(4, &prog, &[("SHMEM_LOG_LEVEL", "debug")], t);
     r.assert_all_pes_ok("many", 4);
-    let through =
-        r.stderr.matches("relay: 6 segment(s) of this host's peers mapped through PE 0's relay").count();
-    assert_eq!(through, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("relay: handing out 8 segment(s) of this host's PEs"), "{}", r.stderr);
-    assert_eq!(r.stderr.matches("3 of 3 peer heaps mapped").count(), 4, "{}", r.stderr);
+    let mapped = format!("{} of 3 peer heaps mapped", per - 1);
+    assert_eq!(r.stderr.matches(&mapped).count(), 4, "{}", r.stderr);
+    if per == 1 {
+        assert!(!r.stderr.contains("relay:"), "{}", r.stderr);
+    }
+    for leader in (0..4).step_by(per).filter(|_| per > 1) {
+        let handed = format!(
+            "rshmem[PE {leader}] debug rshmem::init: relay: handing out {} segment(s) of this host's PEs",
+            2 * per
+        );
+        assert!(r.stderr.contains(&handed), "{handed}:\n{}", r.stderr);
+        let through = format!(
+            "relay: {} segment(s) of this host's peers mapped through PE {leader}'s relay",
+            2 * (per - 1)
+        );
+        assert_eq!(r.stderr.matches(&through).count(), per - 1, "{through}:\n{}", r.stderr);
+    }
     let r = job(4, &prog, &[("SHMEM_LOG_LEVEL", "debug"), ("SHMEM_LOCAL_MAP_RELAY", "0")], t);
     r.assert_all_pes_ok("many", 4);
     assert!(!r.stderr.contains("relay:"), "{}", r.stderr);
-    assert!(r.stderr.contains("3 of 3 peer heaps mapped"), "{}", r.stderr);
+    assert_eq!(r.stderr.matches(&mapped).count(), 4, "{}", r.stderr);
 }
 
 #[test]

@@ -288,6 +288,10 @@ fn a_collective_left_waiting_says_so_and_still_completes() {
     ] {
         assert!(r.stderr.contains(needle), "missing `{needle}`:\n{}", r.stderr);
     }
+    // The waiting PEs name the one that has not arrived (issue 50), read from its count of
+    // the team's collectives.
+    let named = r.stderr.lines().filter(|l| l.contains("): 1 of the team's 3 PEs, PE 2 (entered ")).count();
+    assert!(named >= 4, "PEs 0 and 1 name PE 2 in both collectives:\n{}", r.stderr);
     // The late PE itself never waited, and the default (60 s) does not speak this early.
     assert!(!r.stderr.contains("rshmem[PE 2] warning rshmem::shmem_barrier_all"), "{}", r.stderr);
     let r = oshrun(2, &c_test("stall"), &[("STALL_LATE_MS", "1200")], T);

@@ -106,17 +106,26 @@ pub fn cmp_name(cmp: std::ffi::c_int) -> &'static str {
     }
 }
 
+/// How a collective's warning names who it waits for: `describe(team)` (the team's members
+/// that have not arrived), computed only when a warning is due.
+#[derive(Clone, Copy)]
+pub struct Probe {
+    pub team: *const std::ffi::c_void,
+    pub describe: fn(*const std::ffi::c_void) -> Option<String>,
+}
+
 #[derive(Clone, Copy)]
 struct Current {
     routine: *const c_char,
     op: &'static str,
+    probe: Option<Probe>,
     /// When a wait of this collective first looked at the clock.
     since: Option<Instant>,
     /// Seconds of waiting at which the next warning is due.
     next: u64,
 }
 
-const NONE: Current = Current { routine: std::ptr::null(), op: "", since: None, next: 0 };
+const NONE: Current = Current { routine: std::ptr::null(), op: "", probe: None, since: None, next: 0 };
 
 thread_local! {
     static CURRENT: Cell<Current> = const { Cell::new(NONE) };
@@ -132,8 +141,8 @@ impl Drop for Guard {
     }
 }
 
-pub fn enter(routine: &CStr, op: &'static str) -> Guard {
-    let now = Current { routine: routine.as_ptr(), op, since: None, next: 0 };
+pub fn enter(routine: &CStr, op: &'static str, probe: Option<Probe>) -> Guard {
+    let now = Current { routine: routine.as_ptr(), op, probe, since: None, next: 0 };
     Guard(CURRENT.with(|c| c.replace(now)))
 }
 
@@ -153,11 +162,15 @@ pub fn check() {
         if let Some((waited, next)) = due(&mut cur.since, &mut cur.next, after) {
             // SAFETY: the routine name `enter` was given lives as long as the collective.
             let routine = unsafe { CStr::from_ptr(cur.routine) }.to_string_lossy();
+            // Who has not arrived, read from the other members (without this thread's
+            // collective cell: the reads are operations of their own).
+            c.set(NONE);
+            let who = cur.probe.and_then(|p| (p.describe)(p.team)).map(|w| format!(" {w}.")).unwrap_or_default();
             crate::log::log(
                 crate::log::WARN,
                 &routine,
                 &format!(
-                    "this PE has waited {waited} s in a {} for other PEs of the team. Every PE of a team must call the same collectives in the same order: a PE that skipped this one, or is stuck or still busy elsewhere, keeps the others here (next warning at {next} s; SHMEM_COLL_STALL_WARN)",
+                    "this PE has waited {waited} s in a {} for other PEs of the team.{who} Every PE of a team must call the same collectives in the same order: a PE that skipped this one, or is stuck or still busy elsewhere, keeps the others here (next warning at {next} s; SHMEM_COLL_STALL_WARN)",
                     cur.op
                 ),
             );

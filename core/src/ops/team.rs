@@ -14,7 +14,7 @@ use rshmem_plugin_api::{
     ScollOps, TeamDesc, RC_DECLINED, RC_OK, TEAM_EPHEMERAL, TEAM_HOSTS_MAPPED, TEAM_MAPPED,
 };
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 type BarrierFn = unsafe extern "C" fn(*mut c_void) -> c_int;
@@ -41,8 +41,11 @@ pub const MAX_TEAMS: usize = 64;
 /// Scratch slots reserved for active-set teams (`crate::ops::active_sets`), after the
 /// [`MAX_TEAMS`] slots of split teams: splits never run short of slots because of that cache.
 pub const ACTIVE_SET_SLOTS: usize = 16;
-/// Words of each slot the core itself uses (slot agreement), before the components' scratch.
+/// Words of each slot the core itself uses (slot agreement, arrivals), before the components'
+/// scratch.
 pub const CORE_WORDS: usize = 8;
+/// The core word counting the collectives a PE has entered on the team.
+const ARRIVALS_WORD: usize = 7;
 
 struct Pool {
     base: usize,
@@ -160,6 +163,11 @@ impl TeamState {
         let (slot_base, slot_len) = slot_memory(slot);
         let scratch = slot_base.wrapping_add(CORE_WORDS * 8);
         let t = Self::create_in(rt, slot, scratch, slot_len - CORE_WORDS * 8, triplet, scolls, 0);
+        // A slot may have served a team before: count this team's collectives from 0. Every
+        // member does so before the collective that ends the team's creation.
+        if let Some(w) = t.arrivals_word() {
+            w.store(0, Ordering::Relaxed);
+        }
         if t.barrier.is_empty() || t.broadcast.is_empty() {
             crate::error::fatal(routine, "no scoll component provides barrier and broadcast for the team");
         }
@@ -282,6 +290,30 @@ impl TeamState {
         t
     }
 
+    /// The word of the slot counting the collectives this PE has entered on the team (written
+    /// by this PE only; read by a member whose collective waits long, to name who has not
+    /// arrived), or None for a team without a pool slot (one active-set call's).
+    fn arrivals_word(&self) -> Option<&AtomicU64> {
+        (self.slot < MAX_TEAMS + ACTIVE_SET_SLOTS && self.desc.my_index >= 0)
+            // SAFETY: an aligned word of the pool, symmetric memory that lives for the job;
+            // peers only read it.
+            .then(|| unsafe { AtomicU64::from_ptr(self.core_word(ARRIVALS_WORD)) })
+    }
+
+    /// Count this PE's entry into a collective of the team; the new count.
+    fn count_arrival(&self) -> Option<u64> {
+        self.arrivals_word().map(|w| {
+            // Only this PE writes the word: a load and a store, no locked instruction.
+            let n = w.load(Ordering::Relaxed) + 1;
+            w.store(n, Ordering::Relaxed);
+            n
+        })
+    }
+
+    fn laggards_probe(&self) -> crate::ops::stall::Probe {
+        crate::ops::stall::Probe { team: (self as *const TeamState).cast(), describe: describe_laggards }
+    }
+
     /// The core's own words of the slot (a split team's, or a cached active set's).
     pub fn core_word(&self, i: usize) -> *mut u64 {
         debug_assert!(i < CORE_WORDS && self.slot < MAX_TEAMS + ACTIVE_SET_SLOTS);
@@ -297,8 +329,9 @@ impl TeamState {
         index_in(world_pe, self.desc.start, self.desc.stride, self.desc.size)
     }
 
-    fn run<'a>(routine: &CStr, op: &'static str, rcs: impl Iterator<Item = (c_int, &'a str)>) {
-        let _running = crate::ops::stall::enter(routine, op);
+    fn run<'a>(&self, routine: &CStr, op: &'static str, rcs: impl Iterator<Item = (c_int, &'a str)>) {
+        let arrivals = self.count_arrival();
+        let _running = crate::ops::stall::enter(routine, op, arrivals.map(|_| self.laggards_probe()));
         for (rc, name) in rcs {
             match rc {
                 RC_OK => return,
@@ -311,7 +344,7 @@ impl TeamState {
 
     pub fn barrier(&self, routine: &CStr) {
         // SAFETY: plugin ABI calls with the state each component returned from `enable`.
-        Self::run(routine, "barrier", self.barrier.iter().map(|(f, s, n)| (unsafe { f(*s) }, n.as_str())));
+        self.run(routine, "barrier", self.barrier.iter().map(|(f, s, n)| (unsafe { f(*s) }, n.as_str())));
     }
 
     pub fn broadcast(
@@ -340,7 +373,7 @@ impl TeamState {
         nbytes: usize,
         root: c_int,
     ) {
-        Self::run(
+        self.run(
             routine,
             "broadcast",
             // SAFETY: as in `barrier`; addresses were checked by the caller.
@@ -403,7 +436,7 @@ impl TeamState {
             };
             (rc, n.as_str())
         });
-        Self::run(routine, "broadcast", rcs);
+        self.run(routine, "broadcast", rcs);
     }
 
     /// `fixed`: every member's `nbytes`; else each its own, concatenated in team order.
@@ -421,7 +454,7 @@ impl TeamState {
     }
 
     fn collect_on(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
-        Self::run(
+        self.run(
             routine,
             "collect",
             self.collect.iter().map(|(f, s, n)| {
@@ -493,7 +526,7 @@ impl TeamState {
         dst: isize,
         sst: isize,
     ) {
-        Self::run(
+        self.run(
             routine,
             "alltoall",
             self.alltoall.iter().map(|(f, s, n)| {
@@ -535,7 +568,7 @@ impl TeamState {
         op: u32,
         kind: u32,
     ) {
-        Self::run(
+        self.run(
             routine,
             "reduction",
             self.reduce.iter().map(|(f, s, n)| {
@@ -577,4 +610,55 @@ impl Drop for TeamState {
             unsafe { (ops.disable)(*state) };
         }
     }
+}
+
+/// For the stall warning of a collective that waits long (`crate::ops::stall`): the members
+/// that have entered fewer of the team's collectives than this PE, read from their arrival
+/// words, i.e. those that have not reached this one.
+fn describe_laggards(team: *const c_void) -> Option<String> {
+    // SAFETY: the probe was made by `run` from a team that outlives its collective, and the
+    // warning is given from inside that collective.
+    let t = unsafe { &*team.cast::<TeamState>() };
+    let word = t.arrivals_word()?;
+    let mine = word.load(Ordering::Relaxed);
+    let mut behind = Vec::new();
+    for i in 0..t.desc.size {
+        if i == t.desc.my_index {
+            continue;
+        }
+        let pe = t.pe_of(i);
+        let mut theirs = 0u64;
+        // SAFETY: the word is symmetric (the same slot on every member); `theirs` is a local
+        // 8-byte destination.
+        unsafe {
+            crate::ops::rma::get(
+                c"the stall warning",
+                crate::ops::ctx::default(),
+                (&mut theirs as *mut u64).cast(),
+                (word.as_ptr() as *const u64).cast(),
+                8,
+                1,
+                pe,
+            )
+        };
+        if theirs < mine {
+            behind.push((pe, theirs));
+        }
+    }
+    if behind.is_empty() {
+        return Some(format!(
+            "Every PE of the team has entered it (the team's collective number {mine} here): one may be stuck inside it"
+        ));
+    }
+    const SHOWN: usize = 8;
+    let listed: Vec<String> =
+        behind.iter().take(SHOWN).map(|(pe, n)| format!("PE {pe} (entered {n})")).collect();
+    let more =
+        if behind.len() > SHOWN { format!(" and {} more", behind.len() - SHOWN) } else { String::new() };
+    Some(format!(
+        "Not yet in it (the team's collective number {mine} here): {} of the team's {} PEs, {}{more}",
+        behind.len(),
+        t.desc.size,
+        listed.join(", ")
+    ))
 }
