@@ -375,7 +375,8 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
     boot.put(crate::config::agree::KEY, agree.as_bytes())
         .unwrap_or_else(|e| fail(routine, &format!("bootstrap: {e}")));
     let relay_on = cfg(crate::config::get_bool("SHMEM_LOCAL_MAP_RELAY"));
-    let mut relay = crate::symm::relay::start(boot, my_pe, n_pes, relay_on, &name_tag);
+    // Only a leader that maps its peers relays: one that does not would never hand anything out.
+    let mut relay = crate::symm::relay::start(boot, my_pe, n_pes, relay_on && local_map, &name_tag);
     phases.mark("segments");
     boot.fence().unwrap_or_else(|e| fail(routine, &format!("bootstrap fence: {e}")));
     phases.mark("fence 1");
