@@ -451,6 +451,13 @@ fn a_pe_that_cannot_map_its_peers_sends_its_whole_host_through_the_spml() {
         for backend in SSHMEM_BACKENDS {
             let r = job(np, &prog, &[("UNMAP_RANK", rank), ("SHMEM_MCA_sshmem", backend)], DEFAULT_TIMEOUT);
             r.assert_all_pes_ok("partial_map", np);
+            // A host's relay whose leader does not map must not leave its PEs waiting for it
+            // (they waited 60 s for a relay that never handed anything out).
+            assert!(
+                r.elapsed < Duration::from_secs(30),
+                "rank {rank} unmapped: the job took {:?}",
+                r.elapsed
+            );
             let warned: Vec<&str> =
                 r.stderr.lines().filter(|l| l.contains("does not map the symmetric memory")).collect();
             assert_eq!(warned.len(), 1, "{}", r.stderr);
