@@ -6,7 +6,9 @@
  * Each figure is the median over 5 blocks of the average call time in a block, on PE 0.
  * COLL_MAX (bytes, default 1 MiB) bounds the sizes, COLL_MIN (default 4) starts them and
  * COLL_FACTOR (default 4) steps them; COLL_ONLY=name runs one benchmark; COLL_WHOLE=1 times
- * the barrier after each call too. Where the library
+ * the barrier after each call too. COLL_AVG=1 reports, as OSU does, the mean over all PEs of
+ * each PE's average time in the call (not PE 0's alone), and COLL_INPLACE=1 broadcasts from a
+ * buffer into itself, as OSU's `osu_oshm_broadcast` does. Where the library
  * implements OpenSHMEM 1.6, the inclusive scan (`shmem_float_sum_inscan` on the world team) is
  * timed too ("scan"); Open MPI 4.1's OSHMEM has none. "alltoalls" is `shmem_alltoalls32` with
  * strides of 2 on both sides, up to 16 KiB blocks. */
@@ -17,6 +19,11 @@
 #define PSYNC_LEN (SHMEM_REDUCE_SYNC_SIZE + SHMEM_ALLTOALLS_SYNC_SIZE)
 static long psync[2][PSYNC_LEN];
 static long bsync[SHMEM_BARRIER_SYNC_SIZE];
+/* COLL_AVG=1: the per-PE block figures are summed over the PEs with these */
+static long avg_sync[SHMEM_REDUCE_SYNC_SIZE];
+static double avg_wrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
+static double avg_in, avg_out;
+static int avg, inplace;
 
 static double median(double *v) {
     qsort(v, BLOCKS, sizeof *v, cmp_double);
@@ -47,7 +54,7 @@ static void call(enum op op, void *dst, void *src, float *wrk, size_t bytes, int
         shmem_barrier(0, 0, n, bsync);
         break;
     case BCAST:
-        shmem_broadcast32(dst, src, bytes / 4, 0, 0, 0, n, psync[k]);
+        shmem_broadcast32(dst, inplace ? dst : src, bytes / 4, 0, 0, 0, n, psync[k]);
         break;
     case REDUCE:
         shmem_float_sum_to_all(dst, src, (int)(bytes / 4), 0, 0, n, wrk, psync[k]);
@@ -86,6 +93,12 @@ static void run(const char *name, enum op op, size_t bytes, void *dst, void *src
             if (!whole && op != BARRIER) shmem_barrier_all();
         }
         block[b] = total / iters;
+        if (avg) {
+            avg_in = block[b];
+            shmem_barrier_all();
+            shmem_double_sum_to_all(&avg_out, &avg_in, 1, 0, 0, shmem_n_pes(), avg_wrk, avg_sync);
+            block[b] = avg_out / shmem_n_pes();
+        }
     }
     result(name, bytes, median(block), "us");
 }
@@ -93,6 +106,9 @@ static void run(const char *name, enum op op, size_t bytes, void *dst, void *src
 int main(void) {
     shmem_init();
     whole = getenv("COLL_WHOLE") && strcmp(getenv("COLL_WHOLE"), "1") == 0;
+    avg = getenv("COLL_AVG") && strcmp(getenv("COLL_AVG"), "1") == 0;
+    inplace = getenv("COLL_INPLACE") && strcmp(getenv("COLL_INPLACE"), "1") == 0;
+    for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) avg_sync[i] = SHMEM_SYNC_VALUE;
     int n = shmem_n_pes();
     size_t max = getenv("COLL_MAX") ? strtoul(getenv("COLL_MAX"), NULL, 10) : (size_t)1 << 20;
     /* sizes min, min * factor, ... up to max (4, 16, ..., 1 MiB by default) */

@@ -24,6 +24,7 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "get_percentiles",
         "startup",
         "histogram",
+        "bcast_trace",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
@@ -50,4 +51,15 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         assert!(r.stdout.contains("RESULT coll_alltoall 1024 "), "{}", r.stdout);
         assert!(r.stdout.contains("RESULT coll_collect 4096 "), "{}", r.stdout);
     }
+    // OSU's way (the mean over the PEs, a broadcast into its own buffer), on 4 PEs: on a
+    // 2-core machine that is the crowded node whose barrier lets a broadcast's root lead.
+    let env = [("COLL_MAX", "256"), ("COLL_AVG", "1"), ("COLL_INPLACE", "1"), ("COLL_ONLY", "broadcast")];
+    let r = oshrun(4, &coll, &env, DEFAULT_TIMEOUT);
+    r.assert_ok("coll_sizes, OSU's way");
+    assert!(r.stdout.contains("RESULT coll_broadcast 256 "), "{}", r.stdout);
+    let tr = build_c(&dir.join("bcast_trace.c"), &[]);
+    let r = oshrun(4, &tr, &[("TRACE_ITERS", "400"), ("TRACE_SHOW", "3")], DEFAULT_TIMEOUT);
+    r.assert_ok("bcast_trace");
+    assert_eq!(r.stdout.lines().filter(|l| l.starts_with("TRACE ")).count(), 12, "{}", r.stdout);
+    assert_eq!(r.stdout.lines().filter(|l| l.starts_with("AVG ")).count(), 4, "{}", r.stdout);
 }

@@ -19,6 +19,7 @@ pub fn barrier(c: &CoreServices, t: &Team) -> c_int {
     let e = t.next();
     // Flat up to `barrier_flat_max` members, dissemination (log2 n rounds) above.
     protocol::barrier(&On(c, t), e, t.n <= t.tuning.barrier_flat_max);
+    t.lead(e);
     RC_OK
 }
 
@@ -49,6 +50,9 @@ pub unsafe fn broadcast(
     let e = t.next();
     let push = t.n == 2 || nbytes.saturating_mul(t.n as usize - 1) <= t.tuning.bcast_push_max;
     let local = !std::ptr::eq(dest, src) && !keep_root;
+    if push {
+        t.rooted(root);
+    }
     // Every pointer below is a member's mapping of a buffer valid for `nbytes` (caller,
     // `reachable`).
     protocol::broadcast(

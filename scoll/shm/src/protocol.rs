@@ -28,6 +28,11 @@ pub trait Words {
     fn signal(&self, to: c_int, arr: usize, e: u64);
     /// Wait until member `from` reached `e` on `arr` (acquire).
     fn wait(&self, arr: usize, from: c_int, e: u64);
+    /// `wait`, for a member that waits for no one before it signals (a pushing broadcast's
+    /// root): a wait that may spin where the member runs on another CPU.
+    fn wait_root(&self, arr: usize, from: c_int, e: u64) {
+        self.wait(arr, from, e)
+    }
     /// Wait for every other member on `arr`.
     fn wait_all(&self, arr: usize, e: u64) {
         for j in others(self.n(), self.me()) {
@@ -91,12 +96,12 @@ pub fn broadcast(
             w.wait_all(ACK, e);
         }
         own();
+    } else if push {
+        w.wait_root(SIG, root, e);
     } else {
         w.wait(SIG, root, e);
-        if !push {
-            pull();
-            w.signal(root, ACK, e);
-        }
+        pull();
+        w.signal(root, ACK, e);
     }
 }
 

@@ -16,7 +16,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use crate::layout::{CPU, MAX_PES, SCRATCH_BYTES, SIZE, STAGE, STAGE_BYTES};
+use crate::layout::{CPU, MAX_PES, SCRATCH_BYTES, SIG, SIZE, STAGE, STAGE_BYTES};
 use crate::place;
 use crate::protocol::{self, Stages, Words};
 
@@ -37,6 +37,8 @@ pub struct Team {
     /// `cross_core_spin_ns` is not 0: waits look at where members run and what they wait for
     /// (`place`).
     crowded: bool,
+    /// On a crowded node, the root of a broadcast since the last barrier (`lead`).
+    lead: Cell<Option<c_int>>,
     /// Private accumulation space; grown once to the largest size a call needed.
     buf: UnsafeCell<Vec<u128>>,
 }
@@ -78,6 +80,7 @@ impl Team {
             scratch,
             epoch: Cell::new(0),
             crowded,
+            lead: Cell::new(None),
             stages: Stages::new(),
             buf: UnsafeCell::new(Vec::new()),
         })
@@ -190,9 +193,48 @@ impl Team {
         for j in self.others().filter(|&j| near & 1 << j != 0) {
             self.wait_as(c, arr, j, e, true);
         }
+        // After a broadcast whose root shares this CPU (and has arrived: it was waited for
+        // above), yield to it rather than spin, so that it is the one running when the last
+        // member arrives (`lead`).
+        let spin = self.far_waits_spin(near);
         for j in self.others().filter(|&j| near & 1 << j == 0) {
-            self.wait_as(c, arr, j, e, true);
+            self.wait_as(c, arr, j, e, spin);
         }
+    }
+
+    /// Note that member `root` broadcast: the next barrier lets it leave first (`lead`).
+    pub fn rooted(&self, root: c_int) {
+        if self.crowded {
+            self.lead.set(Some(root));
+        }
+    }
+
+    /// At the end of barrier `e` on a crowded node, after a broadcast: when the broadcast's
+    /// root is on this PE's CPU and still in the barrier (it arrived first, as a root that
+    /// pushes does, and yielded to this PE), yield once, so that it leaves the barrier first.
+    /// The switch happens in any case, since both PEs must run before the next
+    /// synchronisation; made here, it spares the other PEs of the next broadcast from the root
+    /// a wait for it, which the barrier that follows a broadcast would otherwise leave last
+    /// (docs/performance.md, "Broadcasts on a crowded node").
+    pub fn lead(&self, e: u64) {
+        if let Some(r) = self.lead.take() {
+            if self.root_waits_here(r, place::current_cpu(), e) {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Whether member `r`, not this PE, last waited on `cpu` and is still in barrier `e`.
+    fn root_waits_here(&self, r: c_int, cpu: u64, e: u64) -> bool {
+        let here = self.word(r, CPU, place::CPU_WORD).load(Ordering::Relaxed) == cpu;
+        let wait = place::waited(self.word(r, CPU, place::WAIT_WORD).load(Ordering::Acquire));
+        r != self.me && here && matches!(wait, Some((SIG, _, we)) if we == e)
+    }
+
+    /// Whether the waits for the members of other CPUs (after those of this CPU, `near`) may
+    /// spin: not when a broadcast's root is one of `near` (`lead`).
+    fn far_waits_spin(&self, near: u64) -> bool {
+        !self.lead.get().is_some_and(|r| r != self.me && near & 1 << r != 0)
     }
 
     /// The byte count member `j` wrote to this PE's SIZE array.
@@ -257,6 +299,9 @@ impl Words for On<'_> {
     fn wait(&self, arr: usize, from: c_int, e: u64) {
         self.1.wait(self.0, arr, from, e)
     }
+    fn wait_root(&self, arr: usize, from: c_int, e: u64) {
+        self.1.wait_as(self.0, arr, from, e, true)
+    }
     fn wait_all(&self, arr: usize, e: u64) {
         self.1.wait_all(self.0, arr, e)
     }
@@ -287,6 +332,7 @@ mod tests {
             epoch: Cell::new(0),
             stages: Stages::new(),
             crowded: true,
+            lead: Cell::new(None),
             buf: UnsafeCell::new(Vec::new()),
         }
     }
@@ -337,5 +383,36 @@ mod tests {
         let u = team(2, 0, &mut fresh);
         assert!(!u.spin_pays(0, 1));
         assert!(u.spin_pays(1, 1));
+    }
+
+    #[test]
+    fn after_a_broadcast_the_root_leads_the_barrier_out_only_from_its_own_cpu() {
+        // 4 members two to a CPU: 0 and 2 on CPU 0, 1 and 3 on CPU 1; this is member 2.
+        let mut mem = memory(4);
+        let t = team(4, 2, &mut mem);
+        // No broadcast since the last barrier: far waits spin, no yield at the end.
+        assert!(t.far_waits_spin(1 << 0));
+        t.rooted(0);
+        // Root 0 is on this CPU (near): waits for the other CPU's members yield instead.
+        assert!(!t.far_waits_spin(1 << 0));
+        // A root on another CPU changes nothing here.
+        t.rooted(1);
+        assert!(t.far_waits_spin(1 << 0));
+        // Nor does this PE being the root.
+        t.rooted(2);
+        assert!(t.far_waits_spin(1 << 0));
+        // At the end of barrier 7: yield only to a root on this CPU that is still in it.
+        seen(&t, 0, 0, Some((SIG, 2, 7)));
+        assert!(t.root_waits_here(0, 0, 7));
+        assert!(!t.root_waits_here(0, 1, 7), "the root is on another CPU");
+        assert!(!t.root_waits_here(0, 0, 8), "the root is in another call");
+        seen(&t, 0, 0, None);
+        assert!(!t.root_waits_here(0, 0, 7), "the root has left the barrier");
+        seen(&t, 2, 0, Some((SIG, 0, 7)));
+        assert!(!t.root_waits_here(2, 0, 7), "this PE is the root");
+        // The end of a barrier consumes the note.
+        t.rooted(0);
+        t.lead(7);
+        assert!(t.far_waits_spin(1 << 0));
     }
 }
