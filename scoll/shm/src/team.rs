@@ -159,18 +159,16 @@ impl Team {
     /// wait of this team (computing, in the application, in another team's call, preempted)
     /// may need the CPU to go on: then this PE yields, as it does for `j` on its own CPU.
     fn spin_pays(&self, cpu: u64, j: c_int) -> bool {
-        let cpu_of = |k: c_int| self.word(k, CPU, place::CPU_WORD).load(Ordering::Relaxed);
-        let wait_of = |k: c_int| place::waited(self.word(k, CPU, place::WAIT_WORD).load(Ordering::Acquire));
-        if cpu_of(j) == cpu {
+        if self.cpu_of(j) == cpu {
             return false;
         }
-        if let Some((arr, m, e)) = wait_of(j) {
+        if let Some((arr, m, e)) = self.wait_of(j) {
             let stuck = self.word(j, arr, m).load(Ordering::Relaxed) < e;
-            if stuck && m != self.me && cpu_of(m) == cpu {
+            if stuck && m != self.me && self.cpu_of(m) == cpu {
                 return false;
             }
         }
-        self.others().all(|k| k == j || cpu_of(k) != cpu || wait_of(k).is_some())
+        self.others().all(|k| k == j || self.cpu_of(k) != cpu || self.wait_of(k).is_some())
     }
 
     /// Wait for every other member on `arr`. On a crowded node, the members last seen on this
@@ -188,8 +186,7 @@ impl Team {
         }
         // Read once: members' CPU words change as they wait.
         let cpu = place::current_cpu();
-        let cpu_of = |k: c_int| self.word(k, CPU, place::CPU_WORD).load(Ordering::Relaxed);
-        let near = self.others().filter(|&j| cpu_of(j) == cpu).fold(0u64, |m, j| m | 1 << j);
+        let near = self.others().filter(|&j| self.cpu_of(j) == cpu).fold(0u64, |m, j| m | 1 << j);
         for j in self.others().filter(|&j| near & 1 << j != 0) {
             self.wait_as(c, arr, j, e, true);
         }
@@ -226,9 +223,17 @@ impl Team {
 
     /// Whether member `r`, not this PE, last waited on `cpu` and is still in barrier `e`.
     fn root_waits_here(&self, r: c_int, cpu: u64, e: u64) -> bool {
-        let here = self.word(r, CPU, place::CPU_WORD).load(Ordering::Relaxed) == cpu;
-        let wait = place::waited(self.word(r, CPU, place::WAIT_WORD).load(Ordering::Acquire));
-        r != self.me && here && matches!(wait, Some((SIG, _, we)) if we == e)
+        r != self.me && self.cpu_of(r) == cpu && matches!(self.wait_of(r), Some((SIG, _, we)) if we == e)
+    }
+
+    /// The CPU member `k` last waited on (`place`).
+    fn cpu_of(&self, k: c_int) -> u64 {
+        self.word(k, CPU, place::CPU_WORD).load(Ordering::Relaxed)
+    }
+
+    /// Member `k`'s wait now: (array, sender, call), or None (`place`).
+    fn wait_of(&self, k: c_int) -> Option<(usize, c_int, u64)> {
+        place::waited(self.word(k, CPU, place::WAIT_WORD).load(Ordering::Acquire))
     }
 
     /// Whether the waits for the members of other CPUs (after those of this CPU, `near`) may
