@@ -196,12 +196,12 @@ pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], 
             let mut cmd = Command::new("mpirun");
             cmd.envs(MPIRUN_ROOT_ENV)
                 .args(["--oversubscribe", "--bind-to", "none", "--tag-output", "--timeout"])
-                .arg(timeout.as_secs().to_string())
+                .arg(backstop(timeout).as_secs().to_string())
                 .arg("-np")
                 .arg(np.to_string());
             forward_env(&mut cmd, env);
             cmd.arg(prog);
-            run_launcher(cmd, env, timeout)
+            run_watching(cmd, env, timeout, prog)
         }
         Launcher::Srun => {
             let mut cmd = Command::new("srun");
@@ -210,7 +210,7 @@ pub fn launch(launcher: Launcher, np: usize, prog: &Path, env: &[(&str, &str)], 
             cmd.args(["--mpi=pmix", "--kill-on-bad-exit=1", "--overcommit", "--quiet", "-n"])
                 .arg(np.to_string())
                 .arg(prog);
-            run_launcher(cmd, env, timeout)
+            run_watching(cmd, env, timeout, prog)
         }
         Launcher::Hosts(hosts) => launch_on_hosts(hosts, np, &[], prog, env, timeout),
     }
@@ -239,10 +239,10 @@ pub fn launch_on_hosts(
         ])
         .args(mpirun_args)
         .arg("--timeout")
-        .arg(timeout.as_secs().to_string());
+        .arg(backstop(timeout).as_secs().to_string());
     forward_env(&mut cmd, env);
     cmd.arg(prog);
-    run_launcher(cmd, env, timeout)
+    run_watching(cmd, env, timeout, prog)
 }
 
 /// mpirun's `-x NAME` for every variable of `env`, so the PEs get it.
@@ -362,9 +362,28 @@ pub fn assert_nothing_left(before: &std::collections::BTreeSet<String>, what: &s
     }
 }
 
-/// Start a launcher command with the PEs' extra environment, bounded by `timeout` + 30 s.
+/// Start a launcher command with the PEs' extra environment, bounded by `timeout` + 30 s
+/// (oshrun enforces `timeout` itself and says where its PEs are).
 /// Every job is followed by the leak check: nothing of ours may remain in `/dev/shm` or `/tmp`.
-pub fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Run {
+pub fn run_launcher(cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Run {
+    run_bounded(cmd, env, timeout + Duration::from_secs(30), None)
+}
+
+/// The launcher's own time limit under a harness that watches it: later than the harness's, so
+/// the harness can say where the PEs are first; it holds if the harness itself is killed.
+fn backstop(timeout: Duration) -> Duration {
+    timeout + Duration::from_secs(60)
+}
+
+/// [`run_launcher`] for a launcher that cannot say where its PEs are when they overrun
+/// (mpirun's `--get-stack-traces` wants a `gstack` Debian does not ship; srun has nothing):
+/// at `timeout` the harness itself prints each process of `prog`'s threads from /proc and the
+/// gdb stacks of the first few, into the run's stderr, then ends the launcher.
+pub fn run_watching(cmd: Command, env: &[(&str, &str)], timeout: Duration, prog: &Path) -> Run {
+    run_bounded(cmd, env, timeout, Some(prog))
+}
+
+fn run_bounded(mut cmd: Command, env: &[(&str, &str)], limit: Duration, watched: Option<&Path>) -> Run {
     let _g = job_lock();
     let before = leftovers();
     let start = Instant::now();
@@ -373,18 +392,32 @@ pub fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
-    let hard = timeout + Duration::from_secs(30);
+    let mut told = String::new();
     loop {
         if let Some(_st) = child.try_wait().expect("wait") {
             break;
         }
-        if start.elapsed() > hard {
+        if start.elapsed() > limit {
+            if let Some(prog) = watched {
+                told = where_they_are(prog, limit);
+                // The launcher ends its job on SIGTERM; it has a few seconds to.
+                // SAFETY: a plain kill(2) of our own child.
+                unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                let asked = Instant::now();
+                while child.try_wait().expect("wait").is_none() && asked.elapsed() < Duration::from_secs(10) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
             let _ = child.kill();
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     let Output { status, stdout, stderr } = child.wait_with_output().expect("collect output");
+    if !told.is_empty() {
+        // The PEs' processes go with their launcher (its daemons, or the liveness watch).
+        wait_for_exit(watched.unwrap(), Duration::from_secs(10));
+    }
     assert_nothing_left(
         &before,
         &format!("{:?} {:?}", cmd.get_program(), cmd.get_args().collect::<Vec<_>>()),
@@ -392,8 +425,67 @@ pub fn run_launcher(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -
     Run {
         status,
         stdout: untag(&String::from_utf8_lossy(&stdout)),
-        stderr: untag(&String::from_utf8_lossy(&stderr)),
+        stderr: untag(&String::from_utf8_lossy(&stderr)) + &told,
         elapsed: start.elapsed(),
+    }
+}
+
+/// The processes running `prog`, with their rank when the launcher's environment says it
+/// (`PMIX_RANK`), by rank then pid.
+pub fn processes_of(prog: &Path) -> Vec<(usize, u32)> {
+    let want = prog.canonicalize().unwrap_or_else(|_| prog.to_path_buf());
+    let mut found: Vec<(usize, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == want))
+        .map(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let rank = environ
+                .split(|&b| b == 0)
+                .filter_map(|v| std::str::from_utf8(v).ok()?.strip_prefix("PMIX_RANK=")?.parse().ok())
+                .next()
+                .unwrap_or(usize::MAX);
+            (rank, pid)
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// Where the processes of `prog` are, as oshrun says it of its PEs: every thread's state and
+/// system call, and gdb's stacks of the first few.
+fn where_they_are(prog: &Path, limit: Duration) -> String {
+    use rshmem_launcher::stacks;
+    let pes = processes_of(prog);
+    let mut lines = vec![format!(
+        "harness: the job exceeded its {} s; where its {} process(es) of {} are:",
+        limit.as_secs(),
+        pes.len(),
+        prog.display()
+    )];
+    for &(rank, pid) in &pes {
+        lines.extend(stacks::threads(rank, pid));
+    }
+    lines.extend(stacks::backtraces(&pes[..pes.len().min(stacks::TRACED_PES)]));
+    let mut out: String = lines
+        .iter()
+        .map(|l| format!("{}\n", l.strip_prefix("oshrun: ").map_or(l.clone(), |r| format!("harness: {r}"))))
+        .collect();
+    out.insert(0, '\n');
+    out
+}
+
+/// Wait until no process runs `prog`, at most `limit`; those left are killed.
+fn wait_for_exit(prog: &Path, limit: Duration) {
+    let start = Instant::now();
+    while !processes_of(prog).is_empty() && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for (_, pid) in processes_of(prog) {
+        // SAFETY: a plain kill(2) of a stray test process.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
 }
 

@@ -728,3 +728,33 @@ fn every_pe_of_one_host_killed_ends_the_job() {
     eprintln!("one host's PEs killed: every PE gone {gone_after:?} after; the job said:\n{}", r.stderr);
     assert!(gone_after < Duration::from_secs(20), "the other PEs took {gone_after:?} to end");
 }
+
+/// A job past its time under mpirun, srun or across emulated hosts says where each PE is, as
+/// oshrun's does (`hardening`): the harness prints each PE's threads from /proc and gdb's
+/// stacks (mpirun's own `--get-stack-traces` wants a `gstack` Debian does not ship, and
+/// printed PE 0's failure only), then ends the launcher; no PE outlives it. Here the last PE
+/// sleeps in the program while the others wait in a barrier.
+#[test]
+fn a_job_past_its_time_under_every_launcher_says_where_each_pe_is() {
+    let mut launchers = pmix_launchers();
+    launchers.push(Launcher::Hosts(2));
+    let prog = c_test("stall");
+    for l in launchers {
+        let env = [("STALL_LATE_MS", "60000"), ("RSHMEM_HOSTS_FORWARD", "STALL_LATE_MS")];
+        let r = launch(l, 3, &prog, &env, Duration::from_secs(4));
+        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
+        for needle in [
+            "harness: the job exceeded its 4 s; where its 3 process(es) of ",
+            "harness: PE 0 (pid ",
+            "harness: PE 2 (pid ",
+            "(clock_nanosleep)",
+            ") stacks:",
+            " in late () at ",
+            "shmem::ops::coll::barrier_all",
+        ] {
+            assert!(r.stderr.contains(needle), "{l:?}: missing `{needle}`:\n{}", r.stderr);
+        }
+        assert!(r.elapsed < Duration::from_secs(45), "{l:?}: {:?}", r.elapsed);
+        assert!(processes_of(&prog).is_empty(), "{l:?}: PEs outlived the job");
+    }
+}

@@ -3,6 +3,7 @@
 //! `oshrun`'s key-value server, a PMIx server (Open MPI's `mpirun`, Slurm's
 //! `srun --mpi=pmix`), and singleton (a program started without a launcher).
 
+pub mod loopback;
 pub mod oshrun;
 pub mod pmix;
 /// Randomness and secrets, shared with the components (the plugin API crate holds them).

@@ -1,0 +1,207 @@
+//! Phase 4 of `shmem_init`, after the first fence: check the settings every PE must agree on,
+//! connect the spml, and learn every peer's segments (their keys for the spml; for peers on
+//! this host, a mapping of their copies, through the host's relay where it can).
+
+use super::components::Components;
+use super::job::Job;
+use super::memory::Memory;
+use super::InitError;
+use crate::symm::peers::{decode_segment, map_peer};
+use crate::symm::relay::Mapped;
+use crate::symm::segments::{PeerSeg, SEG_DATA, SEG_HEAP};
+use rshmem_boot::Bootstrap;
+use std::sync::atomic::Ordering;
+
+/// What the peers' records decided.
+pub struct Peers {
+    /// The largest power of two every PE's heap base is a multiple of: what `shmem_align`
+    /// can promise of every PE's copy.
+    pub heap_align: usize,
+    /// Some peer's copy of some segment is reached only through the spml, whose progress
+    /// the waits then drive.
+    pub needs_progress: bool,
+}
+
+/// The settings every PE must agree on: each PE compares PE 0's with its own, and one that
+/// differs ends the job, naming both (a heap size that differs is named as the variable it
+/// is). One lookup per PE, whatever the job's size.
+pub fn agree(boot: &dyn Bootstrap, mine: &str) -> Result<(), InitError> {
+    if boot.rank() == 0 {
+        return Ok(());
+    }
+    let v = boot.get(0, crate::config::agree::KEY).ok().flatten().ok_or_else(|| InitError::Peer {
+        pe: 0,
+        why: "PE 0 did not publish the settings every PE must agree on".into(),
+    })?;
+    let first = String::from_utf8_lossy(&v);
+    crate::config::agree::compare_pes(&[(0, &first), (boot.rank() as usize, mine)])
+        .map_err(InitError::Setting)
+}
+
+/// Wire up every peer (the spml's addresses were published before the fence).
+pub fn connect(c: &Components) -> Result<(), InitError> {
+    // SAFETY: plugin ABI call; every PE's address was published before the fence.
+    if unsafe { (c.spml.connect)() } != 0 {
+        return Err(InitError::Component(format!("spml {} could not connect the PEs", c.spml_name)));
+    }
+    Ok(())
+}
+
+/// This host's peers' heaps and global data, through the host's relay where they can come.
+pub fn relayed(job: &Job, c: &Components, mem: &mut Memory) -> Mapped {
+    if !(job.local_map && job.relay) {
+        return Mapped::new();
+    }
+    let boot = job.boot;
+    let lens: Vec<usize> = (0..mem.segs.count() as u32).map(|seg| mem.segs.local(seg).len).collect();
+    crate::symm::relay::map_host(boot, job.my_pe, job.n_pes, &lens, mem.relay.as_mut(), |pe, seg| {
+        if seg != SEG_DATA && !c.peer_attach {
+            return None;
+        }
+        let v = boot.get(pe, &format!("seg.{seg}")).ok().flatten()?;
+        decode_segment(&v).map(|(_, _, blob, _)| blob.to_vec())
+    })
+}
+
+/// Every peer's record of every segment: its key to the spml, and for a peer on this host a
+/// mapping of its copy (the relay's, else one made here; null when neither could be made).
+pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Result<Peers, InitError> {
+    let (boot, my_pe, n_pes) = (job.boot, job.my_pe, job.n_pes);
+    let nseg = mem.segs.count() as u32;
+    let mut peers = Peers { heap_align: usize::MAX, needs_progress: false };
+    // Starting with the next PE, not with PE 0: each same-host peer's thread hands its
+    // segments to every other PE, and all PEs beginning at PE 0 queue on one thread at a time.
+    for pe in (my_pe + 1..n_pes).chain(0..=my_pe) {
+        for seg in 0..nseg {
+            let v = boot.get(pe, &format!("seg.{seg}")).ok().flatten().ok_or_else(|| InitError::Peer {
+                pe,
+                why: format!("PE {pe} did not publish symmetric segment {seg}"),
+            })?;
+            let (base, len, blob, rkey) = decode_segment(&v)
+                .ok_or_else(|| InitError::Peer { pe, why: format!("PE {pe}: malformed segment record") })?;
+            check_length(pe, seg, len, mem.segs.local(seg).len)?;
+            if seg == SEG_HEAP {
+                peers.heap_align = peers.heap_align.min(alignment_of(base));
+            }
+            // SAFETY: plugin ABI call with the peer's packed key.
+            if unsafe { (c.spml.add_segment)(pe, seg, base, len as usize, rkey.as_ptr(), rkey.len()) } != 0 {
+                return Err(InitError::Peer {
+                    pe,
+                    why: format!("spml {} could not unpack PE {pe}'s key for segment {seg}", c.spml_name),
+                });
+            }
+            let mapped: *mut u8 = if pe == my_pe {
+                mem.segs.local(seg).base as *mut u8
+            } else if job.local_map && boot.is_local(pe) {
+                match relayed.remove(&(pe, seg)) {
+                    Some(p) => p,
+                    None => {
+                        let blob = if c.peer_attach || seg == SEG_DATA { blob } else { &[] };
+                        map_peer(c.sshmem, c.spml, pe, seg, base, len as usize, blob)
+                    }
+                }
+            } else {
+                std::ptr::null_mut()
+            };
+            peers.needs_progress |= mapped.is_null();
+            mem.segs.set_peer(pe as usize, seg, PeerSeg { remote_base: base, mapped });
+        }
+    }
+    crate::ops::handles::rshmem_ctx_default.spml.store(c.spml.default_ctx, Ordering::Release);
+    Ok(peers)
+}
+
+/// Every PE's copy of a segment is as long as this PE's: the same program with the same
+/// settings. (The settings' agreement names a heap size that differs first.)
+fn check_length(pe: i32, seg: u32, len: u64, mine: usize) -> Result<(), InitError> {
+    if len as usize == mine {
+        return Ok(());
+    }
+    Err(InitError::Peer {
+        pe,
+        why: format!(
+            "symmetric segment {seg} is {len} bytes on PE {pe} but {mine} bytes here: every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE"
+        ),
+    })
+}
+
+/// The largest power of two `base` is a multiple of (a null base promises nothing less).
+fn alignment_of(base: u64) -> usize {
+    if base == 0 {
+        usize::MAX
+    } else {
+        1usize << base.trailing_zeros().min(62)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rshmem_boot::loopback::Loopback;
+
+    #[test]
+    fn a_peer_segment_of_another_length_is_named_with_the_setting() {
+        assert!(check_length(3, 0, 4096, 4096).is_ok());
+        let e = check_length(3, 1, 8192, 4096).unwrap_err();
+        assert!(matches!(e, InitError::Peer { pe: 3, .. }));
+        assert_eq!(
+            e.to_string(),
+            "symmetric segment 1 is 8192 bytes on PE 3 but 4096 bytes here: every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE"
+        );
+    }
+
+    #[test]
+    fn the_heaps_alignment_is_the_least_over_the_pes() {
+        let align = [0x7f00_0000_0000u64, 0x7f00_0020_0000, 0].into_iter().map(alignment_of).min().unwrap();
+        assert_eq!(align, 0x20_0000);
+        assert_eq!(alignment_of(0), usize::MAX);
+    }
+
+    /// Each PE reads PE 0's settings only, once; a PE whose settings differ fails naming the
+    /// variable, and the others pass.
+    #[test]
+    fn the_settings_are_compared_with_pe_0s_in_one_lookup_per_pe() {
+        let job = Loopback::job(&[0, 0, 1, 1]);
+        let results: Vec<Result<(), InitError>> = std::thread::scope(|s| {
+            let hs: Vec<_> = job
+                .iter()
+                .map(|b| {
+                    s.spawn(move || {
+                        let size = if b.rank() == 2 { "64M" } else { "32M" };
+                        let mine = format!("SHMEM_SYMMETRIC_SIZE={size}\n");
+                        b.put(crate::config::agree::KEY, mine.as_bytes()).unwrap();
+                        b.fence().unwrap();
+                        agree(b, &mine)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(results[0].is_ok() && results[1].is_ok() && results[3].is_ok(), "{results:?}");
+        let e = results[2].as_ref().unwrap_err();
+        assert!(matches!(e, InitError::Setting(_)), "{e:?}");
+        assert!(e.to_string().contains("SHMEM_SYMMETRIC_SIZE"), "{e}");
+        for b in &job {
+            let n = b.counts();
+            assert_eq!(n.gets, u64::from(b.rank() != 0), "PE {}: {n:?}", b.rank());
+        }
+    }
+
+    #[test]
+    fn a_pe_0_that_published_no_settings_is_named() {
+        let job = Loopback::job(&[0, 0]);
+        std::thread::scope(|s| {
+            let hs: Vec<_> =
+                job.iter().map(|b| s.spawn(move || (b.fence().unwrap(), agree(b, "x")).1)).collect();
+            let r: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+            assert!(r[0].is_ok());
+            assert_eq!(
+                r[1],
+                Err(InitError::Peer {
+                    pe: 0,
+                    why: "PE 0 did not publish the settings every PE must agree on".into()
+                })
+            );
+        });
+    }
+}
