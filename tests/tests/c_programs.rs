@@ -142,6 +142,7 @@ fn a_hosts_segments_come_through_one_relay() {
     r.assert_all_pes_ok("many", 4);
     let mapped = format!("{} of 3 peer heaps mapped", per - 1);
     assert_eq!(r.stderr.matches(&mapped).count(), 4, "{}", r.stderr);
+    first_use(&r.stderr, per);
     if per == 1 {
         assert!(!r.stderr.contains("relay:"), "{}", r.stderr);
     }
@@ -161,6 +162,25 @@ fn a_hosts_segments_come_through_one_relay() {
     r.assert_all_pes_ok("many", 4);
     assert!(!r.stderr.contains("relay:"), "{}", r.stderr);
     assert_eq!(r.stderr.matches(&mapped).count(), 4, "{}", r.stderr);
+    // No peer mapped: every peer's records are read on first use.
+    let r = job(4, &prog, &[("SHMEM_LOG_LEVEL", "debug"), ("SHMEM_LOCAL_MAP", "0")], t);
+    r.assert_all_pes_ok("many", 4);
+    first_use(&r.stderr, 1);
+}
+
+/// Start-up read the segment records of the `mapped` PEs a PE maps (itself included) and no
+/// others (issue 51); the others' were read when an operation first reached them, each at most
+/// once per PE, and some were.
+fn first_use(stderr: &str, mapped: usize) {
+    let read = format!("segment records of {mapped} of 4 PEs read at start-up");
+    assert_eq!(stderr.matches(&read).count(), 4, "{read}:\n{stderr}");
+    let learnt: Vec<&str> = stderr.lines().filter(|l| l.contains("learnt on first use")).collect();
+    let mut once = learnt.clone();
+    once.sort_unstable();
+    once.dedup();
+    assert_eq!(once.len(), learnt.len(), "a record read twice:\n{stderr}");
+    assert!(learnt.len() <= 4 * (4 - mapped) * 2, "{stderr}");
+    assert_eq!(learnt.is_empty(), mapped == 4, "{stderr}");
 }
 
 #[test]

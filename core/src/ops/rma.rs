@@ -66,7 +66,20 @@ pub(crate) fn target(
     if rt.debug {
         one_block(rt, routine, what, seg, addr, len);
     }
-    (seg, off, rt.segs.peer(pe as usize, seg))
+    let p = rt.segs.peer(pe as usize, seg);
+    if p.mapped.is_null() && p.remote_base == 0 {
+        return (seg, off, first_use(rt, routine, pe, seg));
+    }
+    (seg, off, p)
+}
+
+/// A peer this PE does not map, whose record of `seg` no operation has needed yet: read it
+/// (`crate::symm::peers::learn_on_first_use`).
+#[cold]
+#[inline(never)]
+fn first_use(rt: &Runtime, routine: &CStr, pe: c_int, seg: u32) -> PeerSeg {
+    crate::symm::peers::learn_on_first_use(&rt.segs, rt.boot, rt.spml, pe, seg)
+        .unwrap_or_else(|e| fatal(routine, &format!("reaching PE {pe}: {e}")))
 }
 
 /// How SHMEM_DEBUG's check finds the block holding an address of a space's segment

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use std::sync::OnceLock;
 
 /// Bootstrap key: a PE's record, `[maps its host (0/1), its host (lowest PE on it, u32 LE),
-/// its process id (u32 LE)]`.
+/// its process id (u32 LE), log2 of its heap base's alignment]`.
 pub const KEY: &str = "rshmem.host";
 
 pub struct Hosts {
@@ -30,20 +30,34 @@ pub struct Record {
     pub maps_host: bool,
     pub host: c_int,
     pub pid: u32,
+    /// The largest power of two this PE's heap base is a multiple of, as its log2: every PE
+    /// reads every record anyway, so what `shmem_align` can promise of all the heaps comes
+    /// with them (the peers' segment records are read on first use).
+    pub heap_align_log2: u8,
 }
 
 /// This PE's record for [`KEY`].
-pub fn record(r: Record) -> [u8; 9] {
+pub fn record(r: Record) -> [u8; 10] {
     let h = (r.host as u32).to_le_bytes();
     let p = r.pid.to_le_bytes();
-    [u8::from(r.maps_host), h[0], h[1], h[2], h[3], p[0], p[1], p[2], p[3]]
+    [u8::from(r.maps_host), h[0], h[1], h[2], h[3], p[0], p[1], p[2], p[3], r.heap_align_log2]
 }
 
 /// A record read back, or None when malformed.
 pub fn parse(v: &[u8]) -> Option<Record> {
-    let [m, a, b, c, d, p0, p1, p2, p3] = *v else { return None };
+    let [m, a, b, c, d, p0, p1, p2, p3, align] = *v else { return None };
     let host = c_int::try_from(u32::from_le_bytes([a, b, c, d])).ok()?;
-    (m <= 1).then_some(Record { maps_host: m == 1, host, pid: u32::from_le_bytes([p0, p1, p2, p3]) })
+    (m <= 1 && align < 63).then_some(Record {
+        maps_host: m == 1,
+        host,
+        pid: u32::from_le_bytes([p0, p1, p2, p3]),
+        heap_align_log2: align,
+    })
+}
+
+/// The log2 of the largest power of two `base` is a multiple of (62 at most, and for 0).
+pub fn align_log2(base: u64) -> u8 {
+    base.trailing_zeros().min(62) as u8
 }
 
 /// Record the table: each PE's record, and this PE's number.
@@ -87,13 +101,16 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_malformed_ones_are_refused() {
-        let r = Record { maps_host: true, host: 5, pid: 4_000_000 };
+        let r = Record { maps_host: true, host: 5, pid: 4_000_000, heap_align_log2: 21 };
         assert_eq!(parse(&record(r)), Some(r));
-        let r = Record { maps_host: false, host: 0, pid: 1 };
+        let r = Record { maps_host: false, host: 0, pid: 1, heap_align_log2: 0 };
         assert_eq!(parse(&record(r)), Some(r));
         assert_eq!(parse(&[1]), None);
         assert_eq!(parse(&[1, 0, 0, 0, 0]), None);
-        assert_eq!(parse(&[2, 0, 0, 0, 0, 0, 0, 0, 0]), None);
-        assert_eq!(parse(&[1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), None);
+        assert_eq!(parse(&[1, 0, 0, 0, 0, 0, 0, 0, 0]), None);
+        assert_eq!(parse(&[2, 0, 0, 0, 0, 0, 0, 0, 0, 0]), None);
+        assert_eq!(parse(&[1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0]), None);
+        assert_eq!(parse(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 63]), None);
+        assert_eq!((align_log2(0x7f00_0020_0000), align_log2(0)), (21, 62));
     }
 }

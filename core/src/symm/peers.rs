@@ -85,3 +85,58 @@ pub(crate) fn unmap_host_peers(
     }
     any
 }
+
+/// Every PE's copy of a segment is as long as this PE's: the same program with the same
+/// settings. (The settings' agreement names a heap size that differs first.)
+pub(crate) fn check_length(pe: i32, seg: u32, len: u64, mine: usize) -> Result<(), String> {
+    if len as usize == mine {
+        return Ok(());
+    }
+    Err(format!(
+        "symmetric segment {seg} is {len} bytes on PE {pe} but {mine} bytes here: every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE"
+    ))
+}
+
+/// Serialises the first uses of peers' records: each is read once, whichever thread asks.
+static LEARNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// PE `pe`'s copy of segment `seg` on its first use, for a peer this PE does not map: start-up
+/// reads only the records of the peers it maps (issue 51: one bootstrap lookup per PE and
+/// segment at start-up grew with the job), and an operation that finds a peer's entry unset
+/// (no mapping, no remote base: no heap or global data is at address 0) reads its record here,
+/// gives its key to the spml and sets the entry. The entry's remote base is stored after the
+/// spml has the key, with release ordering, and [`SegmentTable::peer`] loads it with acquire
+/// ordering: a thread that sees the base also sees the key the spml was given.
+pub(crate) fn learn_on_first_use(
+    segs: &SegmentTable,
+    boot: &dyn Bootstrap,
+    spml: &SpmlOps,
+    pe: i32,
+    seg: u32,
+) -> Result<PeerSeg, String> {
+    let _g = LEARNING.lock().unwrap_or_else(|e| e.into_inner());
+    let known = segs.peer(pe as usize, seg);
+    if known.remote_base != 0 || !known.mapped.is_null() {
+        return Ok(known);
+    }
+    let v = boot
+        .get(pe, &format!("seg.{seg}"))
+        .map_err(|e| format!("bootstrap: {e}"))?
+        .ok_or_else(|| format!("PE {pe} did not publish symmetric segment {seg}"))?;
+    let (base, len, _, rkey) =
+        decode_segment(&v).ok_or_else(|| format!("PE {pe}: malformed segment record"))?;
+    check_length(pe, seg, len, segs.local(seg).len)?;
+    if base == 0 {
+        return Err(format!("PE {pe} published symmetric segment {seg} at address 0"));
+    }
+    // SAFETY: plugin ABI call with the peer's packed key.
+    if unsafe { (spml.add_segment)(pe, seg, base, len as usize, rkey.as_ptr(), rkey.len()) } != 0 {
+        return Err(format!("the spml could not unpack PE {pe}'s key for segment {seg}"));
+    }
+    let p = PeerSeg { remote_base: base, mapped: std::ptr::null_mut() };
+    segs.set_peer(pe as usize, seg, p);
+    if crate::log::enabled(crate::log::DEBUG, "init") {
+        crate::log::log(crate::log::DEBUG, "init", &format!("PE {pe}'s segment {seg} learnt on first use"));
+    }
+    Ok(p)
+}

@@ -22,17 +22,30 @@ pub struct Layout {
     pub hosts: Vec<Record>,
     /// The CPUs this host's PEs may use between them, when every one of them said.
     pub node_cpus: Option<usize>,
+    /// The largest power of two every PE's heap base is a multiple of: what `shmem_align`
+    /// can promise of every PE's copy.
+    pub heap_align: usize,
 }
 
-/// Publish whether this PE maps every same-host peer, its host (the lowest PE on it) and its
-/// process id, and the CPUs it may use: a PE bound to a core of its own sees one, which alone
+/// Publish whether this PE maps every same-host peer, its host (the lowest PE on it), its
+/// process id and its heap base's alignment, and the CPUs it may use: a PE bound to a core of its own sees one, which alone
 /// would make every host look oversubscribed (and every wait yield at once). The mask is
 /// always published (a mask of no CPU when the kernel does not say), so that no PE asks for a
 /// key another never put.
-pub fn publish(boot: &dyn Bootstrap, unmapped: Vec<i32>, cpus: Option<Vec<u8>>) -> Result<Mine, InitError> {
+pub fn publish(
+    boot: &dyn Bootstrap,
+    unmapped: Vec<i32>,
+    cpus: Option<Vec<u8>>,
+    heap_base: u64,
+) -> Result<Mine, InitError> {
     let my_pe = boot.rank();
     let host = (0..boot.size()).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe);
-    let record = Record { maps_host: unmapped.is_empty(), host, pid: std::process::id() };
+    let record = Record {
+        maps_host: unmapped.is_empty(),
+        host,
+        pid: std::process::id(),
+        heap_align_log2: hosts::align_log2(heap_base),
+    };
     boot.put(hosts::KEY, &hosts::record(record)).map_err(|e| InitError::boot("put", e))?;
     let cpus = cpus.filter(|m| m.iter().any(|&b| b != 0));
     boot.put(limits::CPUS_KEY, cpus.as_deref().unwrap_or(&[0])).map_err(|e| InitError::boot("put", e))?;
@@ -71,7 +84,8 @@ pub fn learn(boot: &dyn Bootstrap, mine: &Mine) -> Result<Layout, InitError> {
         })
         .collect();
     let node_cpus = masks.map(|m| limits::union_count(m.iter().map(Vec::as_slice)));
-    Ok(Layout { hosts, node_cpus })
+    let heap_align = hosts.iter().map(|r| 1usize << r.heap_align_log2).min().unwrap_or(1);
+    Ok(Layout { hosts, node_cpus, heap_align })
 }
 
 #[cfg(test)]
@@ -92,7 +106,8 @@ mod tests {
                     let given = &given;
                     s.spawn(move || {
                         let (unmapped, cpus) = given(b.rank());
-                        let mine = publish(b, unmapped, cpus)?;
+                        let base = 0x7f00_0000_0000u64 + (u64::from(b.rank() as u32 == 1) << 21);
+                        let mine = publish(b, unmapped, cpus, base)?;
                         b.fence().unwrap();
                         learn(b, &mine)
                     })
@@ -114,6 +129,8 @@ mod tests {
             assert!(l.hosts.iter().all(|r| r.maps_host));
             // Host 0: PEs 0, 2 on CPU 0, PE 4 on CPU 1; host 1: PEs 1, 3 on CPU 1, PE 5 on CPU 2.
             assert_eq!(l.node_cpus, Some(2), "PE {pe}");
+            // PE 1's heap is at an offset of 2 MiB from the others'.
+            assert_eq!(l.heap_align, 1 << 21, "PE {pe}");
         }
         // One record per other PE, and one mask per other PE of the host.
         for b in &job {
@@ -142,12 +159,12 @@ mod tests {
                     s.spawn(move || {
                         let mine = if b.rank() == 2 {
                             // PE 2 claims PE 0's host.
-                            let record = Record { maps_host: true, host: 0, pid: 1 };
+                            let record = Record { maps_host: true, host: 0, pid: 1, heap_align_log2: 12 };
                             b.put(hosts::KEY, &hosts::record(record)).unwrap();
                             b.put(limits::CPUS_KEY, &[1]).unwrap();
                             Mine { record, cpus: None, unmapped: vec![] }
                         } else {
-                            publish(b, vec![], None)?
+                            publish(b, vec![], None, 1 << 30)?
                         };
                         b.fence().unwrap();
                         learn(b, &mine)

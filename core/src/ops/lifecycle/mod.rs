@@ -131,7 +131,8 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
         .host_peers()
         .filter(|&pe| (0..nseg).any(|seg| mem.segs.peer(pe as usize, seg).mapped.is_null()))
         .collect();
-    let mine = layout::publish(boot, unmapped, limits::cpu_mask())?;
+    let heap_base = mem.segs.local(crate::symm::segments::SEG_HEAP).base as u64;
+    let mine = layout::publish(boot, unmapped, limits::cpu_mask(), heap_base)?;
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
     boot.fence().map_err(|e| InitError::boot("fence", e))?;
     phases.mark("fence 2");
@@ -177,7 +178,7 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
         mem.segs.set_cpu_atomics(seg, !peers.needs_progress);
     }
     let (scolls, ephemeral) = (comps.scolls.clone(), comps.ephemeral.clone());
-    runtime::publish(assemble(job, comps, mem, &peers, crowded, requested));
+    runtime::publish(assemble(job, comps, mem, &peers, &layout, crowded, requested));
     phases.mark("hosts and runtime");
     let rt: &'static Runtime = get(routine);
     teams(routine, rt, &scolls, &ephemeral);
@@ -203,6 +204,7 @@ fn assemble(
     c: Components,
     mem: memory::Memory,
     peers: &peers::Peers,
+    layout: &layout::Layout,
     crowded: bool,
     requested: i32,
 ) -> &'static mut Runtime {
@@ -237,7 +239,7 @@ fn assemble(
         ],
         local_map: job.local_map,
         active_set_teams: job.active_set_teams,
-        heap_align: peers.heap_align,
+        heap_align: layout.heap_align,
         heap_size: job.heap_size,
         heap_used: std::sync::atomic::AtomicUsize::new(0),
         heap_seg: Mutex::new(mem.heap_seg),
@@ -298,10 +300,12 @@ fn log_selection(job: &Job, c: &Components, segs: &SegmentTable) {
             crate::log::INFO,
             "init",
             &format!(
-                "spml {}, sshmem {}: {mapped} of {} peer heaps mapped for load/store",
+                "spml {}, sshmem {}: {mapped} of {} peer heaps mapped for load/store; segment records of {} of {} PEs read at start-up (the others' on first use)",
                 c.spml_name,
                 c.sshmem_name,
-                job.n_pes - 1
+                job.n_pes - 1,
+                mapped + 1,
+                job.n_pes
             ),
         );
     }

@@ -1,6 +1,7 @@
 //! Phase 4 of `shmem_init`, after the first fence: check the settings every PE must agree on,
-//! connect the spml, and learn every peer's segments (their keys for the spml; for peers on
-//! this host, a mapping of their copies, through the host's relay where it can).
+//! connect the spml, and learn the segments of the peers this PE maps (their keys for the
+//! spml and a mapping of their copies, through the host's relay where it can). The other
+//! peers' segment records are read on first use (`crate::symm::peers::learn_on_first_use`).
 
 use super::components::Components;
 use super::job::Job;
@@ -8,15 +9,12 @@ use super::memory::Memory;
 use super::InitError;
 use crate::symm::peers::{decode_segment, map_peer};
 use crate::symm::relay::Mapped;
-use crate::symm::segments::{PeerSeg, SEG_DATA, SEG_HEAP};
+use crate::symm::segments::{PeerSeg, SEG_DATA};
 use rshmem_boot::Bootstrap;
 use std::sync::atomic::Ordering;
 
 /// What the peers' records decided.
 pub struct Peers {
-    /// The largest power of two every PE's heap base is a multiple of: what `shmem_align`
-    /// can promise of every PE's copy.
-    pub heap_align: usize,
     /// Some peer's copy of some segment is reached only through the spml, whose progress
     /// the waits then drive.
     pub needs_progress: bool,
@@ -63,15 +61,23 @@ pub fn relayed(job: &Job, c: &Components, mem: &mut Memory) -> Mapped {
     })
 }
 
-/// Every peer's record of every segment: its key to the spml, and for a peer on this host a
-/// mapping of its copy (the relay's, else one made here; null when neither could be made).
+/// The records of every segment of this PE and of the peers it maps: each one's key to the
+/// spml, and a mapping of the peer's copy (the relay's, else one made here; null when neither
+/// could be made). The other peers are reached through the spml, their records read when an
+/// operation first needs one: start-up reads one record per mapped PE and segment, not one
+/// per PE of the job.
 pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Result<Peers, InitError> {
     let (boot, my_pe, n_pes) = (job.boot, job.my_pe, job.n_pes);
     let nseg = mem.segs.count() as u32;
-    let mut peers = Peers { heap_align: usize::MAX, needs_progress: false };
+    let mut peers = Peers { needs_progress: false };
     // Starting with the next PE, not with PE 0: each same-host peer's thread hands its
     // segments to every other PE, and all PEs beginning at PE 0 queue on one thread at a time.
     for pe in (my_pe + 1..n_pes).chain(0..=my_pe) {
+        if pe != my_pe && !(job.local_map && boot.is_local(pe)) {
+            // Reached through the spml, learnt on first use.
+            peers.needs_progress = true;
+            continue;
+        }
         for seg in 0..nseg {
             let v = boot.get(pe, &format!("seg.{seg}")).ok().flatten().ok_or_else(|| InitError::Peer {
                 pe,
@@ -80,9 +86,6 @@ pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Re
             let (base, len, blob, rkey) = decode_segment(&v)
                 .ok_or_else(|| InitError::Peer { pe, why: format!("PE {pe}: malformed segment record") })?;
             check_length(pe, seg, len, mem.segs.local(seg).len)?;
-            if seg == SEG_HEAP {
-                peers.heap_align = peers.heap_align.min(alignment_of(base));
-            }
             // SAFETY: plugin ABI call with the peer's packed key.
             if unsafe { (c.spml.add_segment)(pe, seg, base, len as usize, rkey.as_ptr(), rkey.len()) } != 0 {
                 return Err(InitError::Peer {
@@ -111,27 +114,9 @@ pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Re
     Ok(peers)
 }
 
-/// Every PE's copy of a segment is as long as this PE's: the same program with the same
-/// settings. (The settings' agreement names a heap size that differs first.)
+/// Every PE's copy of a segment is as long as this PE's (`crate::symm::peers::check_length`).
 fn check_length(pe: i32, seg: u32, len: u64, mine: usize) -> Result<(), InitError> {
-    if len as usize == mine {
-        return Ok(());
-    }
-    Err(InitError::Peer {
-        pe,
-        why: format!(
-            "symmetric segment {seg} is {len} bytes on PE {pe} but {mine} bytes here: every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE"
-        ),
-    })
-}
-
-/// The largest power of two `base` is a multiple of (a null base promises nothing less).
-fn alignment_of(base: u64) -> usize {
-    if base == 0 {
-        usize::MAX
-    } else {
-        1usize << base.trailing_zeros().min(62)
-    }
+    crate::symm::peers::check_length(pe, seg, len, mine).map_err(|why| InitError::Peer { pe, why })
 }
 
 #[cfg(test)]
@@ -148,13 +133,6 @@ mod tests {
             e.to_string(),
             "symmetric segment 1 is 8192 bytes on PE 3 but 4096 bytes here: every PE must run the same program with the same SHMEM_SYMMETRIC_SIZE"
         );
-    }
-
-    #[test]
-    fn the_heaps_alignment_is_the_least_over_the_pes() {
-        let align = [0x7f00_0000_0000u64, 0x7f00_0020_0000, 0].into_iter().map(alignment_of).min().unwrap();
-        assert_eq!(align, 0x20_0000);
-        assert_eq!(alignment_of(0), usize::MAX);
     }
 
     /// Each PE reads PE 0's settings only, once; a PE whose settings differ fails naming the
