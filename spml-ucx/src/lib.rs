@@ -336,41 +336,37 @@ unsafe extern "C" fn connect() -> c_int {
     slot(COMPONENT, "connect", || {
         let Some(c) = boundary::core() else { not_open() };
         let u = state();
+        // Endpoints are made at their first use, their addresses looked up then (issue 51: an
+        // endpoint and a lookup per PE at start-up, O(N) per PE, 2.9-3.0 s of `shmem_init` at
+        // 128 PEs over 4 emulated hosts), except those to the PEs this PE sends heartbeats to
+        // (2, on other hosts): made and wired up now, they are how a PE that ends is noticed
+        // at once by its watchers, whose endpoints to it fail when its connections close (a PE
+        // that left while the others initialize again, in 2.6 s; made at the first heartbeat
+        // instead, the endpoint of such a PE was never connected and only the heartbeats'
+        // silence found it, after 11 s). Otherwise a peer's end is noticed without endpoints
+        // made ahead: oshrun watches its PEs itself; under mpirun and srun the core watches the
+        // host's PEs by pid (a stop; a PE that left while the others initialize again), and
+        // between hosts the heartbeats do (`ucx::heartbeat`); an operation on a peer that is
+        // gone fails on its own endpoint.
         // SAFETY: the core's table, valid while the plugin is loaded.
         let local = |pe: usize| unsafe { (c.pe_is_local)(pe as c_int) } != 0;
-        // The addresses of the PEs connected now; this host's are looked up when an endpoint
-        // to them is first made, which with mapped peers is never (issue 51).
-        let mut given = Vec::new();
-        for pe in (0..u.n_pes()).filter(|&pe| !local(pe)) {
-            match worker_address(c, pe) {
-                Ok(a) => given.push((pe, a)),
-                Err(e) => {
-                    log(LOG_ERROR, &e);
-                    return RC_ERROR;
-                }
-            }
-        }
+        let me = c.my_pe.max(0) as usize;
+        let watched = ucx::heartbeat::targets(me, u.n_pes(), |pe| !local(pe));
         let book = ucx::AddrBook::new(
             u.n_pes(),
-            given,
+            Vec::new(),
             Box::new(|pe| {
                 let c = boundary::core().ok_or("the plugin is not open")?;
                 worker_address(c, pe)
             }),
         );
-        // Endpoints to other hosts' PEs now, so that their failure is noticed (and the wire-up
-        // below done) before the program runs. This host's PEs get theirs at first use, which
-        // with mapped peers is never (issue 51: this was O(N) TCP connections per PE). Their
-        // end is noticed without endpoints: oshrun watches its PEs itself (a death, an exit
-        // before or after the last finalize), and under mpirun and srun the core watches the
-        // host's PEs by pid (a stop; a PE that left while the others initialize again).
-        if let Err(e) = u.connect_book(book, &|pe| !local(pe)) {
+        if let Err(e) = u.connect_book(book, &|pe| watched.contains(&pe)) {
             log(LOG_ERROR, &e);
             return RC_ERROR;
         }
         // Only with progress threads: a peer that finished its own wire-up waits in the core's
         // bootstrap fence without progressing UCX, and could not answer us.
-        if u.progress_thread_running() && !u.wireup(ucx::WIREUP_TIMEOUT) {
+        if !watched.is_empty() && u.progress_thread_running() && !u.wireup(ucx::WIREUP_TIMEOUT) {
             log(LOG_DEBUG, "not every endpoint was wired up during connect; UCX finishes it lazily");
         }
         RC_OK

@@ -100,6 +100,26 @@ fn a_pe_leaving_after_the_last_finalize_ends_a_second_init_under_pmix_launchers(
     }
 }
 
+/// The same across hosts, one PE on each of 4, with no communication before the finalize: the
+/// PE that leaves is found by its heartbeat watchers on the other hosts, whose endpoints to it
+/// were made and wired up at start-up and fail when its connections close. (With every
+/// endpoint made at first use, the first heartbeat after the new initialization made them,
+/// never connected, and only the heartbeats' silence found the PE: 14 s, 2026-11-29.)
+#[test]
+fn a_pe_leaving_after_the_last_finalize_is_found_at_once_across_hosts() {
+    let env = [("MODE", "leave"), ("QUIET", "1"), ("RSHMEM_HOSTS_FORWARD", "MODE QUIET")];
+    let r = launch(Launcher::Hosts(4), 4, &c_test("after_finalize"), &env, T);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("PE 0 left after the last shmem_finalize")
+            && r.stderr.contains("every PE must call it"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("not reached"), "{}", r.stdout);
+    assert!(r.elapsed < Duration::from_secs(8), "job took {:?}: {}", r.elapsed, r.stderr);
+}
+
 #[test]
 fn no_launcher_sees_a_shared_memory_name_of_ours_at_any_moment() {
     // A PE killed while a segment had a name in /dev/shm would leave it there under mpirun and

@@ -52,12 +52,17 @@ pub struct Plan {
 /// after it on other hosts.
 pub fn plan(me: usize, host: &[c_int]) -> Plan {
     let n = host.len();
-    let targets_of = |p: usize| -> Vec<usize> {
-        (1..n).map(|k| (p + k) % n).filter(|&q| host[q] != host[p]).take(FANOUT).collect()
-    };
+    let targets_of = |p: usize| targets(p, n, |q| host[q] != host[p]);
     let targets = targets_of(me);
     let sources = (0..n).filter(|&p| p != me && targets_of(p).contains(&me)).collect();
     Plan { targets, sources }
+}
+
+/// The PEs `me` sends heartbeats to: the first [`FANOUT`] after it in world order, wrapping,
+/// that are on another host (`elsewhere`). Known before the host table is (from the bootstrap's
+/// "local" alone), so `connect` makes their endpoints at start-up.
+pub fn targets(me: usize, n: usize, elsewhere: impl Fn(usize) -> bool) -> Vec<usize> {
+    (1..n).map(|k| (me + k) % n).filter(|&q| elsewhere(q)).take(FANOUT).collect()
 }
 
 /// The peer the heartbeats found silent, and for how long (ms), for the message.
