@@ -17,9 +17,9 @@ pub struct Hosts {
     here_mapped: bool,
     /// The same holds on every host.
     all_mapped: bool,
-    /// Process id of each PE (meaningful on its own host: what `ops::watch` looks at).
-    pids: Vec<u32>,
-    my_pe: c_int,
+    /// This host's other PEs with their process ids (what `ops::watch` looks at): the pids of
+    /// other hosts' PEs mean nothing here, and were 4 bytes per PE.
+    local: Vec<(c_int, u32)>,
 }
 
 static HOSTS: OnceLock<Hosts> = OnceLock::new();
@@ -62,22 +62,27 @@ pub fn align_log2(base: u64) -> u8 {
 
 /// Record the table: each PE's record, and this PE's number.
 pub fn set(records: &[Record], my_pe: c_int) {
-    let of: Vec<c_int> = records.iter().map(|r| r.host).collect();
-    let mine = of.get(my_pe as usize).copied().unwrap_or(-1);
-    let here_mapped = records.iter().filter(|r| r.host == mine).all(|r| r.maps_host);
-    let all_mapped = records.iter().all(|r| r.maps_host);
-    let pids = records.iter().map(|r| r.pid).collect();
-    let _ = HOSTS.set(Hosts { of, here_mapped, all_mapped, pids, my_pe });
+    let _ = HOSTS.set(Hosts::new(records, my_pe));
+}
+
+impl Hosts {
+    /// The table from every PE's record: 4 bytes per PE, and a pid per PE of this host.
+    fn new(records: &[Record], my_pe: c_int) -> Hosts {
+        let of: Vec<c_int> = records.iter().map(|r| r.host).collect();
+        let mine = of.get(my_pe as usize).copied().unwrap_or(-1);
+        let here_mapped = records.iter().filter(|r| r.host == mine).all(|r| r.maps_host);
+        let all_mapped = records.iter().all(|r| r.maps_host);
+        let local = (0..records.len())
+            .filter(|&pe| pe as c_int != my_pe && records[pe].host == mine)
+            .map(|pe| (pe as c_int, records[pe].pid))
+            .collect();
+        Hosts { of, here_mapped, all_mapped, local }
+    }
 }
 
 /// The other PEs on this PE's host, with their process ids.
 pub fn local_peers() -> Vec<(c_int, u32)> {
-    let Some(h) = HOSTS.get() else { return Vec::new() };
-    let mine = h.of.get(h.my_pe as usize).copied().unwrap_or(-1);
-    (0..h.of.len())
-        .filter(|&pe| pe as c_int != h.my_pe && h.of[pe] == mine)
-        .map(|pe| (pe as c_int, h.pids[pe]))
-        .collect()
+    HOSTS.get().map(|h| h.local.clone()).unwrap_or_default()
 }
 
 /// The host of `pe` (its lowest PE), or -1 out of range or before init.
@@ -98,6 +103,79 @@ pub fn all_mapped() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The core's tables of every PE (the hosts, and the segment table with each peer's
+    /// access) cost at most 64 bytes per peer never reached (issue 51): built for 1 024 and for
+    /// 65 536 PEs (2 hosts, 2 segments, a peer of this host and one of the other reached) in a
+    /// child process that runs nothing else, the difference of its private memory over the
+    /// difference of the sizes. The table of every PE's pid (4 bytes per PE) was dropped for
+    /// one of this host's PEs' alone.
+    #[test]
+    fn the_tables_of_every_pe_cost_at_most_64_bytes_per_peer_never_reached() {
+        const CHILD: &str = "RSHMEM_TEST_FOOTPRINT_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let private = || -> f64 {
+                let s = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap();
+                s.lines()
+                    .filter(|l| l.starts_with("Private_Dirty:") || l.starts_with("Private_Clean:"))
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+                    .sum::<f64>()
+                    * 1024.0
+            };
+            let tables = |n: usize| {
+                let records: Vec<Record> = (0..n)
+                    .map(|pe| Record {
+                        maps_host: true,
+                        host: if pe < n / 2 { 0 } else { (n / 2) as c_int },
+                        pid: pe as u32,
+                        heap_align_log2: 21,
+                    })
+                    .collect();
+                let hosts = Hosts::new(&records, 0);
+                drop(records);
+                let segs = crate::symm::segments::SegmentTable::new(n);
+                segs.add_local(0x7f00_0000_0000, 1 << 20);
+                segs.add_local(0x5500_0000_0000, 1 << 12);
+                for (pe, seg) in [(1, 0), (n - 1, 0), (n - 1, 1)] {
+                    segs.set_peer(
+                        pe,
+                        seg,
+                        crate::symm::segments::PeerSeg {
+                            remote_base: 0x7f00_0000_0000,
+                            mapped: std::ptr::null_mut(),
+                        },
+                    );
+                }
+                (hosts, segs)
+            };
+            // A first build takes the one-time costs (the allocator's arena) out of the comparison.
+            let warm = tables(1024);
+            let base = private();
+            let small = tables(1024);
+            let mid = private();
+            let big = tables(65536);
+            let after = private();
+            println!("RESULT per_pe_bytes {:.1}", (after - mid - (mid - base)) / (65536.0 - 1024.0));
+            drop((warm, small, big));
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "symm::hosts::tests::the_tables_of_every_pe_cost_at_most_64_bytes_per_peer_never_reached",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let per_pe: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("RESULT per_pe_bytes ")?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no result:\n{text}\n{}", String::from_utf8_lossy(&out.stderr)));
+        println!("{per_pe:.1} bytes per PE never reached");
+        assert!(per_pe <= 64.0, "{per_pe} bytes per PE never reached");
+    }
 
     #[test]
     fn records_round_trip_and_malformed_ones_are_refused() {

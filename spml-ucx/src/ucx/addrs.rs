@@ -6,31 +6,30 @@
 //! The book holds the addresses it was given (the PEs `connect` makes endpoints to at once)
 //! and looks the others up through `fetch` the first time an endpoint to them is made.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 type Fetch = Box<dyn Fn(usize) -> Result<Vec<u8>, String> + Send + Sync>;
 
 pub struct AddrBook {
-    known: Mutex<Vec<Option<Arc<[u8]>>>>,
+    /// The addresses held, by PE: only those given or looked up (a table of every PE's was 16
+    /// bytes per PE never reached, issue 51).
+    known: Mutex<HashMap<usize, Arc<[u8]>>>,
+    pes: usize,
     fetch: Fetch,
 }
 
 impl Default for AddrBook {
     fn default() -> Self {
-        AddrBook::with(Vec::new(), Box::new(|pe| Err(format!("PE {pe}: not connected"))))
+        AddrBook::with(0, HashMap::new(), Box::new(|pe| Err(format!("PE {pe}: not connected"))))
     }
 }
 
 impl AddrBook {
     /// A book of `n` PEs that knows `given` (`(pe, address)`) and asks `fetch` for the rest.
     pub fn new(n: usize, given: Vec<(usize, Vec<u8>)>, fetch: Fetch) -> Arc<AddrBook> {
-        let mut known = vec![None; n];
-        for (pe, a) in given {
-            if let Some(slot) = known.get_mut(pe) {
-                *slot = Some(a.into());
-            }
-        }
-        Arc::new(AddrBook::with(known, fetch))
+        let known = given.into_iter().filter(|(pe, _)| *pe < n).map(|(pe, a)| (pe, a.into())).collect();
+        Arc::new(AddrBook::with(n, known, fetch))
     }
 
     /// Every PE's address known at once (tests, and one-process uses).
@@ -42,32 +41,34 @@ impl AddrBook {
         )
     }
 
-    fn with(known: Vec<Option<Arc<[u8]>>>, fetch: Fetch) -> AddrBook {
-        AddrBook { known: Mutex::new(known), fetch }
+    fn with(pes: usize, known: HashMap<usize, Arc<[u8]>>, fetch: Fetch) -> AddrBook {
+        AddrBook { known: Mutex::new(known), pes, fetch }
     }
 
     /// How many PEs the book is for.
     pub fn pes(&self) -> usize {
-        self.known.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.pes
     }
 
     /// PE `pe`'s address, looked up now if it is not known yet.
     pub fn get(&self, pe: usize) -> Result<Arc<[u8]>, String> {
+        if pe >= self.pes {
+            return Err(format!("PE {pe} is beyond the PEs of the job"));
+        }
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = known.get_mut(pe).ok_or_else(|| format!("PE {pe} is beyond the PEs of the job"))?;
-        if let Some(a) = slot {
+        if let Some(a) = known.get(&pe) {
             return Ok(a.clone());
         }
         // The lookup under the lock: a second caller for the same PE waits for this one.
         let a: Arc<[u8]> = (self.fetch)(pe)?.into();
-        *slot = Some(a.clone());
+        known.insert(pe, a.clone());
         Ok(a)
     }
 
     /// How many addresses are held.
     #[cfg(test)]
     fn held(&self) -> usize {
-        self.known.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|a| a.is_some()).count()
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 

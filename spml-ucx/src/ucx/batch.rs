@@ -100,18 +100,6 @@ pub struct Slot {
 }
 
 impl Slot {
-    fn new() -> Slot {
-        Slot {
-            lock: AtomicBool::new(false),
-            len: AtomicUsize::new(0),
-            count: AtomicU32::new(0),
-            sent: AtomicU64::new(0),
-            acked: AtomicU64::new(0),
-            fence_mark: AtomicU64::new(0),
-            fence_gen: AtomicU64::new(0),
-        }
-    }
-
     /// Whether nothing of this peer's is waiting or unacknowledged.
     #[inline(always)]
     pub fn settled(&self) -> bool {
@@ -205,7 +193,10 @@ impl Batches {
             std::alloc::handle_alloc_error(Layout::from_size_align(len, 4096).expect("a valid layout"));
         }
         Batches {
-            slots: (0..n_pes).map(|_| Slot::new()).collect(),
+            // Zeroed memory: a peer never sent to costs no resident byte (issue 51).
+            // SAFETY: every field of a `Slot` is an atomic integer or flag, for which all-zero
+            // bytes are a valid value (0, false): an idle, unlocked slot.
+            slots: unsafe { Box::<[Slot]>::new_zeroed_slice(n_pes).assume_init() },
             buf: p.cast(),
             len,
             unacked: AtomicU64::new(0),

@@ -78,12 +78,13 @@ pub type ChannelList = Arc<Mutex<Vec<Arc<Channel>>>>;
 pub struct Channel {
     worker: sys::ucp_worker_h,
     /// Made on first use of a peer, except those `connect` makes at once (see [`Lazy`]).
+    /// Zeroed memory, like `rkeys`: a peer never reached costs no resident byte (issue 51).
     eps: Box<[AtomicPtr<sys::ucp_ep>]>,
-    /// `rkeys[pe * MAX_SEGMENTS + seg]`, unpacked for `eps[pe]` (on first use, like it).
+    /// `rkeys[seg * n_pes + pe]`, unpacked for `eps[pe]` (on first use, like it): segment-major,
+    /// so the pages of segment ids never used are never touched.
     rkeys: Box<[AtomicPtr<sys::ucp_rkey>]>,
     /// What endpoints and keys are made from when first needed.
     lazy: Mutex<Lazy>,
-    ep_args: Box<[EpArg]>,
     /// Endpoint failures of every channel of a `Ucx` go to the same record.
     health: Arc<Health>,
     /// Other workers this channel's waits drive now and then (the default channel drives the
@@ -115,12 +116,30 @@ pub struct Channel {
 /// At 128 PEs on 2 cores that was 3.5 s of `spml connect` and 3 s of unpacking per PE
 /// (2026-11-27). An endpoint now costs one branch on first use (`ep`, `target`: the slot is
 /// null), then the making under `Lazy`'s lock.
-#[derive(Default)]
 struct Lazy {
     /// Every PE's worker address (looked up on first use), once connected.
     addrs: Option<Arc<super::addrs::AddrBook>>,
     /// Packed keys announced for peers whose endpoint did not exist yet: `(pe, seg)`.
     packed: std::collections::HashMap<(usize, usize), Vec<u8>>,
+    /// The error handlers' arguments of the endpoints made, one per peer reached (boxed: UCX
+    /// keeps the address until the endpoint is closed).
+    #[allow(clippy::vec_box)] // each must stay where it is while the Vec grows
+    args: Vec<Box<EpArg>>,
+    /// What each `EpArg` points at (the channel's `health`).
+    health: *const Health,
+}
+
+impl Default for Lazy {
+    fn default() -> Lazy {
+        Lazy { addrs: None, packed: Default::default(), args: Vec::new(), health: std::ptr::null() }
+    }
+}
+
+/// `len` null pointers in zeroed memory: for a table of many PEs, fresh pages the kernel backs
+/// only where a peer's slot is first written.
+fn null_pointers<T>(len: usize) -> Box<[AtomicPtr<T>]> {
+    // SAFETY: all-zero bytes are a valid `AtomicPtr` (null).
+    unsafe { Box::<[AtomicPtr<T>]>::new_zeroed_slice(len).assume_init() }
 }
 
 // SAFETY: a Multi channel's worker serialises concurrent calls itself; Serialized and Private
@@ -164,10 +183,9 @@ impl Channel {
         let hp = Arc::as_ptr(&health);
         Ok(Channel {
             worker,
-            eps: (0..n_pes).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            rkeys: (0..n_pes * MAX_SEGMENTS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            lazy: Mutex::new(Lazy::default()),
-            ep_args: (0..n_pes).map(|pe| EpArg { pe, health: hp }).collect(),
+            eps: null_pointers(n_pes),
+            rkeys: null_pointers(n_pes * MAX_SEGMENTS),
+            lazy: Mutex::new(Lazy { health: hp, ..Lazy::default() }),
             health,
             companions: None,
             home: 0,
@@ -314,7 +332,7 @@ impl Channel {
         let mut lazy = self.lazy();
         lazy.addrs = Some(addrs.clone());
         for pe in (0..addrs.pes()).filter(|&pe| eager(pe)) {
-            self.make_ep(&lazy, pe)?;
+            self.make_ep(&mut lazy, pe)?;
         }
         Ok(())
     }
@@ -324,7 +342,7 @@ impl Channel {
     }
 
     /// The endpoint to `pe`, made now if it does not exist yet (under `lazy`'s lock, so once).
-    fn make_ep(&self, lazy: &Lazy, pe: usize) -> Result<sys::ucp_ep_h, String> {
+    fn make_ep(&self, lazy: &mut Lazy, pe: usize) -> Result<sys::ucp_ep_h, String> {
         let slot = self.eps.get(pe).ok_or_else(|| format!("PE {pe} is beyond the {} PEs", self.eps.len()))?;
         let old = slot.load(Ordering::Acquire);
         if !old.is_null() {
@@ -334,6 +352,7 @@ impl Channel {
             return Err("the channel is closed".into());
         }
         let a = lazy.addrs.as_ref().ok_or("not connected")?.get(pe)?;
+        let arg = Box::new(EpArg { pe, health: lazy.health });
         let params = sys::ucp_ep_params_t {
             field_mask: (sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
                 | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
@@ -342,7 +361,7 @@ impl Channel {
             err_mode: sys::UCP_ERR_HANDLING_MODE_PEER,
             err_handler: sys::ucp_err_handler_t {
                 cb: Some(super::ep_error),
-                arg: &self.ep_args[pe] as *const EpArg as *mut c_void,
+                arg: &*arg as *const EpArg as *mut c_void,
             },
             ..Default::default()
         };
@@ -352,6 +371,7 @@ impl Channel {
         check(&format!("ucp_ep_create to PE {pe}"), unsafe {
             sys::ucp_ep_create(self.worker, &params, &mut ep)
         })?;
+        lazy.args.push(arg);
         slot.store(ep, Ordering::Release);
         Ok(ep)
     }
@@ -370,7 +390,7 @@ impl Channel {
         check(&format!("ucp_ep_rkey_unpack for PE {pe} segment {seg}"), unsafe {
             sys::ucp_ep_rkey_unpack(ep, packed.as_ptr() as *const c_void, &mut rkey)
         })?;
-        let old = self.rkeys[pe * MAX_SEGMENTS + seg].swap(rkey, Ordering::AcqRel);
+        let old = self.rkeys[seg * self.eps.len() + pe].swap(rkey, Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: the key we replaced; segments are (re)announced before they are used.
             unsafe { sys::ucp_rkey_destroy(old) };
@@ -391,7 +411,7 @@ impl Channel {
             .map(|e| e.load(Ordering::Acquire))
             .ok_or_else(|| format!("PE {pe}: {}", OpError::NotConnected))?;
         if ep.is_null() {
-            let old = self.rkeys[pe * MAX_SEGMENTS + seg].swap(std::ptr::null_mut(), Ordering::AcqRel);
+            let old = self.rkeys[seg * self.eps.len() + pe].swap(std::ptr::null_mut(), Ordering::AcqRel);
             if !old.is_null() {
                 // SAFETY: a key we unpacked, replaced by the one announced now.
                 unsafe { sys::ucp_rkey_destroy(old) };
@@ -422,8 +442,8 @@ impl Channel {
     #[cold]
     #[inline(never)]
     fn first_use(&self, pe: usize) -> Result<sys::ucp_ep_h, OpError> {
-        let lazy = self.lazy();
-        self.make_ep(&lazy, pe).map_err(|_| OpError::NotConnected)
+        let mut lazy = self.lazy();
+        self.make_ep(&mut lazy, pe).map_err(|_| OpError::NotConnected)
     }
 
     /// The first operation to `pe`'s segment `seg`: unpack its key (and make the endpoint).
@@ -431,12 +451,12 @@ impl Channel {
     #[inline(never)]
     fn first_key(&self, pe: usize, seg: usize) -> Result<sys::ucp_rkey_h, OpError> {
         let mut lazy = self.lazy();
-        let rkey = self.rkeys[pe * MAX_SEGMENTS + seg].load(Ordering::Acquire);
+        let rkey = self.rkeys[seg * self.eps.len() + pe].load(Ordering::Acquire);
         if !rkey.is_null() {
             return Ok(rkey);
         }
         let Some(packed) = lazy.packed.remove(&(pe, seg)) else { return Err(OpError::NoKey) };
-        let ep = self.make_ep(&lazy, pe).map_err(|_| OpError::NotConnected)?;
+        let ep = self.make_ep(&mut lazy, pe).map_err(|_| OpError::NotConnected)?;
         self.unpack(ep, pe, seg, &packed).map_err(|_| OpError::NoKey)
     }
 
@@ -446,7 +466,7 @@ impl Channel {
         if seg >= MAX_SEGMENTS {
             return Err(OpError::NoKey);
         }
-        let rkey = self.rkeys[pe * MAX_SEGMENTS + seg].load(Ordering::Acquire);
+        let rkey = self.rkeys[seg * self.eps.len() + pe].load(Ordering::Acquire);
         if rkey.is_null() {
             return Ok((ep, self.first_key(pe, seg)?));
         }

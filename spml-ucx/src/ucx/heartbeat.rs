@@ -97,7 +97,7 @@ pub struct Heartbeat {
     pub interval: Duration,
     start: Instant,
     /// When each PE was last heard from (ms since `start`, + 1; 0: never).
-    heard: Vec<AtomicU64>,
+    heard: Box<[AtomicU64]>,
     /// The header sent: it must stay valid until UCX is done with a send.
     header: Header,
     plan: OnceLock<Plan>,
@@ -112,7 +112,9 @@ impl Heartbeat {
             timeout,
             interval: (timeout / 10).max(Duration::from_millis(100)),
             start: Instant::now(),
-            heard: (0..n_pes).map(|_| AtomicU64::new(0)).collect(),
+            // Zeroed memory: only the sources' words are ever written.
+            // SAFETY: all-zero bytes are a valid `AtomicU64` (0).
+            heard: unsafe { Box::<[AtomicU64]>::new_zeroed_slice(n_pes).assume_init() },
             header: Header { from: me as u64 },
             plan: OnceLock::new(),
         }
