@@ -20,6 +20,10 @@ pub trait Bootstrap: Send + Sync {
     fn local_rank(&self) -> i32;
     fn local_size(&self) -> i32;
     fn is_local(&self, pe: i32) -> bool;
+    /// The lowest PE on this PE's host (this PE's host, as the core names hosts).
+    fn host_leader(&self) -> i32 {
+        (0..self.size()).find(|&pe| pe == self.rank() || self.is_local(pe)).unwrap_or(self.rank())
+    }
     /// A string unique to this job, usable in shared-memory object names.
     fn job_id(&self) -> &str;
     fn put(&self, key: &str, value: &[u8]) -> io::Result<()>;

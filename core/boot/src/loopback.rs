@@ -36,11 +36,14 @@ type Pending = Mutex<Vec<(String, Vec<u8>)>>;
 struct Shared {
     /// Host of each PE (any number naming it).
     hosts: Vec<i32>,
+    /// The lowest PE of each PE's host.
+    leaders: Vec<i32>,
     /// What the fences published, by (PE, key).
     store: Mutex<HashMap<(i32, String), Vec<u8>>>,
     /// Each PE's puts since its last fence.
     pending: Vec<Pending>,
-    fence: Barrier,
+    /// None: stepped (one thread plays every PE; see [`Loopback::stepped`]).
+    fence: Option<Barrier>,
     counters: Vec<Counters>,
     job: String,
 }
@@ -55,12 +58,28 @@ impl Loopback {
     /// A job with one PE per entry of `hosts`, PEs with equal entries sharing a host. Its
     /// fence is a barrier of every PE: each must run on a thread of its own.
     pub fn job(hosts: &[i32]) -> Vec<Loopback> {
+        Loopback::make(hosts, true)
+    }
+
+    /// A job one thread plays, PE after PE: a PE's fence publishes its puts and waits for
+    /// nobody, so the driver calls every PE's fence before any PE reads what the fence
+    /// published (how a simulation of many thousand PEs runs start-up's exchanges).
+    pub fn stepped(hosts: &[i32]) -> Vec<Loopback> {
+        Loopback::make(hosts, false)
+    }
+
+    fn make(hosts: &[i32], threads: bool) -> Vec<Loopback> {
         let n = hosts.len();
+        let mut first = HashMap::new();
+        for (pe, h) in hosts.iter().enumerate() {
+            first.entry(*h).or_insert(pe as i32);
+        }
         let shared = Arc::new(Shared {
             hosts: hosts.to_vec(),
+            leaders: hosts.iter().map(|h| first[h]).collect(),
             store: Mutex::new(HashMap::new()),
             pending: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
-            fence: Barrier::new(n),
+            fence: threads.then(|| Barrier::new(n)),
             counters: (0..n).map(|_| Counters::default()).collect(),
             job: format!("loop{}", std::process::id()),
         });
@@ -105,6 +124,9 @@ impl Bootstrap for Loopback {
     fn is_local(&self, pe: i32) -> bool {
         self.shared.hosts.get(pe as usize).is_some_and(|&h| h == self.host())
     }
+    fn host_leader(&self) -> i32 {
+        self.shared.leaders[self.rank as usize]
+    }
     fn job_id(&self) -> &str {
         &self.shared.job
     }
@@ -119,14 +141,18 @@ impl Bootstrap for Loopback {
         self.counters().fences.fetch_add(1, Ordering::Relaxed);
         // Everyone's puts land between two barriers: none is read early, none is missed.
         let mine: Vec<_> = std::mem::take(&mut *self.shared.pending[self.rank as usize].lock().unwrap());
-        self.shared.fence.wait();
+        if let Some(b) = &self.shared.fence {
+            b.wait();
+        }
         {
             let mut store = self.shared.store.lock().unwrap();
             for (k, v) in mine {
                 store.insert((self.rank, k), v);
             }
         }
-        self.shared.fence.wait();
+        if let Some(b) = &self.shared.fence {
+            b.wait();
+        }
         Ok(())
     }
     fn get(&self, pe: i32, key: &str) -> io::Result<Option<Vec<u8>>> {
@@ -169,5 +195,6 @@ mod tests {
         assert_eq!(job[0].counts(), Counts { puts: 2, gets: 3, fences: 3, bytes_put: 2, bytes_got: 2 });
         assert_eq!((job[0].local_size(), job[1].local_rank(), job[2].local_rank()), (2, 1, 0));
         assert!(job[0].is_local(1) && !job[0].is_local(2) && !job[0].is_local(3));
+        assert_eq!(job.iter().map(|b| b.host_leader()).collect::<Vec<_>>(), [0, 0, 2]);
     }
 }

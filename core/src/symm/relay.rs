@@ -34,7 +34,8 @@ pub type Mapped = HashMap<(i32, u32), *mut u8>;
 
 /// The host's leader: its lowest PE.
 pub fn leader(boot: &dyn Bootstrap, my_pe: i32, n_pes: i32) -> i32 {
-    (0..n_pes).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe)
+    debug_assert_eq!((boot.rank(), boot.size()), (my_pe, n_pes));
+    boot.host_leader()
 }
 
 /// Before the first fence. The leader publishes its relay's ticket, or an empty one when it

@@ -38,8 +38,7 @@ pub fn publish(
     cpus: Option<Vec<u8>>,
     heap_base: u64,
 ) -> Result<Mine, InitError> {
-    let my_pe = boot.rank();
-    let host = (0..boot.size()).find(|&pe| pe == my_pe || boot.is_local(pe)).unwrap_or(my_pe);
+    let host = boot.host_leader();
     let record = Record {
         maps_host: unmapped.is_empty(),
         host,

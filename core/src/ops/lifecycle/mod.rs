@@ -15,6 +15,8 @@ mod job;
 mod layout;
 mod memory;
 mod peers;
+#[cfg(test)]
+mod simulate;
 
 pub use error::InitError;
 

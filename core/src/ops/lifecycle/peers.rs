@@ -73,7 +73,7 @@ pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Re
     // Starting with the next PE, not with PE 0: each same-host peer's thread hands its
     // segments to every other PE, and all PEs beginning at PE 0 queue on one thread at a time.
     for pe in (my_pe + 1..n_pes).chain(0..=my_pe) {
-        if pe != my_pe && !(job.local_map && boot.is_local(pe)) {
+        if !read_at_start(boot, job.local_map, pe) {
             // Reached through the spml, learnt on first use.
             peers.needs_progress = true;
             continue;
@@ -112,6 +112,12 @@ pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Re
     }
     crate::ops::handles::rshmem_ctx_default.spml.store(c.spml.default_ctx, Ordering::Release);
     Ok(peers)
+}
+
+/// Whether start-up reads `pe`'s segment records: this PE's own, and those of the peers it
+/// maps (its host's, with mapping on).
+pub fn read_at_start(boot: &dyn Bootstrap, local_map: bool, pe: i32) -> bool {
+    pe == boot.rank() || (local_map && boot.is_local(pe))
 }
 
 /// Every PE's copy of a segment is as long as this PE's (`crate::symm::peers::check_length`).
