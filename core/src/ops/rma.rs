@@ -67,8 +67,14 @@ pub(crate) fn target(
         one_block(rt, routine, what, seg, addr, len);
     }
     let p = rt.segs.peer(pe as usize, seg);
-    if p.mapped.is_null() && p.remote_base == 0 {
-        return (seg, off, first_use(rt, routine, pe, seg));
+    if p.mapped.is_null() {
+        if p.remote_base == 0 {
+            return (seg, off, first_use(rt, routine, pe, seg));
+        }
+        // Pairs with the release store of a base set on first use, after the spml was given
+        // the peer's key: an operation that sees the base also sees the key. Only on the
+        // spml's side, so the mapped path loads as before (a compiler fence on x86-64).
+        std::sync::atomic::fence(Ordering::Acquire);
     }
     (seg, off, p)
 }

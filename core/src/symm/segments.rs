@@ -238,9 +238,9 @@ impl SegmentTable {
     pub fn peer(&self, pe: usize, seg: u32) -> PeerSeg {
         let c = &self.peers[self.cell(pe, seg)];
         PeerSeg {
-            // Acquire: a base set on first use (`peers::learn_on_first_use`) comes after the
-            // spml was given the peer's key (free on x86-64; one `ldar` on AArch64).
-            remote_base: c.remote_base.load(Ordering::Acquire),
+            // Relaxed: the reader that goes on to the spml with a base set on first use
+            // (`peers::learn_on_first_use`) fences first (`ops::rma::target`).
+            remote_base: c.remote_base.load(Ordering::Relaxed),
             mapped: c.mapped.load(Ordering::Relaxed),
         }
     }
