@@ -22,7 +22,7 @@ fn main() {
     let mut builder = bindgen::Builder::default()
         .header("wrapper.h")
         .allowlist_function(
-            "PMIx_(Init|Finalize|Initialized|Abort|Put|Commit|Fence|Get|Error_string|Value_destruct|Info_load)",
+            "PMIx_(Init|Finalize|Initialized|Abort|Put|Commit|Fence|Get|Error_string|Value_destruct|Info_load|Resolve_nodes|Resolve_peers)",
         )
         .allowlist_type("pmix_(proc|info|value|byte_object|status|rank|scope|data_type)_t")
         .allowlist_var("PMIX_.*")

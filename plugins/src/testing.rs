@@ -4,6 +4,7 @@
 //! the aborting case in a child process and check both.
 
 pub mod job;
+pub mod traffic;
 
 use crate::{CoreServices, TransportHandle, ABI_VERSION, RC_ERROR, RC_OK};
 use std::ffi::{c_char, c_int, c_void, CString};

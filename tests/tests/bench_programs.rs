@@ -25,6 +25,7 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
         "startup",
         "histogram",
         "bcast_trace",
+        "team_split",
     ] {
         build_c(&dir.join(format!("{name}.c")), &["-Wno-unused-variable"]);
     }
@@ -38,6 +39,10 @@ fn benchmark_sources_build_and_the_hot_path_program_runs() {
     let r = oshrun(3, &st, &[], DEFAULT_TIMEOUT);
     r.assert_ok("startup");
     assert!(r.stdout.contains("RESULT startup_init_slowest_pe 3 "), "{}", r.stdout);
+    let ts = build_c(&dir.join("team_split.c"), &[]);
+    let r = oshrun(5, &ts, &[], DEFAULT_TIMEOUT);
+    r.assert_ok("team_split");
+    assert!(r.stdout.contains("RESULT team_split_2d_rows_of_4 5 "), "{}", r.stdout);
     let gp = build_c(&dir.join("get_percentiles.c"), &[]);
     let r = oshrun(2, &gp, &[("ITERS", "1000"), ("OP", "1")], DEFAULT_TIMEOUT);
     r.assert_ok("get_percentiles");

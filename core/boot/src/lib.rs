@@ -24,6 +24,12 @@ pub trait Bootstrap: Send + Sync {
     fn host_leader(&self) -> i32 {
         (0..self.size()).find(|&pe| pe == self.rank() || self.is_local(pe)).unwrap_or(self.rank())
     }
+    /// The lowest PE on `pe`'s host, from the launcher's own map of the job (no exchange
+    /// between PEs); None when the launcher gives no map or `pe` is out of range. Start-up
+    /// then learns the hosts from every PE's record instead: one lookup per PE.
+    fn host_of(&self, _pe: i32) -> Option<i32> {
+        None
+    }
     /// A string unique to this job, usable in shared-memory object names.
     fn job_id(&self) -> &str;
     fn put(&self, key: &str, value: &[u8]) -> io::Result<()>;

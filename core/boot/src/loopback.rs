@@ -42,6 +42,8 @@ struct Shared {
     store: Mutex<HashMap<(i32, String), Vec<u8>>>,
     /// Each PE's puts since its last fence.
     pending: Vec<Pending>,
+    /// Whether `host_of` answers (a launcher with a map of the job) or not.
+    map: bool,
     /// None: stepped (one thread plays every PE; see [`Loopback::stepped`]).
     fence: Option<Barrier>,
     counters: Vec<Counters>,
@@ -58,17 +60,28 @@ impl Loopback {
     /// A job with one PE per entry of `hosts`, PEs with equal entries sharing a host. Its
     /// fence is a barrier of every PE: each must run on a thread of its own.
     pub fn job(hosts: &[i32]) -> Vec<Loopback> {
-        Loopback::make(hosts, true)
+        Loopback::make(hosts, true, true)
+    }
+
+    /// As [`Loopback::job`], for a launcher that gives no map of its hosts (`host_of` is
+    /// None): start-up's fallback.
+    pub fn job_without_map(hosts: &[i32]) -> Vec<Loopback> {
+        Loopback::make(hosts, true, false)
     }
 
     /// A job one thread plays, PE after PE: a PE's fence publishes its puts and waits for
     /// nobody, so the driver calls every PE's fence before any PE reads what the fence
     /// published (how a simulation of many thousand PEs runs start-up's exchanges).
     pub fn stepped(hosts: &[i32]) -> Vec<Loopback> {
-        Loopback::make(hosts, false)
+        Loopback::make(hosts, false, true)
     }
 
-    fn make(hosts: &[i32], threads: bool) -> Vec<Loopback> {
+    /// As [`Loopback::stepped`], without a map of the hosts.
+    pub fn stepped_without_map(hosts: &[i32]) -> Vec<Loopback> {
+        Loopback::make(hosts, false, false)
+    }
+
+    fn make(hosts: &[i32], threads: bool, map: bool) -> Vec<Loopback> {
         let n = hosts.len();
         let mut first = HashMap::new();
         for (pe, h) in hosts.iter().enumerate() {
@@ -79,6 +92,7 @@ impl Loopback {
             leaders: hosts.iter().map(|h| first[h]).collect(),
             store: Mutex::new(HashMap::new()),
             pending: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
+            map,
             fence: threads.then(|| Barrier::new(n)),
             counters: (0..n).map(|_| Counters::default()).collect(),
             job: format!("loop{}", std::process::id()),
@@ -126,6 +140,12 @@ impl Bootstrap for Loopback {
     }
     fn host_leader(&self) -> i32 {
         self.shared.leaders[self.rank as usize]
+    }
+    fn host_of(&self, pe: i32) -> Option<i32> {
+        self.shared
+            .map
+            .then(|| usize::try_from(pe).ok().and_then(|p| self.shared.leaders.get(p).copied()))
+            .flatten()
     }
     fn job_id(&self) -> &str {
         &self.shared.job
@@ -196,5 +216,10 @@ mod tests {
         assert_eq!((job[0].local_size(), job[1].local_rank(), job[2].local_rank()), (2, 1, 0));
         assert!(job[0].is_local(1) && !job[0].is_local(2) && !job[0].is_local(3));
         assert_eq!(job.iter().map(|b| b.host_leader()).collect::<Vec<_>>(), [0, 0, 2]);
+        assert_eq!(
+            (0..4).map(|pe| job[1].host_of(pe)).collect::<Vec<_>>(),
+            [Some(0), Some(0), Some(2), None]
+        );
+        assert_eq!(Loopback::job_without_map(&[7, 7])[0].host_of(1), None);
     }
 }

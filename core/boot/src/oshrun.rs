@@ -84,6 +84,9 @@ impl Bootstrap for OshrunBoot {
     fn is_local(&self, pe: i32) -> bool {
         (0..self.size).contains(&pe)
     }
+    fn host_of(&self, pe: i32) -> Option<i32> {
+        self.is_local(pe).then_some(0)
+    }
     fn job_id(&self) -> &str {
         &self.job
     }

@@ -18,6 +18,9 @@ pub struct PmixBoot {
     local_rank: i32,
     /// `local[pe]`: the server places PE `pe` on this PE's node.
     local: Vec<bool>,
+    /// `hosts[pe]`: the lowest PE on `pe`'s node, from the server's map of the job; None when
+    /// it gives none that agrees with `local` (start-up then reads every PE's record).
+    hosts: Option<Vec<i32>>,
     job: String,
     /// PMIx clients are thread-safe, but the core's exchanges are collective sequences that
     /// must not interleave between threads of one PE.
@@ -105,6 +108,54 @@ pub fn parse_local_peers(list: &str, size: usize) -> Option<Vec<bool>> {
     Some(local)
 }
 
+/// Every process's node, named by its lowest rank, from the server's map of the job: the node
+/// list and each node's processes, which every client holds from `PMIx_Init` on (resolved
+/// locally, no exchange). None when the server gives no usable map, or one that leaves a rank
+/// out or puts one on two nodes.
+fn host_map(ns: *const c_char, size: usize) -> Option<Vec<i32>> {
+    let mut list: *mut c_char = std::ptr::null_mut();
+    // SAFETY: `ns` is our NUL-terminated namespace; PMIx allocates the list on success.
+    let rc = unsafe { sys::PMIx_Resolve_nodes(ns, &mut list) };
+    if rc != sys::PMIX_SUCCESS as i32 || list.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string PMIx allocated with malloc; ours to free.
+    let nodes = unsafe {
+        let s = CStr::from_ptr(list).to_string_lossy().into_owned();
+        libc::free(list.cast());
+        s
+    };
+    let mut of = vec![-1i32; size];
+    for node in nodes.split(',').filter(|s| !s.is_empty()) {
+        let name = CString::new(node).ok()?;
+        let (mut procs, mut n): (*mut sys::pmix_proc_t, usize) = (std::ptr::null_mut(), 0);
+        // SAFETY: valid strings; PMIx allocates `n` procs on success.
+        let rc = unsafe { sys::PMIx_Resolve_peers(name.as_ptr(), ns, &mut procs, &mut n) };
+        if rc != sys::PMIX_SUCCESS as i32 {
+            return None;
+        }
+        let ranks: Vec<u32> = if procs.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: `n` procs PMIx allocated with malloc (PMIX_PROC_FREE is a free); ours.
+            unsafe {
+                let r = std::slice::from_raw_parts(procs, n).iter().map(|p| p.rank).collect();
+                libc::free(procs.cast());
+                r
+            }
+        };
+        let Some(&leader) = ranks.iter().min() else { continue };
+        for r in ranks {
+            let slot = of.get_mut(r as usize)?;
+            if *slot >= 0 {
+                return None;
+            }
+            *slot = i32::try_from(leader).ok()?;
+        }
+    }
+    of.iter().all(|&h| h >= 0).then_some(of)
+}
+
 impl PmixBoot {
     /// Connect to the server that started this process. `launcher` names it in errors.
     pub fn init(launcher: &str) -> io::Result<PmixBoot> {
@@ -151,7 +202,9 @@ impl PmixBoot {
         // The local rank is this PE's index among its node's PEs, whatever the server says
         // about other jobs on the node.
         let local_rank = local[..me.rank as usize].iter().filter(|&&l| l).count() as i32;
-        Ok(PmixBoot { me, size, local_rank, local, job: sanitize(&ns), lock: Mutex::new(()) })
+        let hosts = host_map(me.nspace.as_ptr(), size as usize)
+            .filter(|of| (0..size as usize).all(|pe| local[pe] == (of[pe] == of[me.rank as usize])));
+        Ok(PmixBoot { me, size, local_rank, local, hosts, job: sanitize(&ns), lock: Mutex::new(()) })
     }
 
     fn key(key: &str) -> CString {
@@ -174,6 +227,9 @@ impl Bootstrap for PmixBoot {
     }
     fn is_local(&self, pe: i32) -> bool {
         usize::try_from(pe).ok().and_then(|p| self.local.get(p).copied()).unwrap_or(false)
+    }
+    fn host_of(&self, pe: i32) -> Option<i32> {
+        self.hosts.as_ref().and_then(|of| of.get(usize::try_from(pe).ok()?).copied())
     }
     fn job_id(&self) -> &str {
         &self.job

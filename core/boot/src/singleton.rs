@@ -38,6 +38,9 @@ impl Bootstrap for Singleton {
     fn is_local(&self, pe: i32) -> bool {
         pe == 0
     }
+    fn host_of(&self, pe: i32) -> Option<i32> {
+        (pe == 0).then_some(0)
+    }
     fn job_id(&self) -> &str {
         &self.job
     }

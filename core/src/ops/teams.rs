@@ -3,14 +3,14 @@
 //! a strided or 2-D split of a progression is one again.
 //!
 //! Creating teams is collective over the parent team. Its PEs agree on a scratch slot (see
-//! `team.rs`) that none of them uses: each ORs its used-slot mask into a word on the parent's
-//! first PE, and all read the union back.
+//! `team.rs`) that none of them uses: the union of their used-slot masks, by one OR reduction
+//! over the parent ([`or_all`]).
 
 use crate::error::fatal;
 use crate::ops::handles::{index_in, is_predefined, Ctx, Slots, Team, TeamObj, TEAM_SLOTS, TEAM_TABLE};
 use crate::ops::team::{TeamState, MAX_TEAMS};
 use crate::symm::runtime;
-use rshmem_plugin_api::ScollOps;
+use rshmem_plugin_api::{ScollOps, DT_U64, OP_OR, REDUCE_ALL};
 use std::ffi::{c_int, c_long, c_void, CStr};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
@@ -244,8 +244,29 @@ pub fn sync(routine: &CStr, team: Team) -> c_int {
 /// The union of the used-slot masks of `parent`'s PEs (collective over `parent`).
 fn agree(routine: &CStr, parent: &TeamState) -> u64 {
     let mine = *registry().used.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: the parent's own core word, zero between agreements.
-    unsafe { or_over(routine, parent, parent.core_word(0), mine) }
+    or_all(routine, parent, mine)
+}
+
+/// The core words of a team's pool slot that [`or_all`] reduces through: source and result.
+const OR_SOURCE: usize = 2;
+const OR_RESULT: usize = 3;
+
+/// The OR of every member's `mine` (collective over `team`, which has a pool slot: the world,
+/// the shared team, a split team or a cached active set): one reduction through the team's
+/// components, O(log n) messages per member. [`or_over`], for teams with no slot, has every
+/// member apply an atomic OR to the first member and read it back, which puts n of each on
+/// that one PE and costs three barriers.
+pub fn or_all(routine: &CStr, team: &TeamState, mine: u64) -> u64 {
+    let (src, dest) = (team.core_word(OR_SOURCE), team.core_word(OR_RESULT));
+    // SAFETY: two words of the slot, symmetric, which only this function uses. The last
+    // reduction through them has returned on this PE: its source may be reused, and nobody
+    // writes the result word before this PE has called the next one (the spec's rules for a
+    // reduction's buffers), so it is read here before any other collective on the team.
+    unsafe {
+        src.write_volatile(mine);
+        team.reduce(routine, dest.cast(), src.cast(), 1, DT_U64, OP_OR, REDUCE_ALL);
+        dest.read_volatile()
+    }
 }
 
 /// A 32-bit digest of a collective call's arguments (FNV-1a), compared across PEs by
@@ -262,9 +283,17 @@ pub fn digest(args: &[i64]) -> u32 {
 /// of the digests and the OR of their complements have a bit in common exactly where two
 /// members differ.
 pub fn same_on_all(routine: &CStr, team: &TeamState, digest: u32) -> bool {
-    // SAFETY: the team's second core word: zero between uses, and only this agreement uses
-    // it (collectives on one team are not concurrent, a spec rule).
-    unsafe { same_on_all_at(routine, team, team.core_word(1), digest) }
+    differ_nowhere(or_all(routine, team, both_ways(digest)))
+}
+
+/// A digest and its complement, in one word, for an OR over the members.
+fn both_ways(digest: u32) -> u64 {
+    u64::from(digest) | (u64::from(!digest) << 32)
+}
+
+/// Whether the OR of [`both_ways`] words had every member pass the same digest.
+fn differ_nowhere(union: u64) -> bool {
+    (union as u32) & ((union >> 32) as u32) == 0
 }
 
 /// [`same_on_all`], agreeing on `word`.
@@ -272,18 +301,28 @@ pub fn same_on_all(routine: &CStr, team: &TeamState, digest: u32) -> bool {
 /// # Safety
 /// As for [`or_over`].
 pub unsafe fn same_on_all_at(routine: &CStr, team: &TeamState, word: *mut u64, digest: u32) -> bool {
-    let mine = u64::from(digest) | (u64::from(!digest) << 32);
     // SAFETY: the caller's.
-    let u = unsafe { or_over(routine, team, word, mine) };
-    (u as u32) & ((u >> 32) as u32) == 0
+    differ_nowhere(unsafe { or_over(routine, team, word, both_ways(digest)) })
 }
 
 /// End the job unless every member of `team` passed the same arguments to a collective:
 /// PEs that disagree would otherwise hang in it or corrupt each other's memory. `args` are
 /// this PE's, printed in the message.
 pub fn require_same_args(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) {
-    // SAFETY: as in `same_on_all`.
-    unsafe { require_same_args_at(routine, team, team.core_word(1), what, args) }
+    if !same_on_all(routine, team, digest(args)) {
+        differs(routine, team, what, args);
+    }
+}
+
+/// End the job: the members of `team` passed different `args` (this PE's).
+fn differs(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) -> ! {
+    fatal(
+        routine,
+        &format!(
+            "the PEs of the team passed different {what} (this PE, team index {}: {args:?}); every PE must pass the same",
+            team.desc.my_index
+        ),
+    )
 }
 
 /// [`require_same_args`], agreeing on `word` (an active set's pSync word for a team built
@@ -300,13 +339,7 @@ pub unsafe fn require_same_args_at(
 ) {
     // SAFETY: the caller's.
     if !unsafe { same_on_all_at(routine, team, word, digest(args)) } {
-        fatal(
-            routine,
-            &format!(
-                "the PEs of the team passed different {what} (this PE, team index {}: {args:?}); every PE must pass the same",
-                team.desc.my_index
-            ),
-        );
+        differs(routine, team, what, args);
     }
 }
 

@@ -1,5 +1,6 @@
 //! Which host each PE runs on, and which hosts map their PEs' memory for load/store: learnt
-//! once at init through the bootstrap, so every PE holds the same table. Teams take their
+//! once at init, from the launcher's map of the job (or every PE's record where it gives
+//! none) and the hosts' summaries, so every PE holds the same table. Teams take their
 //! `TEAM_MAPPED` / `TEAM_HOSTS_MAPPED` flags from it, and components read hosts through the
 //! `host_of` core service.
 
@@ -60,24 +61,10 @@ pub fn align_log2(base: u64) -> u8 {
     base.trailing_zeros().min(62) as u8
 }
 
-/// Record the table: each PE's record, and this PE's number.
-pub fn set(records: &[Record], my_pe: c_int) {
-    let _ = HOSTS.set(Hosts::new(records, my_pe));
-}
-
-impl Hosts {
-    /// The table from every PE's record: 4 bytes per PE, and a pid per PE of this host.
-    fn new(records: &[Record], my_pe: c_int) -> Hosts {
-        let of: Vec<c_int> = records.iter().map(|r| r.host).collect();
-        let mine = of.get(my_pe as usize).copied().unwrap_or(-1);
-        let here_mapped = records.iter().filter(|r| r.host == mine).all(|r| r.maps_host);
-        let all_mapped = records.iter().all(|r| r.maps_host);
-        let local = (0..records.len())
-            .filter(|&pe| pe as c_int != my_pe && records[pe].host == mine)
-            .map(|pe| (pe as c_int, records[pe].pid))
-            .collect();
-        Hosts { of, here_mapped, all_mapped, local }
-    }
+/// Record the table: each PE's host, whether this host and every host map their PEs, and
+/// this host's other PEs with their process ids. 4 bytes per PE, and a pid per PE of this host.
+pub fn set(of: Vec<c_int>, here_mapped: bool, all_mapped: bool, local: Vec<(c_int, u32)>) {
+    let _ = HOSTS.set(Hosts { of, here_mapped, all_mapped, local });
 }
 
 /// The other PEs on this PE's host, with their process ids.
@@ -123,16 +110,9 @@ mod tests {
                     * 1024.0
             };
             let tables = |n: usize| {
-                let records: Vec<Record> = (0..n)
-                    .map(|pe| Record {
-                        maps_host: true,
-                        host: if pe < n / 2 { 0 } else { (n / 2) as c_int },
-                        pid: pe as u32,
-                        heap_align_log2: 21,
-                    })
-                    .collect();
-                let hosts = Hosts::new(&records, 0);
-                drop(records);
+                let of: Vec<c_int> = (0..n).map(|pe| if pe < n / 2 { 0 } else { (n / 2) as c_int }).collect();
+                let local = (1..n / 2).map(|pe| (pe as c_int, pe as u32)).collect();
+                let hosts = Hosts { of, here_mapped: true, all_mapped: true, local };
                 let segs = crate::symm::segments::SegmentTable::new(n);
                 segs.add_local(0x7f00_0000_0000, 1 << 20);
                 segs.add_local(0x5500_0000_0000, 1 << 12);

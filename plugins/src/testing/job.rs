@@ -5,6 +5,11 @@
 //! memory. The PEs may be spread over pretend hosts: `host_of` and `pe_is_local` answer from
 //! that layout, and `ptr` reaches only the PEs of the caller's host, as a real core's mapping
 //! does across hosts.
+//!
+//! Each PE's one-sided traffic is counted on its own thread ([`sent`]): how many signals,
+//! puts and gets it started, with how many bytes, and how many of them went to another host,
+//! so a test can check how an algorithm's messages grow with the team (issue 51's simulation
+//! of collectives).
 
 use crate::{CoreServices, TransportHandle, ABI_VERSION, CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE};
 use std::cell::Cell;
@@ -32,6 +37,61 @@ static LAGGARD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new
 /// The laggard's nap: long beside a whole collective of the other PEs, so whatever they can
 /// do before the laggard reads what it waits for, they do.
 const NAP: Duration = Duration::from_millis(2);
+
+/// What one PE has started through the fake's one-sided services since its job began.
+/// `put_signal_u64` counts as one signal (with its bytes), as it is one message on a
+/// transport; a local copy a component makes through `ptr` is not a message and is not
+/// counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// `atomic_add_u64` and `put_signal_u64` calls.
+    pub signals: usize,
+    /// `putmem` calls.
+    pub puts: usize,
+    /// `getmem` calls.
+    pub gets: usize,
+    /// Bytes put or got (a put-with-signal's data included).
+    pub bytes: usize,
+    /// Of the signals, puts and gets, those whose target is on another host.
+    pub off_host: usize,
+}
+
+impl Sent {
+    /// Every message: signals, puts and gets.
+    pub fn messages(&self) -> usize {
+        self.signals + self.puts + self.gets
+    }
+
+    /// What was sent between `before` (an earlier [`sent`]) and this.
+    pub fn since(&self, before: &Sent) -> Sent {
+        Sent {
+            signals: self.signals - before.signals,
+            puts: self.puts - before.puts,
+            gets: self.gets - before.gets,
+            bytes: self.bytes - before.bytes,
+            off_host: self.off_host - before.off_host,
+        }
+    }
+}
+
+thread_local! {
+    /// The calling PE's counts (each PE is one thread, and only it counts its own sends).
+    static MINE: Cell<Sent> = const { Cell::new(Sent { signals: 0, puts: 0, gets: 0, bytes: 0, off_host: 0 }) };
+}
+
+/// What the calling PE has started so far in this job.
+pub fn sent() -> Sent {
+    MINE.get()
+}
+
+/// Count one message of the calling PE to `pe`, with `bytes` of data.
+fn count(pe: c_int, bytes: usize, kind: fn(&mut Sent)) {
+    let mut s = MINE.get();
+    kind(&mut s);
+    s.bytes += bytes;
+    s.off_host += usize::from(!same_host(pe));
+    MINE.set(s);
+}
 
 /// The fake's checks run inside extern "C" functions, where a panic cannot unwind.
 fn fail(msg: &str) -> ! {
@@ -106,12 +166,14 @@ unsafe extern "C" fn ptr(addr: *const c_void, pe: c_int) -> *mut c_void {
 }
 unsafe extern "C" fn putmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
     let to = translate(dest, len, pe);
+    count(pe, len, |s| s.puts += 1);
     // SAFETY: `to` has room for len bytes (checked); `src` is the caller's readable buffer;
     // different PEs' heaps never overlap.
     unsafe { std::ptr::copy_nonoverlapping(src as *const u8, to, len) };
 }
 unsafe extern "C" fn getmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {
     let from = translate(src, len, pe);
+    count(pe, len, |s| s.gets += 1);
     // SAFETY: as for putmem, the other way round.
     unsafe { std::ptr::copy_nonoverlapping(from, dest as *mut u8, len) };
 }
@@ -143,6 +205,7 @@ fn note_signal(dest: *const c_void, pe: c_int, through_put_signal: bool) {
 
 unsafe extern "C" fn atomic_add_u64(dest: *mut u64, value: u64, pe: c_int) {
     note_signal(dest.cast(), pe, false);
+    count(pe, 0, |s| s.signals += 1);
     word(translate(dest.cast(), 8, pe)).fetch_add(value, Ordering::SeqCst);
 }
 unsafe extern "C" fn put_signal_u64(
@@ -154,9 +217,11 @@ unsafe extern "C" fn put_signal_u64(
     pe: c_int,
 ) {
     note_signal(sig.cast(), pe, true);
+    count(pe, len, |s| s.signals += 1);
     if len > 0 {
-        // SAFETY: as for putmem.
-        unsafe { putmem(dest, src, len, pe) };
+        let to = translate(dest, len, pe);
+        // SAFETY: as for putmem (not through it: this is one message, counted once).
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, to, len) };
     }
     word(translate(sig.cast(), 8, pe)).fetch_add(value, Ordering::SeqCst);
 }
@@ -259,13 +324,20 @@ pub fn run_job_lagging<F: Fn(c_int, *mut u8) + Sync>(
     for c in &SENT {
         c.store(0, Ordering::Release);
     }
+    // Small stacks, so that thousands of PEs fit (the algorithms keep their buffers on the
+    // heap; alltoall's 4 KiB packing buffer is the largest thing on a PE's stack).
+    let stack = if n > 256 { 256 << 10 } else { 2 << 20 };
     std::thread::scope(|s| {
         for (pe, base) in bases.into_iter().enumerate() {
             let pe_main = &pe_main;
-            s.spawn(move || {
-                ME.set(pe as c_int);
-                pe_main(pe as c_int, base as *mut u8);
-            });
+            std::thread::Builder::new()
+                .stack_size(stack)
+                .spawn_scoped(s, move || {
+                    ME.set(pe as c_int);
+                    MINE.set(Sent::default());
+                    pe_main(pe as c_int, base as *mut u8);
+                })
+                .expect("a thread for a simulated PE");
         }
     });
     HEAPS.write().unwrap_or_else(|e| e.into_inner()).clear();

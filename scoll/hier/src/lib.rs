@@ -29,4 +29,6 @@ rshmem_plugin_api::scoll_component! {
 }
 
 #[cfg(test)]
+mod scale;
+#[cfg(test)]
 mod tests;

@@ -142,9 +142,24 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
     if let Some(r) = mem.relay.take() {
         r.stop();
     }
-    let layout = layout::learn(boot, &mine)?;
-    crate::symm::hosts::set(&layout.hosts, job.my_pe);
+    let local = layout::learn_local(boot, &mine)?;
+    if layout::needs_summaries(boot) {
+        // The hosts' summaries, which their lowest PEs have just put.
+        boot.fence().map_err(|e| InitError::boot("fence", e))?;
+        phases.mark("host summaries");
+    }
+    let layout = layout::learn_hosts(boot, local)?;
+    crate::log::log(
+        crate::log::DEBUG,
+        "init",
+        &format!(
+            "hosts from {}",
+            if layout.from_map { "the launcher's map of the job" } else { "every PE's record" }
+        ),
+    );
+    let heap_align = layout.heap_align;
     limits::set_node_cpus(layout.node_cpus.unwrap_or_else(available_cores));
+    crate::symm::hosts::set(layout.of, layout.here_mapped, layout.all_mapped, layout.peers);
     let crowded = boot.local_size() as usize > limits::node_cpus();
     crate::log::log(
         crate::log::DEBUG,
@@ -180,7 +195,7 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
         mem.segs.set_cpu_atomics(seg, !peers.needs_progress);
     }
     let (scolls, ephemeral) = (comps.scolls.clone(), comps.ephemeral.clone());
-    runtime::publish(assemble(job, comps, mem, &peers, &layout, crowded, requested));
+    runtime::publish(assemble(job, comps, mem, &peers, heap_align, crowded, requested));
     phases.mark("hosts and runtime");
     let rt: &'static Runtime = get(routine);
     teams(routine, rt, &scolls, &ephemeral);
@@ -206,7 +221,7 @@ fn assemble(
     c: Components,
     mem: memory::Memory,
     peers: &peers::Peers,
-    layout: &layout::Layout,
+    heap_align: usize,
     crowded: bool,
     requested: i32,
 ) -> &'static mut Runtime {
@@ -241,7 +256,7 @@ fn assemble(
         ],
         local_map: job.local_map,
         active_set_teams: job.active_set_teams,
-        heap_align: layout.heap_align,
+        heap_align,
         heap_size: job.heap_size,
         heap_used: std::sync::atomic::AtomicUsize::new(0),
         heap_seg: Mutex::new(mem.heap_seg),

@@ -1,23 +1,24 @@
 //! Start-up's exchanges through the bootstrap for jobs of up to 65 536 PEs, simulated in one
 //! thread (issue 51, item 3): every PE publishes what start-up publishes, a stepped loopback
 //! job fences, and a sample of PEs run the real reading phases (`peers::agree`, the segment
-//! records `peers::read_at_start` names, `layout::publish`/`learn`) against it. What each
+//! records `peers::read_at_start` names, `layout::publish`/`learn_local`/`learn_hosts`) against
+//! it. What each
 //! sampled PE sent and read is counted, so the figures say how start-up's bootstrap traffic
 //! per PE grows with the job. What does not go through the bootstrap (UCX endpoints, the
 //! relay's descriptors, collectives) is not in these counts.
 
 use super::{layout, peers};
-use crate::symm::hosts::Record;
 use rshmem_boot::loopback::{Counts, Loopback};
 use rshmem_boot::Bootstrap;
 
 /// The settings' fingerprint of every PE (its size is what matters here).
 const AGREED: &str = "SHMEM_SYMMETRIC_SIZE=1073741824\nSHMEM_MCA_scoll_shm_bcast=auto\n";
 
-/// One simulated start-up of a job whose PEs are on `hosts[pe]`, mapping same-host peers;
-/// returns each sampled PE's traffic and its layout's table of hosts.
-fn start_up(hosts: &[i32], sample: &[usize]) -> Vec<(Counts, Vec<Record>)> {
-    let job = Loopback::stepped(hosts);
+/// One simulated start-up of a job whose PEs are on `hosts[pe]`, mapping same-host peers,
+/// under a launcher that gives a map of its hosts (`map`) or not; returns each sampled PE's
+/// traffic and its layout's table of hosts.
+fn start_up(hosts: &[i32], sample: &[usize], map: bool) -> Vec<(Counts, Vec<i32>)> {
+    let job = if map { Loopback::stepped(hosts) } else { Loopback::stepped_without_map(hosts) };
     let n = job.len() as i32;
     // What `memory::Memory::create` publishes: the heap's and the global data's records (a
     // 24-byte header, a 16-byte attach ticket, a 140-byte packed key: sizes as spml ucx's),
@@ -46,11 +47,31 @@ fn start_up(hosts: &[i32], sample: &[usize]) -> Vec<(Counts, Vec<Record>)> {
         .map(|b| layout::publish(b, Vec::new(), Some(vec![0xff]), 0x7f00_0000_0000).unwrap())
         .collect();
     job.iter().for_each(|b| b.fence().unwrap());
-    sample
-        .iter()
-        .map(|&pe| {
-            let l = layout::learn(&job[pe], &mine[pe]).unwrap();
-            (job[pe].counts(), l.hosts)
+    // The sampled PEs learn their host (and put its summary if they lead it); the other
+    // hosts' lowest PEs put what `learn_local` would (running it on each would cost the
+    // simulation O(N) per host: what every real PE spends once, on its own).
+    let mut sample = sample.to_vec();
+    sample.sort_unstable();
+    sample.dedup();
+    let mut locals: Vec<(usize, layout::Local)> = Vec::new();
+    for &pe in &sample {
+        locals.push((pe, layout::learn_local(&job[pe], &mine[pe]).unwrap()));
+    }
+    if layout::needs_summaries(&job[0]) {
+        for b in job.iter().filter(|b| b.host_leader() == b.rank() && !sample.contains(&(b.rank() as usize)))
+        {
+            let s = layout::Summary::of(std::iter::once(mine[b.rank() as usize].record));
+            layout::put_summary(b, s).unwrap();
+        }
+    }
+    if layout::needs_summaries(&job[0]) {
+        job.iter().for_each(|b| b.fence().unwrap());
+    }
+    locals
+        .into_iter()
+        .map(|(pe, local)| {
+            let l = layout::learn_hosts(&job[pe], local).unwrap();
+            (job[pe].counts(), l.of)
         })
         .collect()
 }
@@ -60,36 +81,43 @@ fn blocks(n: usize, per: usize) -> Vec<i32> {
     (0..n).map(|pe| (pe / per) as i32).collect()
 }
 
-/// Bootstrap lookups and bytes per PE as the job grows, 64 PEs per host: the agreement (one
-/// lookup) and the segment records (two per PE of the host) stay flat; the host records are
-/// read from every PE, so they grow with the job: the one O(N) exchange left at start-up.
+/// Bootstrap lookups and bytes per PE as the job grows, 64 PEs per host. With the launcher's
+/// map of the hosts, the agreement (one lookup), the segment records (two per PE of the
+/// host), the host's records and masks stay flat, and the other hosts' summaries grow with
+/// the hosts (one each): N / 64 here. Without a map, every PE's host record is read: one
+/// lookup per PE of the job, the fallback.
 #[test]
-fn start_ups_lookups_per_pe_grow_only_with_the_host_records() {
+fn start_ups_lookups_per_pe_grow_only_with_the_hosts() {
     let per = 64;
     let mut rows = Vec::new();
     for n in [1024usize, 4096, 16384, 65536] {
         let sample = [1, n / 2, n - 1];
-        let out = start_up(&blocks(n, per), &sample);
+        let hosts = n.div_ceil(per);
+        let out = start_up(&blocks(n, per), &sample, true);
         for (c, _) in &out {
-            // agreement 1 + segment records 2 per PE of the host + a host record per other
-            // PE + a CPU mask per other PE of the host.
-            let expected = 1 + 2 * per + (n - 1) + (per - 1);
+            // agreement 1 + segment records 2 per PE of the host + a host record and a CPU
+            // mask per other PE of the host + a summary per other host.
+            let expected = 1 + 2 * per + 2 * (per - 1) + (hosts - 1);
             assert_eq!(c.gets as usize, expected, "{n} PEs: {c:?}");
-            assert_eq!(c.fences, 2);
-            // This PE's own records and settings, host record and mask (and a leader's ticket).
-            assert!(c.puts <= 6, "{c:?}");
+            assert_eq!(c.fences, 3);
+            // This PE's own records and settings, host record and mask (and a leader's ticket
+            // and summary).
+            assert!(c.puts <= 7, "{c:?}");
         }
+        let (without, _) = &start_up(&blocks(n, per), &[1], false)[0];
+        assert_eq!(without.gets as usize, 1 + 2 * per + (n - 1) + (per - 1) + (hosts - 1), "{n} PEs");
         let (c, _) = &out[2];
         rows.push(format!(
-            "| {n} | {} | {} | {:.1} | {} |",
+            "| {n} | {} | {} | {:.1} | {} | {} |",
             c.gets,
             c.bytes_got,
             c.bytes_got as f64 / n as f64,
-            c.puts
+            c.puts,
+            without.gets,
         ));
     }
-    println!("| PEs | lookups per PE | bytes read per PE | bytes read per PE of the job | puts per PE |");
-    println!("| ---: | ---: | ---: | ---: | ---: |");
+    println!("| PEs | lookups per PE | bytes read per PE | bytes read per PE of the job | puts per PE | lookups per PE without a map |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     for r in rows {
         println!("{r}");
     }
@@ -102,11 +130,11 @@ fn every_pe_learns_one_table_of_hosts_at_awkward_sizes() {
     for n in [1usize, 2, 3, 5, 14, 127, 128, 129, 166, 255, 256, 257, 1000, 4096] {
         for hosts in [blocks(n, 7), (0..n).map(|pe| (pe % 3) as i32).collect::<Vec<_>>(), vec![0; n]] {
             let sample: Vec<usize> = [0, n / 2, n - 1].into_iter().collect();
-            let out = start_up(&hosts, &sample);
             let lowest = |pe: usize| (0..n).find(|&q| hosts[q] == hosts[pe]).unwrap() as i32;
-            for (_, table) in &out {
-                let of: Vec<i32> = table.iter().map(|r| r.host).collect();
-                assert_eq!(of, (0..n).map(lowest).collect::<Vec<_>>(), "{n} PEs on {hosts:?}");
+            for map in [true, false] {
+                for (_, of) in &start_up(&hosts, &sample, map) {
+                    assert_eq!(*of, (0..n).map(lowest).collect::<Vec<_>>(), "{n} PEs on {hosts:?}");
+                }
             }
         }
     }
