@@ -254,5 +254,7 @@ unsafe extern "C" fn node_cpus() -> c_int {
 }
 
 unsafe extern "C" fn host_of(pe: c_int) -> c_int {
-    crate::symm::hosts::host_of(pe)
+    // Also after a finalize (a late failure's message says where its peer was); -1 before the
+    // runtime exists.
+    crate::symm::runtime::last().map_or(-1, |rt| rt.hosts.host_of(pe))
 }

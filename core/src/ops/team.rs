@@ -59,10 +59,10 @@ static POOL: OnceLock<Pool> = OnceLock::new();
 fn mapped_flags(rt: &Runtime, (start, stride, size): (c_int, c_int, c_int)) -> u32 {
     let all_here = (0..size).all(|i| rt.boot.is_local(start + i * stride));
     let mut flags = 0;
-    if all_here && crate::symm::hosts::here_mapped() {
+    if all_here && rt.hosts.here_mapped() {
         flags |= TEAM_MAPPED;
     }
-    if crate::symm::hosts::all_mapped() {
+    if rt.hosts.all_mapped() {
         flags |= TEAM_HOSTS_MAPPED;
     }
     flags

@@ -60,9 +60,10 @@ static KNOWN: std::sync::Mutex<Vec<(i32, u32, u64)>> = std::sync::Mutex::new(Vec
 pub fn start(stop_timeout: Duration) {
     let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
     debug_assert!(generation % 2 == 1);
-    let peers: Vec<Peer> = crate::symm::hosts::local_peers()
-        .into_iter()
-        .filter_map(|(pe, pid)| stat(pid).map(|(_, start)| Peer { pe, pid, start, stopped: Duration::ZERO }))
+    let local = crate::symm::runtime::last().map_or(&[][..], |rt| rt.hosts.local_peers());
+    let peers: Vec<Peer> = local
+        .iter()
+        .filter_map(|&(pe, pid)| stat(pid).map(|(_, start)| Peer { pe, pid, start, stopped: Duration::ZERO }))
         .collect();
     let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
     if known.is_empty() {

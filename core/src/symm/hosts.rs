@@ -1,16 +1,16 @@
 //! Which host each PE runs on, and which hosts map their PEs' memory for load/store: learnt
 //! once at init, from the launcher's map of the job (or every PE's record where it gives
-//! none) and the hosts' summaries, so every PE holds the same table. Teams take their
+//! none) and the hosts' summaries, so every PE holds the same table, in its `Runtime`. Teams take their
 //! `TEAM_MAPPED` / `TEAM_HOSTS_MAPPED` flags from it, and components read hosts through the
 //! `host_of` core service.
 
 use std::ffi::c_int;
-use std::sync::OnceLock;
 
 /// Bootstrap key: a PE's record, `[maps its host (0/1), its host (lowest PE on it, u32 LE),
 /// its process id (u32 LE), log2 of its heap base's alignment]`.
 pub const KEY: &str = "rshmem.host";
 
+/// The job's hosts as this PE learnt them at init: part of the `Runtime`.
 pub struct Hosts {
     /// Host of each PE, named by the lowest PE on it.
     of: Vec<c_int>,
@@ -23,17 +23,14 @@ pub struct Hosts {
     local: Vec<(c_int, u32)>,
 }
 
-static HOSTS: OnceLock<Hosts> = OnceLock::new();
-
 /// One PE's record: whether it maps its host's PEs, its host, its process id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record {
     pub maps_host: bool,
     pub host: c_int,
     pub pid: u32,
-    /// The largest power of two this PE's heap base is a multiple of, as its log2: every PE
-    /// reads every record anyway, so what `shmem_align` can promise of all the heaps comes
-    /// with them (the peers' segment records are read on first use).
+    /// The largest power of two this PE's heap base is a multiple of, as its log2: what
+    /// `shmem_align` can promise of every heap comes from these, through the hosts' summaries.
     pub heap_align_log2: u8,
 }
 
@@ -61,30 +58,32 @@ pub fn align_log2(base: u64) -> u8 {
     base.trailing_zeros().min(62) as u8
 }
 
-/// Record the table: each PE's host, whether this host and every host map their PEs, and
-/// this host's other PEs with their process ids. 4 bytes per PE, and a pid per PE of this host.
-pub fn set(of: Vec<c_int>, here_mapped: bool, all_mapped: bool, local: Vec<(c_int, u32)>) {
-    let _ = HOSTS.set(Hosts { of, here_mapped, all_mapped, local });
-}
+impl Hosts {
+    /// The table: each PE's host, whether this host and every host map their PEs, and this
+    /// host's other PEs with their process ids. 4 bytes per PE, and a pid per PE of this host.
+    pub fn new(of: Vec<c_int>, here_mapped: bool, all_mapped: bool, local: Vec<(c_int, u32)>) -> Hosts {
+        Hosts { of, here_mapped, all_mapped, local }
+    }
 
-/// The other PEs on this PE's host, with their process ids.
-pub fn local_peers() -> Vec<(c_int, u32)> {
-    HOSTS.get().map(|h| h.local.clone()).unwrap_or_default()
-}
+    /// The other PEs on this PE's host, with their process ids.
+    pub fn local_peers(&self) -> &[(c_int, u32)] {
+        &self.local
+    }
 
-/// The host of `pe` (its lowest PE), or -1 out of range or before init.
-pub fn host_of(pe: c_int) -> c_int {
-    HOSTS.get().and_then(|h| usize::try_from(pe).ok().and_then(|p| h.of.get(p).copied())).unwrap_or(-1)
-}
+    /// The host of `pe` (its lowest PE), or -1 out of range.
+    pub fn host_of(&self, pe: c_int) -> c_int {
+        usize::try_from(pe).ok().and_then(|p| self.of.get(p).copied()).unwrap_or(-1)
+    }
 
-/// Every PE of this host maps every other's memory.
-pub fn here_mapped() -> bool {
-    HOSTS.get().is_some_and(|h| h.here_mapped)
-}
+    /// Every PE of this host maps every other's memory.
+    pub fn here_mapped(&self) -> bool {
+        self.here_mapped
+    }
 
-/// Every host maps its own PEs' memory.
-pub fn all_mapped() -> bool {
-    HOSTS.get().is_some_and(|h| h.all_mapped)
+    /// Every host maps its own PEs' memory.
+    pub fn all_mapped(&self) -> bool {
+        self.all_mapped
+    }
 }
 
 #[cfg(test)]

@@ -87,17 +87,10 @@ pub(crate) fn union_count<'a>(masks: impl IntoIterator<Item = &'a [u8]>) -> usiz
     all.iter().map(|b| b.count_ones() as usize).sum()
 }
 
-static NODE_CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-
-/// Record how many CPUs this node's PEs may run on between them (once, at init).
-pub(crate) fn set_node_cpus(n: usize) {
-    let _ = NODE_CPUS.set(n.max(1));
-}
-
-/// How many CPUs this node's PEs may run on between them: what init gathered, else what
-/// this process may use.
+/// How many CPUs this node's PEs may run on between them: what the last initialization
+/// gathered (`Runtime::node_cpus`), else what this process may use.
 pub(crate) fn node_cpus() -> usize {
-    NODE_CPUS.get().copied().unwrap_or_else(available_cores)
+    crate::symm::runtime::last().map_or_else(available_cores, |rt| rt.node_cpus)
 }
 
 #[cfg(test)]

@@ -52,6 +52,10 @@ pub struct Runtime {
     pub local_map: bool,
     /// SHMEM_ACTIVE_SET_TEAMS: cache a team per active set and pSync (`active_sets`).
     pub active_set_teams: bool,
+    /// Which host each PE is on, and which hosts map their PEs (`crate::symm::hosts`).
+    pub hosts: crate::symm::hosts::Hosts,
+    /// The CPUs this host's PEs may run on between them (at least 1).
+    pub node_cpus: usize,
     /// The largest power of two dividing the heap's base on every PE: allocations aligned to
     /// at most this (as offsets, which is how the memheap aligns) are aligned addresses on all.
     pub heap_align: usize,
@@ -180,6 +184,9 @@ static RT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 /// The runtime while the library is finalized but ready to be initialized again
 /// (`crate::ops::lifecycle`): its components and connections stay until the process exits.
 static DORMANT: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+/// The runtime of the last initialization, live or finalized: what stays true of the job after
+/// a finalize (its hosts) is read from it.
+static LAST: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static BOOT: OnceLock<Box<dyn Bootstrap>> = OnceLock::new();
 /// The selected spml's transport, published for other components.
 struct Published(TransportHandle);
@@ -216,6 +223,13 @@ pub fn try_get() -> Option<&'static Runtime> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
+/// The runtime of the last initialization, live or finalized (None before the first).
+pub fn last() -> Option<&'static Runtime> {
+    let p = LAST.load(Ordering::Acquire);
+    // SAFETY: as in `get`.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
 pub fn is_initialized() -> bool {
     STATE.load(Ordering::Acquire) == RUNNING
 }
@@ -245,6 +259,7 @@ pub(crate) fn set_transport(t: TransportHandle) {
 /// Publish the runtime built by init: from here the API may run, and a fatal error ends the
 /// whole job through the bootstrap.
 pub(crate) fn publish(rt: &'static mut Runtime) {
+    LAST.store(rt, Ordering::Release);
     RT.store(rt, Ordering::Release);
     STATE.store(RUNNING, Ordering::Release);
     crate::error::set_job_abort(abort_job);

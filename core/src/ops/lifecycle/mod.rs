@@ -157,21 +157,19 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
             if layout.from_map { "the launcher's map of the job" } else { "every PE's record" }
         ),
     );
-    let heap_align = layout.heap_align;
-    limits::set_node_cpus(layout.node_cpus.unwrap_or_else(available_cores));
-    crate::symm::hosts::set(layout.of, layout.here_mapped, layout.all_mapped, layout.peers);
-    let crowded = boot.local_size() as usize > limits::node_cpus();
+    let node_cpus = layout.node_cpus.unwrap_or_else(available_cores).max(1);
+    let crowded = boot.local_size() as usize > node_cpus;
     crate::log::log(
         crate::log::DEBUG,
         "init",
         &format!(
             "{} PE(s) on this host, {} CPU(s) between them: waits {}",
             boot.local_size(),
-            limits::node_cpus(),
+            node_cpus,
             if crowded { "yield the CPU at once" } else { "spin first" }
         ),
     );
-    if !crate::symm::hosts::here_mapped() {
+    if !layout.here_mapped {
         // Some PE of this host could not map a peer here. Mapped or not is then not the same
         // on every PE of the host (the shared team, the atomics path, the space capabilities
         // are decided from it), so none of them uses its mappings of the others.
@@ -195,7 +193,10 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
         mem.segs.set_cpu_atomics(seg, !peers.needs_progress);
     }
     let (scolls, ephemeral) = (comps.scolls.clone(), comps.ephemeral.clone());
-    runtime::publish(assemble(job, comps, mem, &peers, heap_align, crowded, requested));
+    let hosts =
+        crate::symm::hosts::Hosts::new(layout.of, layout.here_mapped, layout.all_mapped, layout.peers);
+    let placed = Placed { hosts, node_cpus, heap_align: layout.heap_align, crowded };
+    runtime::publish(assemble(job, comps, mem, &peers, placed, requested));
     phases.mark("hosts and runtime");
     let rt: &'static Runtime = get(routine);
     teams(routine, rt, &scolls, &ephemeral);
@@ -215,14 +216,22 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
     Ok(rt.thread_level())
 }
 
+/// What the layout phase decided, for the runtime.
+struct Placed {
+    hosts: crate::symm::hosts::Hosts,
+    node_cpus: usize,
+    heap_align: usize,
+    /// This host runs more PEs than it has CPUs.
+    crowded: bool,
+}
+
 /// The runtime the operations read, from the phases' values.
 fn assemble(
     job: Job,
     c: Components,
     mem: memory::Memory,
     peers: &peers::Peers,
-    heap_align: usize,
-    crowded: bool,
+    placed: Placed,
     requested: i32,
 ) -> &'static mut Runtime {
     let scolls = c.scolls.iter().map(|(_, n)| n.clone()).collect();
@@ -247,7 +256,7 @@ fn assemble(
         spml_thread_multiple: c.spml_thread_multiple,
         debug: job.debug,
         needs_progress: std::sync::atomic::AtomicBool::new(peers.needs_progress),
-        spin_limit: if crowded { 0 } else { 128 },
+        spin_limit: if placed.crowded { 0 } else { 128 },
         selected: vec![
             (Framework::Spml, vec![c.spml_name]),
             (Framework::Sshmem, vec![c.sshmem_name]),
@@ -256,7 +265,9 @@ fn assemble(
         ],
         local_map: job.local_map,
         active_set_teams: job.active_set_teams,
-        heap_align,
+        heap_align: placed.heap_align,
+        hosts: placed.hosts,
+        node_cpus: placed.node_cpus,
         heap_size: job.heap_size,
         heap_used: std::sync::atomic::AtomicUsize::new(0),
         heap_seg: Mutex::new(mem.heap_seg),
