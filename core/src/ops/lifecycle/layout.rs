@@ -1,7 +1,8 @@
-//! Phase 5 of `shmem_init`, around the second fence: which host each PE is on, whether every
-//! PE of a host maps the others, and how many CPUs a host's PEs have between them. Every PE
-//! learns the same table; the top of `init` records it (`crate::symm::hosts`,
-//! `crate::symm::limits`).
+//! Phase 5 of `shmem_init`, around the second fence (and a third in a job spanning hosts):
+//! which host each PE is on (from the launcher's map, or every PE's record where it gives
+//! none), whether every PE of a host maps the others, the heaps' common alignment (from one
+//! summary per host) and how many CPUs a host's PEs have between them. Every PE learns the
+//! same table; the top of `init` puts it in the `Runtime` (`crate::symm::hosts::Hosts`).
 
 use super::InitError;
 use crate::symm::hosts::{self, Record};
@@ -70,6 +71,7 @@ pub struct Layout {
     /// The largest power of two every PE's heap base is a multiple of: what `shmem_align`
     /// can promise of every PE's copy.
     pub heap_align: usize,
+    /// Whether the hosts came from the launcher's map (else from every PE's record).
     pub from_map: bool,
 }
 
