@@ -160,7 +160,7 @@ pub fn team(
         &format!("{pair}: cached as a team in active-set slot {slot}"),
     );
     let pool_slot = crate::ops::team::MAX_TEAMS + slot;
-    let (base, len) = crate::ops::team::slot_memory(pool_slot);
+    let (base, len) = crate::ops::team::slot_memory(rt, pool_slot);
     // SAFETY: the slot is in the pool and no team of this PE uses it (agreed just now); no
     // member writes to it before the barrier below.
     unsafe { std::ptr::write_bytes(base, 0, len) };

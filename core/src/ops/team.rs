@@ -15,7 +15,6 @@ use rshmem_plugin_api::{
 };
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
 type BarrierFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type BroadcastFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, c_int) -> c_int;
@@ -46,13 +45,6 @@ pub const ACTIVE_SET_SLOTS: usize = 16;
 pub const CORE_WORDS: usize = 8;
 /// The core word counting the collectives a PE has entered on the team.
 const ARRIVALS_WORD: usize = 7;
-
-struct Pool {
-    base: usize,
-    slot_bytes: usize,
-}
-
-static POOL: OnceLock<Pool> = OnceLock::new();
 
 /// `TEAM_MAPPED` for a team of these members when all run on this host, which maps itself
 /// fully; `TEAM_HOSTS_MAPPED` when every host maps its own PEs (the same on every PE).
@@ -89,14 +81,12 @@ pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, Str
     });
     // SAFETY: freshly allocated symmetric memory of that size.
     unsafe { std::ptr::write_bytes(base, 0, slots * slot_bytes) };
-    let _ = POOL.set(Pool { base: base as usize, slot_bytes });
+    let _ = rt.team_pool.set(crate::symm::scratch::Pool::new(base, slot_bytes, slots));
 }
 
-/// Slot `slot`'s scratch: its address and length.
-pub fn slot_memory(slot: usize) -> (*mut u8, usize) {
-    assert!(slot < MAX_TEAMS + ACTIVE_SET_SLOTS, "team slot {slot} is outside the pool");
-    let p = POOL.get().expect("team pool reserved at init");
-    ((p.base + slot * p.slot_bytes) as *mut u8, p.slot_bytes)
+/// Slot `slot`'s scratch in `rt`'s pool: its address and length.
+pub fn slot_memory(rt: &Runtime, slot: usize) -> (*mut u8, usize) {
+    rt.team_pool.get().expect("team pool reserved at init").slot(slot)
 }
 
 /// The index of world PE `pe` in the team (start, stride, size), if it is a member.
@@ -120,6 +110,8 @@ pub struct TeamState {
     pub desc: TeamDesc,
     /// The pool slot holding its scratch.
     pub slot: usize,
+    /// The slot's memory (null for a team on a pSync, which has no slot).
+    slot_base: *mut u8,
     /// `shmem_team_config_t.num_contexts` as given at creation.
     pub num_contexts: c_int,
     /// The memory space whose associated team this team is or descends from (0: none), so
@@ -160,9 +152,10 @@ impl TeamState {
         triplet: (c_int, c_int, c_int),
         scolls: &[(&'static ScollOps, String)],
     ) -> TeamState {
-        let (slot_base, slot_len) = slot_memory(slot);
+        let (slot_base, slot_len) = slot_memory(rt, slot);
         let scratch = slot_base.wrapping_add(CORE_WORDS * 8);
-        let t = Self::create_in(rt, slot, scratch, slot_len - CORE_WORDS * 8, triplet, scolls, 0);
+        let mut t = Self::create_in(rt, slot, scratch, slot_len - CORE_WORDS * 8, triplet, scolls, 0);
+        t.slot_base = slot_base;
         // A slot may have served a team before: count this team's collectives from 0. Every
         // member does so before the collective that ends the team's creation.
         if let Some(w) = t.arrivals_word() {
@@ -228,6 +221,7 @@ impl TeamState {
             if flags & TEAM_EPHEMERAL == 0 { flags | mapped_flags(rt, (start, stride, size)) } else { flags };
         let mut t = TeamState {
             slot,
+            slot_base: std::ptr::null_mut(),
             num_contexts: 0,
             space: AtomicU64::new(0),
             desc: TeamDesc {
@@ -316,8 +310,10 @@ impl TeamState {
 
     /// The core's own words of the slot (a split team's, or a cached active set's).
     pub fn core_word(&self, i: usize) -> *mut u64 {
-        debug_assert!(i < CORE_WORDS && self.slot < MAX_TEAMS + ACTIVE_SET_SLOTS);
-        (slot_memory(self.slot).0 as *mut u64).wrapping_add(i)
+        debug_assert!(
+            i < CORE_WORDS && self.slot < MAX_TEAMS + ACTIVE_SET_SLOTS && !self.slot_base.is_null()
+        );
+        (self.slot_base as *mut u64).wrapping_add(i)
     }
 
     /// World PE of team index `i`.

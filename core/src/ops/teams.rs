@@ -395,7 +395,7 @@ fn split(
         ));
     };
     if mine.is_some() {
-        let (base, len) = crate::ops::team::slot_memory(slot);
+        let (base, len) = crate::ops::team::slot_memory(rt, slot);
         // SAFETY: the slot is ours and unused; members use it only after the barrier below.
         unsafe { std::ptr::write_bytes(base, 0, len) };
         *registry().used.lock().unwrap_or_else(|e| e.into_inner()) |= 1u64 << slot;

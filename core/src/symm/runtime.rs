@@ -56,6 +56,9 @@ pub struct Runtime {
     pub hosts: crate::symm::hosts::Hosts,
     /// The CPUs this host's PEs may run on between them (at least 1).
     pub node_cpus: usize,
+    /// The team scratch pool, reserved in the heap once the runtime exists
+    /// (`crate::ops::team::init_pool`).
+    pub team_pool: OnceLock<crate::symm::scratch::Pool>,
     /// The largest power of two dividing the heap's base on every PE: allocations aligned to
     /// at most this (as offsets, which is how the memheap aligns) are aligned addresses on all.
     pub heap_align: usize,

@@ -268,6 +268,7 @@ fn assemble(
         heap_align: placed.heap_align,
         hosts: placed.hosts,
         node_cpus: placed.node_cpus,
+        team_pool: std::sync::OnceLock::new(),
         heap_size: job.heap_size,
         heap_used: std::sync::atomic::AtomicUsize::new(0),
         heap_seg: Mutex::new(mem.heap_seg),
