@@ -90,10 +90,7 @@ pub fn team_traffic(
     }
     let table: Mutex<Vec<Vec<Sent>>> = Mutex::new(vec![vec![Sent::default(); n]; CALLS.len()]);
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let ops_addr = ops as *const ScollOps as usize;
     run_job_on_hosts(hosts, |pe, heap| {
-        // SAFETY: the table outlives the job (the caller's reference).
-        let ops = unsafe { &*(ops_addr as *const ScollOps) };
         let Some(index) = index_of(pe) else { return };
         let me = index as usize;
         let fail =

@@ -3,19 +3,9 @@
 //! messages per member, and alltoall in the n - 1 puts its data needs. The algorithms of the
 //! job's default tuning, which every member chooses alike (it depends only on the call).
 
-use super::*;
+use crate::tests::ops;
 use rshmem_plugin_api::testing::job::Sent;
 use rshmem_plugin_api::testing::traffic::{log2_ceil, root_of, team_traffic, world_traffic, Traffic};
-use rshmem_plugin_api::ScollOps;
-
-fn ops() -> &'static ScollOps {
-    // SAFETY: the static descriptor's `open` (which records the core) returns the static
-    // ScollOps table.
-    unsafe {
-        &*(((*shmem_plugin_descriptor()).open.unwrap())(rshmem_plugin_api::testing::job::core())
-            as *const ScollOps)
-    }
-}
 
 /// Every bound the algorithms promise, for a team of `n` on one host.
 fn check(n: usize, calls: &[Traffic]) -> Vec<String> {
@@ -98,9 +88,9 @@ fn strided_teams_keep_the_bounds() {
 }
 
 /// The figures of docs/performance.md ("Collectives' messages per PE, by simulation"): run
-/// with `cargo test -p rshmem-scoll-basic --release -- --ignored --nocapture table`.
+/// with `cargo test -p rshmem-scoll-basic -- --ignored --nocapture table`.
 #[test]
-#[ignore = "prints the table for the docs (thousands of threads; about a minute)"]
+#[ignore = "prints the table for the docs (thousands of threads; about 90 s)"]
 fn table_of_messages_per_member() {
     println!("| PEs | {} |", rshmem_plugin_api::testing::traffic::CALLS.join(" | "));
     for n in [16, 64, 256, 1024, 2048, 4096] {

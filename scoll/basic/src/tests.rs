@@ -60,7 +60,7 @@ fn fresh_dests(t: *mut c_void, heap: *mut u8) {
     barrier(t);
 }
 
-fn ops() -> &'static ScollOps {
+pub(crate) fn ops() -> &'static ScollOps {
     // SAFETY: the static descriptor's `open` (which records the core) returns the static
     // ScollOps table.
     unsafe { &*(((*shmem_plugin_descriptor()).open.unwrap())(fake::core()) as *const ScollOps) }

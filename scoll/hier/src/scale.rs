@@ -5,19 +5,11 @@
 //! of the other hosts (per run) for alltoall, whose data needs that; every
 //! member decides alike whether the component serves the team.
 
-use super::*;
+use crate::tests::ops;
+use crate::{MAX_HOSTS, MAX_LOCAL};
 use rshmem_plugin_api::testing::traffic::{log2_ceil, team_traffic, world_traffic, Traffic};
-use rshmem_plugin_api::{ScollOps, TEAM_HOSTS_MAPPED};
+use rshmem_plugin_api::TEAM_HOSTS_MAPPED;
 use std::ffi::c_int;
-
-fn ops() -> &'static ScollOps {
-    // SAFETY: the static descriptor's `open` (which records the core) returns the static
-    // ScollOps table.
-    unsafe {
-        &*(((*shmem_plugin_descriptor()).open.unwrap())(rshmem_plugin_api::testing::job::core())
-            as *const ScollOps)
-    }
-}
 
 /// Hosts of `sizes[h]` PEs each, PEs numbered host by host.
 fn blocks(sizes: &[usize]) -> Vec<c_int> {
@@ -142,7 +134,7 @@ fn strided_teams_across_hosts_keep_the_bounds() {
 }
 
 /// The figures of docs/performance.md ("Collectives' messages per PE, by simulation"): run
-/// with `cargo test -p rshmem-scoll-hier --release -- --ignored --nocapture table`.
+/// with `cargo test -p rshmem-scoll-hier -- --ignored --nocapture table`.
 #[test]
 #[ignore = "prints the table for the docs"]
 fn table_of_messages_across_hosts() {

@@ -42,7 +42,7 @@ const LAYOUTS: &[&[c_int]] = &[
     &[5, 4, 3, 2, 1, 0],
 ];
 
-fn ops() -> &'static ScollOps {
+pub(crate) fn ops() -> &'static ScollOps {
     // SAFETY: the static descriptor's `open` (which records the core) returns the static
     // ScollOps table.
     unsafe { &*(((*shmem_plugin_descriptor()).open.unwrap())(fake::core()) as *const ScollOps) }

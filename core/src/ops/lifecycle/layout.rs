@@ -187,10 +187,9 @@ pub fn put_summary(boot: &dyn Bootstrap, s: Summary) -> Result<(), InitError> {
 pub fn learn_hosts(boot: &dyn Bootstrap, local: Local) -> Result<Layout, InitError> {
     let mut all = local.summary;
     if needs_summaries(boot) {
+        // Each other host's lowest PE: the PE whose host is itself.
         let my_host = local.of[boot.rank() as usize];
-        let mut leaders: Vec<i32> = local.of.iter().copied().filter(|&h| h != my_host).collect();
-        leaders.sort_unstable();
-        leaders.dedup();
+        let leaders = (0..local.of.len() as i32).filter(|&pe| local.of[pe as usize] == pe && pe != my_host);
         for h in leaders {
             let s = match boot.get(h, SUMMARY_KEY).ok().flatten().as_deref() {
                 Some(&[m, a]) if m <= 1 && a < 63 => Summary { mapped: m == 1, align_log2: a },
