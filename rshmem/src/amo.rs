@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::ffi::{self, AmoFns};
-use crate::symm::Symm;
+use crate::symm::{at, Remote, Shared, Symm};
 
 mod sealed {
     pub trait Sealed {}
@@ -60,8 +60,8 @@ macro_rules! fetching {
     ($(#[$doc:meta])* $name:ident, $slot:ident, $routine:literal) => {
         $(#[$doc])*
         #[inline]
-        pub fn $name<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<T> {
-            let d = dest.at($routine, i)?;
+        pub fn $name<T: AtomicInt>(&self, dest: &impl Remote<T>, i: usize, value: T, pe: usize) -> Result<T> {
+            let d = at(dest, $routine, i)?;
             let pe = self.checked_pe($routine, pe)?;
             // SAFETY: a checked element of a live symmetric array, a PE in range.
             Ok(unsafe { (T::C.$slot)(self.raw(), d, value, pe) })
@@ -74,8 +74,8 @@ macro_rules! posting {
     ($(#[$doc:meta])* $name:ident, $slot:ident, $routine:literal) => {
         $(#[$doc])*
         #[inline]
-        pub fn $name<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
-            let d = dest.at($routine, i)?;
+        pub fn $name<T: AtomicInt>(&self, dest: &impl Remote<T>, i: usize, value: T, pe: usize) -> Result<()> {
+            let d = at(dest, $routine, i)?;
             let pe = self.checked_pe($routine, pe)?;
             // SAFETY: a checked element of a live symmetric array, a PE in range.
             unsafe { (T::C.$slot)(self.raw(), d, value, pe) };
@@ -87,9 +87,9 @@ macro_rules! posting {
 impl Ctx {
     /// `shmem_atomic_fetch`: `dest[i]` on `pe`, read atomically.
     #[inline]
-    pub fn atomic_fetch<T: AtomicInt>(&self, src: &Symm<'_, T>, i: usize, pe: usize) -> Result<T> {
+    pub fn atomic_fetch<T: AtomicInt>(&self, src: &impl Remote<T>, i: usize, pe: usize) -> Result<T> {
         const ROUTINE: &str = "Ctx::atomic_fetch";
-        let s = src.at(ROUTINE, i)?;
+        let s = at(src, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: a checked element of a live symmetric array, a PE in range.
         Ok(unsafe { (T::C.fetch)(self.raw(), s, pe) })
@@ -106,13 +106,13 @@ impl Ctx {
 
     /// `shmem_atomic_inc`: adds one to `dest[i]` on `pe`.
     #[inline]
-    pub fn atomic_inc<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, pe: usize) -> Result<()> {
+    pub fn atomic_inc<T: AtomicInt>(&self, dest: &impl Remote<T>, i: usize, pe: usize) -> Result<()> {
         self.atomic_add(dest, i, T::ONE, pe)
     }
 
     /// `shmem_atomic_fetch_inc`: adds one to `dest[i]` on `pe`; returns the value before.
     #[inline]
-    pub fn atomic_fetch_inc<T: AtomicInt>(&self, dest: &Symm<'_, T>, i: usize, pe: usize) -> Result<T> {
+    pub fn atomic_fetch_inc<T: AtomicInt>(&self, dest: &impl Remote<T>, i: usize, pe: usize) -> Result<T> {
         self.atomic_fetch_add(dest, i, T::ONE, pe)
     }
 
@@ -121,14 +121,14 @@ impl Ctx {
     #[inline]
     pub fn atomic_compare_swap<T: AtomicInt>(
         &self,
-        dest: &Symm<'_, T>,
+        dest: &impl Remote<T>,
         i: usize,
         cond: T,
         value: T,
         pe: usize,
     ) -> Result<T> {
         const ROUTINE: &str = "Ctx::atomic_compare_swap";
-        let d = dest.at(ROUTINE, i)?;
+        let d = at(dest, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: as `atomic_fetch`.
         Ok(unsafe { (T::C.compare_swap)(self.raw(), d, cond, value, pe) })
@@ -156,36 +156,43 @@ impl Ctx {
     );
 }
 
-impl<T: AtomicInt> Symm<'_, T> {
-    /// `shmem_wait_until`: waits until this PE's element `i` compares `cmp` to `value` (other
-    /// PEs change it). Panics when `i` is out of bounds.
-    pub fn wait_until(&self, i: usize, cmp: Cmp, value: T) {
-        let p = self.at("Symm::wait_until", i).unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: a checked element of a live symmetric array of this PE.
-        unsafe { (T::C.wait_until)(p, cmp.raw(), value) }
-    }
+/// The waits and tests on this PE's own elements, for an array and for its shared view.
+macro_rules! local_waits {
+    ($ty:ident, $name:literal) => {
+        impl<T: AtomicInt> $ty<'_, T> {
+            /// `shmem_wait_until`: waits until this PE's element `i` compares `cmp` to `value`
+            /// (other PEs change it). Panics when `i` is out of bounds.
+            pub fn wait_until(&self, i: usize, cmp: Cmp, value: T) {
+                let p = at(self, concat!($name, "::wait_until"), i).unwrap_or_else(|e| panic!("{e}"));
+                // SAFETY: a checked element of a live symmetric array of this PE.
+                unsafe { (T::C.wait_until)(p, cmp.raw(), value) }
+            }
 
-    /// `shmem_test`: whether this PE's element `i` compares `cmp` to `value` now.
-    pub fn test(&self, i: usize, cmp: Cmp, value: T) -> bool {
-        let p = self.at("Symm::test", i).unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: as `wait_until`.
-        unsafe { (T::C.test)(p, cmp.raw(), value) != 0 }
-    }
+            /// `shmem_test`: whether this PE's element `i` compares `cmp` to `value` now.
+            pub fn test(&self, i: usize, cmp: Cmp, value: T) -> bool {
+                let p = at(self, concat!($name, "::test"), i).unwrap_or_else(|e| panic!("{e}"));
+                // SAFETY: as `wait_until`.
+                unsafe { (T::C.test)(p, cmp.raw(), value) != 0 }
+            }
+        }
+
+        impl $ty<'_, u64> {
+            /// `shmem_signal_wait_until`: waits until signal word `i` of this PE compares `cmp`
+            /// to `value`; returns its value then.
+            pub fn signal_wait_until(&self, i: usize, cmp: Cmp, value: u64) -> u64 {
+                let p = at(self, concat!($name, "::signal_wait_until"), i).unwrap_or_else(|e| panic!("{e}"));
+                // SAFETY: a checked element of a live symmetric array of this PE.
+                unsafe { ffi::shmem_signal_wait_until(p, cmp.raw(), value) }
+            }
+
+            /// `shmem_signal_fetch`: signal word `i` of this PE, read atomically.
+            pub fn signal_fetch(&self, i: usize) -> u64 {
+                let p = at(self, concat!($name, "::signal_fetch"), i).unwrap_or_else(|e| panic!("{e}"));
+                // SAFETY: as `signal_wait_until`.
+                unsafe { ffi::shmem_signal_fetch(p) }
+            }
+        }
+    };
 }
-
-impl Symm<'_, u64> {
-    /// `shmem_signal_wait_until`: waits until signal word `i` of this PE compares `cmp` to
-    /// `value`; returns its value then.
-    pub fn signal_wait_until(&self, i: usize, cmp: Cmp, value: u64) -> u64 {
-        let p = self.at("Symm::signal_wait_until", i).unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: a checked element of a live symmetric array of this PE.
-        unsafe { ffi::shmem_signal_wait_until(p, cmp.raw(), value) }
-    }
-
-    /// `shmem_signal_fetch`: signal word `i` of this PE, read atomically.
-    pub fn signal_fetch(&self, i: usize) -> u64 {
-        let p = self.at("Symm::signal_fetch", i).unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: as `signal_wait_until`.
-        unsafe { ffi::shmem_signal_fetch(p) }
-    }
-}
+local_waits!(Symm, "Symm");
+local_waits!(Shared, "Shared");

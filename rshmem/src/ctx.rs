@@ -7,7 +7,7 @@ use std::mem::size_of;
 
 use crate::error::{Error, Result};
 use crate::ffi;
-use crate::symm::Symm;
+use crate::symm::{at, Remote};
 use crate::Shmem;
 
 /// A communication context (`shmem_ctx_t`): the default one is the runtime itself (`Shmem`
@@ -38,7 +38,8 @@ pub enum SignalOp {
 pub struct CtxOptions {
     /// `SHMEM_CTX_SERIALIZED`.
     pub serialized: bool,
-    /// `SHMEM_CTX_PRIVATE` (always true in effect: contexts are not `Send`).
+    /// `SHMEM_CTX_PRIVATE`: only the creating thread uses it. Contexts of this crate are not
+    /// `Send` anyway, except a [`crate::ThreadCtx`], which refuses this option.
     pub private: bool,
     /// `SHMEM_CTX_NOSTORE`: no stores through `shmem_ptr` ordered by this context.
     pub nostore: bool,
@@ -81,13 +82,13 @@ impl Ctx {
     #[inline]
     pub fn put<T: bytemuck::Pod>(
         &self,
-        dest: &Symm<'_, T>,
+        dest: &impl Remote<T>,
         offset: usize,
         src: &[T],
         pe: usize,
     ) -> Result<()> {
         const ROUTINE: &str = "Ctx::put";
-        let d = dest.range(ROUTINE, offset, src.len())?;
+        let d = dest.checked_range(ROUTINE, offset, src.len())?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: `d` is a checked range of a live symmetric array; `src` is a live slice of
         // the same byte length; `pe` is in range.
@@ -100,12 +101,12 @@ impl Ctx {
     pub fn get<T: bytemuck::Pod>(
         &self,
         dest: &mut [T],
-        src: &Symm<'_, T>,
+        src: &impl Remote<T>,
         offset: usize,
         pe: usize,
     ) -> Result<()> {
         const ROUTINE: &str = "Ctx::get";
-        let s = src.range(ROUTINE, offset, dest.len())?;
+        let s = src.checked_range(ROUTINE, offset, dest.len())?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: as in `put`; `dest` is exclusively borrowed local memory, and any bytes are
         // a valid T.
@@ -115,9 +116,9 @@ impl Ctx {
 
     /// `shmem_ctx_<type>_p`: writes one element, `dest[i]` on `pe`.
     #[inline]
-    pub fn p<T: bytemuck::Pod>(&self, dest: &Symm<'_, T>, i: usize, value: T, pe: usize) -> Result<()> {
+    pub fn p<T: bytemuck::Pod>(&self, dest: &impl Remote<T>, i: usize, value: T, pe: usize) -> Result<()> {
         const ROUTINE: &str = "Ctx::p";
-        let d = dest.at(ROUTINE, i)?;
+        let d = at(dest, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: a checked element of a live symmetric array; the sized entry points get the
         // same bytes as an integer of T's width (T is Pod, so any width-sized bytes are fine).
@@ -135,9 +136,9 @@ impl Ctx {
 
     /// `shmem_ctx_<type>_g`: reads one element, `src[i]` on `pe`.
     #[inline]
-    pub fn g<T: bytemuck::Pod>(&self, src: &Symm<'_, T>, i: usize, pe: usize) -> Result<T> {
+    pub fn g<T: bytemuck::Pod>(&self, src: &impl Remote<T>, i: usize, pe: usize) -> Result<T> {
         const ROUTINE: &str = "Ctx::g";
-        let s = src.at(ROUTINE, i)?;
+        let s = at(src, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: as in `p`; the integer read back is T's bytes.
         unsafe {
@@ -160,18 +161,18 @@ impl Ctx {
     #[allow(clippy::too_many_arguments)]
     pub fn put_signal<T: bytemuck::Pod>(
         &self,
-        dest: &Symm<'_, T>,
+        dest: &impl Remote<T>,
         offset: usize,
         src: &[T],
-        signal: &Symm<'_, u64>,
+        signal: &impl Remote<u64>,
         sig_index: usize,
         value: u64,
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
         const ROUTINE: &str = "Ctx::put_signal";
-        let d = dest.range(ROUTINE, offset, src.len())?;
-        let sig = signal.at(ROUTINE, sig_index)?;
+        let d = dest.checked_range(ROUTINE, offset, src.len())?;
+        let sig = at(signal, ROUTINE, sig_index)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         let op = match op {
             SignalOp::Set => ffi::SIGNAL_SET,
@@ -233,13 +234,13 @@ impl<'n, 'env> Nbi<'n, 'env> {
     /// `shmem_ctx_putmem_nbi`: `src` stays borrowed until the region's quiet.
     pub fn put<T: bytemuck::Pod>(
         &self,
-        dest: &'n Symm<'_, T>,
+        dest: &'n impl Remote<T>,
         offset: usize,
         src: &'n [T],
         pe: usize,
     ) -> Result<()> {
         const ROUTINE: &str = "Nbi::put";
-        let d = dest.range(ROUTINE, offset, src.len())?;
+        let d = dest.checked_range(ROUTINE, offset, src.len())?;
         let pe = self.ctx.checked_pe(ROUTINE, pe)?;
         // SAFETY: as `Ctx::put`; `src` is borrowed until the region's end, which quiets the
         // context before the borrow ends.
@@ -253,12 +254,12 @@ impl<'n, 'env> Nbi<'n, 'env> {
     pub fn get<T: bytemuck::Pod>(
         &self,
         dest: &'n mut [T],
-        src: &'n Symm<'_, T>,
+        src: &'n impl Remote<T>,
         offset: usize,
         pe: usize,
     ) -> Result<()> {
         const ROUTINE: &str = "Nbi::get";
-        let s = src.range(ROUTINE, offset, dest.len())?;
+        let s = src.checked_range(ROUTINE, offset, dest.len())?;
         let pe = self.ctx.checked_pe(ROUTINE, pe)?;
         // SAFETY: as `Ctx::get`; `dest` is exclusively borrowed until the region's quiet.
         unsafe {
@@ -300,14 +301,14 @@ impl<'rt> OwnedCtx<'rt> {
         if rc != 0 || raw.is_null() {
             return Err(Error::Declined { routine, code: rc });
         }
-        rt.contexts.borrow_mut().push(raw);
+        rt.contexts().push(raw);
         Ok(OwnedCtx { ctx: Ctx::new(raw, n_pes), rt })
     }
 }
 
 impl Drop for OwnedCtx<'_> {
     fn drop(&mut self) {
-        self.rt.contexts.borrow_mut().retain(|&c| c != self.ctx.raw);
+        self.rt.contexts().retain(|&c| c != self.ctx.raw);
         // SAFETY: a context this handle created, destroyed once (shmem_ctx_destroy quiets it).
         unsafe { ffi::shmem_ctx_destroy(self.ctx.raw) };
     }

@@ -122,6 +122,52 @@
 //! std::thread::spawn(move || shmem.barrier_all());
 //! ```
 //!
+//! Under [`ThreadLevel::Multiple`], threads share a [`Threads`] handle and [`Shared`] views,
+//! nothing else. A private context stays on the thread that made it:
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init_thread(rshmem::ThreadLevel::Multiple).unwrap();
+//! let threads = shmem.threads().unwrap();
+//! let ctx = threads.private_ctx(Default::default()).unwrap();
+//! std::thread::scope(|t| { t.spawn(move || ctx.quiet()); });
+//! ```
+//! a context handed to a thread is used by that thread alone, not by two at once:
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init_thread(rshmem::ThreadLevel::Multiple).unwrap();
+//! let threads = shmem.threads().unwrap();
+//! let ctx = threads.ctx(Default::default()).unwrap();
+//! std::thread::scope(|t| {
+//!     t.spawn(|| ctx.quiet());
+//!     t.spawn(|| ctx.quiet());
+//! });
+//! ```
+//! an array reaches threads only as a shared view (which has no local writes):
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init_thread(rshmem::ThreadLevel::Multiple).unwrap();
+//! let threads = shmem.threads().unwrap();
+//! shmem.scope(|s| {
+//!     let a = s.alloc::<u64>(4).unwrap();
+//!     std::thread::scope(|t| { t.spawn(|| a.write(0, 1)); });
+//! });
+//! ```
+//! no exclusive epoch begins while a view of the array lives:
+//! ```compile_fail,E0502
+//! let shmem = rshmem::Shmem::init_thread(rshmem::ThreadLevel::Multiple).unwrap();
+//! let threads = shmem.threads().unwrap();
+//! shmem.scope(|s| {
+//!     let mut a = s.alloc::<u64>(4).unwrap();
+//!     let view = threads.share(&a);
+//!     a.exclusive(|local| local[0] = 1).unwrap();
+//!     view.read(0);
+//! });
+//! ```
+//! and the threads' handle does not outlive the runtime:
+//! ```compile_fail,E0505
+//! let shmem = rshmem::Shmem::init_thread(rshmem::ThreadLevel::Multiple).unwrap();
+//! let threads = shmem.threads().unwrap();
+//! shmem.finalize();
+//! threads.quiet();
+//! ```
+//!
 //! Holding a lock past the lock itself (a held lock is a guard that clears it when dropped).
 //! ```compile_fail,E0597
 //! let shmem = rshmem::Shmem::init().unwrap();
@@ -156,6 +202,7 @@ mod runtime;
 mod scope;
 mod symm;
 mod team;
+mod threads;
 
 pub use amo::{AtomicInt, Cmp};
 pub use bytemuck::{Pod, Zeroable};
@@ -164,5 +211,6 @@ pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use runtime::{Shmem, ThreadLevel};
 pub use scope::Scope;
-pub use symm::Symm;
+pub use symm::{Remote, Shared, Symm};
 pub use team::{Op, Reduce, Team};
+pub use threads::{ThreadCtx, Threads};

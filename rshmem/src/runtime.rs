@@ -1,10 +1,10 @@
 //! The runtime token: [`Shmem`] is the initialised library. Everything else borrows it, so
 //! nothing outlives `shmem_finalize`, and it is made and ended once per process at a time.
 
-use std::cell::RefCell;
 use std::ffi::c_int;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
@@ -64,7 +64,7 @@ pub struct Shmem {
     agree_buf: *mut i64,
     /// Contexts this runtime created and has not destroyed: quieted before an exclusive epoch
     /// and before a scope frees its memory.
-    pub(crate) contexts: RefCell<Vec<ffi::RawCtx>>,
+    pub(crate) contexts: Mutex<Vec<ffi::RawCtx>>,
     /// Collective allocations made so far (`Scope::alloc`), the next one's number.
     pub(crate) allocations: std::cell::Cell<u64>,
     _not_send: PhantomData<*mut ()>,
@@ -77,8 +77,8 @@ impl Shmem {
         Shmem::init_thread(ThreadLevel::Single)
     }
 
-    /// `shmem_init_thread`. Levels above [`ThreadLevel::Funneled`] are accepted by the library,
-    /// but the handles of this crate are not `Send`, so only the initialising thread uses them.
+    /// `shmem_init_thread`. The runtime and its handles stay on the initialising thread; at
+    /// [`ThreadLevel::Multiple`], [`Shmem::threads`] gives what other threads may share.
     pub fn init_thread(level: ThreadLevel) -> Result<Shmem> {
         if LIVE.swap(true, Ordering::AcqRel) {
             return Err(Error::AlreadyInitialized);
@@ -116,7 +116,7 @@ impl Shmem {
             level: provided,
             agree_team,
             agree_buf,
-            contexts: RefCell::new(Vec::new()),
+            contexts: Mutex::new(Vec::new()),
             allocations: std::cell::Cell::new(0),
             _not_send: PhantomData,
         };
@@ -166,11 +166,17 @@ impl Shmem {
     /// `shmem_finalize`, the same as dropping the runtime; every PE must reach it.
     pub fn finalize(self) {}
 
+    /// The contexts this runtime made and has not destroyed. A mutex, not a cell: under
+    /// [`crate::Threads`] other threads make and destroy contexts (never on the hot path).
+    pub(crate) fn contexts(&self) -> MutexGuard<'_, Vec<ffi::RawCtx>> {
+        self.contexts.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Completes every operation this PE issued, on the default context and on every context
     /// this runtime created.
     pub(crate) fn quiet_all(&self) {
         self.default.quiet();
-        for &c in self.contexts.borrow().iter() {
+        for &c in self.contexts().iter() {
             // SAFETY: a live context of this runtime (removed from the list before destroy).
             unsafe { ffi::shmem_ctx_quiet(c) };
         }

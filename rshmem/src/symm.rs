@@ -119,6 +119,109 @@ impl<'s, T: bytemuck::Pod> Symm<'s, T> {
     }
 }
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A symmetric array a context can reach on any PE: a [`Symm`], or the [`Shared`] view of one
+/// that threads use. Sealed: only this crate's handles, which check every range, are arrays.
+pub trait Remote<T>: sealed::Sealed {
+    /// The local address of `offset .. offset + len`, checked against the array's length
+    /// (`routine` names the caller in the error).
+    #[doc(hidden)]
+    fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T>;
+}
+
+impl<T> sealed::Sealed for Symm<'_, T> {}
+
+impl<T: bytemuck::Pod> Remote<T> for Symm<'_, T> {
+    #[inline]
+    fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
+        self.range(routine, offset, len)
+    }
+}
+
+/// The checked address of element `i` of any array.
+#[inline]
+pub(crate) fn at<T, A: Remote<T> + ?Sized>(a: &A, routine: &'static str, i: usize) -> Result<*mut T> {
+    a.checked_range(routine, i, 1)
+}
+
+/// A view of a [`Symm`] that the threads of a [`crate::Threads`] runtime share (it is `Send`
+/// and `Sync`; the array is not): contexts put into it, get from it and apply atomics to it on
+/// any PE, and this PE reads its own elements and waits on them. It has no local writes, which
+/// two threads could race on; a thread writes its own PE's copy through a context (`p`, `put`,
+/// `atomic_set` to `my_pe`). While a view lives the array is borrowed, so no exclusive epoch
+/// can begin.
+pub struct Shared<'a, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+// SAFETY: a view only reads the block (volatile, as memory other PEs write) and hands its
+// address to the library's routines, which are thread-safe under SHMEM_THREAD_MULTIPLE, the
+// only level at which a view is made (`Threads::share`). The block lives for 'a (it borrows
+// its Symm), and T is Pod, so whatever bytes another thread or PE writes are a valid T.
+unsafe impl<T: bytemuck::Pod> Send for Shared<'_, T> {}
+// SAFETY: as for Send: every method takes `&self` and is safe to call from threads at once.
+unsafe impl<T: bytemuck::Pod> Sync for Shared<'_, T> {}
+
+impl<T> Clone for Shared<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Shared<'_, T> {}
+
+impl<T> sealed::Sealed for Shared<'_, T> {}
+
+impl<T: bytemuck::Pod> Remote<T> for Shared<'_, T> {
+    #[inline]
+    fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(Error::OutOfBounds { routine, offset, len, array_len: self.len });
+        }
+        // SAFETY: offset <= len of the block (checked), so the result is in it or one past.
+        Ok(unsafe { self.ptr.as_ptr().add(offset) })
+    }
+}
+
+impl<'a, T: bytemuck::Pod> Shared<'a, T> {
+    pub(crate) fn of(a: &'a Symm<'_, T>) -> Shared<'a, T> {
+        Shared { ptr: a.ptr, len: a.len, _borrow: PhantomData }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// This PE's element `i`, read now. Panics when `i` is out of bounds.
+    pub fn read(&self, i: usize) -> T {
+        let p = at(self, "Shared::read", i).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: in bounds and aligned; volatile, because other PEs and threads write this
+        // memory (through the library) behind the compiler's back; any bytes are a valid T.
+        unsafe { p.read_volatile() }
+    }
+
+    /// This PE's elements, read now, as a vector.
+    pub fn to_vec(&self) -> Vec<T> {
+        (0..self.len).map(|i| self.read(i)).collect()
+    }
+}
+
+impl<T: bytemuck::Pod + std::fmt::Debug> std::fmt::Debug for Shared<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("len", &self.len).field("local", &self.to_vec()).finish()
+    }
+}
+
 impl<T: bytemuck::Pod + std::fmt::Debug> std::fmt::Debug for Symm<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Symm").field("len", &self.len).field("local", &self.to_vec()).finish()

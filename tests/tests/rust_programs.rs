@@ -65,6 +65,18 @@ fn the_tour_checks_every_part_of_the_safe_api() {
     }
 }
 
+/// Threads at `SHMEM_THREAD_MULTIPLE`: moved and private contexts, the shared default context
+/// and shared views, every thread's atomics, puts and signals counted on every PE.
+#[test]
+fn threads_share_contexts_and_views_at_thread_multiple() {
+    let prog = example("threads");
+    for (np, env) in configurations() {
+        let r = job(np, &prog, &env, TIMEOUT);
+        r.assert_all_pes_ok("threads", np);
+        assert!(r.stdout.contains(&format!("threads: {np} PEs x 4 threads")), "{}", r.stdout);
+    }
+}
+
 /// A panic in one PE ends the whole job with the panic's message, instead of leaving the others
 /// waiting for it (the runtime's drop during unwinding is `shmem_global_exit`).
 #[test]

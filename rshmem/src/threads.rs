@@ -1,0 +1,116 @@
+//! Threads under `SHMEM_THREAD_MULTIPLE`: what the threads of one PE may share.
+//!
+//! The runtime, its arrays and its teams stay on the thread that initialised the library (they
+//! are neither `Send` nor `Sync`; collectives and allocations are that thread's). When the
+//! library provides [`ThreadLevel::Multiple`], [`Shmem::threads`] gives a [`Threads`] handle
+//! that is `Sync`: scoped threads borrow it to make contexts of their own, use the default
+//! context, and reach symmetric arrays through [`Shared`] views.
+
+use crate::ctx::{Ctx, CtxOptions, OwnedCtx};
+use crate::error::{Error, Result};
+use crate::symm::{Shared, Symm};
+use crate::{Shmem, ThreadLevel};
+
+/// What the threads of one PE share when the library runs at [`ThreadLevel::Multiple`]
+/// (from [`Shmem::threads`]). It borrows the runtime, so it cannot outlive it, and threads
+/// that use it are scoped (`std::thread::scope`). It dereferences to the default context,
+/// which every thread may use at once.
+pub struct Threads<'rt> {
+    rt: &'rt Shmem,
+    default: Ctx,
+}
+
+// SAFETY: a `Threads` exists only when the library provides SHMEM_THREAD_MULTIPLE, at which
+// the C routines it reaches (the default context's operations, context creation) may be called
+// from any thread at once. Of the runtime it uses only the context registry, which is behind a
+// mutex (`Shmem::contexts`); nothing else of the runtime (its cells, its arrays, its teams) is
+// reachable through it.
+unsafe impl Sync for Threads<'_> {}
+
+impl Shmem {
+    /// The handle threads share, when the library provides [`ThreadLevel::Multiple`] (ask for
+    /// it with [`Shmem::init_thread`]); otherwise [`Error::ThreadLevel`].
+    pub fn threads(&self) -> Result<Threads<'_>> {
+        if self.thread_level() != ThreadLevel::Multiple {
+            return Err(Error::ThreadLevel {
+                requested: ThreadLevel::Multiple,
+                provided: self.thread_level(),
+            });
+        }
+        Ok(Threads { rt: self, default: Ctx::new(crate::ctx::default_raw(), self.n_pes()) })
+    }
+}
+
+impl<'rt> Threads<'rt> {
+    /// This PE's number in the world team.
+    pub fn my_pe(&self) -> usize {
+        self.rt.my_pe()
+    }
+
+    /// The number of PEs in the job.
+    pub fn n_pes(&self) -> usize {
+        self.rt.n_pes()
+    }
+
+    /// A view of `array` that threads may share (`Send` and `Sync`): the targets and sources of
+    /// their contexts' operations, and this PE's elements to read and wait on. The array stays
+    /// borrowed while the view lives.
+    pub fn share<'a, T: bytemuck::Pod>(&self, array: &'a Symm<'_, T>) -> Shared<'a, T> {
+        Shared::of(array)
+    }
+
+    /// `shmem_ctx_create` for a thread: a context over the world team that may move to another
+    /// thread (it is `Send`), used by one thread at a time. `options.private` is refused
+    /// ([`Error::Invalid`]): a private context is [`Threads::private_ctx`], made on the thread
+    /// that uses it.
+    pub fn ctx(&self, options: CtxOptions) -> Result<ThreadCtx<'rt>> {
+        if options.private {
+            return Err(Error::Invalid {
+                routine: "Threads::ctx",
+                what: "options.private: a private context stays on its thread (Threads::private_ctx)".into(),
+            });
+        }
+        let ctx = OwnedCtx::create(self.rt, "Threads::ctx", None, self.n_pes(), options)?;
+        Ok(ThreadCtx { ctx })
+    }
+
+    /// `shmem_ctx_create` with `SHMEM_CTX_PRIVATE`, for the calling thread only: the context is
+    /// not `Send`, so no other thread can use it.
+    pub fn private_ctx(&self, options: CtxOptions) -> Result<OwnedCtx<'rt>> {
+        OwnedCtx::create(
+            self.rt,
+            "Threads::private_ctx",
+            None,
+            self.n_pes(),
+            CtxOptions { private: true, ..options },
+        )
+    }
+}
+
+impl std::ops::Deref for Threads<'_> {
+    type Target = Ctx;
+
+    fn deref(&self) -> &Ctx {
+        &self.default
+    }
+}
+
+/// A context made by [`Threads::ctx`]: `Send`, so a thread can be handed one, and destroyed
+/// (after a quiet) when dropped. Dereferences to [`Ctx`].
+pub struct ThreadCtx<'rt> {
+    ctx: OwnedCtx<'rt>,
+}
+
+// SAFETY: the context was made without SHMEM_CTX_PRIVATE at SHMEM_THREAD_MULTIPLE, so any
+// thread may use it, and it is not `Sync`, so one thread at a time does (which a
+// SHMEM_CTX_SERIALIZED context needs). Its drop destroys it and takes it out of the runtime's
+// registry, which is behind a mutex.
+unsafe impl Send for ThreadCtx<'_> {}
+
+impl std::ops::Deref for ThreadCtx<'_> {
+    type Target = Ctx;
+
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
+}
