@@ -429,6 +429,16 @@ typedef struct {
    * the same name.
    */
   int (*node_cpus)(void);
+  /**
+   * The user's selection for `framework` ("spml", "sshmem", "memheap", "scoll"): the value
+   * of `SHMEM_MCA_<framework>` (environment or configuration file) that the core selects
+   * that framework's components by, such as "ucx", "^mmap" or "mmap,ucx"; "" when the user
+   * chose nothing; NULL for an unknown framework. The string lives for the process. So a
+   * component can prepare for a later framework's choice at its own `open` (spml ucx opens
+   * UCX's shared-memory transports, which only sshmem "ucx" uses, when the user asks for
+   * that component). Appended within ABI v2: read it through the accessor of the same name.
+   */
+  const char *(*selection)(const char *framework);
 } shmem_plugin_core_t;
 
 /**

@@ -267,6 +267,14 @@ pub struct CoreServices {
     /// once the symmetric heap exists. Appended within ABI v2: read it through the accessor of
     /// the same name.
     pub node_cpus: Option<unsafe extern "C" fn() -> c_int>,
+    /// The user's selection for `framework` ("spml", "sshmem", "memheap", "scoll"): the value
+    /// of `SHMEM_MCA_<framework>` (environment or configuration file) that the core selects
+    /// that framework's components by, such as "ucx", "^mmap" or "mmap,ucx"; "" when the user
+    /// chose nothing; NULL for an unknown framework. The string lives for the process. So a
+    /// component can prepare for a later framework's choice at its own `open` (spml ucx opens
+    /// UCX's shared-memory transports, which only sshmem "ucx" uses, when the user asks for
+    /// that component). Appended within ABI v2: read it through the accessor of the same name.
+    pub selection: Option<unsafe extern "C" fn(framework: *const c_char) -> *const c_char>,
 }
 
 /// The signature of [`CoreServices::segment_copy`]: `(seg, off, buf, len, into_segment)`.
@@ -294,6 +302,25 @@ impl CoreServices {
             return None;
         }
         self.put_signal_u64
+    }
+
+    /// `selection(framework)`, or None when the core's table predates the slot, leaves it
+    /// NULL, or knows no such framework.
+    pub fn selection(&self, framework: &str) -> Option<String> {
+        let end = std::mem::offset_of!(CoreServices, selection) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        let f = self.selection?;
+        let name = std::ffi::CString::new(framework).ok()?;
+        // SAFETY: the slot lies inside the table the core described by `struct_size`; the
+        // argument is NUL-terminated.
+        let list = unsafe { f(name.as_ptr()) };
+        if list.is_null() {
+            return None;
+        }
+        // SAFETY: the core returns a NUL-terminated string valid for the process.
+        Some(unsafe { std::ffi::CStr::from_ptr(list) }.to_string_lossy().into_owned())
     }
 
     /// `node_cpus()`, or None when the core's table predates the slot or leaves it NULL.

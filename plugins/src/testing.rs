@@ -95,5 +95,6 @@ pub fn fake_core(
         put_signal_u64: None,
         segment_copy: None,
         node_cpus: None,
+        selection: None,
     }))
 }

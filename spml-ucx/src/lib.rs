@@ -167,6 +167,37 @@ fn options(c: &CoreServices) -> Options {
         batch_puts: auto_param(c, "batch_puts", sockets),
         sockets_only: sockets,
         rma_in_messages: auto_param(c, "rma_in_messages", sockets),
+        shm_transports: shm_transports(c),
+    }
+}
+
+/// `SHMEM_MCA_spml_ucx_shm_transports`: a boolean, or `auto` (the default): on when the
+/// user's sshmem selection asks for "ucx" (names it in a list, or excludes "mmap"), whose
+/// mapping of peers' memory goes through those transports; on also when the core cannot say
+/// (a core older than the `selection` service).
+fn shm_transports(c: &CoreServices) -> bool {
+    // SAFETY: the table is the one the core passed to query/open.
+    let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", "shm_transports") };
+    match v.as_deref().map(str::trim) {
+        None | Some("auto") | Some("") => c.selection("sshmem").is_none_or(|s| asks_for_sshmem_ucx(&s)),
+        Some(v) => rshmem_plugin_api::values::parse_bool(v).unwrap_or_else(|| {
+            log(
+                LOG_WARN,
+                &format!("SHMEM_MCA_spml_ucx_shm_transports={v} is not auto or a boolean; using auto"),
+            );
+            c.selection("sshmem").is_none_or(|s| asks_for_sshmem_ucx(&s))
+        }),
+    }
+}
+
+/// Whether a `SHMEM_MCA_sshmem` value may choose sshmem "ucx" ahead of "mmap": a list that
+/// names "ucx", or one that excludes "mmap" (`^mmap`). Without a selection "mmap" leads.
+fn asks_for_sshmem_ucx(selection: &str) -> bool {
+    let s = selection.trim();
+    let names = |list: &str| list.split(',').map(str::trim).map(str::to_owned).collect::<Vec<_>>();
+    match s.strip_prefix('^') {
+        Some(excluded) => names(excluded).iter().any(|n| n == "mmap"),
+        None => names(s).iter().any(|n| n == "ucx"),
     }
 }
 
@@ -791,6 +822,12 @@ rshmem_plugin_api::export_plugin! {
             doc: cstr!("Seconds after which a PE on another host that has sent no heartbeat ends the job, naming it (a cut link, a stopped or lost PE); each PE sends an 8-byte heartbeat to two PEs on other hosts every tenth of this, from the progress thread (needs progress_thread); 0: no heartbeats"),
         },
         ParamDecl {
+            name: cstr!("shm_transports"),
+            kind: rshmem_plugin_api::PARAM_STRING,
+            default_value: cstr!("auto"),
+            doc: cstr!("Open UCX's shared-memory transports (posix, sysv), whose receive queues take about 2 MB of each PE's memory apiece and time at start-up. Only sshmem ucx maps peers' memory through them; the component's own endpoints (with peer-failure handling) do not use them. auto: on when SHMEM_MCA_sshmem asks for ucx (names it, or excludes mmap); 1/0: always/never. A UCX_TLS set by the user wins"),
+        },
+        ParamDecl {
             name: cstr!("via_target"),
             kind: rshmem_plugin_api::PARAM_BOOL,
             default_value: cstr!("1"),
@@ -800,4 +837,19 @@ rshmem_plugin_api::export_plugin! {
     caps: rshmem_plugin_api::SPML_CAP_MULTI_HOST | rshmem_plugin_api::SPML_CAP_THREAD_MULTIPLE,
     query: query,
     open: open,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asks_for_sshmem_ucx;
+
+    #[test]
+    fn only_a_selection_that_may_put_sshmem_ucx_first_keeps_the_shared_memory_transports() {
+        for s in ["ucx", "ucx,mmap", "mmap, ucx", " ucx ", "^mmap", "^mmap,other"] {
+            assert!(asks_for_sshmem_ucx(s), "{s:?}");
+        }
+        for s in ["", "mmap", "^ucx", "^other", "ucxx", "mmap,other"] {
+            assert!(!asks_for_sshmem_ucx(s), "{s:?}");
+        }
+    }
 }

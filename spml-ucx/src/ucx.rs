@@ -81,7 +81,16 @@ pub struct Options {
     /// Carry puts, gets and atomics in the spml's own active messages instead of UCX's RMA and
     /// atomics (`rma_am`); only together with `batch_puts`.
     pub rma_in_messages: bool,
+    /// Open UCX's shared-memory transports (posix, sysv). Only sshmem "ucx" needs them (its
+    /// peers' memory is mapped through them); the spml's own endpoints ask for peer-failure
+    /// handling, which UCX 1.13 does not give over them, so they never carry the spml's
+    /// traffic. Each one, opened, gives every PE's worker receive queues of about 2 MB it
+    /// touches at start-up. Off only where the user has not set `UCX_TLS`.
+    pub shm_transports: bool,
 }
+
+/// The transports left out of a context that needs no shared-memory transport.
+pub const NO_SHM_TRANSPORTS: &str = "^posix,sysv";
 
 /// Idle progress rounds a blocking operation spins before yielding, when every PE of the host
 /// has a core (a round is a progress call, a fraction of a microsecond over TCP, so this covers
@@ -124,6 +133,7 @@ impl Default for Options {
             batch_puts: true,
             sockets_only: true,
             rma_in_messages: true,
+            shm_transports: true,
         }
     }
 }
@@ -275,6 +285,16 @@ fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result
                 unsafe { sys::ucp_config_release(config) };
                 return Err(format!("ucp_config_modify NET_DEVICES: {}", sys::status_string(st)));
             }
+        }
+    }
+    if !opts.shm_transports && std::env::var_os("UCX_TLS").is_none() {
+        let value = std::ffi::CString::new(NO_SHM_TRANSPORTS).expect("no NUL");
+        // SAFETY: a live configuration and two NUL-terminated strings.
+        let st = unsafe { sys::ucp_config_modify(config, c"TLS".as_ptr(), value.as_ptr()) };
+        if st != sys::UCS_OK {
+            // SAFETY: the configuration read above, released once.
+            unsafe { sys::ucp_config_release(config) };
+            return Err(format!("ucp_config_modify TLS: {}", sys::status_string(st)));
         }
     }
     // Over sockets UCX emulates RMA and atomics with active messages. Its newer protocol

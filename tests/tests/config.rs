@@ -209,3 +209,46 @@ fn unknown_keys_and_parameters_are_warned_about_once() {
         assert_eq!(r.stderr.matches(want.as_str()).count(), 1, "`{want}` once in:\n{}", r.stderr);
     }
 }
+
+/// UCX's shared-memory transports (posix, sysv) are opened only where sshmem "ucx" may map
+/// peers' memory through them (issue 51: their receive queues were 4 MB of each PE's 7.3 MB):
+/// not by default (sshmem "mmap" maps, and the peers are still mapped), but when the
+/// environment or a file selects sshmem "ucx" or excludes "mmap", or the spml's parameter asks.
+#[test]
+fn ucx_shared_memory_transports_are_opened_only_for_sshmem_ucx() {
+    let home = Scratch::new("ucx-shm-home");
+    let file = home.0.join("job.toml");
+    std::fs::write(&file, "[mca]\nsshmem = \"ucx\"\n").unwrap();
+    let report = |env: &[(&str, &str)]| -> Vec<(usize, usize)> {
+        let mut all: Vec<(&str, &str)> = vec![("XDG_CONFIG_HOME", home.0.to_str().unwrap())];
+        all.extend_from_slice(env);
+        let r = oshrun(2, &c_test("ucx_shm"), &all, T);
+        r.assert_all_pes_ok("ucx_shm", 2);
+        let v: Vec<(usize, usize)> = r
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("ucx_shm: PE ").filter(|l| l.contains(" segments ")))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f[2].parse().unwrap(), f[4].parse().unwrap())
+            })
+            .collect();
+        assert_eq!(v.len(), 2, "{}", r.stdout);
+        v
+    };
+    for (segments, mapped) in report(&[]) {
+        assert_eq!((segments, mapped), (0, 1), "by default");
+    }
+    for env in [
+        vec![("SHMEM_MCA_sshmem", "ucx")],
+        vec![("SHMEM_MCA_sshmem", "^mmap")],
+        vec![("SHMEM_CONFIG", file.to_str().unwrap())],
+    ] {
+        for (segments, mapped) in report(&env) {
+            assert!(segments > 0 && mapped == 1, "{env:?}: {segments} segments, mapped {mapped}");
+        }
+    }
+    for (segments, _) in report(&[("SHMEM_MCA_spml_ucx_shm_transports", "1")]) {
+        assert!(segments > 0, "shm_transports=1: no UCX shared-memory segment");
+    }
+}

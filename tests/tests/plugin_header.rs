@@ -33,7 +33,7 @@ fn expected() -> Vec<(String, usize)> {
         CoreServices => "shmem_plugin_core_t" {
             struct_size, abi_version, my_pe, n_pes, local_rank, local_size, job_id, log, param, kv_put,
             kv_get, kv_fence, abort, pe_is_local, transport, ptr, putmem, getmem, quiet, fence,
-            atomic_add_u64, wait_until_u64, host_of, put_signal_u64, segment_copy, node_cpus
+            atomic_add_u64, wait_until_u64, host_of, put_signal_u64, segment_copy, node_cpus, selection
         }
         SegmentDesc => "shmem_plugin_segment_t" { base, size, blob, blob_len, transport_memh, handle }
         SshmemOps => "shmem_plugin_sshmem_ops_t" { struct_size, create, attach, detach, unlink, destroy }

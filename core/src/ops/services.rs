@@ -47,6 +47,7 @@ pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str
                 put_signal_u64: Some(put_signal_u64),
                 segment_copy: Some(segment_copy),
                 node_cpus: Some(node_cpus),
+                selection: Some(selection),
             },
             job,
         )
@@ -83,6 +84,27 @@ unsafe extern "C" fn param(
             }
             _ => std::ptr::null(),
         }
+    })
+}
+
+/// The user's selection for a framework (`SHMEM_MCA_<framework>`, from the environment or a
+/// file; "" when not set), as `choose` reads it when it ranks that framework. The strings live
+/// for the process: settings are parsed once, so each framework has one value.
+unsafe extern "C" fn selection(framework: *const c_char) -> *const c_char {
+    static VALUES: OnceLock<Vec<(&'static str, CString)>> = OnceLock::new();
+    guard("selection", || {
+        // SAFETY: plugins pass a NUL-terminated string.
+        let Some(f) = (unsafe { c_str(framework) }) else { return std::ptr::null() };
+        let values = VALUES.get_or_init(|| {
+            rshmem_plugin_api::Framework::ALL
+                .iter()
+                .map(|fw| {
+                    let v = crate::config::raw(&format!("SHMEM_MCA_{}", fw.name()));
+                    (fw.name(), CString::new(v).unwrap_or_default())
+                })
+                .collect()
+        });
+        values.iter().find(|(name, _)| *name == f).map_or(std::ptr::null(), |(_, v)| v.as_ptr())
     })
 }
 

@@ -283,6 +283,7 @@ pub fn core() -> *const CoreServices {
             put_signal_u64: Some(put_signal_u64),
             segment_copy: None,
             node_cpus: None,
+            selection: None,
         };
         Box::leak(Box::new(c)) as *const CoreServices as usize
     }) as *const CoreServices
