@@ -2,7 +2,7 @@
 //! atomics, signals, non-blocking transfers, contexts, teams and their collectives, exclusive
 //! epochs, and the errors of bad arguments. Prints `tour: PE <me> ok` per PE.
 
-use rshmem::{Cmp, CtxOptions, Error, Op, Pod, Shmem, SignalOp, Zeroable};
+use rshmem::{Cmp, CtxOptions, Error, Op, Pod, Scan, Shmem, SignalOp, Zeroable};
 
 /// A user's own element type: plain data, valid for every bit pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -128,6 +128,71 @@ fn main() -> Result<(), Error> {
             assert!(matches!(tctx.p(&inbox, 0, 0, tn), Err(Error::BadPe { pe, .. }) if pe == tn));
             assert!(matches!(t.reduce(Op::Xor, &r, &v), Err(Error::Invalid { .. })));
         }
+        shmem.barrier_all();
+
+        // Strided transfers: every other element of a local array into every third element of
+        // the next PE's copy, of a 4-byte type and of a 16-byte user type (the sized entry
+        // points), and of a 12-byte one (element by element).
+        let column = s.alloc::<u32>(12)?;
+        let src: Vec<u32> = (0..8).map(|i| (me * 100 + i) as u32).collect();
+        shmem.iput(&column, 1, 3, &src, 2, 4, next)?;
+        let wide = s.alloc::<Particle>(6)?;
+        let parts_src: Vec<Particle> =
+            (0..3).map(|i| Particle { pos: [me as f32, 0.0, 1.0], id: i }).collect();
+        shmem.iput(&wide, 0, 2, &parts_src, 1, 3, next)?;
+        let odd = s.alloc::<[u32; 3]>(4)?;
+        shmem.iput(&odd, 0, 2, &[[me as u32; 3], [me as u32 + 1; 3]], 1, 2, next)?;
+        shmem.barrier_all();
+        let col = column.to_vec();
+        for (k, want) in [(1, 0), (4, 2), (7, 4), (10, 6)] {
+            assert_eq!(col[k], (prev * 100 + want) as u32, "column {k}");
+        }
+        assert_eq!((col[0], col[2], col[11]), (0, 0, 0));
+        assert_eq!(wide.read(4), Particle { pos: [prev as f32, 0.0, 1.0], id: 2 });
+        assert_eq!((odd.read(0), odd.read(2), odd.read(1)), ([prev as u32; 3], [prev as u32 + 1; 3], [0; 3]));
+        let mut every = [0u32; 7];
+        shmem.iget(&mut every, 3, &column, 1, 3, 3, next)?;
+        assert_eq!(
+            (every[0], every[3], every[6]),
+            ((me * 100) as u32, (me * 100 + 2) as u32, (me * 100 + 4) as u32)
+        );
+        assert!(matches!(shmem.iput(&column, 0, 0, &src, 1, 1, next), Err(Error::Invalid { .. })));
+        assert!(matches!(shmem.iput(&column, 1, 3, &src, 2, 5, next), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(shmem.iget(&mut every, 4, &column, 0, 1, 3, next), Err(Error::Length { .. })));
+        shmem.barrier_all();
+
+        // Scans over the world: inclusive and exclusive sums.
+        let vals = s.alloc::<i64>(2)?;
+        let sums = s.alloc::<i64>(2)?;
+        vals.write_from(0, &[me as i64 + 1, 10])?;
+        shmem.barrier_all();
+        shmem.world().scan(Scan::Inclusive, &sums, &vals)?;
+        assert_eq!(sums.to_vec(), vec![((me + 1) * (me + 2) / 2) as i64, 10 * (me as i64 + 1)]);
+        shmem.world().scan(Scan::Exclusive, &sums, &vals)?;
+        if me > 0 {
+            assert_eq!(sums.to_vec(), vec![(me * (me + 1) / 2) as i64, 10 * me as i64]);
+        }
+        // A strided all-to-all: 2 elements for each PE, every other element of the source,
+        // into every third of the destination.
+        let a_src = s.alloc::<u64>(4 * n)?;
+        let a_dst = s.alloc::<u64>(6 * n)?;
+        for j in 0..n {
+            for m in 0..2 {
+                a_src.write((j * 2 + m) * 2, (me * 1000 + j * 10 + m) as u64);
+            }
+        }
+        shmem.barrier_all();
+        shmem.world().alltoalls(&a_dst, 3, &a_src, 2, 2)?;
+        for j in 0..n {
+            for m in 0..2 {
+                assert_eq!(
+                    a_dst.read((j * 2 + m) * 3),
+                    (j * 1000 + me * 10 + m) as u64,
+                    "from PE {j}, element {m}"
+                );
+            }
+        }
+        assert!(matches!(shmem.world().alltoalls(&a_dst, 6, &a_src, 2, 2), Err(Error::OutOfBounds { .. })));
         shmem.barrier_all();
 
         // An exclusive epoch: a local &mut [T], then the neighbours read the result.

@@ -194,6 +194,96 @@ impl Ctx {
         Ok(())
     }
 
+    /// `shmem_ctx_iput`: `nelems` elements of `src`, every `src_stride`-th from the first, into
+    /// every `dest_stride`-th element of `dest` from `offset` on `pe` (strides at least 1).
+    /// Returns when `src` may be reused, as [`Ctx::put`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn iput<T: bytemuck::Pod>(
+        &self,
+        dest: &impl Remote<T>,
+        offset: usize,
+        dest_stride: usize,
+        src: &[T],
+        src_stride: usize,
+        nelems: usize,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::iput";
+        let (dst, sst) =
+            (stride(ROUTINE, "dest_stride", dest_stride)?, stride(ROUTINE, "src_stride", src_stride)?);
+        let d = dest.checked_range(ROUTINE, offset, span(ROUTINE, nelems, dest_stride)?)?;
+        let need = span(ROUTINE, nelems, src_stride)?;
+        if src.len() < need {
+            return Err(Error::Length { routine: ROUTINE, what: "src.len()", got: src.len(), want: need });
+        }
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        match ffi::strided(size_of::<T>()) {
+            // SAFETY: both spans checked above against live memory (a symmetric array and a
+            // slice), strides positive and within isize; `pe` in range.
+            Some((iput, _)) => unsafe { iput(self.raw, d.cast(), src.as_ptr().cast(), dst, sst, nelems, pe) },
+            None => {
+                for k in 0..nelems {
+                    // SAFETY: element k of each checked span.
+                    unsafe {
+                        ffi::shmem_ctx_putmem(
+                            self.raw,
+                            d.add(k * dest_stride).cast(),
+                            src.as_ptr().add(k * src_stride).cast(),
+                            size_of::<T>(),
+                            pe,
+                        )
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `shmem_ctx_iget`: `nelems` elements of `src` on `pe`, every `src_stride`-th from
+    /// `offset`, into every `dest_stride`-th element of `dest` (strides at least 1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn iget<T: bytemuck::Pod>(
+        &self,
+        dest: &mut [T],
+        dest_stride: usize,
+        src: &impl Remote<T>,
+        offset: usize,
+        src_stride: usize,
+        nelems: usize,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::iget";
+        let (dst, sst) =
+            (stride(ROUTINE, "dest_stride", dest_stride)?, stride(ROUTINE, "src_stride", src_stride)?);
+        let s = src.checked_range(ROUTINE, offset, span(ROUTINE, nelems, src_stride)?)?;
+        let need = span(ROUTINE, nelems, dest_stride)?;
+        if dest.len() < need {
+            return Err(Error::Length { routine: ROUTINE, what: "dest.len()", got: dest.len(), want: need });
+        }
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        match ffi::strided(size_of::<T>()) {
+            // SAFETY: as `iput`; `dest` is exclusively borrowed local memory, any bytes a T.
+            Some((_, iget)) => unsafe {
+                iget(self.raw, dest.as_mut_ptr().cast(), s.cast(), dst, sst, nelems, pe)
+            },
+            None => {
+                for k in 0..nelems {
+                    // SAFETY: element k of each checked span.
+                    unsafe {
+                        ffi::shmem_ctx_getmem(
+                            self.raw,
+                            dest.as_mut_ptr().add(k * dest_stride).cast(),
+                            s.add(k * src_stride).cast(),
+                            size_of::<T>(),
+                            pe,
+                        )
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `shmem_ctx_quiet`: every operation issued on this context is complete.
     pub fn quiet(&self) {
         // SAFETY: a live context.
@@ -327,4 +417,23 @@ impl Shmem {
     pub fn create_ctx(&self, options: CtxOptions) -> Result<OwnedCtx<'_>> {
         OwnedCtx::create(self, "Shmem::create_ctx", None, self.n_pes(), options)
     }
+}
+
+/// A stride as the C API's `ptrdiff_t`: at least 1 (the spec's rule) and within `isize`.
+pub(crate) fn stride(routine: &'static str, what: &str, stride: usize) -> Result<isize> {
+    isize::try_from(stride).ok().filter(|s| *s >= 1).ok_or_else(|| Error::Invalid {
+        routine,
+        what: format!("{what} {stride} must be at least 1 (and fit an isize)"),
+    })
+}
+
+/// The elements `nelems` strided elements cover, from the first to the last: 0 for none.
+pub(crate) fn span(routine: &'static str, nelems: usize, stride: usize) -> Result<usize> {
+    if nelems == 0 {
+        return Ok(0);
+    }
+    (nelems - 1).checked_mul(stride).and_then(|x| x.checked_add(1)).ok_or_else(|| Error::Invalid {
+        routine,
+        what: format!("{nelems} elements at stride {stride} overflow"),
+    })
 }

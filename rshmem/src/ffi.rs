@@ -82,6 +82,147 @@ extern "C" {
     ) -> c_int;
     pub fn shmem_fcollectmem(team: RawTeam, dest: *mut c_void, src: *const c_void, nbytes: usize) -> c_int;
     pub fn shmem_alltoallmem(team: RawTeam, dest: *mut c_void, src: *const c_void, nbytes: usize) -> c_int;
+    pub fn shmem_alltoallsmem(
+        team: RawTeam,
+        dest: *mut c_void,
+        src: *const c_void,
+        dst: isize,
+        sst: isize,
+        nelems: usize,
+    ) -> c_int;
+    pub fn shmem_int16_alltoalls(
+        team: RawTeam,
+        dest: *mut i16,
+        src: *const i16,
+        dst: isize,
+        sst: isize,
+        n: usize,
+    ) -> c_int;
+    pub fn shmem_int32_alltoalls(
+        team: RawTeam,
+        dest: *mut i32,
+        src: *const i32,
+        dst: isize,
+        sst: isize,
+        n: usize,
+    ) -> c_int;
+    pub fn shmem_int64_alltoalls(
+        team: RawTeam,
+        dest: *mut i64,
+        src: *const i64,
+        dst: isize,
+        sst: isize,
+        n: usize,
+    ) -> c_int;
+}
+
+/// A strided transfer by element width: `shmem_ctx_{iput,iget}{8,16,32,64,128}(ctx, dest, src,
+/// dst, sst, nelems, pe)`.
+pub type StridedFn = unsafe extern "C" fn(RawCtx, *mut c_void, *const c_void, isize, isize, usize, c_int);
+
+extern "C" {
+    fn shmem_ctx_iput8(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iput16(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iput32(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iput64(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iput128(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iget8(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iget16(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iget32(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iget64(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    fn shmem_ctx_iget128(
+        ctx: RawCtx,
+        d: *mut c_void,
+        s: *const c_void,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+}
+
+/// The strided put and get for elements of `width` bytes, if the API has that width.
+pub fn strided(width: usize) -> Option<(StridedFn, StridedFn)> {
+    Some(match width {
+        1 => (shmem_ctx_iput8, shmem_ctx_iget8),
+        2 => (shmem_ctx_iput16, shmem_ctx_iget16),
+        4 => (shmem_ctx_iput32, shmem_ctx_iget32),
+        8 => (shmem_ctx_iput64, shmem_ctx_iget64),
+        16 => (shmem_ctx_iput128, shmem_ctx_iget128),
+        _ => return None,
+    })
 }
 
 /// The fixed-size single-element transfers, by width (`shmem_ctx_int{8,16,32,64}_{p,g}`).
@@ -176,10 +317,14 @@ pub struct ReduceFns<T> {
     pub and: Option<ReduceFn<T>>,
     pub or: Option<ReduceFn<T>>,
     pub xor: Option<ReduceFn<T>>,
+    /// `shmem_<type>_sum_inscan` and `_exscan` (1.6 scans sums only).
+    pub inscan: ReduceFn<T>,
+    pub exscan: ReduceFn<T>,
 }
 
 macro_rules! reduce_fns {
-    (int $($t:ty, $name:ident: $sum:ident $prod:ident $min:ident $max:ident $and:ident $or:ident $xor:ident;)*) => {
+    (int $($t:ty, $name:ident: $sum:ident $prod:ident $min:ident $max:ident $and:ident $or:ident $xor:ident
+        $inscan:ident $exscan:ident;)*) => {
         extern "C" {
             $(
                 fn $sum(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
@@ -189,48 +334,55 @@ macro_rules! reduce_fns {
                 fn $and(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
                 fn $or(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
                 fn $xor(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $inscan(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $exscan(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
             )*
         }
         $(
             pub const $name: ReduceFns<$t> = ReduceFns {
                 sum: $sum, prod: $prod, min: $min, max: $max, and: Some($and), or: Some($or), xor: Some($xor),
+                inscan: $inscan, exscan: $exscan,
             };
         )*
     };
-    (float $($t:ty, $name:ident: $sum:ident $prod:ident $min:ident $max:ident;)*) => {
+    (float $($t:ty, $name:ident: $sum:ident $prod:ident $min:ident $max:ident $inscan:ident $exscan:ident;)*) => {
         extern "C" {
             $(
                 fn $sum(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
                 fn $prod(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
                 fn $min(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
                 fn $max(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $inscan(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
+                fn $exscan(team: RawTeam, d: *mut $t, s: *const $t, n: usize) -> c_int;
             )*
         }
         $(
-            pub const $name: ReduceFns<$t> =
-                ReduceFns { sum: $sum, prod: $prod, min: $min, max: $max, and: None, or: None, xor: None };
+            pub const $name: ReduceFns<$t> = ReduceFns {
+                sum: $sum, prod: $prod, min: $min, max: $max, and: None, or: None, xor: None,
+                inscan: $inscan, exscan: $exscan,
+            };
         )*
     };
 }
 reduce_fns! { int
     i8, RED_I8: shmem_int8_sum_reduce shmem_int8_prod_reduce shmem_int8_min_reduce shmem_int8_max_reduce
-        shmem_int8_and_reduce shmem_int8_or_reduce shmem_int8_xor_reduce;
+        shmem_int8_and_reduce shmem_int8_or_reduce shmem_int8_xor_reduce shmem_int8_sum_inscan shmem_int8_sum_exscan;
     i16, RED_I16: shmem_int16_sum_reduce shmem_int16_prod_reduce shmem_int16_min_reduce shmem_int16_max_reduce
-        shmem_int16_and_reduce shmem_int16_or_reduce shmem_int16_xor_reduce;
+        shmem_int16_and_reduce shmem_int16_or_reduce shmem_int16_xor_reduce shmem_int16_sum_inscan shmem_int16_sum_exscan;
     i32, RED_I32: shmem_int32_sum_reduce shmem_int32_prod_reduce shmem_int32_min_reduce shmem_int32_max_reduce
-        shmem_int32_and_reduce shmem_int32_or_reduce shmem_int32_xor_reduce;
+        shmem_int32_and_reduce shmem_int32_or_reduce shmem_int32_xor_reduce shmem_int32_sum_inscan shmem_int32_sum_exscan;
     i64, RED_I64: shmem_int64_sum_reduce shmem_int64_prod_reduce shmem_int64_min_reduce shmem_int64_max_reduce
-        shmem_int64_and_reduce shmem_int64_or_reduce shmem_int64_xor_reduce;
+        shmem_int64_and_reduce shmem_int64_or_reduce shmem_int64_xor_reduce shmem_int64_sum_inscan shmem_int64_sum_exscan;
     u8, RED_U8: shmem_uint8_sum_reduce shmem_uint8_prod_reduce shmem_uint8_min_reduce shmem_uint8_max_reduce
-        shmem_uint8_and_reduce shmem_uint8_or_reduce shmem_uint8_xor_reduce;
+        shmem_uint8_and_reduce shmem_uint8_or_reduce shmem_uint8_xor_reduce shmem_uint8_sum_inscan shmem_uint8_sum_exscan;
     u16, RED_U16: shmem_uint16_sum_reduce shmem_uint16_prod_reduce shmem_uint16_min_reduce
-        shmem_uint16_max_reduce shmem_uint16_and_reduce shmem_uint16_or_reduce shmem_uint16_xor_reduce;
+        shmem_uint16_max_reduce shmem_uint16_and_reduce shmem_uint16_or_reduce shmem_uint16_xor_reduce shmem_uint16_sum_inscan shmem_uint16_sum_exscan;
     u32, RED_U32: shmem_uint32_sum_reduce shmem_uint32_prod_reduce shmem_uint32_min_reduce
-        shmem_uint32_max_reduce shmem_uint32_and_reduce shmem_uint32_or_reduce shmem_uint32_xor_reduce;
+        shmem_uint32_max_reduce shmem_uint32_and_reduce shmem_uint32_or_reduce shmem_uint32_xor_reduce shmem_uint32_sum_inscan shmem_uint32_sum_exscan;
     u64, RED_U64: shmem_uint64_sum_reduce shmem_uint64_prod_reduce shmem_uint64_min_reduce
-        shmem_uint64_max_reduce shmem_uint64_and_reduce shmem_uint64_or_reduce shmem_uint64_xor_reduce;
+        shmem_uint64_max_reduce shmem_uint64_and_reduce shmem_uint64_or_reduce shmem_uint64_xor_reduce shmem_uint64_sum_inscan shmem_uint64_sum_exscan;
 }
 reduce_fns! { float
-    f32, RED_F32: shmem_float_sum_reduce shmem_float_prod_reduce shmem_float_min_reduce shmem_float_max_reduce;
-    f64, RED_F64: shmem_double_sum_reduce shmem_double_prod_reduce shmem_double_min_reduce shmem_double_max_reduce;
+    f32, RED_F32: shmem_float_sum_reduce shmem_float_prod_reduce shmem_float_min_reduce shmem_float_max_reduce shmem_float_sum_inscan shmem_float_sum_exscan;
+    f64, RED_F64: shmem_double_sum_reduce shmem_double_prod_reduce shmem_double_min_reduce shmem_double_max_reduce shmem_double_sum_inscan shmem_double_sum_exscan;
 }

@@ -212,5 +212,5 @@ pub use lock::{Lock, LockGuard};
 pub use runtime::{Shmem, ThreadLevel};
 pub use scope::Scope;
 pub use symm::{Remote, Shared, Symm};
-pub use team::{Op, Reduce, Team};
+pub use team::{Op, Reduce, Scan, Team};
 pub use threads::{ThreadCtx, Threads};

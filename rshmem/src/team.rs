@@ -231,4 +231,73 @@ impl<'a> Team<'a> {
         let rc = unsafe { f(self.raw, d, s, src.len()) };
         Self::check(ROUTINE, rc)
     }
+
+    /// `shmem_<type>_sum_inscan` (`Scan::Inclusive`) or `_exscan` (`Scan::Exclusive`):
+    /// `dest[k]` on the team's PE `i` becomes the sum of `src[k]` over the team's PEs `0..=i`
+    /// (inclusive) or `0..i` (exclusive; PE 0's `dest` is zero). The arrays have the same
+    /// length and are disjoint.
+    pub fn scan<T: Reduce>(&self, kind: Scan, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+        const ROUTINE: &str = "Team::scan";
+        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
+        Self::disjoint(ROUTINE, dest, src)?;
+        let f = match kind {
+            Scan::Inclusive => T::C.inscan,
+            Scan::Exclusive => T::C.exscan,
+        };
+        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        // SAFETY: live symmetric arrays of equal length, disjoint.
+        let rc = unsafe { f(self.raw, d, s, src.len()) };
+        Self::check(ROUTINE, rc)
+    }
+
+    /// `shmem_alltoalls`: for each PE `j` of the team, this PE's `nelems` elements
+    /// `src[(j * nelems + m) * src_stride]` go to `dest[(me * nelems + m) * dest_stride]` on
+    /// PE `j` (strides at least 1). Elements of 1, 2, 4 or 8 bytes.
+    pub fn alltoalls<T: bytemuck::Pod>(
+        &self,
+        dest: &Symm<'_, T>,
+        dest_stride: usize,
+        src: &Symm<'_, T>,
+        src_stride: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Team::alltoalls";
+        let dst = crate::ctx::stride(ROUTINE, "dest_stride", dest_stride)?;
+        let sst = crate::ctx::stride(ROUTINE, "src_stride", src_stride)?;
+        let all = nelems.checked_mul(self.n_pes()).ok_or_else(|| Error::Invalid {
+            routine: ROUTINE,
+            what: format!("nelems {nelems} times {} PEs overflows", self.n_pes()),
+        })?;
+        let (d, s) = (
+            dest.range(ROUTINE, 0, crate::ctx::span(ROUTINE, all, dest_stride)?)?,
+            src.range(ROUTINE, 0, crate::ctx::span(ROUTINE, all, src_stride)?)?,
+        );
+        Self::disjoint(ROUTINE, dest, src)?;
+        // SAFETY: live symmetric arrays covering every element the exchange touches (checked
+        // above), disjoint; strides positive.
+        let rc = unsafe {
+            match size_of::<T>() {
+                1 => ffi::shmem_alltoallsmem(self.raw, d.cast(), s.cast(), dst, sst, nelems),
+                2 => ffi::shmem_int16_alltoalls(self.raw, d.cast(), s.cast(), dst, sst, nelems),
+                4 => ffi::shmem_int32_alltoalls(self.raw, d.cast(), s.cast(), dst, sst, nelems),
+                8 => ffi::shmem_int64_alltoalls(self.raw, d.cast(), s.cast(), dst, sst, nelems),
+                n => {
+                    return Err(Error::Invalid {
+                        routine: ROUTINE,
+                        what: format!("elements of {n} bytes (the API has 1, 2, 4 and 8)"),
+                    })
+                }
+            }
+        };
+        Self::check(ROUTINE, rc)
+    }
+}
+
+/// Which scan [`Team::scan`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    /// Each PE's own element included.
+    Inclusive,
+    /// Only the PEs before it (the first PE gets zero).
+    Exclusive,
 }
