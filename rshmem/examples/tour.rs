@@ -159,6 +159,28 @@ fn main() -> Result<(), Error> {
         assert!(matches!(shmem.iput(&column, 0, 0, &src, 1, 1, next), Err(Error::Invalid { .. })));
         assert!(matches!(shmem.iput(&column, 1, 3, &src, 2, 5, next), Err(Error::OutOfBounds { .. })));
         assert!(matches!(shmem.iget(&mut every, 4, &column, 0, 1, 3, next), Err(Error::Length { .. })));
+        // Block-strided: blocks of 2 elements, at stride 3 in the source and 4 in the
+        // destination (sized entry points), and of a 12-byte type (a put per block).
+        let blocks = s.alloc::<u16>(12)?;
+        let bsrc: Vec<u16> = (0..9).map(|i| (me * 10 + i) as u16).collect();
+        shmem.ibput(&blocks, 1, 4, &bsrc, 3, 2, 3, next)?;
+        shmem.ibput(&odd, 1, 2, &[[me as u32 + 7; 3]; 3], 2, 1, 2, next)?;
+        shmem.barrier_all();
+        let want: Vec<u16> = [0, 0, 1, 0, 0, 3, 4, 0, 0, 6, 7, 0]
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| if [1, 2, 5, 6, 9, 10].contains(&i) { (prev * 10) as u16 + v } else { 0 })
+            .collect();
+        assert_eq!(blocks.to_vec(), want);
+        assert_eq!((odd.read(1), odd.read(3)), ([prev as u32 + 7; 3], [prev as u32 + 7; 3]));
+        let mut got = [0u16; 5];
+        shmem.ibget(&mut got, 3, &blocks, 5, 4, 2, 2, next)?;
+        assert_eq!(
+            got,
+            [(me * 10 + 3) as u16, (me * 10 + 4) as u16, 0, (me * 10 + 6) as u16, (me * 10 + 7) as u16]
+        );
+        assert!(matches!(shmem.ibput(&blocks, 0, 1, &bsrc, 3, 2, 2, next), Err(Error::Invalid { .. })));
+        assert!(matches!(shmem.ibput(&blocks, 1, 4, &bsrc, 3, 2, 4, next), Err(Error::OutOfBounds { .. })));
         shmem.barrier_all();
 
         // Scans over the world: inclusive and exclusive sums.

@@ -220,7 +220,7 @@ impl Ctx {
         match ffi::strided(size_of::<T>()) {
             // SAFETY: both spans checked above against live memory (a symmetric array and a
             // slice), strides positive and within isize; `pe` in range.
-            Some((iput, _)) => unsafe { iput(self.raw, d.cast(), src.as_ptr().cast(), dst, sst, nelems, pe) },
+            Some(f) => unsafe { (f.iput)(self.raw, d.cast(), src.as_ptr().cast(), dst, sst, nelems, pe) },
             None => {
                 for k in 0..nelems {
                     // SAFETY: element k of each checked span.
@@ -263,8 +263,8 @@ impl Ctx {
         let pe = self.checked_pe(ROUTINE, pe)?;
         match ffi::strided(size_of::<T>()) {
             // SAFETY: as `iput`; `dest` is exclusively borrowed local memory, any bytes a T.
-            Some((_, iget)) => unsafe {
-                iget(self.raw, dest.as_mut_ptr().cast(), s.cast(), dst, sst, nelems, pe)
+            Some(f) => unsafe {
+                (f.iget)(self.raw, dest.as_mut_ptr().cast(), s.cast(), dst, sst, nelems, pe)
             },
             None => {
                 for k in 0..nelems {
@@ -275,6 +275,99 @@ impl Ctx {
                             dest.as_mut_ptr().add(k * dest_stride).cast(),
                             s.add(k * src_stride).cast(),
                             size_of::<T>(),
+                            pe,
+                        )
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `shmem_ctx_ibput`: `nblocks` blocks of `bsize` elements, block `k` of `src` starting
+    /// at `k * src_stride`, into `dest` from `offset + k * dest_stride` on `pe` (strides at
+    /// least `bsize`, which is at least 1). Returns when `src` may be reused.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ibput<T: bytemuck::Pod>(
+        &self,
+        dest: &impl Remote<T>,
+        offset: usize,
+        dest_stride: usize,
+        src: &[T],
+        src_stride: usize,
+        bsize: usize,
+        nblocks: usize,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::ibput";
+        let (dst, sst) = block_strides(ROUTINE, dest_stride, src_stride, bsize)?;
+        let d = dest.checked_range(ROUTINE, offset, block_span(ROUTINE, nblocks, dest_stride, bsize)?)?;
+        let need = block_span(ROUTINE, nblocks, src_stride, bsize)?;
+        if src.len() < need {
+            return Err(Error::Length { routine: ROUTINE, what: "src.len()", got: src.len(), want: need });
+        }
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        match ffi::strided(size_of::<T>()) {
+            // SAFETY: both spans checked above against live memory; strides at least bsize
+            // and within isize; `pe` in range.
+            Some(f) => unsafe {
+                (f.ibput)(self.raw, d.cast(), src.as_ptr().cast(), dst, sst, bsize, nblocks, pe)
+            },
+            None => {
+                for k in 0..nblocks {
+                    // SAFETY: block k of each checked span.
+                    unsafe {
+                        ffi::shmem_ctx_putmem(
+                            self.raw,
+                            d.add(k * dest_stride).cast(),
+                            src.as_ptr().add(k * src_stride).cast(),
+                            bsize * size_of::<T>(),
+                            pe,
+                        )
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `shmem_ctx_ibget`: `nblocks` blocks of `bsize` elements of `src` on `pe`, block `k`
+    /// from `offset + k * src_stride`, into `dest` from `k * dest_stride` (strides at least
+    /// `bsize`, which is at least 1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn ibget<T: bytemuck::Pod>(
+        &self,
+        dest: &mut [T],
+        dest_stride: usize,
+        src: &impl Remote<T>,
+        offset: usize,
+        src_stride: usize,
+        bsize: usize,
+        nblocks: usize,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::ibget";
+        let (dst, sst) = block_strides(ROUTINE, dest_stride, src_stride, bsize)?;
+        let s = src.checked_range(ROUTINE, offset, block_span(ROUTINE, nblocks, src_stride, bsize)?)?;
+        let need = block_span(ROUTINE, nblocks, dest_stride, bsize)?;
+        if dest.len() < need {
+            return Err(Error::Length { routine: ROUTINE, what: "dest.len()", got: dest.len(), want: need });
+        }
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        match ffi::strided(size_of::<T>()) {
+            // SAFETY: as `ibput`; `dest` is exclusively borrowed local memory, any bytes a T.
+            Some(f) => unsafe {
+                (f.ibget)(self.raw, dest.as_mut_ptr().cast(), s.cast(), dst, sst, bsize, nblocks, pe)
+            },
+            None => {
+                for k in 0..nblocks {
+                    // SAFETY: block k of each checked span.
+                    unsafe {
+                        ffi::shmem_ctx_getmem(
+                            self.raw,
+                            dest.as_mut_ptr().add(k * dest_stride).cast(),
+                            s.add(k * src_stride).cast(),
+                            bsize * size_of::<T>(),
                             pe,
                         )
                     }
@@ -435,5 +528,35 @@ pub(crate) fn span(routine: &'static str, nelems: usize, stride: usize) -> Resul
     (nelems - 1).checked_mul(stride).and_then(|x| x.checked_add(1)).ok_or_else(|| Error::Invalid {
         routine,
         what: format!("{nelems} elements at stride {stride} overflow"),
+    })
+}
+
+/// The strides of a block-strided transfer, checked: `bsize` at least 1, each stride at least
+/// `bsize` (the spec's rule: blocks do not overlap) and within `isize`.
+fn block_strides(
+    routine: &'static str,
+    dest_stride: usize,
+    src_stride: usize,
+    bsize: usize,
+) -> Result<(isize, isize)> {
+    if bsize == 0 || dest_stride < bsize || src_stride < bsize {
+        return Err(Error::Invalid {
+            routine,
+            what: format!(
+                "bsize {bsize} must be at least 1 and at most each stride ({dest_stride}, {src_stride})"
+            ),
+        });
+    }
+    Ok((stride(routine, "dest_stride", dest_stride)?, stride(routine, "src_stride", src_stride)?))
+}
+
+/// The elements `nblocks` blocks of `bsize` at `stride` cover: 0 for none.
+fn block_span(routine: &'static str, nblocks: usize, stride: usize, bsize: usize) -> Result<usize> {
+    if nblocks == 0 {
+        return Ok(0);
+    }
+    (nblocks - 1).checked_mul(stride).and_then(|x| x.checked_add(bsize)).ok_or_else(|| Error::Invalid {
+        routine,
+        what: format!("{nblocks} blocks of {bsize} at stride {stride} overflow"),
     })
 }
