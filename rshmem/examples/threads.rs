@@ -2,7 +2,8 @@
 //! all add to one counter on every PE (atomics), put a value each into the next PE's slots
 //! with a signal, and wait for the previous PE's threads' signals. Even threads use a context
 //! made by the main thread and moved to them, odd threads a private context of their own, and
-//! every thread also uses the default context. Every PE then checks its counter and slots.
+//! every thread also uses the default context; on the even PEs one more thread adds through a
+//! context over the team of even PEs. Every PE then checks its counter and slots.
 //! Run with `oshrun -np 4 target/release/examples/threads [ROUNDS]`.
 
 use rshmem::{Cmp, Ctx, CtxOptions, Shmem, SignalOp, ThreadLevel};
@@ -28,7 +29,21 @@ fn main() -> Result<(), rshmem::Error> {
         let mut moved: Vec<_> = (0..THREADS)
             .map(|t| (t % 2 == 0).then(|| threads.ctx(CtxOptions::default())).transpose())
             .collect::<Result<_, _>>()?;
+        // A context over a team of every other PE (team numbers), for one more thread.
+        let evens = s.split_strided(&shmem.world(), 0, 2, n.div_ceil(2))?;
+        let team_ctx = evens.as_ref().map(|t| threads.team_ctx(t, CtxOptions::default())).transpose()?;
+        let evens_n = evens.as_ref().map_or(0, |t| t.n_pes());
         std::thread::scope(|ts| -> Result<(), rshmem::Error> {
+            // Every even PE adds one to each even PE's counter, through team numbers.
+            let team_thread = team_ctx.map(|ctx| {
+                ts.spawn(move || -> Result<(), rshmem::Error> {
+                    for pe in 0..evens_n {
+                        ctx.atomic_add(&count_v, 0, 1, pe)?;
+                    }
+                    ctx.quiet();
+                    Ok(())
+                })
+            });
             let handles: Vec<_> = moved
                 .iter_mut()
                 .enumerate()
@@ -61,13 +76,14 @@ fn main() -> Result<(), rshmem::Error> {
                     })
                 })
                 .collect();
-            for h in handles {
+            for h in handles.into_iter().chain(team_thread) {
                 h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
             }
             Ok(())
         })?;
         shmem.barrier_all();
-        let want = THREADS as u64 * (rounds * n as u64 + 1);
+        let from_evens = if me % 2 == 0 { n.div_ceil(2) as u64 } else { 0 };
+        let want = THREADS as u64 * (rounds * n as u64 + 1) + from_evens;
         assert_eq!(count.read(0), want, "PE {me}: the counter");
         for t in 0..THREADS {
             assert_eq!(slots.read(t), (prev * 1000 + t) as u64, "PE {me}: slot {t}");

@@ -74,6 +74,24 @@ impl<'rt> Threads<'rt> {
         Ok(ThreadCtx { ctx })
     }
 
+    /// `shmem_team_create_ctx` for a thread: as [`Threads::ctx`], over `team` (its PE
+    /// numbers are the team's). Made on the thread that has the team, then moved; it cannot
+    /// outlive the team's scope.
+    pub fn team_ctx<'t>(&self, team: &crate::Team<'t>, options: CtxOptions) -> Result<ThreadCtx<'t>>
+    where
+        'rt: 't,
+    {
+        if options.private {
+            return Err(Error::Invalid {
+                routine: "Threads::team_ctx",
+                what: "options.private: a private context stays on its thread (Team::create_ctx there)"
+                    .into(),
+            });
+        }
+        let ctx = OwnedCtx::create(self.rt, "Threads::team_ctx", Some(team.raw()), team.n_pes(), options)?;
+        Ok(ThreadCtx { ctx })
+    }
+
     /// `shmem_ctx_create` with `SHMEM_CTX_PRIVATE`, for the calling thread only: the context is
     /// not `Send`, so no other thread can use it.
     pub fn private_ctx(&self, options: CtxOptions) -> Result<OwnedCtx<'rt>> {
