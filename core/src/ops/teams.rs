@@ -13,7 +13,6 @@ use crate::symm::runtime;
 use rshmem_plugin_api::{ScollOps, DT_U64, OP_OR, REDUCE_ALL};
 use std::ffi::{c_int, c_long, c_void, CStr};
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, OnceLock};
 
 /// `shmem_team_config_t` (the C layout in shmem.h).
 #[repr(C)]
@@ -23,27 +22,6 @@ pub struct TeamConfig {
 
 /// SHMEM_TEAM_NUM_CONTEXTS.
 const TEAM_NUM_CONTEXTS: c_long = 1;
-
-struct Registry {
-    scolls: Vec<(&'static ScollOps, String)>,
-    /// The components with `SCOLL_CAP_EPHEMERAL`, for the active-set (pSync) teams.
-    ephemeral: Vec<(&'static ScollOps, String)>,
-    /// Handles of the teams splits made that are not destroyed yet.
-    live: Mutex<Vec<usize>>,
-    /// Slots this PE's live teams use (bit 0: the world).
-    used: Mutex<u64>,
-}
-
-static REGISTRY: OnceLock<Registry> = OnceLock::new();
-
-pub fn init(scolls: &[(&'static ScollOps, String)], ephemeral: &[(&'static ScollOps, String)]) {
-    let _ = REGISTRY.set(Registry {
-        scolls: scolls.to_vec(),
-        ephemeral: ephemeral.to_vec(),
-        live: Mutex::new(Vec::new()),
-        used: Mutex::new(1),
-    });
-}
 
 /// The world PEs of `local` (a membership vector) as a team triplet (start, stride, size),
 /// when they form an arithmetic progression that includes `me`; otherwise `(me, 1, 1)`, which
@@ -158,8 +136,9 @@ pub fn live_in_space(tag: u64) -> usize {
 static SLOTS: Slots = Slots::new(TEAM_SLOTS);
 const _: () = assert!(TEAM_SLOTS > MAX_TEAMS, "a live split team always finds a handle");
 
-fn registry() -> &'static Registry {
-    REGISTRY.get().expect("teams are set up at init")
+/// The registry of the runtime (live, or finalized and waiting to be initialized again).
+fn registry() -> &'static runtime::TeamRegistry {
+    &runtime::last().expect("teams are set up at init").teams
 }
 
 /// The team behind a handle, or None for SHMEM_TEAM_INVALID. Handles come from C, where a

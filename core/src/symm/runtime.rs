@@ -7,7 +7,7 @@ use crate::symm::segments::SegmentTable;
 use crate::symm::static_data::DataSegment;
 use rshmem_boot::{self as bootstrap, Bootstrap};
 use rshmem_plugin_api::{
-    CoreServices, Framework, MemheapOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
+    CoreServices, Framework, MemheapOps, ScollOps, SegmentDesc, SpmlOps, SshmemOps, TransportHandle,
 };
 use std::collections::HashSet;
 use std::ffi::{c_void, CStr};
@@ -69,9 +69,32 @@ pub struct Runtime {
     pub(crate) heap_seg: Mutex<SegmentDesc>,
     pub(crate) data_seg: Mutex<Option<DataSegment>>,
     pub(crate) spml_regs: Vec<*mut c_void>,
+    /// The scoll components teams use, and the teams this PE split and has not destroyed.
+    pub teams: TeamRegistry,
     /// The heap of `shmem_malloc` when it is not the init heap (`SHMEM_DEFAULT_SPACE=GPU`):
     /// set once at the end of init, before the program can allocate.
     pub user_heap: OnceLock<UserHeap>,
+}
+
+/// The scoll components, and the split teams this PE has not destroyed (`crate::ops::teams`).
+pub struct TeamRegistry {
+    /// The stacked scoll components, best first.
+    pub scolls: Vec<(&'static ScollOps, String)>,
+    /// The components with `SCOLL_CAP_EPHEMERAL`, for the active-set (pSync) teams.
+    pub ephemeral: Vec<(&'static ScollOps, String)>,
+    /// Handles of the teams splits made that are not destroyed yet.
+    pub live: Mutex<Vec<usize>>,
+    /// Scratch-pool slots this PE's live teams use (bit 0: the world).
+    pub used: Mutex<u64>,
+}
+
+impl TeamRegistry {
+    pub fn new(
+        scolls: Vec<(&'static ScollOps, String)>,
+        ephemeral: Vec<(&'static ScollOps, String)>,
+    ) -> Self {
+        TeamRegistry { scolls, ephemeral, live: Mutex::new(Vec::new()), used: Mutex::new(1) }
+    }
 }
 
 /// Another space's heap serving `shmem_malloc` and its kin: the space's own routines, so that

@@ -29,7 +29,7 @@ use crate::symm::segments::SegmentTable;
 use components::Components;
 use job::Job;
 use rshmem_boot::{self as bootstrap, Bootstrap};
-use rshmem_plugin_api::{Framework, ScollOps, MEMHEAP_DEVICE_CPU};
+use rshmem_plugin_api::{Framework, MEMHEAP_DEVICE_CPU};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -192,14 +192,13 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
     for seg in 0..nseg {
         mem.segs.set_cpu_atomics(seg, !peers.needs_progress);
     }
-    let (scolls, ephemeral) = (comps.scolls.clone(), comps.ephemeral.clone());
     let hosts =
         crate::symm::hosts::Hosts::new(layout.of, layout.here_mapped, layout.all_mapped, layout.peers);
     let placed = Placed { hosts, node_cpus, heap_align: layout.heap_align, crowded };
     runtime::publish(assemble(job, comps, mem, &peers, placed, requested));
     phases.mark("hosts and runtime");
     let rt: &'static Runtime = get(routine);
-    teams(routine, rt, &scolls, &ephemeral);
+    teams(routine, rt);
     phases.mark("teams");
     // The closing fence: no PE uses a team (set up above) before every PE has set it up.
     boot.fence().map_err(|e| InitError::boot("fence", e))?;
@@ -235,6 +234,7 @@ fn assemble(
     requested: i32,
 ) -> &'static mut Runtime {
     let scolls = c.scolls.iter().map(|(_, n)| n.clone()).collect();
+    let teams = crate::symm::runtime::TeamRegistry::new(c.scolls.clone(), c.ephemeral.clone());
     Box::leak(Box::new(Runtime {
         boot: job.boot,
         my_pe: job.my_pe,
@@ -274,19 +274,15 @@ fn assemble(
         heap_seg: Mutex::new(mem.heap_seg),
         data_seg: Mutex::new(mem.data),
         spml_regs: mem.spml_regs,
+        teams,
     }))
 }
 
 /// The team scratch pool (the first heap allocation, so it is symmetric; the world team holds
 /// slot 0), the predefined teams and the spaces. No PE uses a team before the closing fence.
-fn teams(
-    routine: &CStr,
-    rt: &'static Runtime,
-    scolls: &[(&'static ScollOps, String)],
-    ephemeral: &[(&'static ScollOps, String)],
-) {
+fn teams(routine: &CStr, rt: &'static Runtime) {
+    let scolls = &rt.teams.scolls;
     crate::ops::team::init_pool(routine, rt, scolls);
-    crate::ops::teams::init(scolls, ephemeral);
     let world = TeamState::create(routine, rt, 0, (0, 1, rt.n_pes), scolls);
     rshmem_team_world.state.store(Box::into_raw(Box::new(world)) as *mut c_void, Ordering::Release);
     let shared = crate::ops::teams::init_shared(routine, rt, rshmem_team_world.state.load(Ordering::Acquire));
