@@ -189,6 +189,7 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
     // The heap's and global data's atomics rule (`crate::symm::segments`): every PE decided
     // `needs_progress` alike (a job on several hosts has an unmapped peer everywhere; on one
     // host the agreement above made every PE map all or none).
+    peers.settle_keys(&comps)?;
     for seg in 0..nseg {
         mem.segs.set_cpu_atomics(seg, !peers.needs_progress);
     }

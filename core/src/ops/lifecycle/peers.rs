@@ -18,6 +18,39 @@ pub struct Peers {
     /// Some peer's copy of some segment is reached only through the spml, whose progress
     /// the waits then drive.
     pub needs_progress: bool,
+    /// The keys of segments this PE maps through the host's relay, not given to the spml
+    /// yet: `(pe, seg, base, len, key)`. Only atomics ever take a mapped peer through the
+    /// spml, and only when some peer is reached through it (CPU atomics are then off for every
+    /// target), so on a host whose PEs all map each other the spml never needs them, and
+    /// keeping each one cost about 300 bytes per peer (issue 51).
+    deferred: Vec<(i32, u32, u64, usize, Vec<u8>)>,
+}
+
+impl Peers {
+    /// Once it is known whether some peer is reached through the spml: give it the deferred
+    /// keys then, else drop them.
+    pub fn settle_keys(&mut self, c: &Components) -> Result<(), InitError> {
+        let deferred = std::mem::take(&mut self.deferred);
+        if !self.needs_progress {
+            return Ok(());
+        }
+        for (pe, seg, base, len, key) in deferred {
+            add_key(c, pe, seg, base, len, &key)?;
+        }
+        Ok(())
+    }
+}
+
+/// Give the spml `pe`'s key for segment `seg`.
+fn add_key(c: &Components, pe: i32, seg: u32, base: u64, len: usize, key: &[u8]) -> Result<(), InitError> {
+    // SAFETY: plugin ABI call with the peer's packed key.
+    if unsafe { (c.spml.add_segment)(pe, seg, base, len, key.as_ptr(), key.len()) } != 0 {
+        return Err(InitError::Peer {
+            pe,
+            why: format!("spml {} could not unpack PE {pe}'s key for segment {seg}", c.spml_name),
+        });
+    }
+    Ok(())
 }
 
 /// The settings every PE must agree on: each PE compares PE 0's with its own, and one that
@@ -69,7 +102,7 @@ pub fn relayed(job: &Job, c: &Components, mem: &mut Memory) -> Mapped {
 pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Result<Peers, InitError> {
     let (boot, my_pe, n_pes) = (job.boot, job.my_pe, job.n_pes);
     let nseg = mem.segs.count() as u32;
-    let mut peers = Peers { needs_progress: false };
+    let mut peers = Peers { needs_progress: false, deferred: Vec::new() };
     // Starting with the next PE, not with PE 0: each same-host peer's thread hands its
     // segments to every other PE, and all PEs beginning at PE 0 queue on one thread at a time.
     for pe in (my_pe + 1..n_pes).chain(0..=my_pe) {
@@ -86,23 +119,21 @@ pub fn learn(job: &Job, c: &Components, mem: &Memory, mut relayed: Mapped) -> Re
             let (base, len, blob, rkey) = decode_segment(&v)
                 .ok_or_else(|| InitError::Peer { pe, why: format!("PE {pe}: malformed segment record") })?;
             check_length(pe, seg, len, mem.segs.local(seg).len)?;
-            // SAFETY: plugin ABI call with the peer's packed key.
-            if unsafe { (c.spml.add_segment)(pe, seg, base, len as usize, rkey.as_ptr(), rkey.len()) } != 0 {
-                return Err(InitError::Peer {
-                    pe,
-                    why: format!("spml {} could not unpack PE {pe}'s key for segment {seg}", c.spml_name),
-                });
+            let local_peer = pe != my_pe && job.local_map && boot.is_local(pe);
+            let from_relay = if local_peer { relayed.remove(&(pe, seg)) } else { None };
+            if from_relay.is_some() {
+                peers.deferred.push((pe, seg, base, len as usize, rkey.to_vec()));
+            } else {
+                // Before the mapping: a transport's mapping (sshmem "ucx") goes through the key.
+                add_key(c, pe, seg, base, len as usize, rkey)?;
             }
             let mapped: *mut u8 = if pe == my_pe {
                 mem.segs.local(seg).base as *mut u8
-            } else if job.local_map && boot.is_local(pe) {
-                match relayed.remove(&(pe, seg)) {
-                    Some(p) => p,
-                    None => {
-                        let blob = if c.peer_attach || seg == SEG_DATA { blob } else { &[] };
-                        map_peer(c.sshmem, c.spml, pe, seg, base, len as usize, blob)
-                    }
-                }
+            } else if let Some(p) = from_relay {
+                p
+            } else if local_peer {
+                let blob = if c.peer_attach || seg == SEG_DATA { blob } else { &[] };
+                map_peer(c.sshmem, c.spml, pe, seg, base, len as usize, blob)
             } else {
                 std::ptr::null_mut()
             };
