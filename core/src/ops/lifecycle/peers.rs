@@ -31,6 +31,15 @@ impl Peers {
     /// keys then, else drop them.
     pub fn settle_keys(&mut self, c: &Components) -> Result<(), InitError> {
         let deferred = std::mem::take(&mut self.deferred);
+        if !deferred.is_empty() && crate::log::enabled(crate::log::DEBUG, "init") {
+            let fate = if self.needs_progress {
+                "given to the spml (some peer is reached through it)"
+            } else {
+                "not needed (the spml reaches no peer)"
+            };
+            let msg = format!("keys of {} segment(s) of relay-mapped peers: {fate}", deferred.len());
+            crate::log::log(crate::log::DEBUG, "init", &msg);
+        }
         if !self.needs_progress {
             return Ok(());
         }
