@@ -208,35 +208,7 @@ impl Ctx {
         nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        const ROUTINE: &str = "Ctx::iput";
-        let (dst, sst) =
-            (stride(ROUTINE, "dest_stride", dest_stride)?, stride(ROUTINE, "src_stride", src_stride)?);
-        let d = dest.checked_range(ROUTINE, offset, span(ROUTINE, nelems, dest_stride)?)?;
-        let need = span(ROUTINE, nelems, src_stride)?;
-        if src.len() < need {
-            return Err(Error::Length { routine: ROUTINE, what: "src.len()", got: src.len(), want: need });
-        }
-        let pe = self.checked_pe(ROUTINE, pe)?;
-        match ffi::strided(size_of::<T>()) {
-            // SAFETY: both spans checked above against live memory (a symmetric array and a
-            // slice), strides positive and within isize; `pe` in range.
-            Some(f) => unsafe { (f.iput)(self.raw, d.cast(), src.as_ptr().cast(), dst, sst, nelems, pe) },
-            None => {
-                for k in 0..nelems {
-                    // SAFETY: element k of each checked span.
-                    unsafe {
-                        ffi::shmem_ctx_putmem(
-                            self.raw,
-                            d.add(k * dest_stride).cast(),
-                            src.as_ptr().add(k * src_stride).cast(),
-                            size_of::<T>(),
-                            pe,
-                        )
-                    }
-                }
-            }
-        }
-        Ok(())
+        self.put_blocks("Ctx::iput", dest, offset, (dest_stride, src_stride), src, (1, nelems), pe)
     }
 
     /// `shmem_ctx_iget`: `nelems` elements of `src` on `pe`, every `src_stride`-th from
@@ -252,36 +224,7 @@ impl Ctx {
         nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        const ROUTINE: &str = "Ctx::iget";
-        let (dst, sst) =
-            (stride(ROUTINE, "dest_stride", dest_stride)?, stride(ROUTINE, "src_stride", src_stride)?);
-        let s = src.checked_range(ROUTINE, offset, span(ROUTINE, nelems, src_stride)?)?;
-        let need = span(ROUTINE, nelems, dest_stride)?;
-        if dest.len() < need {
-            return Err(Error::Length { routine: ROUTINE, what: "dest.len()", got: dest.len(), want: need });
-        }
-        let pe = self.checked_pe(ROUTINE, pe)?;
-        match ffi::strided(size_of::<T>()) {
-            // SAFETY: as `iput`; `dest` is exclusively borrowed local memory, any bytes a T.
-            Some(f) => unsafe {
-                (f.iget)(self.raw, dest.as_mut_ptr().cast(), s.cast(), dst, sst, nelems, pe)
-            },
-            None => {
-                for k in 0..nelems {
-                    // SAFETY: element k of each checked span.
-                    unsafe {
-                        ffi::shmem_ctx_getmem(
-                            self.raw,
-                            dest.as_mut_ptr().add(k * dest_stride).cast(),
-                            s.add(k * src_stride).cast(),
-                            size_of::<T>(),
-                            pe,
-                        )
-                    }
-                }
-            }
-        }
-        Ok(())
+        self.get_blocks("Ctx::iget", dest, src, offset, (dest_stride, src_stride), (1, nelems), pe)
     }
 
     /// `shmem_ctx_ibput`: `nblocks` blocks of `bsize` elements, block `k` of `src` starting
@@ -299,17 +242,51 @@ impl Ctx {
         nblocks: usize,
         pe: usize,
     ) -> Result<()> {
-        const ROUTINE: &str = "Ctx::ibput";
-        let (dst, sst) = block_strides(ROUTINE, dest_stride, src_stride, bsize)?;
-        let d = dest.checked_range(ROUTINE, offset, block_span(ROUTINE, nblocks, dest_stride, bsize)?)?;
-        let need = block_span(ROUTINE, nblocks, src_stride, bsize)?;
+        self.put_blocks("Ctx::ibput", dest, offset, (dest_stride, src_stride), src, (bsize, nblocks), pe)
+    }
+
+    /// `shmem_ctx_ibget`: `nblocks` blocks of `bsize` elements of `src` on `pe`, block `k`
+    /// from `offset + k * src_stride`, into `dest` from `k * dest_stride` (strides at least
+    /// `bsize`, which is at least 1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn ibget<T: bytemuck::Pod>(
+        &self,
+        dest: &mut [T],
+        dest_stride: usize,
+        src: &impl Remote<T>,
+        offset: usize,
+        src_stride: usize,
+        bsize: usize,
+        nblocks: usize,
+        pe: usize,
+    ) -> Result<()> {
+        self.get_blocks("Ctx::ibget", dest, src, offset, (dest_stride, src_stride), (bsize, nblocks), pe)
+    }
+
+    /// The strided puts: `(bsize, nblocks)` blocks at `(dest_stride, src_stride)`, checked,
+    /// through the sized block entry point of T's width (a block of one element is an
+    /// `iput`), else a put per block.
+    #[allow(clippy::too_many_arguments)]
+    fn put_blocks<T: bytemuck::Pod>(
+        &self,
+        routine: &'static str,
+        dest: &impl Remote<T>,
+        offset: usize,
+        (dest_stride, src_stride): (usize, usize),
+        src: &[T],
+        (bsize, nblocks): (usize, usize),
+        pe: usize,
+    ) -> Result<()> {
+        let (dst, sst) = block_strides(routine, dest_stride, src_stride, bsize)?;
+        let d = dest.checked_range(routine, offset, block_span(routine, nblocks, dest_stride, bsize)?)?;
+        let need = block_span(routine, nblocks, src_stride, bsize)?;
         if src.len() < need {
-            return Err(Error::Length { routine: ROUTINE, what: "src.len()", got: src.len(), want: need });
+            return Err(Error::Length { routine, what: "src.len()", got: src.len(), want: need });
         }
-        let pe = self.checked_pe(ROUTINE, pe)?;
+        let pe = self.checked_pe(routine, pe)?;
         match ffi::strided(size_of::<T>()) {
-            // SAFETY: both spans checked above against live memory; strides at least bsize
-            // and within isize; `pe` in range.
+            // SAFETY: both spans checked above against live memory (a symmetric array and a
+            // slice); strides at least bsize and within isize; `pe` in range.
             Some(f) => unsafe {
                 (f.ibput)(self.raw, d.cast(), src.as_ptr().cast(), dst, sst, bsize, nblocks, pe)
             },
@@ -331,31 +308,27 @@ impl Ctx {
         Ok(())
     }
 
-    /// `shmem_ctx_ibget`: `nblocks` blocks of `bsize` elements of `src` on `pe`, block `k`
-    /// from `offset + k * src_stride`, into `dest` from `k * dest_stride` (strides at least
-    /// `bsize`, which is at least 1).
+    /// The strided gets, as [`Ctx::put_blocks`].
     #[allow(clippy::too_many_arguments)]
-    pub fn ibget<T: bytemuck::Pod>(
+    fn get_blocks<T: bytemuck::Pod>(
         &self,
+        routine: &'static str,
         dest: &mut [T],
-        dest_stride: usize,
         src: &impl Remote<T>,
         offset: usize,
-        src_stride: usize,
-        bsize: usize,
-        nblocks: usize,
+        (dest_stride, src_stride): (usize, usize),
+        (bsize, nblocks): (usize, usize),
         pe: usize,
     ) -> Result<()> {
-        const ROUTINE: &str = "Ctx::ibget";
-        let (dst, sst) = block_strides(ROUTINE, dest_stride, src_stride, bsize)?;
-        let s = src.checked_range(ROUTINE, offset, block_span(ROUTINE, nblocks, src_stride, bsize)?)?;
-        let need = block_span(ROUTINE, nblocks, dest_stride, bsize)?;
+        let (dst, sst) = block_strides(routine, dest_stride, src_stride, bsize)?;
+        let s = src.checked_range(routine, offset, block_span(routine, nblocks, src_stride, bsize)?)?;
+        let need = block_span(routine, nblocks, dest_stride, bsize)?;
         if dest.len() < need {
-            return Err(Error::Length { routine: ROUTINE, what: "dest.len()", got: dest.len(), want: need });
+            return Err(Error::Length { routine, what: "dest.len()", got: dest.len(), want: need });
         }
-        let pe = self.checked_pe(ROUTINE, pe)?;
+        let pe = self.checked_pe(routine, pe)?;
         match ffi::strided(size_of::<T>()) {
-            // SAFETY: as `ibput`; `dest` is exclusively borrowed local memory, any bytes a T.
+            // SAFETY: as `put_blocks`; `dest` is exclusively borrowed local memory, any bytes a T.
             Some(f) => unsafe {
                 (f.ibget)(self.raw, dest.as_mut_ptr().cast(), s.cast(), dst, sst, bsize, nblocks, pe)
             },

@@ -116,28 +116,22 @@ extern "C" {
     ) -> c_int;
 }
 
-/// A strided transfer by element width: `shmem_ctx_{iput,iget}{8,16,32,64,128}(ctx, dest, src,
-/// dst, sst, nelems, pe)`.
-pub type StridedFn = unsafe extern "C" fn(RawCtx, *mut c_void, *const c_void, isize, isize, usize, c_int);
 /// A block-strided transfer by element width: `shmem_ctx_{ibput,ibget}{8,...,128}(ctx, dest,
 /// src, dst, sst, bsize, nblocks, pe)`.
 pub type BlockFn =
     unsafe extern "C" fn(RawCtx, *mut c_void, *const c_void, isize, isize, usize, usize, c_int);
 
-/// The strided entry points of one element width.
+/// The block-strided entry points of one element width (a block of one element is an
+/// `iput` or `iget`).
 pub struct Strided {
-    pub iput: StridedFn,
-    pub iget: StridedFn,
     pub ibput: BlockFn,
     pub ibget: BlockFn,
 }
 
 macro_rules! strided_fns {
-    ($($w:literal => $iput:ident $iget:ident $ibput:ident $ibget:ident;)*) => {
+    ($($w:literal => $ibput:ident $ibget:ident;)*) => {
         extern "C" {
             $(
-                fn $iput(ctx: RawCtx, d: *mut c_void, s: *const c_void, dst: isize, sst: isize, n: usize, pe: c_int);
-                fn $iget(ctx: RawCtx, d: *mut c_void, s: *const c_void, dst: isize, sst: isize, n: usize, pe: c_int);
                 fn $ibput(
                     ctx: RawCtx, d: *mut c_void, s: *const c_void, dst: isize, sst: isize, b: usize, n: usize, pe: c_int,
                 );
@@ -150,18 +144,18 @@ macro_rules! strided_fns {
         /// The strided entry points for elements of `width` bytes, if the API has that width.
         pub fn strided(width: usize) -> Option<Strided> {
             match width {
-                $($w => Some(Strided { iput: $iput, iget: $iget, ibput: $ibput, ibget: $ibget }),)*
+                $($w => Some(Strided { ibput: $ibput, ibget: $ibget }),)*
                 _ => None,
             }
         }
     };
 }
 strided_fns! {
-    1 => shmem_ctx_iput8 shmem_ctx_iget8 shmem_ctx_ibput8 shmem_ctx_ibget8;
-    2 => shmem_ctx_iput16 shmem_ctx_iget16 shmem_ctx_ibput16 shmem_ctx_ibget16;
-    4 => shmem_ctx_iput32 shmem_ctx_iget32 shmem_ctx_ibput32 shmem_ctx_ibget32;
-    8 => shmem_ctx_iput64 shmem_ctx_iget64 shmem_ctx_ibput64 shmem_ctx_ibget64;
-    16 => shmem_ctx_iput128 shmem_ctx_iget128 shmem_ctx_ibput128 shmem_ctx_ibget128;
+    1 => shmem_ctx_ibput8 shmem_ctx_ibget8;
+    2 => shmem_ctx_ibput16 shmem_ctx_ibget16;
+    4 => shmem_ctx_ibput32 shmem_ctx_ibget32;
+    8 => shmem_ctx_ibput64 shmem_ctx_ibget64;
+    16 => shmem_ctx_ibput128 shmem_ctx_ibget128;
 }
 
 /// The fixed-size single-element transfers, by width (`shmem_ctx_int{8,16,32,64}_{p,g}`).
