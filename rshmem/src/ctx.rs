@@ -493,17 +493,6 @@ pub(crate) fn stride(routine: &'static str, what: &str, stride: usize) -> Result
     })
 }
 
-/// The elements `nelems` strided elements cover, from the first to the last: 0 for none.
-pub(crate) fn span(routine: &'static str, nelems: usize, stride: usize) -> Result<usize> {
-    if nelems == 0 {
-        return Ok(0);
-    }
-    (nelems - 1).checked_mul(stride).and_then(|x| x.checked_add(1)).ok_or_else(|| Error::Invalid {
-        routine,
-        what: format!("{nelems} elements at stride {stride} overflow"),
-    })
-}
-
 /// The strides of a block-strided transfer, checked: `bsize` at least 1, each stride at least
 /// `bsize` (the spec's rule: blocks do not overlap) and within `isize`.
 fn block_strides(
@@ -524,7 +513,12 @@ fn block_strides(
 }
 
 /// The elements `nblocks` blocks of `bsize` at `stride` cover: 0 for none.
-fn block_span(routine: &'static str, nblocks: usize, stride: usize, bsize: usize) -> Result<usize> {
+pub(crate) fn block_span(
+    routine: &'static str,
+    nblocks: usize,
+    stride: usize,
+    bsize: usize,
+) -> Result<usize> {
     if nblocks == 0 {
         return Ok(0);
     }

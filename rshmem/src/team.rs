@@ -269,8 +269,8 @@ impl<'a> Team<'a> {
             what: format!("nelems {nelems} times {} PEs overflows", self.n_pes()),
         })?;
         let (d, s) = (
-            dest.range(ROUTINE, 0, crate::ctx::span(ROUTINE, all, dest_stride)?)?,
-            src.range(ROUTINE, 0, crate::ctx::span(ROUTINE, all, src_stride)?)?,
+            dest.range(ROUTINE, 0, crate::ctx::block_span(ROUTINE, all, dest_stride, 1)?)?,
+            src.range(ROUTINE, 0, crate::ctx::block_span(ROUTINE, all, src_stride, 1)?)?,
         );
         Self::disjoint(ROUTINE, dest, src)?;
         // SAFETY: live symmetric arrays covering every element the exchange touches (checked

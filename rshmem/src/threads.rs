@@ -64,14 +64,8 @@ impl<'rt> Threads<'rt> {
     /// ([`Error::Invalid`]): a private context is [`Threads::private_ctx`], made on the thread
     /// that uses it.
     pub fn ctx(&self, options: CtxOptions) -> Result<ThreadCtx<'rt>> {
-        if options.private {
-            return Err(Error::Invalid {
-                routine: "Threads::ctx",
-                what: "options.private: a private context stays on its thread (Threads::private_ctx)".into(),
-            });
-        }
-        let ctx = OwnedCtx::create(self.rt, "Threads::ctx", None, self.n_pes(), options)?;
-        Ok(ThreadCtx { ctx })
+        let private_one = "Threads::private_ctx";
+        self.movable("Threads::ctx", None, self.n_pes(), options, private_one)
     }
 
     /// `shmem_team_create_ctx` for a thread: as [`Threads::ctx`], over `team` (its PE
@@ -81,15 +75,30 @@ impl<'rt> Threads<'rt> {
     where
         'rt: 't,
     {
+        let private_one = "Team::create_ctx there";
+        self.movable("Threads::team_ctx", Some(team.raw()), team.n_pes(), options, private_one)
+    }
+
+    /// A context that may move between threads (not private; `instead` says where a private
+    /// one is made).
+    fn movable<'t>(
+        &self,
+        routine: &'static str,
+        team: Option<crate::ffi::RawTeam>,
+        n_pes: usize,
+        options: CtxOptions,
+        instead: &str,
+    ) -> Result<ThreadCtx<'t>>
+    where
+        'rt: 't,
+    {
         if options.private {
             return Err(Error::Invalid {
-                routine: "Threads::team_ctx",
-                what: "options.private: a private context stays on its thread (Team::create_ctx there)"
-                    .into(),
+                routine,
+                what: format!("options.private: a private context stays on its thread ({instead})"),
             });
         }
-        let ctx = OwnedCtx::create(self.rt, "Threads::team_ctx", Some(team.raw()), team.n_pes(), options)?;
-        Ok(ThreadCtx { ctx })
+        Ok(ThreadCtx { ctx: OwnedCtx::create(self.rt, routine, team, n_pes, options)? })
     }
 
     /// `shmem_ctx_create` with `SHMEM_CTX_PRIVATE`, for the calling thread only: the context is

@@ -176,18 +176,7 @@ fn options(c: &CoreServices) -> Options {
 /// mapping of peers' memory goes through those transports; on also when the core cannot say
 /// (a core older than the `selection` service).
 fn shm_transports(c: &CoreServices) -> bool {
-    // SAFETY: the table is the one the core passed to query/open.
-    let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", "shm_transports") };
-    match v.as_deref().map(str::trim) {
-        None | Some("auto") | Some("") => c.selection("sshmem").is_none_or(|s| asks_for_sshmem_ucx(&s)),
-        Some(v) => rshmem_plugin_api::values::parse_bool(v).unwrap_or_else(|| {
-            log(
-                LOG_WARN,
-                &format!("SHMEM_MCA_spml_ucx_shm_transports={v} is not auto or a boolean; using auto"),
-            );
-            c.selection("sshmem").is_none_or(|s| asks_for_sshmem_ucx(&s))
-        }),
-    }
+    auto_param(c, "shm_transports", c.selection("sshmem").is_none_or(|s| asks_for_sshmem_ucx(&s)))
 }
 
 /// Whether a `SHMEM_MCA_sshmem` value may choose sshmem "ucx" ahead of "mmap": a list that
@@ -207,19 +196,20 @@ fn rdma_devices() -> bool {
     std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
 }
 
-/// `SHMEM_MCA_spml_ucx_<name>` for `batch_puts` and `rma_in_messages`: a boolean, or `auto`
-/// (the default): on where UCX can only use `sockets`, i.e. this host has no RDMA device, or
-/// `UCX_TLS` names TCP and no RDMA transport. Over RDMA a put or an atomic is a network
-/// operation of its own without a system call, and carrying it in messages would move the
-/// work onto the target's CPU.
-fn auto_param(c: &CoreServices, name: &str, sockets: bool) -> bool {
+/// `SHMEM_MCA_spml_ucx_<name>`: a boolean, or `auto` (the default), which is `auto_value`. For
+/// `batch_puts` and `rma_in_messages` that is whether UCX can only use sockets, i.e. this host
+/// has no RDMA device, or `UCX_TLS` names TCP and no RDMA transport (over RDMA a put or an
+/// atomic is a network operation of its own without a system call, and carrying it in
+/// messages would move the work onto the target's CPU); for `shm_transports`, whether sshmem
+/// "ucx" may be chosen.
+fn auto_param(c: &CoreServices, name: &str, auto_value: bool) -> bool {
     // SAFETY: the table is the one the core passed to query/open.
     let v = unsafe { rshmem_plugin_api::param(c, "spml", "ucx", name) };
     match v.as_deref().map(str::trim) {
-        None | Some("auto") | Some("") => sockets,
+        None | Some("auto") | Some("") => auto_value,
         Some(v) => rshmem_plugin_api::values::parse_bool(v).unwrap_or_else(|| {
             log(LOG_WARN, &format!("SHMEM_MCA_spml_ucx_{name}={v} is not auto or a boolean; using auto"));
-            sockets
+            auto_value
         }),
     }
 }
