@@ -1,8 +1,14 @@
 //! Every part of the safe API on every PE, self-checking: transfers of several element types,
 //! atomics, signals, non-blocking transfers, contexts, teams and their collectives, exclusive
-//! epochs, and the errors of bad arguments. Prints `tour: PE <me> ok` per PE.
+//! epochs, collect with a count per PE, 2-D team splits, hinted allocations, memory spaces, and
+//! the errors of bad arguments. Prints `tour: PE <me> ok` per PE.
 
-use rshmem::{Cmp, CtxOptions, Error, Op, Pod, Scan, Shmem, SignalOp, Zeroable};
+use rshmem::{Cmp, CtxOptions, Error, Hints, Op, Pod, Scan, Shmem, SignalOp, Zeroable};
+
+/// A cache line of counters, aligned to one.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C, align(64))]
+struct Line([u64; 8]);
 
 /// A user's own element type: plain data, valid for every bit pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -215,6 +221,99 @@ fn main() -> Result<(), Error> {
             }
         }
         assert!(matches!(shmem.world().alltoalls(&a_dst, 6, &a_src, 2, 2), Err(Error::OutOfBounds { .. })));
+        shmem.barrier_all();
+
+        // Collect with a count of its own per PE: PE j gives j + 1 elements (PE 1 none), and
+        // every PE receives them all, in order.
+        let counts: Vec<usize> = (0..n).map(|j| if j == 1 { 0 } else { j + 1 }).collect();
+        let total: usize = counts.iter().sum();
+        let c_src = s.alloc::<i32>(n + 1)?;
+        let c_dst = s.alloc::<i32>(total + 1)?;
+        c_src.write_from(0, &(0..=n).map(|k| (me * 100 + k) as i32).collect::<Vec<_>>())?;
+        c_dst.fill(-1);
+        shmem.barrier_all();
+        assert_eq!(shmem.world().collect(&c_dst, &c_src, counts[me])?, total);
+        let want: Vec<i32> = (0..n).flat_map(|j| (0..counts[j]).map(move |k| (j * 100 + k) as i32)).collect();
+        assert_eq!(c_dst.to_vec()[..total], want[..]);
+        assert_eq!(c_dst.read(total), -1, "nothing past the collected elements");
+        // Too much for dest on every PE (each gives all n + 1: more than total + 1 when n > 1),
+        // and a count past the end of src: errors, named, on every PE.
+        let r = shmem.world().collect(&c_dst, &c_src, n + 1);
+        assert_eq!(r.is_err(), n > 1, "{r:?}");
+        if n > 1 {
+            assert!(matches!(r, Err(Error::Length { routine: "Team::collect", .. })), "{r:?}");
+        }
+        let r = shmem.world().collect(&c_dst, &c_src, if me == 0 { n + 2 } else { 0 });
+        let bad = if me == 0 {
+            matches!(r, Err(Error::OutOfBounds { .. }))
+        } else {
+            matches!(r, Err(Error::Invalid { .. }))
+        };
+        assert!(bad, "{r:?}");
+        shmem.barrier_all();
+
+        // A 2-D split of the world in rows of 2: a PE's number in its row is its column, in
+        // its column its row; a sum over each shows who is in it.
+        let (row, col) = s.split_2d(&shmem.world(), 2)?;
+        assert_eq!((row.my_pe(), col.my_pe()), (me % 2, me / 2));
+        assert_eq!(row.n_pes(), if me / 2 == (n - 1) / 2 { n - me / 2 * 2 } else { 2 });
+        assert_eq!(col.n_pes(), (n - me % 2).div_ceil(2));
+        let (who, sum) = (s.alloc::<u64>(1)?, s.alloc::<u64>(1)?);
+        who.write(0, me as u64);
+        shmem.barrier_all();
+        row.reduce(Op::Sum, &sum, &who)?;
+        let row_pes = (me / 2 * 2..(me / 2 * 2 + 2).min(n)).map(|p| p as u64);
+        assert_eq!(sum.read(0), row_pes.sum::<u64>());
+        col.reduce(Op::Sum, &sum, &who)?;
+        assert_eq!(sum.read(0), (me % 2..n).step_by(2).map(|p| p as u64).sum::<u64>());
+        // An xrange above the world's size is its size: one row of everybody, columns of one.
+        let (all, alone) = s.split_2d(&shmem.world(), n + 5)?;
+        assert_eq!((all.n_pes(), all.my_pe(), alone.n_pes()), (n, me, 1));
+        assert!(matches!(s.split_2d(&shmem.world(), 0), Err(Error::Invalid { .. })));
+        let r = s.split_2d(&shmem.world(), if me == 0 { 1 } else { 2 });
+        assert_eq!(r.is_err(), n > 1, "PEs that disagree on xrange all get an error");
+
+        // Hinted allocations: words that remote PEs hit with atomics and signals, on cache
+        // lines of their own.
+        let hot = s.alloc_with_hints::<u64>(3, Hints { atomics_remote: true, signal_remote: true })?;
+        assert_eq!(hot.read(2), 0, "zeroed like any allocation");
+        shmem.atomic_add(&hot, 1, me as u64 + 1, 0)?;
+        shmem.barrier_all();
+        if me == 0 {
+            assert_eq!(hot.read(1), (n * (n + 1) / 2) as u64);
+        }
+        let plain = s.alloc_with_hints::<u32>(4, Hints::default())?; // as alloc
+        assert_eq!(plain.len(), 4);
+        let r = s.alloc_with_hints::<u8>(8, Hints { atomics_remote: me == 0, signal_remote: false });
+        assert_eq!(r.is_err(), n > 1, "PEs that disagree on the hints all get an error");
+        shmem.barrier_all();
+
+        // A memory space of our own: arrays in it are reached like any other, collectives
+        // over the world run on them, and they are freed before the space is destroyed.
+        let space = s.create_space(1 << 20)?;
+        assert_ne!(space.caps() & 0x1, 0, "SHMEM_SPACE_CAP_RMA");
+        let (in_sp, sp_sum) = (s.alloc_in::<u64>(&space, 4)?, s.alloc_in::<u64>(&space, 4)?);
+        assert_eq!(sp_sum.to_vec(), vec![0; 4], "zeroed like any allocation (nobody writes it yet)");
+        shmem.put(&in_sp, 0, &[me as u64, 1, 2, 3], next)?;
+        shmem.barrier_all();
+        assert_eq!(in_sp.to_vec(), vec![prev as u64, 1, 2, 3]);
+        shmem.world().reduce(Op::Sum, &sp_sum, &in_sp)?;
+        assert_eq!(sp_sum.read(0), (n * (n - 1) / 2) as u64);
+        assert!(matches!(s.alloc_in::<u64>(&space, 1 << 20), Err(Error::NoMemory { .. })));
+        // A type aligned beyond a space's blocks (16 bytes) is refused there, not elsewhere.
+        assert!(matches!(s.alloc_in::<Line>(&space, 1), Err(Error::Invalid { .. })));
+        let lines = s.alloc::<Line>(2)?;
+        lines.write(1, Line([me as u64; 8]));
+        assert_eq!(shmem.g(&lines, 1, me)?, Line([me as u64; 8]));
+        let r = s.create_space(if me == 0 { 1 << 20 } else { 1 << 21 });
+        assert_eq!(r.is_err(), n > 1, "PEs that disagree on a space's size all get an error");
+        // The predefined CPU space.
+        if let Some(cpu) = shmem.cpu_space() {
+            let c = s.alloc_in::<i32>(&cpu, 2)?;
+            shmem.p(&c, 1, me as i32 + 1, next)?;
+            shmem.barrier_all();
+            assert_eq!(c.read(1), prev as i32 + 1);
+        }
         shmem.barrier_all();
 
         // An exclusive epoch: a local &mut [T], then the neighbours read the result.

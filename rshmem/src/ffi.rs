@@ -7,6 +7,18 @@ use std::ffi::{c_int, c_long, c_void};
 /// `shmem_ctx_t` and `shmem_team_t`: pointers to the core's handle objects.
 pub type RawCtx = *mut c_void;
 pub type RawTeam = *mut c_void;
+/// `shmem_space_t`.
+pub type RawSpace = *mut c_void;
+
+/// `shmem_space_config_t` (shmem.h's layout).
+#[repr(C)]
+pub struct SpaceConfig {
+    pub device_type: c_int,
+    pub size: usize,
+    pub flags: c_int,
+}
+pub const DEVICE_CPU: c_int = 0;
+pub const SPACE_CAP_WORLD_ACCESS: u64 = 0x10;
 
 pub const THREAD_SINGLE: c_int = 0;
 pub const THREAD_FUNNELED: c_int = 1;
@@ -17,11 +29,23 @@ pub const CTX_PRIVATE: c_long = 2;
 pub const CTX_NOSTORE: c_long = 4;
 pub const SIGNAL_SET: c_int = 0;
 pub const SIGNAL_ADD: c_int = 1;
+pub const MALLOC_ATOMICS_REMOTE: u8 = 1 << 0;
+pub const MALLOC_SIGNAL_REMOTE: u8 = 1 << 1;
 
 extern "C" {
     pub static mut rshmem_ctx_default: u8;
     pub static mut rshmem_team_world: u8;
     pub static mut rshmem_team_shared: u8;
+    pub static rshmem_space_cpu: RawSpace;
+
+    pub fn shmem_space_create(config: *const SpaceConfig, space: *mut RawSpace, team: *mut RawTeam) -> c_int;
+    pub fn shmem_space_destroy(space: RawSpace) -> c_int;
+    pub fn shmem_space_malloc(space: RawSpace, size: usize) -> *mut c_void;
+    pub fn shmem_space_free(space: RawSpace, ptr: *mut c_void);
+    /// Zero when the space is available (a status, as the proposal has it).
+    pub fn shmem_space_is_available(space: RawSpace) -> c_int;
+    pub fn shmem_space_get_device_type(space: RawSpace, ty: *mut c_int) -> c_int;
+    pub fn shmem_space_get_caps(space: RawSpace, caps: *mut u64) -> c_int;
 
     pub fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int;
     pub fn shmem_finalize();
@@ -31,6 +55,7 @@ extern "C" {
     pub fn shmem_malloc(size: usize) -> *mut c_void;
     pub fn shmem_align(alignment: usize, size: usize) -> *mut c_void;
     pub fn shmem_free(ptr: *mut c_void);
+    pub fn shmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c_void;
     pub fn shmem_barrier_all();
     pub fn shmem_set_lock(lock: *mut c_long);
     pub fn shmem_test_lock(lock: *mut c_long) -> c_int;
@@ -71,6 +96,16 @@ extern "C" {
         mask: c_long,
         new_team: *mut RawTeam,
     ) -> c_int;
+    pub fn shmem_team_split_2d(
+        parent: RawTeam,
+        xrange: c_int,
+        xaxis_config: *const c_void,
+        xaxis_mask: c_long,
+        xaxis_team: *mut RawTeam,
+        yaxis_config: *const c_void,
+        yaxis_mask: c_long,
+        yaxis_team: *mut RawTeam,
+    ) -> c_int;
     pub fn shmem_team_destroy(team: RawTeam);
     pub fn shmem_team_sync(team: RawTeam) -> c_int;
     pub fn shmem_broadcastmem(
@@ -81,6 +116,7 @@ extern "C" {
         root: c_int,
     ) -> c_int;
     pub fn shmem_fcollectmem(team: RawTeam, dest: *mut c_void, src: *const c_void, nbytes: usize) -> c_int;
+    pub fn shmem_collectmem(team: RawTeam, dest: *mut c_void, src: *const c_void, nbytes: usize) -> c_int;
     pub fn shmem_alltoallmem(team: RawTeam, dest: *mut c_void, src: *const c_void, nbytes: usize) -> c_int;
     pub fn shmem_alltoallsmem(
         team: RawTeam,

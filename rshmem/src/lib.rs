@@ -44,6 +44,20 @@
 //! let kept = shmem.scope(|s| s.alloc::<u64>(4).unwrap());
 //! ```
 //!
+//! An array of a memory space outliving the scope that made the space (the space is destroyed
+//! when that scope ends, after its arrays are freed), even when allocated through an outer
+//! scope.
+//! ```compile_fail
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|outer| {
+//!     let kept = shmem.scope(|inner| {
+//!         let space = inner.create_space(1 << 20).unwrap();
+//!         outer.alloc_in::<u64>(&space, 4).unwrap()
+//!     });
+//!     kept.read(0);
+//! });
+//! ```
+//!
 //! An allocation outliving the runtime.
 //! ```compile_fail,E0505
 //! let shmem = rshmem::Shmem::init().unwrap();
@@ -200,6 +214,7 @@ mod ffi;
 mod lock;
 mod runtime;
 mod scope;
+mod space;
 mod symm;
 mod team;
 mod threads;
@@ -210,7 +225,8 @@ pub use ctx::{Ctx, CtxOptions, Nbi, OwnedCtx, SignalOp};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use runtime::{Shmem, ThreadLevel};
-pub use scope::Scope;
+pub use scope::{Hints, Scope};
+pub use space::Space;
 pub use symm::{Remote, Shared, Symm};
 pub use team::{Op, Reduce, Scan, Team};
 pub use threads::{ThreadCtx, Threads};

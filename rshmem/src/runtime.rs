@@ -45,6 +45,9 @@ static LIVE: AtomicBool = AtomicBool::new(false);
 /// Words of the agreement scratch: a max-reduction over `AGREE_WORDS` values.
 pub(crate) const AGREE_WORDS: usize = 6;
 
+/// Words of the team scratch ([`Shmem::over_team`]): this many sources, then as many results.
+pub(crate) const TEAM_WORDS: usize = 2;
+
 /// The initialised library. Made by [`Shmem::init`]; dropping it (or [`Shmem::finalize`]) is
 /// `shmem_finalize`, which every PE reaches. Every handle of this crate borrows it, so none can
 /// be used after it. It dereferences to the default context ([`Ctx`]).
@@ -62,6 +65,9 @@ pub struct Shmem {
     pub(crate) agree_team: ffi::RawTeam,
     /// Symmetric scratch for those agreements: `AGREE_WORDS` sources, then as many results.
     agree_buf: *mut i64,
+    /// Symmetric scratch for the checks this crate makes over a user's team (a split's
+    /// arguments, a collect's total): `TEAM_WORDS` sources, then as many results.
+    team_buf: *mut i64,
     /// Contexts this runtime created and has not destroyed: quieted before an exclusive epoch
     /// and before a scope frees its memory.
     pub(crate) contexts: Mutex<Vec<ffi::RawCtx>>,
@@ -109,6 +115,8 @@ impl Shmem {
         };
         // SAFETY: collective allocation, made by every PE here.
         let agree_buf = unsafe { ffi::shmem_malloc(2 * AGREE_WORDS * 8) }.cast::<i64>();
+        // SAFETY: as above.
+        let team_buf = unsafe { ffi::shmem_malloc(2 * TEAM_WORDS * 8) }.cast::<i64>();
         let rt = Shmem {
             default: Ctx::new(crate::ctx::default_raw(), n_pes),
             me,
@@ -116,11 +124,12 @@ impl Shmem {
             level: provided,
             agree_team,
             agree_buf,
+            team_buf,
             contexts: Mutex::new(Vec::new()),
             allocations: std::cell::Cell::new(0),
             _not_send: PhantomData,
         };
-        if rc != 0 || agree_team.is_null() || agree_buf.is_null() {
+        if rc != 0 || agree_team.is_null() || agree_buf.is_null() || team_buf.is_null() {
             return Err(Error::Declined { routine: "Shmem::init_thread", code: rc });
         }
         if provided < level {
@@ -206,6 +215,41 @@ impl Shmem {
             max == *v && neg_min == v.wrapping_neg()
         })
     }
+
+    /// `reduce` (an `i64` reduction of the C API) of every member's `values` over `team`, which
+    /// every member calls at the same point. The team's own collective, unlike [`Shmem::agree`]
+    /// (over the world): for checks among a team's members. The scratch is shared by every
+    /// team, so the members sync before any leaves: by then every member has returned from the
+    /// reduction (no source is read any more) and read its result (no result is needed any
+    /// more), so the next call, on whichever team, finds the scratch free.
+    pub(crate) fn over_team(
+        &self,
+        team: ffi::RawTeam,
+        reduce: ffi::ReduceFn<i64>,
+        values: [i64; TEAM_WORDS],
+    ) -> Option<[i64; TEAM_WORDS]> {
+        let src = self.team_buf;
+        // SAFETY: the scratch has 2 * TEAM_WORDS words.
+        let dest = unsafe { src.add(TEAM_WORDS) };
+        for (i, v) in values.iter().enumerate() {
+            // SAFETY: within the scratch; volatile, as other PEs read it.
+            unsafe { src.add(i).write_volatile(*v) };
+        }
+        // SAFETY: symmetric source and result arrays of TEAM_WORDS words, disjoint; a live team
+        // of which this PE is a member.
+        let rc = unsafe { reduce(team, dest, src, TEAM_WORDS) };
+        // SAFETY: within the scratch; the reduction is complete.
+        let out = std::array::from_fn(|i| unsafe { dest.add(i).read_volatile() });
+        // SAFETY: a live team; collective over it, called by every member after the reduction.
+        unsafe { ffi::shmem_team_sync(team) };
+        (rc == 0).then_some(out)
+    }
+
+    /// Whether every member of `team` passed the same `value` (collective over the team).
+    pub(crate) fn team_agrees(&self, team: ffi::RawTeam, value: i64) -> Option<bool> {
+        let [max, neg_min] = self.over_team(team, ffi::RED_I64.max, [value, value.wrapping_neg()])?;
+        Some(max == value && neg_min == value.wrapping_neg())
+    }
 }
 
 impl Drop for Shmem {
@@ -224,6 +268,9 @@ impl Drop for Shmem {
             }
             if !self.agree_buf.is_null() {
                 ffi::shmem_free(self.agree_buf.cast());
+            }
+            if !self.team_buf.is_null() {
+                ffi::shmem_free(self.team_buf.cast());
             }
             ffi::shmem_finalize();
         }

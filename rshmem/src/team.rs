@@ -185,6 +185,56 @@ impl<'a> Team<'a> {
         Self::check(ROUTINE, rc)
     }
 
+    /// `shmem_collectmem`: the first `nelems` elements of every PE's `src` (each PE its own
+    /// `nelems`, zero included), one after the other in team order, into every PE's `dest`;
+    /// returns how many elements `dest` received, the same on every PE. The members first sum
+    /// their counts (a reduction over the team), so a `dest` too short for all of them is
+    /// [`Error::Length`] on every PE before any data moves.
+    pub fn collect<T: bytemuck::Pod>(
+        &self,
+        dest: &Symm<'_, T>,
+        src: &Symm<'_, T>,
+        nelems: usize,
+    ) -> Result<usize> {
+        const ROUTINE: &str = "Team::collect";
+        // A count this PE cannot send counts as more than any array holds, on every PE.
+        let mine = if nelems > src.len() { -1 } else { nelems as i64 };
+        let [total, refused] = self
+            .rt
+            .over_team(self.raw, ffi::RED_I64.sum, [mine.max(0), i64::from(mine < 0)])
+            .ok_or(Error::Declined { routine: ROUTINE, code: -1 })?;
+        if nelems > src.len() {
+            return Err(Error::OutOfBounds {
+                routine: ROUTINE,
+                offset: 0,
+                len: nelems,
+                array_len: src.len(),
+            });
+        }
+        if refused > 0 {
+            return Err(Error::Invalid {
+                routine: ROUTINE,
+                what: format!("{refused} of the team's PEs passed an nelems past the end of src"),
+            });
+        }
+        let total = total as usize;
+        if total > dest.len() {
+            return Err(Error::Length {
+                routine: ROUTINE,
+                what: "dest.len() (the team's nelems summed)",
+                got: dest.len(),
+                want: total,
+            });
+        }
+        Self::disjoint(ROUTINE, dest, src)?;
+        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        // SAFETY: live symmetric arrays, disjoint; every member's count within its src and
+        // their sum within every member's dest (checked above, by every member alike).
+        let rc = unsafe { ffi::shmem_collectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * nelems) };
+        Self::check(ROUTINE, rc)?;
+        Ok(total)
+    }
+
     /// `shmem_alltoallmem`: block `j` of this PE's `src` to block `me` of PE `j`'s `dest`;
     /// both arrays are `n_pes` blocks of the same length.
     pub fn alltoall<T: bytemuck::Pod>(&self, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
