@@ -197,7 +197,7 @@ impl<'a> Team<'a> {
         nelems: usize,
     ) -> Result<usize> {
         const ROUTINE: &str = "Team::collect";
-        // A count this PE cannot send counts as more than any array holds, on every PE.
+        // A count past the end of this PE's src is counted as a refusal, which every PE learns.
         let mine = if nelems > src.len() { -1 } else { nelems as i64 };
         let [total, refused] = self
             .rt
