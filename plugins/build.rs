@@ -26,6 +26,7 @@ const TYPES: &[(&str, &str)] = &[
     ("MemheapOps", "shmem_plugin_memheap_ops_t"),
     ("SpmlCtx", "shmem_plugin_spml_ctx_t"),
     ("SpmlOps", "shmem_plugin_spml_ops_t"),
+    ("SpmlPeerMemory", "shmem_plugin_spml_peer_memory_t"),
     ("TeamDesc", "shmem_plugin_team_t"),
     ("ScollOps", "shmem_plugin_scoll_ops_t"),
 ];

@@ -660,6 +660,39 @@ typedef struct {
 typedef void *shmem_plugin_spml_ctx_t;
 
 /**
+ * What an spml holds for peers (`shmem_plugin_spml_ops_t.peer_memory`). Private memory is the process's
+ * anonymous resident bytes (`rshmem_plugin_api::footprint`).
+ */
+typedef struct {
+  /**
+   * Set by the core to the size of the structure it passes.
+   */
+  size_t struct_size;
+  /**
+   * Bytes of the spml's tables sized by the number of PEs (every PE has a slot, reached or
+   * not), and how many of them are resident now: slots of peers never reached cost only
+   * where they share a page with a reached one.
+   */
+  uint64_t table_bytes;
+  uint64_t table_resident;
+  /**
+   * PEs on this host and on other hosts that this PE has made at least one endpoint to.
+   */
+  uint64_t peers_local;
+  uint64_t peers_remote;
+  /**
+   * Endpoints made to them (a PE reached from several contexts has one on each).
+   */
+  uint64_t endpoints_local;
+  uint64_t endpoints_remote;
+  /**
+   * Private memory added while making those endpoints and unpacking their keys.
+   */
+  uint64_t grown_local;
+  uint64_t grown_remote;
+} shmem_plugin_spml_peer_memory_t;
+
+/**
  * spml: RMA, ordering and memory keys. Remote memory is named by (pe, segment id, address in
  * the target's address space).
  *
@@ -871,6 +904,16 @@ typedef struct {
    * initialized again.
    */
   void (*suspend)(int suspended);
+  /**
+   * Optional, appended within ABI v2 (absent from shorter tables; read through
+   * `shmem_plugin_spml_ops_t.peer_memory_slot`): what this spml holds for peers, for the core's report
+   * (`SHMEM_PEER_MEMORY`). The core calls it with `measure` = 1 and `out` NULL once, before
+   * `connect`, when the report is asked for: from then on the spml measures the private
+   * memory its own peer state adds as it is made (an endpoint, a key unpacked). At the last
+   * `shmem_finalize`, before `suspend`, it calls it with 0 to have `*out` filled; a shorter
+   * `shmem_plugin_spml_peer_memory_t` (its `struct_size`) gets only the fields it has room for.
+   */
+  void (*peer_memory)(int measure, shmem_plugin_spml_peer_memory_t *out);
 } shmem_plugin_spml_ops_t;
 
 /**

@@ -788,6 +788,37 @@ pub struct SpmlOps {
     /// slot the core calls `finalize` at the last `shmem_finalize`, and the library cannot be
     /// initialized again.
     pub suspend: Option<unsafe extern "C" fn(suspended: c_int)>,
+    /// Optional, appended within ABI v2 (absent from shorter tables; read through
+    /// [`SpmlOps::peer_memory_slot`]): what this spml holds for peers, for the core's report
+    /// (`SHMEM_PEER_MEMORY`). The core calls it with `measure` = 1 and `out` NULL once, before
+    /// `connect`, when the report is asked for: from then on the spml measures the private
+    /// memory its own peer state adds as it is made (an endpoint, a key unpacked). At the last
+    /// `shmem_finalize`, before `suspend`, it calls it with 0 to have `*out` filled; a shorter
+    /// [`SpmlPeerMemory`] (its `struct_size`) gets only the fields it has room for.
+    pub peer_memory: Option<unsafe extern "C" fn(measure: c_int, out: *mut SpmlPeerMemory)>,
+}
+
+/// What an spml holds for peers ([`SpmlOps::peer_memory`]). Private memory is the process's
+/// anonymous resident bytes (`rshmem_plugin_api::footprint`).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SpmlPeerMemory {
+    /// Set by the core to the size of the structure it passes.
+    pub struct_size: usize,
+    /// Bytes of the spml's tables sized by the number of PEs (every PE has a slot, reached or
+    /// not), and how many of them are resident now: slots of peers never reached cost only
+    /// where they share a page with a reached one.
+    pub table_bytes: u64,
+    pub table_resident: u64,
+    /// PEs on this host and on other hosts that this PE has made at least one endpoint to.
+    pub peers_local: u64,
+    pub peers_remote: u64,
+    /// Endpoints made to them (a PE reached from several contexts has one on each).
+    pub endpoints_local: u64,
+    pub endpoints_remote: u64,
+    /// Private memory added while making those endpoints and unpacking their keys.
+    pub grown_local: u64,
+    pub grown_remote: u64,
 }
 
 /// The signature of [`SpmlOps::put_via_target`] and [`SpmlOps::get_via_target`]: `(ctx, pe,
@@ -846,6 +877,15 @@ impl SpmlOps {
             return None;
         }
         self.suspend
+    }
+
+    /// The `peer_memory` slot, when the component's table has it.
+    pub fn peer_memory_slot(&self) -> Option<unsafe extern "C" fn(c_int, *mut SpmlPeerMemory)> {
+        let end = std::mem::offset_of!(SpmlOps, peer_memory) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.peer_memory
     }
 
     /// The `progress_busy` slot, when the component's table has it.

@@ -61,6 +61,9 @@ pub mod arith;
 /// Storing a put's bytes where a peer may be watching: each byte once (not part of the C ABI).
 pub mod deliver;
 
+/// What the process holds in memory, for the per-peer memory report (not part of the C ABI).
+pub mod footprint;
+
 /// Helpers for memheap components (not part of the C ABI): the deterministic first-fit
 /// allocator over offsets, and the memheap slots over it.
 pub mod heap_slots;

@@ -328,6 +328,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
         get_via_target: via_target.then_some(get_via_target as SpmlViaTarget),
         progress_busy: Some(progress_busy),
         suspend: Some(suspend),
+        peer_memory: Some(peer_memory),
     }));
     u.on_refused_message(fatal_hook);
     u.on_refused_transfer(fatal_hook);
@@ -780,6 +781,35 @@ unsafe extern "C" fn finalize() {
 /// Peers may end their processes while it is suspended: their loss is then expected.
 unsafe extern "C" fn suspend(suspended: c_int) {
     slot(COMPONENT, "suspend", || state().set_suspended(suspended != 0))
+}
+
+/// The per-peer memory report (`SpmlOps::peer_memory`): arm the measuring (1), or fill `out`
+/// (0) with what this spml holds for peers.
+unsafe extern "C" fn peer_memory(measure: c_int, out: *mut rshmem_plugin_api::SpmlPeerMemory) {
+    slot(COMPONENT, "peer_memory", || {
+        let Some(c) = boundary::core() else { not_open() };
+        let me = c.my_pe.max(0) as usize;
+        if measure != 0 {
+            let pe_is_local = c.pe_is_local;
+            // SAFETY: a core service, valid while the plugin is loaded.
+            ucx::footprint::arm(me, Box::new(move |pe| unsafe { pe_is_local(pe as c_int) } != 0));
+            return;
+        }
+        if out.is_null() {
+            return;
+        }
+        let m = state().peer_memory(me);
+        // SAFETY: the core passes a structure of `struct_size` bytes (at least that field);
+        // only the leading bytes both sides know are written.
+        unsafe {
+            let room = (*out).struct_size.min(std::mem::size_of_val(&m));
+            let src = (&m as *const rshmem_plugin_api::SpmlPeerMemory).cast::<u8>();
+            let skip = std::mem::size_of::<usize>();
+            if room > skip {
+                std::ptr::copy_nonoverlapping(src.add(skip), out.cast::<u8>().add(skip), room - skip);
+            }
+        }
+    })
 }
 
 rshmem_plugin_api::export_plugin! {

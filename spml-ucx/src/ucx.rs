@@ -9,6 +9,7 @@ mod am;
 mod batch;
 mod channel;
 mod cpu_atomic;
+pub mod footprint;
 mod handler;
 pub mod heartbeat;
 mod mapping;
@@ -986,6 +987,36 @@ impl Ucx {
     /// `", on another host,"` when the heartbeats know `pe` is on another host, for messages.
     pub fn where_is(&self, pe: usize) -> &'static str {
         heartbeat::where_is(self.heartbeat.get().copied(), pe)
+    }
+
+    /// What this spml holds for peers, for the core's report (see `footprint`): the tables of
+    /// every channel and of the heartbeats, the PEs that some channel has an endpoint to, and
+    /// what making endpoints and keys added since the report was armed. `me` is this PE.
+    pub fn peer_memory(&self, me: usize) -> rshmem_plugin_api::SpmlPeerMemory {
+        let mut m = rshmem_plugin_api::SpmlPeerMemory::default();
+        let mut chans = vec![self.chan.clone()];
+        chans.extend(self.peers.lock().unwrap_or_else(|e| e.into_inner()).extra.iter().cloned());
+        for ch in &chans {
+            let (bytes, resident) = ch.tables();
+            m.table_bytes += bytes;
+            m.table_resident += resident;
+        }
+        if let Some(hb) = self.heartbeat.get() {
+            let (bytes, resident) = hb.tables();
+            m.table_bytes += bytes;
+            m.table_resident += resident;
+        }
+        for pe in (0..self.n_pes).filter(|&pe| pe != me && chans.iter().any(|c| c.reaches(pe))) {
+            if footprint::is_local(pe) {
+                m.peers_local += 1;
+            } else {
+                m.peers_remote += 1;
+            }
+        }
+        let (eps, grown) = footprint::measured();
+        [m.endpoints_local, m.endpoints_remote] = eps;
+        [m.grown_local, m.grown_remote] = grown;
+        m
     }
 
     /// Send and expect heartbeats between hosts (`heartbeat`); before the progress thread

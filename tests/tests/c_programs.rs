@@ -674,3 +674,67 @@ fn other_ucx_versions_carry_rma_and_atomics_over_sockets() {
 fn zero_length_collectives_with_null_buffers() {
     run_everywhere("coll_zero", &[]);
 }
+
+/// The numbers after `key` in `line` (`"...: 3 (3 endpoints): ..."` after `"on this host: "`
+/// gives 3, 3).
+fn numbers_after(line: &str, key: &str) -> Vec<u64> {
+    let rest = &line[line.find(key).unwrap_or_else(|| panic!("no `{key}` in `{line}`")) + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+/// `SHMEM_PEER_MEMORY=2` (issue 51): at the last finalize every PE reports what it holds for
+/// its peers, and the counts are this job's: the peers of its host it mapped, and the peers it
+/// reached through the spml on its host and on others. footprint.c puts to every other PE, so
+/// with mapping every peer of another host is reached through the spml, and on one host none;
+/// with `SHMEM_LOCAL_MAP=0` every peer is. Under every launcher (across emulated hosts, the
+/// remote peers). A value out of range is refused at init.
+#[test]
+fn every_pe_reports_the_memory_it_holds_for_its_peers() {
+    let prog = build_c(&source_dir().join("bench/footprint.c"), &[]);
+    let np = 4;
+    for local_map in ["1", "0"] {
+        let env =
+            [("SHMEM_PEER_MEMORY", "2"), ("SHMEM_LOCAL_MAP", local_map), ("SHMEM_SYMMETRIC_SIZE", "4M")];
+        let r = job(np, &prog, &env, DEFAULT_TIMEOUT);
+        r.assert_ok("footprint");
+        for pe in 0..np {
+            let mine: Vec<&str> =
+                r.stderr.lines().filter(|l| l.starts_with(&format!("rshmem[PE {pe}] "))).collect();
+            let find = |key: &str| {
+                mine.iter().find(|l| l.contains(key)).unwrap_or_else(|| {
+                    panic!("PE {pe}, SHMEM_LOCAL_MAP={local_map}: no `{key}` line in:\n{}", r.stderr)
+                })
+            };
+            let head = numbers_after(find("peer memory (SHMEM_PEER_MEMORY): "), "): ");
+            assert_eq!(head[0], np as u64, "{}", r.stderr);
+            let here = head[1];
+            let elsewhere = np as u64 - 1 - here;
+            let tables = numbers_after(find("tables with a slot per PE: "), "per PE: ");
+            assert!(tables[0] > 0, "{}", r.stderr);
+            let mapped = numbers_after(find("mapped at start-up: "), "start-up: ")[0];
+            let spml_here = numbers_after(find("through the spml, on this host: "), "this host: ");
+            let spml_there = numbers_after(find("through the spml, on other hosts: "), "other hosts: ");
+            let what = format!("PE {pe}, SHMEM_LOCAL_MAP={local_map}:\n{}", r.stderr);
+            if local_map == "1" {
+                assert_eq!(mapped, here, "{what}");
+                // On one host nothing goes through the spml to a mapped peer; across hosts a
+                // mapped peer's atomics do (the heap's atomics rule, docs/architecture.md).
+                if elsewhere == 0 {
+                    assert_eq!(spml_here[0], 0, "{what}");
+                }
+                assert!(spml_here[0] <= here, "{what}");
+            } else {
+                assert_eq!(mapped, 0, "{what}");
+                assert_eq!(spml_here[0], here, "{what}");
+            }
+            assert_eq!(spml_there[0], elsewhere, "PE {pe}, SHMEM_LOCAL_MAP={local_map}:\n{}", r.stderr);
+            // An endpoint per peer at least (one per context that reached it).
+            assert!(spml_here[1] >= spml_here[0] && spml_there[1] >= spml_there[0], "{}", r.stderr);
+        }
+    }
+    let r = job(2, &prog, &[("SHMEM_PEER_MEMORY", "3")], DEFAULT_TIMEOUT);
+    assert!(!r.status.success() && r.stderr.contains("SHMEM_PEER_MEMORY=3: use 0"), "{}", r.stderr);
+}

@@ -45,7 +45,11 @@ fn expected() -> Vec<(String, usize)> {
             struct_size, transport, default_ctx, connect, mem_register, mem_deregister, add_segment,
             remote_ptr, put, get, put_nbi, get_nbi, quiet, fence, progress, finalize, atomic,
             ctx_create, ctx_destroy, put_signal, memory_types, put_via_target, get_via_target, progress_busy,
-            suspend
+            suspend, peer_memory
+        }
+        SpmlPeerMemory => "shmem_plugin_spml_peer_memory_t" {
+            struct_size, table_bytes, table_resident, peers_local, peers_remote, endpoints_local,
+            endpoints_remote, grown_local, grown_remote
         }
         TeamDesc => "shmem_plugin_team_t" { id, start, stride, size, my_index, scratch, scratch_len, flags }
         ScollOps => "shmem_plugin_scoll_ops_t" {

@@ -127,6 +127,12 @@ pub const SETTINGS: &[Setting] = &[
         "A PE waiting this many seconds inside one collective says so, naming the team's PEs that have not entered it yet (and again each time the wait doubles): every PE of a team must call the same collectives in the same order, and one that skipped a call leaves the others waiting. Only a warning, since a PE may legitimately be busy that long; 0 never warns",
     ),
     setting(
+        "SHMEM_PEER_MEMORY",
+        Kind::Int,
+        "0",
+        "Report what a PE holds in memory for its peers at the last shmem_finalize: the tables with a slot per PE (bytes per PE, and how much of them is resident), and the private memory added per peer mapped on this host and per peer reached through the spml on this host and on others (measured as that state was made). 1: PE 0 reports; 2: every PE; 0 (the default): none",
+    ),
+    setting(
         "SHMEM_LOCAL_MAP",
         Kind::Bool,
         "1",

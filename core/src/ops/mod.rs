@@ -16,6 +16,7 @@ pub mod legacy;
 pub mod lifecycle;
 pub mod lock;
 pub mod p2p;
+pub mod peer_memory;
 pub mod perturb;
 pub mod rma;
 pub mod services;

@@ -65,6 +65,11 @@ impl Hosts {
         Hosts { of, here_mapped, all_mapped, local }
     }
 
+    /// `(bytes, resident bytes)` of the table with an entry per PE (the host of each).
+    pub fn tables(&self) -> (u64, u64) {
+        (std::mem::size_of_val(&*self.of) as u64, rshmem_plugin_api::footprint::resident_bytes(&self.of))
+    }
+
     /// The other PEs on this PE's host, with their process ids.
     pub fn local_peers(&self) -> &[(c_int, u32)] {
         &self.local

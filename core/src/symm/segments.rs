@@ -96,6 +96,14 @@ impl SegmentTable {
         }
     }
 
+    /// `(bytes, resident bytes)` of the peers' cells (a cell per PE and segment id).
+    pub fn tables(&self) -> (u64, u64) {
+        (
+            std::mem::size_of_val(&*self.peers) as u64,
+            rshmem_plugin_api::footprint::resident_bytes(&self.peers),
+        )
+    }
+
     #[inline(always)]
     fn cell(&self, pe: usize, seg: u32) -> usize {
         seg as usize * self.n_pes + pe

@@ -208,6 +208,16 @@ impl Batches {
         }
     }
 
+    /// `(bytes, resident bytes)` of the slots and buffers, one of each per PE.
+    pub fn tables(&self) -> (u64, u64) {
+        use rshmem_plugin_api::footprint::resident_bytes;
+        // SAFETY: `buf` is this value's mapping of `len` bytes, alive as long as it is; only
+        // its addresses are read (mincore), not its bytes.
+        let buf = unsafe { std::slice::from_raw_parts(self.buf as *const u8, self.len) };
+        let bytes = std::mem::size_of_val(&*self.slots) + self.len;
+        (bytes as u64, resident_bytes(&self.slots) + resident_bytes(buf))
+    }
+
     /// Count a message to the slot's peer that will be acknowledged, before it leaves: the
     /// acknowledgement may come during the send's own progress.
     #[inline(always)]

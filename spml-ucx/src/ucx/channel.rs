@@ -366,10 +366,12 @@ impl Channel {
             ..Default::default()
         };
         let mut ep: sys::ucp_ep_h = std::ptr::null_mut();
-        // SAFETY: our worker; the address bytes outlive the call; the error handler's argument
-        // lives as long as `self`, which closes the endpoint before it is dropped.
-        check(&format!("ucp_ep_create to PE {pe}"), unsafe {
-            sys::ucp_ep_create(self.worker, &params, &mut ep)
+        super::footprint::making(pe, true, || {
+            // SAFETY: our worker; the address bytes outlive the call; the error handler's
+            // argument lives as long as `self`, which closes the endpoint before it is dropped.
+            check(&format!("ucp_ep_create to PE {pe}"), unsafe {
+                sys::ucp_ep_create(self.worker, &params, &mut ep)
+            })
         })?;
         lazy.args.push(arg);
         slot.store(ep, Ordering::Release);
@@ -386,9 +388,11 @@ impl Channel {
         packed: &[u8],
     ) -> Result<sys::ucp_rkey_h, String> {
         let mut rkey: sys::ucp_rkey_h = std::ptr::null_mut();
-        // SAFETY: a live endpoint; the packed key outlives the call; valid out-pointer.
-        check(&format!("ucp_ep_rkey_unpack for PE {pe} segment {seg}"), unsafe {
-            sys::ucp_ep_rkey_unpack(ep, packed.as_ptr() as *const c_void, &mut rkey)
+        super::footprint::making(pe, false, || {
+            // SAFETY: a live endpoint; the packed key outlives the call; valid out-pointer.
+            check(&format!("ucp_ep_rkey_unpack for PE {pe} segment {seg}"), unsafe {
+                sys::ucp_ep_rkey_unpack(ep, packed.as_ptr() as *const c_void, &mut rkey)
+            })
         })?;
         let old = self.rkeys[seg * self.eps.len() + pe].swap(rkey, Ordering::AcqRel);
         if !old.is_null() {
@@ -430,6 +434,25 @@ impl Channel {
             Some(_) => self.first_use(pe),
             None => Err(OpError::NotConnected),
         }
+    }
+
+    /// Whether this channel has an endpoint to `pe`.
+    pub(super) fn reaches(&self, pe: usize) -> bool {
+        self.eps.get(pe).is_some_and(|e| !e.load(Ordering::Acquire).is_null())
+    }
+
+    /// `(bytes, resident bytes)` of this channel's tables sized by the number of PEs: the
+    /// endpoint and key slots, and the batches' slots and buffers.
+    pub(super) fn tables(&self) -> (u64, u64) {
+        use rshmem_plugin_api::footprint::resident_bytes;
+        let mut bytes = std::mem::size_of_val(&*self.eps) as u64 + std::mem::size_of_val(&*self.rkeys) as u64;
+        let mut resident = resident_bytes(&self.eps) + resident_bytes(&self.rkeys);
+        if let Some(b) = self.batches {
+            let (b_bytes, b_resident) = b.tables();
+            bytes += b_bytes;
+            resident += b_resident;
+        }
+        (bytes, resident)
     }
 
     /// The PEs this channel has an endpoint to.

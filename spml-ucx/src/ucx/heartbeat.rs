@@ -120,6 +120,14 @@ impl Heartbeat {
         }
     }
 
+    /// `(bytes, resident bytes)` of the table with a word per PE.
+    pub fn tables(&self) -> (u64, u64) {
+        (
+            std::mem::size_of_val(&*self.heard) as u64,
+            rshmem_plugin_api::footprint::resident_bytes(&self.heard),
+        )
+    }
+
     /// Install the handler on `worker` (this value outlives it).
     pub fn listen(&'static self, worker: sys::ucp_worker_h) -> Result<(), String> {
         set_handler(worker, HEARTBEAT, on_heartbeat, self as *const Heartbeat as *mut c_void)

@@ -996,6 +996,9 @@ fn a_peer_never_reached_costs_at_most_64_bytes() {
         let after = private_bytes();
         let per_pe = (after as f64 - mid as f64 - (mid as f64 - base as f64)) / (65536.0 - 1024.0);
         println!("RESULT per_pe_bytes {per_pe:.1}");
+        // What the job's own report (`SHMEM_PEER_MEMORY`) says of the same tables.
+        let m = big.peer_memory(0);
+        println!("RESULT report {} {} {}", m.table_bytes, m.table_resident, m.peers_local + m.peers_remote);
         drop((warm, small, big));
         return;
     }
@@ -1011,4 +1014,86 @@ fn a_peer_never_reached_costs_at_most_64_bytes() {
         .unwrap_or_else(|| panic!("no result:\n{text}\n{}", String::from_utf8_lossy(&out.stderr)));
     assert!(per_pe <= 64.0, "{per_pe} bytes per PE never reached");
     println!("{per_pe:.1} bytes per PE never reached");
+    // The report counts every slot (an endpoint, 16 keys, a batch slot and its 4 KiB buffer
+    // per PE) and finds as little of them resident as the measurement does.
+    let report: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT report ")?.split(' ').map(|w| w.parse().ok()).collect())
+        .unwrap_or_else(|| {
+            panic!(
+                "no report:
+{text}"
+            )
+        });
+    let slots = 8 + 8 * MAX_SEGMENTS + std::mem::size_of::<batch::Slot>() + batch::CAP;
+    assert_eq!(report[0], 65536 * slots as u64, "{report:?}");
+    assert!(report[1] <= 64 * 65536, "{} bytes of the tables resident for 65 536 PEs", report[1]);
+    assert_eq!(report[2], 0, "no peer reached");
+    println!("report: {} B per PE, {:.1} resident", slots, report[1] as f64 / 65536.0);
+}
+
+/// The report's measuring (`footprint`), in a child process (the counters are the process's):
+/// armed, a PE's first put to a peer of its host makes one endpoint and unpacks its key, which
+/// the report counts as a peer reached on this host; the endpoint to itself is not a peer's.
+#[test]
+fn the_report_counts_the_peers_reached_and_their_endpoints() {
+    const CHILD: &str = "RSHMEM_TEST_REPORT_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "ucx::tests::the_report_counts_the_peers_reached_and_their_endpoints",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .expect("run the child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("REPORT ok"),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let opts = Options { progress_thread: false, loopback_only: true, ..Options::default() };
+    let a = Ucx::new(2, &opts).unwrap();
+    let b = Ucx::new(2, &opts).unwrap();
+    footprint::arm(0, Box::new(|pe| pe == 1));
+    let addrs = vec![a.address().to_vec(), b.address().to_vec()];
+    a.connect(&addrs, &|_| false).unwrap();
+    b.connect(&addrs, &|_| true).unwrap();
+    let mut target = vec![0u64; 8];
+    let (memh, _) = map(&b, target.as_mut_ptr().cast(), 64, false);
+    // SAFETY: a live registration of b's context.
+    let packed = unsafe { b.rkey_pack(memh) }.unwrap();
+    a.add_rkey(1, 0, &packed).unwrap();
+    // b, counted as PE 0 by this process's meter, made its endpoints at once: the one to itself
+    // is not a peer's, the one to PE 1 (a's own worker) is. a has reached nobody yet.
+    let m = a.peer_memory(0);
+    assert_eq!((m.peers_local, m.endpoints_local), (0, 1), "before the put: {m:?}");
+    let v = 7u64;
+    let raddr = target.as_ptr() as u64;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Acquire) {
+                b.progress();
+            }
+        });
+        // SAFETY: `v` outlives the blocking put.
+        unsafe { a.put(1, 0, raddr, (&v as *const u64).cast(), 8, true) }.unwrap();
+        a.flush().unwrap();
+        stop.store(true, Ordering::Release);
+    });
+    assert_eq!(read(&target, 0), 7);
+    let m = a.peer_memory(0);
+    assert_eq!((m.peers_local, m.peers_remote), (1, 0), "{m:?}");
+    // a's endpoint to PE 1 is the second one made to it in this process.
+    assert_eq!((m.endpoints_local, m.endpoints_remote), (2, 0), "{m:?}");
+    assert!(m.table_bytes > 0 && m.table_resident <= m.table_bytes, "{m:?}");
+    // SAFETY: b's registration, unused from now on.
+    unsafe { b.mem_unmap(memh) };
+    println!("REPORT ok");
+    std::process::exit(0);
 }

@@ -117,12 +117,21 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
     phases.mark("fence 1");
     peers::agree(boot, &mem.agreed)?;
     phases.mark("agreement");
+    let measuring = crate::ops::peer_memory::arm(comps.spml).map_err(InitError::Setting)?;
     peers::connect(&comps)?;
     phases.mark("spml connect");
+    let before_mapping = if measuring { rshmem_plugin_api::footprint::private_bytes() } else { 0 };
     let relayed = peers::relayed(&job, &comps, &mut mem);
     phases.mark("relay");
     let mut peers = peers::learn(&job, &comps, &mem, relayed)?;
     phases.mark("peer segments");
+    if measuring {
+        let grew = rshmem_plugin_api::footprint::private_bytes().saturating_sub(before_mapping);
+        let heap = crate::symm::segments::SEG_HEAP;
+        let mapped =
+            job.host_peers().filter(|&pe| !mem.segs.peer(pe as usize, heap).mapped.is_null()).count();
+        crate::ops::peer_memory::mapped(mapped, grew);
+    }
     log_selection(&job, &comps, &mem.segs);
 
     // Whether this PE maps every same-host peer's segments, and its host, for the others to
@@ -207,6 +216,7 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
     crate::ops::spaces::init_gpu(rt);
     phases.mark("gpu");
     give_back_init_garbage();
+    crate::ops::peer_memory::init_done();
     if crate::log::enabled(crate::log::DEBUG, "init") {
         crate::log::log(crate::log::DEBUG, "init", &phases.summary());
     }
@@ -534,6 +544,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: 
     fence_within(routine, rt, limit);
     // Every PE has arrived: a peer stopped or gone from here on holds nobody up.
     crate::ops::watch::stop();
+    crate::ops::peer_memory::report(rt);
     // Nor is a peer's loss from here a failure: a fast PE may release everything and exit
     // while this one still releases what the program left.
     let suspend = rt.spml.suspend_slot();
