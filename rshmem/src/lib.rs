@@ -182,6 +182,31 @@
 //! threads.quiet();
 //! ```
 //!
+//! Using a team on this thread while its collectives are lent to another, or sharing the lent
+//! collectives between two threads (one thread runs a team's collectives at a time).
+//! ```compile_fail,E0502
+//! let shmem = rshmem::Shmem::init_thread(rshmem::ThreadLevel::Multiple).unwrap();
+//! let threads = shmem.threads().unwrap();
+//! shmem.scope(|s| {
+//!     let mut team = s.split_strided(&shmem.world(), 0, 1, shmem.n_pes()).unwrap().unwrap();
+//!     let lent = threads.collectives(&mut team).unwrap();
+//!     team.sync();
+//!     lent.sync();
+//! });
+//! ```
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init_thread(rshmem::ThreadLevel::Multiple).unwrap();
+//! let threads = shmem.threads().unwrap();
+//! shmem.scope(|s| {
+//!     let mut team = s.split_strided(&shmem.world(), 0, 1, shmem.n_pes()).unwrap().unwrap();
+//!     let lent = threads.collectives(&mut team).unwrap();
+//!     std::thread::scope(|ts| {
+//!         ts.spawn(|| lent.sync());
+//!         ts.spawn(|| lent.sync());
+//!     });
+//! });
+//! ```
+//!
 //! Holding a lock past the lock itself (a held lock is a guard that clears it when dropped).
 //! ```compile_fail,E0597
 //! let shmem = rshmem::Shmem::init().unwrap();
@@ -229,4 +254,4 @@ pub use scope::{Hints, Scope};
 pub use space::Space;
 pub use symm::{Remote, Shared, Symm};
 pub use team::{Op, Reduce, Scan, Team};
-pub use threads::{ThreadCtx, Threads};
+pub use threads::{TeamCollectives, ThreadCtx, Threads};

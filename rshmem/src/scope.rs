@@ -218,7 +218,7 @@ impl<'rt> Scope<'rt> {
             return Ok(None);
         }
         self.owned.borrow_mut().push(Owned::Team(t));
-        Ok(Some(Team::from_raw(self.rt, t)))
+        Ok(Some(Team::from_split(self.rt, t)))
     }
 
     /// `shmem_team_split_2d` of `parent`: its PEs laid out in rows of `xrange` (the parent's
@@ -263,7 +263,7 @@ impl<'rt> Scope<'rt> {
         let mut owned = self.owned.borrow_mut();
         owned.push(Owned::Team(x));
         owned.push(Owned::Team(y));
-        Ok((Team::from_raw(self.rt, x), Team::from_raw(self.rt, y)))
+        Ok((Team::from_split(self.rt, x), Team::from_split(self.rt, y)))
     }
 
     /// Keeps `o` for release when the scope ends.

@@ -130,6 +130,9 @@ pub trait Remote<T>: sealed::Sealed {
     /// (`routine` names the caller in the error).
     #[doc(hidden)]
     fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T>;
+    /// The number of elements.
+    #[doc(hidden)]
+    fn elements(&self) -> usize;
 }
 
 impl<T> sealed::Sealed for Symm<'_, T> {}
@@ -138,6 +141,11 @@ impl<T: bytemuck::Pod> Remote<T> for Symm<'_, T> {
     #[inline]
     fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
         self.range(routine, offset, len)
+    }
+
+    #[inline]
+    fn elements(&self) -> usize {
+        self.len
     }
 }
 
@@ -184,6 +192,11 @@ impl<T: bytemuck::Pod> Remote<T> for Shared<'_, T> {
         }
         // SAFETY: offset <= len of the block (checked), so the result is in it or one past.
         Ok(unsafe { self.ptr.as_ptr().add(offset) })
+    }
+
+    #[inline]
+    fn elements(&self) -> usize {
+        self.len
     }
 }
 

@@ -7,7 +7,7 @@ use std::mem::size_of;
 use crate::ctx::{CtxOptions, OwnedCtx};
 use crate::error::{Error, Result};
 use crate::ffi::{self, ReduceFns};
-use crate::symm::Symm;
+use crate::symm::Remote;
 use crate::Shmem;
 
 /// A team of PEs (`shmem_team_t`): the world team ([`Shmem::world`]), or one split in a
@@ -15,6 +15,10 @@ use crate::Shmem;
 pub struct Team<'a> {
     raw: ffi::RawTeam,
     rt: &'a Shmem,
+    /// Split in a scope, so this value is its only handle (not the world or shared team, of
+    /// which any number exist): a `&mut` to it is exclusive use of the team, which
+    /// [`crate::Threads::collectives`] lends to another thread.
+    split: bool,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -80,7 +84,21 @@ pub enum Op {
 
 impl<'a> Team<'a> {
     pub(crate) fn from_raw(rt: &'a Shmem, raw: ffi::RawTeam) -> Team<'a> {
-        Team { raw, rt, _not_send: PhantomData }
+        Team { raw, rt, split: false, _not_send: PhantomData }
+    }
+
+    /// A team a scope split (its only handle).
+    pub(crate) fn from_split(rt: &'a Shmem, raw: ffi::RawTeam) -> Team<'a> {
+        Team { raw, rt, split: true, _not_send: PhantomData }
+    }
+
+    pub(crate) fn is_split(&self) -> bool {
+        self.split
+    }
+
+    /// The same team, for [`crate::threads::TeamCollectives`], which holds the `&mut` borrow.
+    pub(crate) fn alias(&self) -> Team<'a> {
+        Team { raw: self.raw, rt: self.rt, split: self.split, _not_send: PhantomData }
     }
 
     pub(crate) fn raw(&self) -> ffi::RawTeam {
@@ -139,12 +157,12 @@ impl<'a> Team<'a> {
 
     fn disjoint<T: bytemuck::Pod>(
         routine: &'static str,
-        dest: &Symm<'_, T>,
-        src: &Symm<'_, T>,
+        dest: &impl Remote<T>,
+        src: &impl Remote<T>,
     ) -> Result<()> {
-        let d = dest.range(routine, 0, 0)? as usize;
-        let s = src.range(routine, 0, 0)? as usize;
-        let (dl, sl) = (dest.len() * size_of::<T>(), src.len() * size_of::<T>());
+        let d = dest.checked_range(routine, 0, 0)? as usize;
+        let s = src.checked_range(routine, 0, 0)? as usize;
+        let (dl, sl) = (dest.elements() * size_of::<T>(), src.elements() * size_of::<T>());
         if d < s + sl && s < d + dl && dl > 0 && sl > 0 {
             return Err(Error::Invalid { routine, what: "dest and source overlap".into() });
         }
@@ -155,33 +173,40 @@ impl<'a> Team<'a> {
     /// (the root's `dest` too). The arrays have the same length.
     pub fn broadcast<T: bytemuck::Pod>(
         &self,
-        dest: &Symm<'_, T>,
-        src: &Symm<'_, T>,
+        dest: &impl Remote<T>,
+        src: &impl Remote<T>,
         root: usize,
     ) -> Result<()> {
         const ROUTINE: &str = "Team::broadcast";
-        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
+        Self::same_len(ROUTINE, "dest.len()", dest.elements(), src.elements())?;
         Self::disjoint(ROUTINE, dest, src)?;
         if root >= self.n_pes() {
             return Err(Error::BadPe { routine: ROUTINE, pe: root, n_pes: self.n_pes() });
         }
-        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
         // SAFETY: whole live symmetric arrays of equal byte length, disjoint; a root in range.
         let rc = unsafe {
-            ffi::shmem_broadcastmem(self.raw, d.cast(), s.cast(), size_of::<T>() * src.len(), root as i32)
+            ffi::shmem_broadcastmem(
+                self.raw,
+                d.cast(),
+                s.cast(),
+                size_of::<T>() * src.elements(),
+                root as i32,
+            )
         };
         Self::check(ROUTINE, rc)
     }
 
     /// `shmem_fcollectmem`: every PE's `src`, in team order, into every PE's `dest`
-    /// (`dest.len() == src.len() * n_pes`).
-    pub fn fcollect<T: bytemuck::Pod>(&self, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+    /// (`dest.elements() == src.elements() * n_pes`).
+    pub fn fcollect<T: bytemuck::Pod>(&self, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
         const ROUTINE: &str = "Team::fcollect";
-        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len() * self.n_pes())?;
+        Self::same_len(ROUTINE, "dest.len()", dest.elements(), src.elements() * self.n_pes())?;
         Self::disjoint(ROUTINE, dest, src)?;
-        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
         // SAFETY: live symmetric arrays, dest holding n_pes sources, disjoint.
-        let rc = unsafe { ffi::shmem_fcollectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * src.len()) };
+        let rc =
+            unsafe { ffi::shmem_fcollectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * src.elements()) };
         Self::check(ROUTINE, rc)
     }
 
@@ -192,23 +217,23 @@ impl<'a> Team<'a> {
     /// [`Error::Length`] on every PE before any data moves.
     pub fn collect<T: bytemuck::Pod>(
         &self,
-        dest: &Symm<'_, T>,
-        src: &Symm<'_, T>,
+        dest: &impl Remote<T>,
+        src: &impl Remote<T>,
         nelems: usize,
     ) -> Result<usize> {
         const ROUTINE: &str = "Team::collect";
         // A count past the end of this PE's src is counted as a refusal, which every PE learns.
-        let mine = if nelems > src.len() { -1 } else { nelems as i64 };
+        let mine = if nelems > src.elements() { -1 } else { nelems as i64 };
         let [total, refused] = self
             .rt
             .over_team(self.raw, ffi::RED_I64.sum, [mine.max(0), i64::from(mine < 0)])
             .ok_or(Error::Declined { routine: ROUTINE, code: -1 })?;
-        if nelems > src.len() {
+        if nelems > src.elements() {
             return Err(Error::OutOfBounds {
                 routine: ROUTINE,
                 offset: 0,
                 len: nelems,
-                array_len: src.len(),
+                array_len: src.elements(),
             });
         }
         if refused > 0 {
@@ -218,16 +243,16 @@ impl<'a> Team<'a> {
             });
         }
         let total = total as usize;
-        if total > dest.len() {
+        if total > dest.elements() {
             return Err(Error::Length {
                 routine: ROUTINE,
                 what: "dest.len() (the team's nelems summed)",
-                got: dest.len(),
+                got: dest.elements(),
                 want: total,
             });
         }
         Self::disjoint(ROUTINE, dest, src)?;
-        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
         // SAFETY: live symmetric arrays, disjoint; every member's count within its src and
         // their sum within every member's dest (checked above, by every member alike).
         let rc = unsafe { ffi::shmem_collectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * nelems) };
@@ -237,29 +262,30 @@ impl<'a> Team<'a> {
 
     /// `shmem_alltoallmem`: block `j` of this PE's `src` to block `me` of PE `j`'s `dest`;
     /// both arrays are `n_pes` blocks of the same length.
-    pub fn alltoall<T: bytemuck::Pod>(&self, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+    pub fn alltoall<T: bytemuck::Pod>(&self, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
         const ROUTINE: &str = "Team::alltoall";
         let n = self.n_pes();
-        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
-        if !src.len().is_multiple_of(n) {
+        Self::same_len(ROUTINE, "dest.len()", dest.elements(), src.elements())?;
+        if !src.elements().is_multiple_of(n) {
             return Err(Error::Invalid {
                 routine: ROUTINE,
-                what: format!("src.len() {} is not a multiple of the team's {n} PEs", src.len()),
+                what: format!("src.len() {} is not a multiple of the team's {n} PEs", src.elements()),
             });
         }
         Self::disjoint(ROUTINE, dest, src)?;
-        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
         // SAFETY: live symmetric arrays of n equal blocks each, disjoint.
-        let rc =
-            unsafe { ffi::shmem_alltoallmem(self.raw, d.cast(), s.cast(), size_of::<T>() * (src.len() / n)) };
+        let rc = unsafe {
+            ffi::shmem_alltoallmem(self.raw, d.cast(), s.cast(), size_of::<T>() * (src.elements() / n))
+        };
         Self::check(ROUTINE, rc)
     }
 
     /// `shmem_<type>_<op>_reduce`: `dest[k]` on every PE of the team becomes `op` over every
     /// PE's `src[k]`. `dest` and `src` have the same length; they may be the same array.
-    pub fn reduce<T: Reduce>(&self, op: Op, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+    pub fn reduce<T: Reduce>(&self, op: Op, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
         const ROUTINE: &str = "Team::reduce";
-        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
+        Self::same_len(ROUTINE, "dest.len()", dest.elements(), src.elements())?;
         let f = match op {
             Op::Sum => Some(T::C.sum),
             Op::Prod => Some(T::C.prod),
@@ -273,12 +299,12 @@ impl<'a> Team<'a> {
             routine: ROUTINE,
             what: format!("{op:?} is for integer types, not {}", std::any::type_name::<T>()),
         })?;
-        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
         if d != s {
             Self::disjoint(ROUTINE, dest, src)?;
         }
         // SAFETY: live symmetric arrays of equal length, the same or disjoint.
-        let rc = unsafe { f(self.raw, d, s, src.len()) };
+        let rc = unsafe { f(self.raw, d, s, src.elements()) };
         Self::check(ROUTINE, rc)
     }
 
@@ -286,17 +312,17 @@ impl<'a> Team<'a> {
     /// `dest[k]` on the team's PE `i` becomes the sum of `src[k]` over the team's PEs `0..=i`
     /// (inclusive) or `0..i` (exclusive; PE 0's `dest` is zero). The arrays have the same
     /// length and are disjoint.
-    pub fn scan<T: Reduce>(&self, kind: Scan, dest: &Symm<'_, T>, src: &Symm<'_, T>) -> Result<()> {
+    pub fn scan<T: Reduce>(&self, kind: Scan, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
         const ROUTINE: &str = "Team::scan";
-        Self::same_len(ROUTINE, "dest.len()", dest.len(), src.len())?;
+        Self::same_len(ROUTINE, "dest.len()", dest.elements(), src.elements())?;
         Self::disjoint(ROUTINE, dest, src)?;
         let f = match kind {
             Scan::Inclusive => T::C.inscan,
             Scan::Exclusive => T::C.exscan,
         };
-        let (d, s) = (dest.range(ROUTINE, 0, 0)?, src.range(ROUTINE, 0, 0)?);
+        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
         // SAFETY: live symmetric arrays of equal length, disjoint.
-        let rc = unsafe { f(self.raw, d, s, src.len()) };
+        let rc = unsafe { f(self.raw, d, s, src.elements()) };
         Self::check(ROUTINE, rc)
     }
 
@@ -305,9 +331,9 @@ impl<'a> Team<'a> {
     /// PE `j` (strides at least 1). Elements of 1, 2, 4 or 8 bytes.
     pub fn alltoalls<T: bytemuck::Pod>(
         &self,
-        dest: &Symm<'_, T>,
+        dest: &impl Remote<T>,
         dest_stride: usize,
-        src: &Symm<'_, T>,
+        src: &impl Remote<T>,
         src_stride: usize,
         nelems: usize,
     ) -> Result<()> {
@@ -319,8 +345,8 @@ impl<'a> Team<'a> {
             what: format!("nelems {nelems} times {} PEs overflows", self.n_pes()),
         })?;
         let (d, s) = (
-            dest.range(ROUTINE, 0, crate::ctx::block_span(ROUTINE, all, dest_stride, 1)?)?,
-            src.range(ROUTINE, 0, crate::ctx::block_span(ROUTINE, all, src_stride, 1)?)?,
+            dest.checked_range(ROUTINE, 0, crate::ctx::block_span(ROUTINE, all, dest_stride, 1)?)?,
+            src.checked_range(ROUTINE, 0, crate::ctx::block_span(ROUTINE, all, src_stride, 1)?)?,
         );
         Self::disjoint(ROUTINE, dest, src)?;
         // SAFETY: live symmetric arrays covering every element the exchange touches (checked

@@ -66,7 +66,9 @@ fn the_tour_checks_every_part_of_the_safe_api() {
 }
 
 /// Threads at `SHMEM_THREAD_MULTIPLE`: moved and private contexts, the shared default context
-/// and shared views, every thread's atomics, puts and signals counted on every PE.
+/// and shared views, every thread's atomics, puts and signals counted on every PE; then
+/// collectives from three threads at once on three teams (two lent to threads), each round's
+/// results checked.
 #[test]
 fn threads_share_contexts_and_views_at_thread_multiple() {
     let prog = example("threads");
@@ -74,6 +76,7 @@ fn threads_share_contexts_and_views_at_thread_multiple() {
         let r = job(np, &prog, &env, TIMEOUT);
         r.assert_all_pes_ok("threads", np);
         assert!(r.stdout.contains(&format!("threads: {np} PEs x 4 threads")), "{}", r.stdout);
+        assert!(r.stdout.contains("threads: collectives from 3 threads on 3 teams"), "{}", r.stdout);
     }
 }
 
