@@ -253,5 +253,5 @@ pub use runtime::{Shmem, ThreadLevel};
 pub use scope::{Hints, Scope};
 pub use space::Space;
 pub use symm::{Remote, Shared, Symm};
-pub use team::{Op, Reduce, Scan, Team};
+pub use team::{Collectives, Op, Reduce, Scan, Team};
 pub use threads::{TeamCollectives, ThreadCtx, Threads};

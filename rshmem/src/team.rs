@@ -13,13 +13,30 @@ use crate::Shmem;
 /// A team of PEs (`shmem_team_t`): the world team ([`Shmem::world`]), or one split in a
 /// [`crate::Scope`] and destroyed when it ends. PE numbers given to its methods are its own.
 pub struct Team<'a> {
-    raw: ffi::RawTeam,
+    coll: Collectives<'a>,
     rt: &'a Shmem,
     /// Split in a scope, so this value is its only handle (not the world or shared team, of
     /// which any number exist): a `&mut` to it is exclusive use of the team, which
     /// [`crate::Threads::collectives`] lends to another thread.
     split: bool,
+}
+
+/// A team's collectives that need nothing but the team (sync, broadcast, fcollect,
+/// all-to-all, reductions, scans), over whole symmetric arrays or their views: what a
+/// [`Team`] dereferences to, and what [`crate::TeamCollectives`] lends to another thread.
+/// Neither `Send` nor `Sync`: one thread runs a team's collectives.
+pub struct Collectives<'a> {
+    raw: ffi::RawTeam,
+    _team: PhantomData<&'a ()>,
     _not_send: PhantomData<*mut ()>,
+}
+
+impl<'a> std::ops::Deref for Team<'a> {
+    type Target = Collectives<'a>;
+
+    fn deref(&self) -> &Collectives<'a> {
+        &self.coll
+    }
 }
 
 /// The world team's handle (`SHMEM_TEAM_WORLD`).
@@ -84,37 +101,21 @@ pub enum Op {
 
 impl<'a> Team<'a> {
     pub(crate) fn from_raw(rt: &'a Shmem, raw: ffi::RawTeam) -> Team<'a> {
-        Team { raw, rt, split: false, _not_send: PhantomData }
+        Team { coll: Collectives::of(raw), rt, split: false }
     }
 
     /// A team a scope split (its only handle).
     pub(crate) fn from_split(rt: &'a Shmem, raw: ffi::RawTeam) -> Team<'a> {
-        Team { raw, rt, split: true, _not_send: PhantomData }
+        Team { coll: Collectives::of(raw), rt, split: true }
     }
 
     pub(crate) fn is_split(&self) -> bool {
         self.split
     }
 
-    /// The same team, for [`crate::threads::TeamCollectives`], which holds the `&mut` borrow.
-    pub(crate) fn alias(&self) -> Team<'a> {
-        Team { raw: self.raw, rt: self.rt, split: self.split, _not_send: PhantomData }
-    }
-
-    pub(crate) fn raw(&self) -> ffi::RawTeam {
-        self.raw
-    }
-
-    /// This PE's number in the team.
-    pub fn my_pe(&self) -> usize {
-        // SAFETY: a live team.
-        unsafe { ffi::shmem_team_my_pe(self.raw) as usize }
-    }
-
-    /// The number of PEs in the team.
-    pub fn n_pes(&self) -> usize {
-        // SAFETY: a live team.
-        unsafe { ffi::shmem_team_n_pes(self.raw) as usize }
+    /// The team's collectives, for [`crate::TeamCollectives`], which holds the `&mut` borrow.
+    pub(crate) fn lend(&self) -> Collectives<'a> {
+        Collectives::of(self.coll.raw)
     }
 
     /// `shmem_team_translate_pe`: the number in `other` of this team's PE `pe`, if it is in
@@ -131,6 +132,78 @@ impl<'a> Team<'a> {
     /// `shmem_team_create_ctx`: a context whose PE numbers are this team's.
     pub fn create_ctx(&self, options: CtxOptions) -> Result<OwnedCtx<'a>> {
         OwnedCtx::create(self.rt, "Team::create_ctx", Some(self.raw), self.n_pes(), options)
+    }
+
+    /// `shmem_collectmem`: the first `nelems` elements of every PE's `src` (each PE its own
+    /// `nelems`, zero included), one after the other in team order, into every PE's `dest`;
+    /// returns how many elements `dest` received, the same on every PE. The members first sum
+    /// their counts (a reduction over the team), so a `dest` too short for all of them is
+    /// [`Error::Length`] on every PE before any data moves.
+    pub fn collect<T: bytemuck::Pod>(
+        &self,
+        dest: &impl Remote<T>,
+        src: &impl Remote<T>,
+        nelems: usize,
+    ) -> Result<usize> {
+        const ROUTINE: &str = "Team::collect";
+        // A count past the end of this PE's src is counted as a refusal, which every PE learns.
+        let mine = if nelems > src.elements() { -1 } else { nelems as i64 };
+        let [total, refused] = self
+            .rt
+            .over_team(self.raw, ffi::RED_I64.sum, [mine.max(0), i64::from(mine < 0)])
+            .ok_or(Error::Declined { routine: ROUTINE, code: -1 })?;
+        if nelems > src.elements() {
+            return Err(Error::OutOfBounds {
+                routine: ROUTINE,
+                offset: 0,
+                len: nelems,
+                array_len: src.elements(),
+            });
+        }
+        if refused > 0 {
+            return Err(Error::Invalid {
+                routine: ROUTINE,
+                what: format!("{refused} of the team's PEs passed an nelems past the end of src"),
+            });
+        }
+        let total = total as usize;
+        if total > dest.elements() {
+            return Err(Error::Length {
+                routine: ROUTINE,
+                what: "dest.len() (the team's nelems summed)",
+                got: dest.elements(),
+                want: total,
+            });
+        }
+        Collectives::disjoint(ROUTINE, dest, src)?;
+        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
+        // SAFETY: live symmetric arrays, disjoint; every member's count within its src and
+        // their sum within every member's dest (checked above, by every member alike).
+        let rc = unsafe { ffi::shmem_collectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * nelems) };
+        Collectives::check(ROUTINE, rc)?;
+        Ok(total)
+    }
+}
+
+impl<'a> Collectives<'a> {
+    fn of(raw: ffi::RawTeam) -> Collectives<'a> {
+        Collectives { raw, _team: PhantomData, _not_send: PhantomData }
+    }
+
+    pub(crate) fn raw(&self) -> ffi::RawTeam {
+        self.raw
+    }
+
+    /// This PE's number in the team.
+    pub fn my_pe(&self) -> usize {
+        // SAFETY: a live team.
+        unsafe { ffi::shmem_team_my_pe(self.raw) as usize }
+    }
+
+    /// The number of PEs in the team.
+    pub fn n_pes(&self) -> usize {
+        // SAFETY: a live team.
+        unsafe { ffi::shmem_team_n_pes(self.raw) as usize }
     }
 
     /// `shmem_team_sync`: every PE of the team arrives; nothing is completed.
@@ -208,56 +281,6 @@ impl<'a> Team<'a> {
         let rc =
             unsafe { ffi::shmem_fcollectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * src.elements()) };
         Self::check(ROUTINE, rc)
-    }
-
-    /// `shmem_collectmem`: the first `nelems` elements of every PE's `src` (each PE its own
-    /// `nelems`, zero included), one after the other in team order, into every PE's `dest`;
-    /// returns how many elements `dest` received, the same on every PE. The members first sum
-    /// their counts (a reduction over the team), so a `dest` too short for all of them is
-    /// [`Error::Length`] on every PE before any data moves.
-    pub fn collect<T: bytemuck::Pod>(
-        &self,
-        dest: &impl Remote<T>,
-        src: &impl Remote<T>,
-        nelems: usize,
-    ) -> Result<usize> {
-        const ROUTINE: &str = "Team::collect";
-        // A count past the end of this PE's src is counted as a refusal, which every PE learns.
-        let mine = if nelems > src.elements() { -1 } else { nelems as i64 };
-        let [total, refused] = self
-            .rt
-            .over_team(self.raw, ffi::RED_I64.sum, [mine.max(0), i64::from(mine < 0)])
-            .ok_or(Error::Declined { routine: ROUTINE, code: -1 })?;
-        if nelems > src.elements() {
-            return Err(Error::OutOfBounds {
-                routine: ROUTINE,
-                offset: 0,
-                len: nelems,
-                array_len: src.elements(),
-            });
-        }
-        if refused > 0 {
-            return Err(Error::Invalid {
-                routine: ROUTINE,
-                what: format!("{refused} of the team's PEs passed an nelems past the end of src"),
-            });
-        }
-        let total = total as usize;
-        if total > dest.elements() {
-            return Err(Error::Length {
-                routine: ROUTINE,
-                what: "dest.len() (the team's nelems summed)",
-                got: dest.elements(),
-                want: total,
-            });
-        }
-        Self::disjoint(ROUTINE, dest, src)?;
-        let (d, s) = (dest.checked_range(ROUTINE, 0, 0)?, src.checked_range(ROUTINE, 0, 0)?);
-        // SAFETY: live symmetric arrays, disjoint; every member's count within its src and
-        // their sum within every member's dest (checked above, by every member alike).
-        let rc = unsafe { ffi::shmem_collectmem(self.raw, d.cast(), s.cast(), size_of::<T>() * nelems) };
-        Self::check(ROUTINE, rc)?;
-        Ok(total)
     }
 
     /// `shmem_alltoallmem`: block `j` of this PE's `src` to block `me` of PE `j`'s `dest`;

@@ -8,8 +8,8 @@
 
 use crate::ctx::{Ctx, CtxOptions, OwnedCtx};
 use crate::error::{Error, Result};
-use crate::symm::{Remote, Shared, Symm};
-use crate::team::{Op, Reduce, Scan};
+use crate::symm::{Shared, Symm};
+use crate::team::Collectives;
 use crate::{Shmem, ThreadLevel};
 
 /// What the threads of one PE share when the library runs at [`ThreadLevel::Multiple`]
@@ -122,7 +122,7 @@ impl<'rt> Threads<'rt> {
                         .into(),
             });
         }
-        Ok(TeamCollectives { team: team.alias(), _lent: std::marker::PhantomData })
+        Ok(TeamCollectives { coll: team.lend(), _lent: std::marker::PhantomData })
     }
 
     /// `shmem_ctx_create` with `SHMEM_CTX_PRIVATE`, for the calling thread only: the context is
@@ -166,80 +166,29 @@ impl std::ops::Deref for ThreadCtx<'_> {
     }
 }
 
-/// A team's collectives lent to one thread ([`Threads::collectives`]): sync, broadcast,
-/// fcollect, all-to-all (strided too), reductions and scans, over [`Shared`] views (or arrays,
-/// on the thread that has them), with the checks of [`crate::Team`]'s methods. `Send`, not
-/// `Sync`: one thread runs the team's collectives at a time. `Team::collect`, whose count is
-/// summed through the runtime's scratch (shared by every team), stays the initialising
+/// A team's collectives lent to one thread ([`Threads::collectives`]): it dereferences to the
+/// team's [`Collectives`] (sync, broadcast, fcollect, all-to-all, strided too, reductions and
+/// scans, over [`Shared`] views or, on the thread that has them, arrays), with the same checks.
+/// `Send`, not `Sync`: one thread runs the team's collectives at a time. `Team::collect`, whose
+/// count is summed through the runtime's scratch (shared by every team), stays the initialising
 /// thread's.
 pub struct TeamCollectives<'t> {
-    team: crate::Team<'t>,
+    coll: Collectives<'t>,
     /// The team is borrowed mutably for as long as this lives.
     _lent: std::marker::PhantomData<&'t mut ()>,
 }
 
 // SAFETY: made only at SHMEM_THREAD_MULTIPLE (from a `Threads`), at which any thread may call
 // the C collectives; the team is a scope's split team borrowed mutably by this value, so no
-// other handle to it can run a collective meanwhile, and the value is not `Sync`, so one thread
-// at a time uses it. Its methods reach nothing of the runtime but the team's C handle (not the
-// runtime's cells or scratch: `collect` is left out for that).
+// other handle to it can run a collective meanwhile, and the value is not `Sync` (nor is the
+// `Collectives` it dereferences to), so one thread at a time uses it. `Collectives` holds only
+// the team's C handle: nothing of the runtime (its cells, its scratch) is reachable through it.
 unsafe impl Send for TeamCollectives<'_> {}
 
-impl TeamCollectives<'_> {
-    /// This PE's number in the team.
-    pub fn my_pe(&self) -> usize {
-        self.team.my_pe()
-    }
+impl<'t> std::ops::Deref for TeamCollectives<'t> {
+    type Target = Collectives<'t>;
 
-    /// The number of PEs in the team.
-    pub fn n_pes(&self) -> usize {
-        self.team.n_pes()
-    }
-
-    /// [`crate::Team::sync`].
-    pub fn sync(&self) {
-        self.team.sync()
-    }
-
-    /// [`crate::Team::broadcast`].
-    pub fn broadcast<T: bytemuck::Pod>(
-        &self,
-        dest: &impl Remote<T>,
-        src: &impl Remote<T>,
-        root: usize,
-    ) -> Result<()> {
-        self.team.broadcast(dest, src, root)
-    }
-
-    /// [`crate::Team::fcollect`].
-    pub fn fcollect<T: bytemuck::Pod>(&self, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
-        self.team.fcollect(dest, src)
-    }
-
-    /// [`crate::Team::alltoall`].
-    pub fn alltoall<T: bytemuck::Pod>(&self, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
-        self.team.alltoall(dest, src)
-    }
-
-    /// [`crate::Team::alltoalls`].
-    pub fn alltoalls<T: bytemuck::Pod>(
-        &self,
-        dest: &impl Remote<T>,
-        dest_stride: usize,
-        src: &impl Remote<T>,
-        src_stride: usize,
-        nelems: usize,
-    ) -> Result<()> {
-        self.team.alltoalls(dest, dest_stride, src, src_stride, nelems)
-    }
-
-    /// [`crate::Team::reduce`].
-    pub fn reduce<T: Reduce>(&self, op: Op, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
-        self.team.reduce(op, dest, src)
-    }
-
-    /// [`crate::Team::scan`].
-    pub fn scan<T: Reduce>(&self, kind: Scan, dest: &impl Remote<T>, src: &impl Remote<T>) -> Result<()> {
-        self.team.scan(kind, dest, src)
+    fn deref(&self) -> &Collectives<'t> {
+        &self.coll
     }
 }

@@ -24,6 +24,42 @@ fn map(u: &Ucx, p: *mut c_void, len: usize, allocate: bool) -> (sys::ucp_mem_h, 
     (memh, base)
 }
 
+/// Two workers of a 2-PE job in one process: `a` (PE 0) makes its endpoints at first use (a
+/// same-host peer's way), `b` (PE 1) at once (another host's); `before` runs before they
+/// connect. `b` registers the returned 8 words and `a` holds their key (for segment 0).
+fn two_pes(before: impl FnOnce()) -> (Ucx, Ucx, Vec<u64>, sys::ucp_mem_h) {
+    let opts = Options { progress_thread: false, loopback_only: true, ..Options::default() };
+    let a = Ucx::new(2, &opts).unwrap();
+    let b = Ucx::new(2, &opts).unwrap();
+    before();
+    let addrs = vec![a.address().to_vec(), b.address().to_vec()];
+    a.connect(&addrs, &|_| false).unwrap();
+    b.connect(&addrs, &|_| true).unwrap();
+    let mut target = vec![0u64; 8];
+    let (memh, _) = map(&b, target.as_mut_ptr().cast(), 64, false);
+    // SAFETY: a live registration of b's context.
+    let packed = unsafe { b.rkey_pack(memh) }.unwrap();
+    a.add_rkey(1, 0, &packed).unwrap();
+    (a, b, target, memh)
+}
+
+/// `a` puts `v` to `raddr` of PE 1 (`b`) and flushes, while `b` progresses from another
+/// thread (target-side progress, for emulated RMA).
+fn put_while_b_progresses(a: &Ucx, b: &Ucx, raddr: u64, v: u64) {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Acquire) {
+                b.progress();
+            }
+        });
+        // SAFETY: `v` outlives the blocking put.
+        unsafe { a.put(1, 0, raddr, (&v as *const u64).cast(), 8, true) }.unwrap();
+        a.flush().unwrap();
+        stop.store(true, Ordering::Release);
+    });
+}
+
 /// Read a word UCX wrote behind the compiler's back.
 fn read(v: &[u64], i: usize) -> u64 {
     // SAFETY: an in-bounds element of a live vector.
@@ -413,40 +449,14 @@ fn a_failed_operation_waits_out_the_rest_of_the_grace_only_for_a_lost_peer() {
 #[test]
 fn two_workers_exchange_data_and_one_leaves_without_hanging() {
     // Two workers in one process stand in for two PEs; the second goes away.
-    let a =
-        Ucx::new(2, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
-    let b =
-        Ucx::new(2, &Options { progress_thread: false, loopback_only: true, ..Options::default() }).unwrap();
-    let addrs = vec![a.address().to_vec(), b.address().to_vec()];
-    // a makes its endpoints at first use (a same-host peer's way), b at once (another host's).
-    a.connect(&addrs, &|_| false).unwrap();
-    b.connect(&addrs, &|_| true).unwrap();
-    let mut target = vec![0u64; 8];
-    let (memh, _) = map(&b, target.as_mut_ptr().cast(), 64, false);
-    // SAFETY: a live registration of b's context.
-    let packed = unsafe { b.rkey_pack(memh) }.unwrap();
-    a.add_rkey(1, 0, &packed).unwrap();
+    let (a, b, target, memh) = two_pes(|| ());
     assert_eq!(
         a.endpoints_made(),
         Vec::<usize>::new(),
         "a connects lazily, and a key waits for its endpoint"
     );
     assert_eq!(b.endpoints_made(), vec![0, 1], "b connects at once");
-    let v = 42u64;
-    let raddr = target.as_ptr() as u64;
-    // b progresses from another thread while a puts (target-side progress for emulated RMA)
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            while !stop.load(Ordering::Acquire) {
-                b.progress();
-            }
-        });
-        // SAFETY: `v` outlives the blocking put.
-        unsafe { a.put(1, 0, raddr, (&v as *const u64).cast(), 8, true) }.unwrap();
-        a.flush().unwrap();
-        stop.store(true, Ordering::Release);
-    });
+    put_while_b_progresses(&a, &b, target.as_ptr() as u64, 42);
     assert_eq!(read(&target, 0), 42);
     assert_eq!(a.endpoints_made(), vec![1], "the put made a's endpoint to PE 1, and no other");
     // SAFETY: b's registration, unused from now on.
@@ -1056,36 +1066,12 @@ fn the_report_counts_the_peers_reached_and_their_endpoints() {
         );
         return;
     }
-    let opts = Options { progress_thread: false, loopback_only: true, ..Options::default() };
-    let a = Ucx::new(2, &opts).unwrap();
-    let b = Ucx::new(2, &opts).unwrap();
-    footprint::arm(0, Box::new(|pe| pe == 1));
-    let addrs = vec![a.address().to_vec(), b.address().to_vec()];
-    a.connect(&addrs, &|_| false).unwrap();
-    b.connect(&addrs, &|_| true).unwrap();
-    let mut target = vec![0u64; 8];
-    let (memh, _) = map(&b, target.as_mut_ptr().cast(), 64, false);
-    // SAFETY: a live registration of b's context.
-    let packed = unsafe { b.rkey_pack(memh) }.unwrap();
-    a.add_rkey(1, 0, &packed).unwrap();
+    let (a, b, target, memh) = two_pes(|| footprint::arm(0, Box::new(|pe| pe == 1)));
     // b, counted as PE 0 by this process's meter, made its endpoints at once: the one to itself
     // is not a peer's, the one to PE 1 (a's own worker) is. a has reached nobody yet.
     let m = a.peer_memory(0);
     assert_eq!((m.peers_local, m.endpoints_local), (0, 1), "before the put: {m:?}");
-    let v = 7u64;
-    let raddr = target.as_ptr() as u64;
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            while !stop.load(Ordering::Acquire) {
-                b.progress();
-            }
-        });
-        // SAFETY: `v` outlives the blocking put.
-        unsafe { a.put(1, 0, raddr, (&v as *const u64).cast(), 8, true) }.unwrap();
-        a.flush().unwrap();
-        stop.store(true, Ordering::Release);
-    });
+    put_while_b_progresses(&a, &b, target.as_ptr() as u64, 7);
     assert_eq!(read(&target, 0), 7);
     let m = a.peer_memory(0);
     assert_eq!((m.peers_local, m.peers_remote), (1, 0), "{m:?}");
