@@ -282,8 +282,10 @@ fn initialisations_are_counted_and_bad_levels_and_alignments_refused() {
 fn a_collective_left_waiting_says_so_and_still_completes() {
     // PE 2 comes 2.5 s late (the program's default is 1.5 s): on a loaded machine a waiting PE
     // may itself reach the collective half a second or more after the late one set off, and
-    // must still have waited over a second (2026-12-01: PE 0 did not warn, under a stress run
-    // and the whole suite at once).
+    // must still have waited over a second. (On 2026-12-01, under a stress run and the whole
+    // suite at once, PE 0 did not warn at all: its wait looked at the clock only every 16 384
+    // rounds, each a yield or a nap; rounds that give the core away now count for more,
+    // `core/src/ops/stall.rs`.)
     let r = oshrun(3, &c_test("stall"), &[("SHMEM_COLL_STALL_WARN", "1"), ("STALL_LATE_MS", "2500")], T);
     r.assert_all_pes_ok("stall", 3);
     for needle in [

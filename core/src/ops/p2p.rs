@@ -118,7 +118,7 @@ pub unsafe fn wait_until_named<T: Copy + PartialOrd + std::fmt::Debug>(
     // SAFETY: forwarded.
     while !unsafe { holds(ivar, cmp, value) } {
         backoff(&mut i, rt);
-        watch.round(routine, || {
+        watch.round(i > rt.spin_limit, routine, || {
             // SAFETY: as `holds`: a valid local address that peers update.
             let now = unsafe { std::ptr::read_volatile(ivar) };
             let place = rt

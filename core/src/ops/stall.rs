@@ -5,7 +5,8 @@
 //! `SHMEM_COLL_STALL_WARN` seconds and again each time the wait has doubled.
 //!
 //! The cost stays off the fast path: a collective records its routine in a thread-local cell
-//! (two stores), and only a wait that has gone round thousands of times reads the clock.
+//! (two stores), and only a wait that has gone round thousands of times reads the clock, or
+//! a few dozen times where each round gave the core away (see [`Countdown`]).
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr};
@@ -21,6 +22,40 @@ static WAIT_WARN_AFTER_S: AtomicU64 = AtomicU64::new(0);
 /// Wait rounds between two looks at the clock (a power of two).
 pub const ROUNDS: u32 = 1 << 14;
 
+/// What a round that gave the core away (a yield or a nap, microseconds at the least) counts
+/// for: a wait on a loaded machine then looks at the clock every 64 such rounds. Counted as
+/// one, 16 384 of them took a second or more before the first look (which starts the clock),
+/// so under load a PE left waiting 1.5 s in a barrier never warned (2026-12-01,
+/// `a_collective_left_waiting_says_so_and_still_completes` during a stress run).
+pub const SLOW_ROUND: u32 = ROUNDS / 64;
+
+/// The rounds left before a wait's next look at the clock.
+pub struct Countdown(u32);
+
+impl Countdown {
+    pub const fn new() -> Countdown {
+        Countdown(ROUNDS)
+    }
+
+    /// One round of the wait (`slow`: it gave the core away); true when it is time to look.
+    #[inline(always)]
+    pub fn tick(&mut self, slow: bool) -> bool {
+        let cost = if slow { SLOW_ROUND } else { 1 };
+        if self.0 <= cost {
+            self.0 = ROUNDS;
+            return true;
+        }
+        self.0 -= cost;
+        false
+    }
+}
+
+impl Default for Countdown {
+    fn default() -> Countdown {
+        Countdown::new()
+    }
+}
+
 pub fn configure(seconds: u64) {
     WARN_AFTER_S.store(seconds, Ordering::Relaxed);
 }
@@ -29,24 +64,24 @@ pub fn configure_waits(seconds: u64) {
     WAIT_WARN_AFTER_S.store(seconds, Ordering::Relaxed);
 }
 
-/// The watch of one point-to-point wait: it reads the clock only when [`WaitWatch::round`]
-/// has been called [`ROUNDS`] times, and only if `SHMEM_WAIT_STALL_WARN` is set.
+/// The watch of one point-to-point wait: it reads the clock only when its [`Countdown`] says
+/// so, and only if `SHMEM_WAIT_STALL_WARN` is set.
 pub struct WaitWatch {
-    rounds: u32,
+    countdown: Countdown,
     since: Option<Instant>,
     next: u64,
 }
 
 impl WaitWatch {
     pub const fn new() -> WaitWatch {
-        WaitWatch { rounds: 0, since: None, next: 0 }
+        WaitWatch { countdown: Countdown::new(), since: None, next: 0 }
     }
 
-    /// One round of the wait; `what` describes what it waits for (only called to warn).
+    /// One round of the wait (`slow`: it gave the core away); `what` describes what it waits
+    /// for (only called to warn).
     #[inline(always)]
-    pub fn round(&mut self, routine: &CStr, what: impl FnOnce() -> String) {
-        self.rounds = self.rounds.wrapping_add(1);
-        if self.rounds.is_multiple_of(ROUNDS) {
+    pub fn round(&mut self, slow: bool, routine: &CStr, what: impl FnOnce() -> String) {
+        if self.countdown.tick(slow) {
             self.look(routine, what);
         }
     }
@@ -146,7 +181,7 @@ pub fn enter(routine: &CStr, op: &'static str, probe: Option<Probe>) -> Guard {
     Guard(CURRENT.with(|c| c.replace(now)))
 }
 
-/// Called by a collective's wait every [`ROUNDS`] rounds.
+/// Called by a collective's wait when its [`Countdown`] says so.
 #[cold]
 #[inline(never)]
 pub fn check() {
@@ -177,4 +212,26 @@ pub fn check() {
         }
         c.set(cur);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spinning rounds look at the clock every ROUNDS rounds; rounds that gave the core away
+    /// every 64, and a mix in proportion.
+    #[test]
+    fn a_wait_that_gives_the_core_away_looks_at_the_clock_sooner() {
+        let looks = |slow: &dyn Fn(u32) -> bool, rounds: u32| {
+            let mut c = Countdown::new();
+            (0..rounds).filter(|&r| c.tick(slow(r))).count()
+        };
+        assert_eq!(looks(&|_| false, ROUNDS * 3), 3);
+        assert_eq!(looks(&|_| false, ROUNDS - 1), 0);
+        assert_eq!(looks(&|_| true, 64 * 5), 5);
+        assert_eq!(looks(&|_| true, 63), 0);
+        // Half the rounds slow: about 128 rounds a look.
+        let mixed = looks(&|r| r % 2 == 0, 128 * 10);
+        assert!((9..=10).contains(&mixed), "{mixed} looks");
+    }
 }

@@ -110,7 +110,7 @@ fn drive_spml(rt: &runtime::Runtime) -> bool {
 }
 
 /// Block until `*ivar <cmp> value`: the components' wait service, so the collectives' wait.
-/// Every [`crate::ops::stall::ROUNDS`] rounds it lets the stall watch look at the clock.
+/// When its [`crate::ops::stall::Countdown`] says so it lets the stall watch look at the clock.
 ///
 /// # Safety
 /// `ivar` must be a valid, 8-byte aligned local address.
@@ -122,11 +122,11 @@ pub unsafe fn wait_until_u64(routine: &CStr, ivar: *const u64, cmp: c_int, value
     // SAFETY: the caller guarantees a valid aligned address; peers store to it concurrently,
     // which an atomic load tolerates.
     let a = unsafe { AtomicU64::from_ptr(ivar as *mut u64) };
-    let (mut idle, mut rounds) = (0, 0u32);
+    let (mut idle, mut countdown) = (0, crate::ops::stall::Countdown::new());
     while !compare(a.load(Ordering::Acquire), cmp, value).unwrap_or(true) {
         backoff(&mut idle, rt);
-        rounds = rounds.wrapping_add(1);
-        if rounds % crate::ops::stall::ROUNDS == 0 {
+        // Past the spin limit, the round gave the core away.
+        if countdown.tick(idle > rt.spin_limit) {
             crate::ops::stall::check();
         }
     }
