@@ -24,10 +24,8 @@ static MAPPED_PEERS: AtomicUsize = AtomicUsize::new(0);
 static MAPPING_GREW: AtomicU64 = AtomicU64::new(0);
 static AFTER_INIT: AtomicU64 = AtomicU64::new(0);
 
-/// Read the setting and, when a report is wanted, have the spml measure from now on (before
-/// `connect`, which may make endpoints). Returns whether this PE measures.
-pub fn arm(spml: &SpmlOps) -> Result<bool, String> {
-    let v = crate::config::get_int("SHMEM_PEER_MEMORY")?;
+/// `SHMEM_PEER_MEMORY`'s value, read with the other settings (`Job`).
+pub fn configure(v: i64) -> Result<(), String> {
     let who = match v {
         0..=2 => v as usize,
         _ => {
@@ -35,14 +33,20 @@ pub fn arm(spml: &SpmlOps) -> Result<bool, String> {
         }
     };
     WHO.store(who, Ordering::Relaxed);
-    if who == 0 {
-        return Ok(false);
+    Ok(())
+}
+
+/// When a report is wanted, have the spml measure from now on (before `connect`, which may
+/// make endpoints). Returns whether this PE measures.
+pub fn arm(spml: &SpmlOps) -> bool {
+    if !armed() {
+        return false;
     }
     if let Some(slot) = spml.peer_memory_slot() {
         // SAFETY: plugin ABI call; the spml is open and not yet connected.
         unsafe { slot(1, std::ptr::null_mut()) };
     }
-    Ok(true)
+    true
 }
 
 /// Whether the report was asked for (so start-up measures its mapping phases).

@@ -47,6 +47,7 @@ impl Job {
         crate::ops::stall::configure(int("SHMEM_COLL_STALL_WARN")?.max(0) as u64);
         crate::ops::stall::configure_waits(int("SHMEM_WAIT_STALL_WARN")?.max(0) as u64);
         crate::ops::perturb::configure(int("SHMEM_PERTURB")?.clamp(0, u32::MAX as i64) as u32);
+        crate::ops::peer_memory::configure(int("SHMEM_PEER_MEMORY")?).map_err(InitError::Setting)?;
         let local_map = setting(crate::config::get_bool("SHMEM_LOCAL_MAP"))?;
         let active_set_teams = setting(crate::config::get_bool("SHMEM_ACTIVE_SET_TEAMS"))?;
         let relay = setting(crate::config::get_bool("SHMEM_LOCAL_MAP_RELAY"))?;

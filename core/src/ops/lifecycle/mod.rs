@@ -117,7 +117,7 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
     phases.mark("fence 1");
     peers::agree(boot, &mem.agreed)?;
     phases.mark("agreement");
-    let measuring = crate::ops::peer_memory::arm(comps.spml).map_err(InitError::Setting)?;
+    let measuring = crate::ops::peer_memory::arm(comps.spml);
     peers::connect(&comps)?;
     phases.mark("spml connect");
     let before_mapping = if measuring { rshmem_plugin_api::footprint::private_bytes() } else { 0 };
