@@ -439,6 +439,18 @@ typedef struct {
    * that component). Appended within ABI v2: read it through the accessor of the same name.
    */
   const char *(*selection)(const char *framework);
+  /**
+   * Nonzero when the core means to map the memory of every PE on this host (the
+   * `SHMEM_LOCAL_MAP` setting, on by default) and serves no device memory that the spml could
+   * be asked to reach for them (no GPU memheap is open): the PEs of a host then reach each
+   * other through loads, stores and the sshmem's mappings, and the spml carries nothing
+   * between them. Zero otherwise. Known before the spml opens, so an spml can leave out a
+   * transport between the PEs of one host (spml ucx: UCX's TCP transport in a job on one
+   * host, whose listener any local user could connect to). A mapping can still fail; the
+   * spml then says so in `shmem_plugin_spml_ops_t.no_host_transport` and the core ends the start-up with
+   * the reason. Appended within ABI v2: read it through the accessor of the same name.
+   */
+  int (*maps_host_peers)(void);
 } shmem_plugin_core_t;
 
 /**
@@ -914,6 +926,16 @@ typedef struct {
    * `shmem_plugin_spml_peer_memory_t` (its `struct_size`) gets only the fields it has room for.
    */
   void (*peer_memory)(int measure, shmem_plugin_spml_peer_memory_t *out);
+  /**
+   * Appended within ABI v2 (absent from shorter tables; read through
+   * `shmem_plugin_spml_ops_t.lacks_host_transport`): nonzero when this spml opened no transport between
+   * the PEs of this host, because the core said it maps them all
+   * (`shmem_plugin_core_t.maps_host_peers`). The core then never hands it an operation on a
+   * peer of this host: where some PE of the host could not map another after all, start-up
+   * ends with the reason, and a memory space that some PE cannot map is not created. Zero
+   * (reaches them) in a zeroed or shorter table.
+   */
+  int no_host_transport;
 } shmem_plugin_spml_ops_t;
 
 /**

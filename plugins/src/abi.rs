@@ -275,6 +275,16 @@ pub struct CoreServices {
     /// UCX's shared-memory transports, which only sshmem "ucx" uses, when the user asks for
     /// that component). Appended within ABI v2: read it through the accessor of the same name.
     pub selection: Option<unsafe extern "C" fn(framework: *const c_char) -> *const c_char>,
+    /// Nonzero when the core means to map the memory of every PE on this host (the
+    /// `SHMEM_LOCAL_MAP` setting, on by default) and serves no device memory that the spml could
+    /// be asked to reach for them (no GPU memheap is open): the PEs of a host then reach each
+    /// other through loads, stores and the sshmem's mappings, and the spml carries nothing
+    /// between them. Zero otherwise. Known before the spml opens, so an spml can leave out a
+    /// transport between the PEs of one host (spml ucx: UCX's TCP transport in a job on one
+    /// host, whose listener any local user could connect to). A mapping can still fail; the
+    /// spml then says so in [`SpmlOps::no_host_transport`] and the core ends the start-up with
+    /// the reason. Appended within ABI v2: read it through the accessor of the same name.
+    pub maps_host_peers: Option<unsafe extern "C" fn() -> c_int>,
 }
 
 /// The signature of [`CoreServices::segment_copy`]: `(seg, off, buf, len, into_segment)`.
@@ -321,6 +331,17 @@ impl CoreServices {
         }
         // SAFETY: the core returns a NUL-terminated string valid for the process.
         Some(unsafe { std::ffi::CStr::from_ptr(list) }.to_string_lossy().into_owned())
+    }
+
+    /// `maps_host_peers()`, or None when the core's table predates the slot or leaves it NULL.
+    pub fn maps_host_peers(&self) -> Option<bool> {
+        let end = std::mem::offset_of!(CoreServices, maps_host_peers) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        // SAFETY: the slot lies inside the table the core described by `struct_size`; the
+        // service takes no arguments.
+        self.maps_host_peers.map(|f| unsafe { f() } != 0)
     }
 
     /// `node_cpus()`, or None when the core's table predates the slot or leaves it NULL.
@@ -796,6 +817,14 @@ pub struct SpmlOps {
     /// `shmem_finalize`, before `suspend`, it calls it with 0 to have `*out` filled; a shorter
     /// [`SpmlPeerMemory`] (its `struct_size`) gets only the fields it has room for.
     pub peer_memory: Option<unsafe extern "C" fn(measure: c_int, out: *mut SpmlPeerMemory)>,
+    /// Appended within ABI v2 (absent from shorter tables; read through
+    /// [`SpmlOps::lacks_host_transport`]): nonzero when this spml opened no transport between
+    /// the PEs of this host, because the core said it maps them all
+    /// ([`CoreServices::maps_host_peers`]). The core then never hands it an operation on a
+    /// peer of this host: where some PE of the host could not map another after all, start-up
+    /// ends with the reason, and a memory space that some PE cannot map is not created. Zero
+    /// (reaches them) in a zeroed or shorter table.
+    pub no_host_transport: c_int,
 }
 
 /// What an spml holds for peers ([`SpmlOps::peer_memory`]). Private memory is the process's
@@ -886,6 +915,13 @@ impl SpmlOps {
             return None;
         }
         self.peer_memory
+    }
+
+    /// Whether this spml opened no transport between the PEs of this host
+    /// ([`SpmlOps::no_host_transport`]); false for a table that predates the field.
+    pub fn lacks_host_transport(&self) -> bool {
+        let end = std::mem::offset_of!(SpmlOps, no_host_transport) + std::mem::size_of::<c_int>();
+        self.struct_size >= end && self.no_host_transport != 0
     }
 
     /// The `progress_busy` slot, when the component's table has it.

@@ -96,5 +96,6 @@ pub fn fake_core(
         segment_copy: None,
         node_cpus: None,
         selection: None,
+        maps_host_peers: None,
     }))
 }

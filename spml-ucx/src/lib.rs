@@ -160,6 +160,7 @@ fn bool_param(core: &CoreServices, name: &str, default: bool) -> bool {
 
 fn options(c: &CoreServices) -> Options {
     let sockets = ucx::sockets_only(std::env::var("UCX_TLS").ok().as_deref(), rdma_devices());
+    let shm_transports = shm_transports(c);
     Options {
         progress_thread: bool_param(c, "progress_thread", true),
         loopback_only: c.n_pes > 0 && c.local_size == c.n_pes,
@@ -167,8 +168,17 @@ fn options(c: &CoreServices) -> Options {
         batch_puts: auto_param(c, "batch_puts", sockets),
         sockets_only: sockets,
         rma_in_messages: auto_param(c, "rma_in_messages", sockets),
-        shm_transports: shm_transports(c),
+        shm_transports,
+        host_tcp: auto_param(c, "one_host_tcp", host_tcp_needed(c.maps_host_peers(), shm_transports)),
     }
+}
+
+/// `one_host_tcp`'s `auto`: whether a job on one host needs UCX's TCP transport between its
+/// PEs. It does unless the core maps every PE of the host (`maps_host_peers`: SHMEM_LOCAL_MAP
+/// on, no GPU memheap; None from a core that cannot say) and sshmem ucx, which maps peers'
+/// memory through UCX endpoints, may not be chosen (`shm_transports` off).
+fn host_tcp_needed(maps_host_peers: Option<bool>, shm_transports: bool) -> bool {
+    maps_host_peers != Some(true) || shm_transports
 }
 
 /// `SHMEM_MCA_spml_ucx_shm_transports`: a boolean, or `auto` (the default): on when the
@@ -329,6 +339,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
         progress_busy: Some(progress_busy),
         suspend: Some(suspend),
         peer_memory: Some(peer_memory),
+        no_host_transport: c_int::from(ucx::self_only(&opts)),
     }));
     u.on_refused_message(fatal_hook);
     u.on_refused_transfer(fatal_hook);
@@ -848,6 +859,12 @@ rshmem_plugin_api::export_plugin! {
             doc: cstr!("Open UCX's shared-memory transports (posix, sysv), whose receive queues take about 2 MB of each PE's memory apiece and time at start-up. Only sshmem ucx maps peers' memory through them; the component's own endpoints (with peer-failure handling) do not use them. auto: on when SHMEM_MCA_sshmem asks for ucx (names it, or excludes mmap); 1/0: always/never. A UCX_TLS set by the user wins"),
         },
         ParamDecl {
+            name: cstr!("one_host_tcp"),
+            kind: rshmem_plugin_api::PARAM_STRING,
+            default_value: cstr!("auto"),
+            doc: cstr!("In a job whose PEs are all on one host, open UCX's TCP transport (on the loopback device), through which those PEs reach each other when they do not map each other's memory. Off, UCX gets only its self transport: no PE holds a listening socket that another local user could connect to, and a PE of the host that cannot map another ends start-up with the reason. auto: on when SHMEM_LOCAL_MAP=0, a GPU memheap is open, or shm_transports is on; 1/0: always/never. Jobs across hosts always open it; a UCX_TLS set by the user wins"),
+        },
+        ParamDecl {
             name: cstr!("via_target"),
             kind: rshmem_plugin_api::PARAM_BOOL,
             default_value: cstr!("1"),
@@ -861,7 +878,16 @@ rshmem_plugin_api::export_plugin! {
 
 #[cfg(test)]
 mod tests {
-    use super::asks_for_sshmem_ucx;
+    use super::{asks_for_sshmem_ucx, host_tcp_needed};
+
+    #[test]
+    fn a_one_host_job_leaves_tcp_out_only_where_the_core_maps_every_peer_and_sshmem_ucx_is_not_asked_for() {
+        assert!(!host_tcp_needed(Some(true), false));
+        // SHMEM_LOCAL_MAP=0 or a GPU memheap; a core that cannot say; sshmem ucx.
+        assert!(host_tcp_needed(Some(false), false));
+        assert!(host_tcp_needed(None, false));
+        assert!(host_tcp_needed(Some(true), true));
+    }
 
     #[test]
     fn only_a_selection_that_may_put_sshmem_ucx_first_keeps_the_shared_memory_transports() {

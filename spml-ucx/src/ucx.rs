@@ -88,6 +88,20 @@ pub struct Options {
     /// traffic. Each one, opened, gives every PE's worker receive queues of about 2 MB it
     /// touches at start-up. Off only where the user has not set `UCX_TLS`.
     pub shm_transports: bool,
+    /// In a job on one host (`loopback_only`), open UCX's TCP transport, through which the
+    /// host's PEs reach each other when they do not map each other's memory. Off, the context
+    /// has UCX's `self` transport only (and the shared-memory ones where `shm_transports` asks):
+    /// no PE holds a listening socket ([`self_only`]).
+    pub host_tcp: bool,
+}
+
+/// Whether the context leaves out every transport between PEs: a job on one host whose PEs
+/// need none (`host_tcp` off), where the user has not named UCX's transports (`UCX_TLS`).
+/// UCX's TCP transport listens on a port from the moment a worker opens it, and TCP checks
+/// no user: any local user could connect and speak UCX's protocol to the PE. With only
+/// `self`, nothing listens.
+pub fn self_only(opts: &Options) -> bool {
+    opts.loopback_only && !opts.host_tcp && std::env::var_os("UCX_TLS").is_none()
 }
 
 /// The transports left out of a context that needs no shared-memory transport.
@@ -135,6 +149,7 @@ impl Default for Options {
             sockets_only: true,
             rma_in_messages: true,
             shm_transports: true,
+            host_tcp: true,
         }
     }
 }
@@ -269,7 +284,10 @@ fn apply_tuning() {
 /// Create a context with `features` (multi-thread capable, so sshmem may map memory while the
 /// progress thread drives the worker).
 fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result<sys::ucp_context_h, String> {
-    apply_tuning();
+    // Without TCP the tuning would be an unused variable, which UCX warns about on every PE.
+    if !self_only(opts) {
+        apply_tuning();
+    }
     let mut config: *mut sys::ucp_config_t = std::ptr::null_mut();
     // SAFETY: NULL prefix and file name select the defaults; `config` is a valid out-pointer.
     check("ucp_config_read", unsafe {
@@ -288,8 +306,14 @@ fn create_context(features: u64, estimated_eps: usize, opts: &Options) -> Result
             }
         }
     }
-    if !opts.shm_transports && std::env::var_os("UCX_TLS").is_none() {
-        let value = std::ffi::CString::new(NO_SHM_TRANSPORTS).expect("no NUL");
+    let tls = match (self_only(opts), opts.shm_transports) {
+        (true, false) => Some("self"),
+        (true, true) => Some("self,posix,sysv"),
+        (false, false) => Some(NO_SHM_TRANSPORTS),
+        (false, true) => None,
+    };
+    if let Some(tls) = tls.filter(|_| std::env::var_os("UCX_TLS").is_none()) {
+        let value = std::ffi::CString::new(tls).expect("no NUL");
         // SAFETY: a live configuration and two NUL-terminated strings.
         let st = unsafe { sys::ucp_config_modify(config, c"TLS".as_ptr(), value.as_ptr()) };
         if st != sys::UCS_OK {

@@ -4,7 +4,8 @@
  * another user, and a flood of 600 connections that say nothing, held open together. The job
  * must ignore every one of them and finish normally; oshrun logs each refusal, and the flood
  * must not cost it a thread per connection (it prints oshrun's thread count during the flood). Every PE also checks that the socket's directory is private and that its own TCP
- * listeners (UCX's) are bound to loopback only, the job being on one host. */
+ * listeners (UCX's) are bound to loopback only, the job being on one host; it prints how many
+ * it holds (none where the PEs map each other: spml ucx then opens no TCP transport). */
 #include "check.h"
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -120,7 +121,11 @@ static void other_user(void) {
     _exit(fd >= 0 ? 1 : 0); /* 0: refused by the directory's permissions */
 }
 
-/* Whether every listening TCP socket this process owns is bound to loopback. */
+/* Listening TCP sockets this process owns. */
+static int listeners;
+
+/* Whether every listening TCP socket this process owns is bound to loopback (counted in
+ * `listeners`). */
 static int listeners_on_loopback(void) {
     char inodes[64][32];
     int ni = 0;
@@ -148,6 +153,7 @@ static int listeners_on_loopback(void) {
             if (strcmp(st, "0A")) continue; /* LISTEN */
             for (int i = 0; i < ni; i++) {
                 if (strcmp(inodes[i], inode)) continue;
+                listeners++;
                 int lo = f == 0 ? !strncmp(local, "0100007F", 8)
                                 : !strncmp(local, "00000000000000000000000001000000", 32) ||
                                       !strncmp(local, "0000000000000000FFFF00000100007F", 32);
@@ -202,6 +208,8 @@ int main(void) {
     CHECK(stat(dirname(dir), &st) == 0);
     CHECK(S_ISDIR(st.st_mode) && (st.st_mode & 077) == 0 && st.st_uid == geteuid());
     CHECK(listeners_on_loopback());
+    printf("intruder: PE %d holds %d TCP listener(s)\n", me, listeners);
+    fflush(stdout);
 
     shmem_barrier_all();
     if (me == 0) {

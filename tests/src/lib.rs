@@ -89,19 +89,32 @@ pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+    /// The harness ended the launcher at its time limit. Such a run never counts as a success,
+    /// whatever the launcher's status: srun, ended before its step started, exits 0.
+    pub overran: bool,
 }
 
 impl Run {
+    /// The launcher's exit code; None when a signal ended it or the harness cut it off.
     pub fn code(&self) -> Option<i32> {
+        if self.overran {
+            return None;
+        }
         self.status.code()
+    }
+
+    /// The launcher exited with status 0 before its time limit.
+    pub fn success(&self) -> bool {
+        !self.overran && self.status.success()
     }
 
     /// Panic with the whole output unless the job succeeded.
     pub fn assert_ok(&self, what: &str) -> &Self {
         assert!(
-            self.status.success(),
-            "{what}: job failed ({:?})\n--- stdout\n{}--- stderr\n{}",
+            self.success(),
+            "{what}: job failed ({:?}{})\n--- stdout\n{}--- stderr\n{}",
             self.status,
+            if self.overran { ", cut off by the harness at its time limit" } else { "" },
             self.stdout,
             self.stderr
         );
@@ -393,11 +406,13 @@ fn run_bounded(mut cmd: Command, env: &[(&str, &str)], limit: Duration, watched:
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
     let mut told = String::new();
+    let mut overran = false;
     loop {
         if let Some(_st) = child.try_wait().expect("wait") {
             break;
         }
         if start.elapsed() > limit {
+            overran = true;
             if let Some(prog) = watched {
                 told = where_they_are(prog, limit);
                 // The launcher ends its job on SIGTERM; it has a few seconds to.
@@ -427,6 +442,7 @@ fn run_bounded(mut cmd: Command, env: &[(&str, &str)], limit: Duration, watched:
         stdout: untag(&String::from_utf8_lossy(&stdout)),
         stderr: untag(&String::from_utf8_lossy(&stderr)) + &told,
         elapsed: start.elapsed(),
+        overran,
     }
 }
 

@@ -467,16 +467,34 @@ fn active_set_collectives_restore_psync() {
 
 /// A PE that maps none of its host's peers (a transport that cannot, here SHMEM_LOCAL_MAP=0 on
 /// that PE alone) makes the whole host use the spml: mapped or not must be the same on every
-/// PE of a host, or the shared team and the atomics path would differ between PEs.
+/// PE of a host, or the shared team and the atomics path would differ between PEs. That needs
+/// a transport between them, which spml ucx opens in a one-host job only where asked
+/// (`SHMEM_MCA_spml_ucx_one_host_tcp`); without it, start-up ends saying so.
 #[test]
 fn a_pe_that_cannot_map_its_peers_sends_its_whole_host_through_the_spml() {
     if Launcher::from_env() != Launcher::Oshrun {
         return;
     }
     let prog = c_test("partial_map");
+    // The PEs that map their peers open no transport between them by default (no TCP
+    // listener, docs/security.md): they end start-up saying why, and which setting opens one.
+    let r = job(2, &prog, &[("UNMAP_RANK", "1")], DEFAULT_TIMEOUT);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rshmem[PE 0] shmem_init: another PE of this host does not map every PE of it, and spml ucx opened no transport between the PEs of this host")
+            && r.stderr.contains("SHMEM_MCA_spml_ucx_one_host_tcp=1"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("partial_map: PE"), "{}", r.stdout);
     for (np, rank) in [(2, "0"), (4, "1"), (4, "3")] {
         for backend in SSHMEM_BACKENDS {
-            let r = job(np, &prog, &[("UNMAP_RANK", rank), ("SHMEM_MCA_sshmem", backend)], DEFAULT_TIMEOUT);
+            let env = [
+                ("UNMAP_RANK", rank),
+                ("SHMEM_MCA_sshmem", backend),
+                ("SHMEM_MCA_spml_ucx_one_host_tcp", "1"),
+            ];
+            let r = job(np, &prog, &env, DEFAULT_TIMEOUT);
             r.assert_all_pes_ok("partial_map", np);
             // A host's relay whose leader does not map must not leave its PEs waiting for it
             // (they waited 60 s for a relay that never handed anything out).
@@ -736,5 +754,5 @@ fn every_pe_reports_the_memory_it_holds_for_its_peers() {
         }
     }
     let r = job(2, &prog, &[("SHMEM_PEER_MEMORY", "3")], DEFAULT_TIMEOUT);
-    assert!(!r.status.success() && r.stderr.contains("SHMEM_PEER_MEMORY=3: use 0"), "{}", r.stderr);
+    assert!(!r.success() && r.stderr.contains("SHMEM_PEER_MEMORY=3: use 0"), "{}", r.stderr);
 }

@@ -205,14 +205,14 @@ fn transfers_leaving_their_allocation_are_named_under_shmem_debug() {
         }
     }
     let r = oshrun(2, &c_test("misuse"), &[("MISUSE", "put_past_block")], T);
-    assert!(r.status.success(), "without SHMEM_DEBUG the put stays inside the heap: {}", r.stderr);
+    assert!(r.success(), "without SHMEM_DEBUG the put stays inside the heap: {}", r.stderr);
     // A created space's heap too.
     let env = [("SPACE_MISUSE", "put_past_block"), ("SHMEM_DEBUG", "1"), ("SHMEM_LOG_LEVEL", "warn")];
     let r = oshrun(2, &c_test("space_misuse"), &env, T);
     r.assert_fails_saying("shmem_long_put: dest 0x");
     assert!(r.stderr.contains("runs past the end of its allocation, 64 bytes at 0x"), "{}", r.stderr);
     let r = oshrun(2, &c_test("misuse"), &[("MISUSE", "put_within_block"), ("SHMEM_DEBUG", "1")], T);
-    assert!(r.status.success() && r.stdout.contains("in-block puts passed"), "{}{}", r.stdout, r.stderr);
+    assert!(r.success() && r.stdout.contains("in-block puts passed"), "{}{}", r.stdout, r.stderr);
 }
 
 /// The active-set forms (pSync) compare their arguments under SHMEM_DEBUG too, on every kind
@@ -356,7 +356,48 @@ fn strangers_cannot_act_on_the_bootstrap_and_listeners_stay_on_loopback() {
         let line = r.stdout.lines().find(|l| l.starts_with("intruder: flood of")).expect("flood line");
         let threads: usize = line.rsplit_once("has ").unwrap().1.split(' ').next().unwrap().parse().unwrap();
         assert!(threads < 2 + 64 + 16, "{line}");
+        // Mapped, the PEs need no transport between them and hold no listener at all; with
+        // SHMEM_LOCAL_MAP=0 they reach each other through UCX's TCP transport on loopback.
+        let held = listeners_held(&r.stdout);
+        assert_eq!(held.len(), 2, "{}", r.stdout);
+        if map == "1" {
+            assert!(held.iter().all(|&n| n == 0), "SHMEM_LOCAL_MAP=1: {held:?}\n{}", r.stdout);
+        } else {
+            assert!(held.iter().all(|&n| n > 0), "SHMEM_LOCAL_MAP=0: {held:?}\n{}", r.stdout);
+        }
     }
+}
+
+/// The TCP listeners each PE of `intruder` said it holds.
+fn listeners_held(stdout: &str) -> Vec<usize> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("intruder: PE ")?.split_once(" holds ")?.1.split(' ').next()?.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn a_one_host_job_opens_a_tcp_listener_only_where_asked_and_says_why_it_cannot_reach_a_peer() {
+    // Asked for, the TCP transport is there (on loopback) though the PEs map each other.
+    let on = [("SHMEM_MCA_spml_ucx_one_host_tcp", "1")];
+    let r = oshrun(2, &c_test("intruder"), &on, T);
+    r.assert_all_pes_ok("intruder", 2);
+    assert!(listeners_held(&r.stdout).iter().all(|&n| n > 0), "{}", r.stdout);
+    // Refused while the PEs do not map each other: start-up ends on every PE, naming the cause
+    // and the setting, instead of an endpoint failing at the first transfer.
+    let off = [("SHMEM_MCA_spml_ucx_one_host_tcp", "0"), ("SHMEM_LOCAL_MAP", "0")];
+    let r = oshrun(2, &c_test("hello"), &off, T);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("this PE does not map the symmetric memory of PE(s) [")
+            && r.stderr.contains("spml ucx opened no transport between the PEs of this host")
+            && r.stderr.contains("SHMEM_MCA_spml_ucx_one_host_tcp=1"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("Hello"), "{}", r.stdout);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use crate::symm::runtime;
 use rshmem_plugin_api::{c_str, CoreServices, TransportHandle};
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 struct Table(CoreServices, #[allow(dead_code)] CString);
@@ -48,6 +49,7 @@ pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str
                 segment_copy: Some(segment_copy),
                 node_cpus: Some(node_cpus),
                 selection: Some(selection),
+                maps_host_peers: Some(maps_host_peers),
             },
             job,
         )
@@ -85,6 +87,20 @@ unsafe extern "C" fn param(
             _ => std::ptr::null(),
         }
     })
+}
+
+/// Whether the core means to map every PE of this host and serves no device memory the spml
+/// could be asked to reach for them (`CoreServices::maps_host_peers`): decided by the
+/// components phase before it opens the spml, from `SHMEM_LOCAL_MAP` and the memheaps.
+static MAPS_HOST_PEERS: AtomicBool = AtomicBool::new(false);
+
+/// Set what `maps_host_peers` answers (before the spml opens).
+pub fn set_maps_host_peers(maps: bool) {
+    MAPS_HOST_PEERS.store(maps, Ordering::Relaxed);
+}
+
+unsafe extern "C" fn maps_host_peers() -> c_int {
+    c_int::from(MAPS_HOST_PEERS.load(Ordering::Relaxed))
 }
 
 /// The user's selection for a framework (`SHMEM_MCA_<framework>`, from the environment or a

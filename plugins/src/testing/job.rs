@@ -284,6 +284,7 @@ pub fn core() -> *const CoreServices {
             segment_copy: None,
             node_cpus: None,
             selection: None,
+            maps_host_peers: None,
         };
         Box::leak(Box::new(c)) as *const CoreServices as usize
     }) as *const CoreServices

@@ -40,6 +40,21 @@ impl Components {
         let found: &'static plugin::loader::Discovery = Box::leak(Box::new(plugin::discover()));
         report_discovery(job, found)?;
         let choose = |fw: Framework| choose(job, found, fw, &needs(job, requested, fw));
+        // The memheaps first: whether one serves device memory decides, with SHMEM_LOCAL_MAP,
+        // whether the spml may leave out a transport between this host's PEs, which it
+        // chooses when it opens (`CoreServices::maps_host_peers`).
+        let memheap_sel = choose(Framework::Memheap)?;
+        // SAFETY: `core` is the services table built with the job, alive for it.
+        let memheaps =
+            unsafe { plugin::memheaps::resolve(&memheap_sel, job.core) }.map_err(InitError::Component)?;
+        let gpu = memheaps
+            .iter()
+            .find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU)
+            .map(plugin::memheaps::device_memory);
+        let gpu_heap = gpu.as_ref().is_some_and(Result::is_ok);
+        crate::ops::services::set_maps_host_peers(
+            job.local_map && !gpu_heap && sshmem_maps_alone(job, found),
+        );
         let spml_sel = choose(Framework::Spml)?;
         let (spml, spml_name): (&'static SpmlOps, _) = open_first(&spml_sel, job.core)?;
         let has_cap = |sel: &Selection, name: &str, cap: u64| {
@@ -51,17 +66,9 @@ impl Components {
         let sshmem_sel = choose(Framework::Sshmem)?;
         let (sshmem, sshmem_name): (&'static SshmemOps, _) = open_first(&sshmem_sel, job.core)?;
         let peer_attach = has_cap(&sshmem_sel, &sshmem_name, rshmem_plugin_api::SSHMEM_CAP_PEER_ATTACH);
-        let memheap_sel = choose(Framework::Memheap)?;
-        // SAFETY: `core` is the services table built with the job, alive for it.
-        let memheaps =
-            unsafe { plugin::memheaps::resolve(&memheap_sel, job.core) }.map_err(InitError::Component)?;
         let cpu_heap =
             memheaps.iter().find(|d| d.device == MEMHEAP_DEVICE_CPU).expect("resolve requires one");
         let (memheap, memheap_name) = (cpu_heap.ops, cpu_heap.name.clone());
-        let gpu = memheaps
-            .iter()
-            .find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU)
-            .map(plugin::memheaps::device_memory);
         let gpu_note = gpu_note(&gpu, &memheap_sel);
         let memheap_names = memheaps
             .iter()
@@ -86,6 +93,28 @@ impl Components {
             found,
         })
     }
+}
+
+/// Whether the sshmem that start-up will choose maps this host's peers by itself, without the
+/// spml, as far as can be told before the spml opens (`CoreServices::maps_host_peers`). The
+/// choice is made once the spml is open, since a component may need its transport (sshmem
+/// ucx); ranked now, such a component is not available yet. So this holds only where the best
+/// component now is `mmap`, which attaches peers by itself (`SSHMEM_CAP_PEER_ATTACH`) and
+/// outranks sshmem ucx, and no plugin hides an sshmem of the same name (a vendor's `mmap` may
+/// rank below sshmem ucx). A user's list that names ucx first is the spml's to see
+/// (`selection`). Wrong only for a vendor's sshmem that needs the transport and outranks
+/// `mmap`: start-up then ends naming the setting that opens a transport.
+fn sshmem_maps_alone(job: &Job, found: &'static plugin::loader::Discovery) -> bool {
+    if found.hidden.iter().any(|h| h.framework == Framework::Sshmem) {
+        return false;
+    }
+    let spec = crate::config::raw("SHMEM_MCA_sshmem");
+    let Ok(sel) = plugin::select(Framework::Sshmem, &found.components, &spec, job.core, &[]) else {
+        return false;
+    };
+    sel.ranked
+        .first()
+        .is_some_and(|c| c.name == "mmap" && c.desc.caps & rshmem_plugin_api::SSHMEM_CAP_PEER_ATTACH != 0)
 }
 
 /// Every file in a plugin directory is meant to be a plugin: one that did not load (another

@@ -18,6 +18,8 @@ pub enum InitError {
     Peer { pe: i32, why: String },
     /// The launcher's account of which PEs share a host contradicts the PEs' own.
     Layout(String),
+    /// Some PE of this host cannot map another, and the spml opened no transport between them.
+    Unreachable(String),
 }
 
 impl InitError {
@@ -37,7 +39,8 @@ impl fmt::Display for InitError {
             | InitError::Setting(m)
             | InitError::Component(m)
             | InitError::Memory(m)
-            | InitError::Layout(m) => f.write_str(m),
+            | InitError::Layout(m)
+            | InitError::Unreachable(m) => f.write_str(m),
             InitError::Peer { why, .. } => f.write_str(why),
         }
     }

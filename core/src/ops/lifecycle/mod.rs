@@ -178,6 +178,9 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
             if crowded { "yield the CPU at once" } else { "spin first" }
         ),
     );
+    if !layout.here_mapped && comps.spml.lacks_host_transport() {
+        return Err(unreachable_host_peers(&mine.unmapped, &comps.spml_name));
+    }
     if !layout.here_mapped {
         // Some PE of this host could not map a peer here. Mapped or not is then not the same
         // on every PE of the host (the shared team, the atomics path, the space capabilities
@@ -224,6 +227,23 @@ fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result
         crate::log::log(crate::log::INFO, "plugin select", &rt.gpu_note);
     }
     Ok(rt.thread_level())
+}
+
+/// Start-up's end where a PE of this host could not map another (agreed over the host, so
+/// every PE of it says so) while the spml, told that the core maps them all
+/// (`CoreServices::maps_host_peers`), opened no transport between them.
+fn unreachable_host_peers(unmapped_here: &[i32], spml: &str) -> InitError {
+    let who = if unmapped_here.is_empty() {
+        "another PE of this host does not map every PE of it".to_string()
+    } else {
+        format!(
+            "this PE does not map the symmetric memory of {} (SHMEM_LOCAL_MAP=0 here, or the mapping failed)",
+            few_pes(unmapped_here)
+        )
+    };
+    InitError::Unreachable(format!(
+        "{who}, and spml {spml} opened no transport between the PEs of this host (a job on one host whose PEs map each other needs none, and so holds no network listener: docs/security.md). A setting of the spml opens one (shmem_info lists them): for spml ucx, SHMEM_MCA_spml_ucx_one_host_tcp=1 reaches them through UCX's TCP transport on the loopback device"
+    ))
 }
 
 /// What the layout phase decided, for the runtime.

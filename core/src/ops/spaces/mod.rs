@@ -387,7 +387,7 @@ fn make(
                 crate::log::WARN,
                 &routine.to_string_lossy(),
                 &format!(
-                    "some PE cannot map every peer's {} memory (they are on other hosts, or SHMEM_LOCAL_MAP=0), and spml {} neither moves device memory nor, on every PE, offers transfers that the target's CPU copies (spml ucx: SHMEM_MCA_spml_ucx_via_target); the space is not created (nonzero on every PE)",
+                    "some PE cannot map every peer's {} memory (they are on other hosts, or SHMEM_LOCAL_MAP=0), and spml {} neither moves device memory nor, on every PE, offers transfers that the target's CPU copies (spml ucx: SHMEM_MCA_spml_ucx_via_target), or it opened no transport between the PEs of this host (spml ucx: SHMEM_MCA_spml_ucx_one_host_tcp); the space is not created (nonzero on every PE)",
                     crate::plugin::memheaps::device_name(device.map_or(0, |d| d.device)),
                     rt.selected.first().and_then(|s| s.1.first()).map_or("", String::as_str)
                 ),

@@ -286,7 +286,11 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
     all_mapped = (0..n).all(|pe| flags[pe] & 2 != 0);
     // Device memory some PE cannot map is reached through the spml: moved by it, or, when every
     // PE's spml offers it, copied by the target's CPU (`crate::ops::device::through_target`).
-    let reachable = all_mapped || makers.spml_moves(rt) || (0..n).all(|pe| flags[pe] & 4 != 0);
+    // An spml with no transport between this host's PEs (`SpmlOps::no_host_transport`, only
+    // in a job on one host) reaches none of the copies a PE could not map.
+    let through_spml =
+        !rt.spml.lacks_host_transport() && (makers.spml_moves(rt) || (0..n).all(|pe| flags[pe] & 4 != 0));
+    let reachable = all_mapped || through_spml;
     if (0..n).any(|pe| pe as c_int != me && !maps(pe)) {
         rt.set_needs_progress();
     }
