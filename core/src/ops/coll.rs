@@ -59,7 +59,8 @@ pub unsafe fn broadcast(
     if nbytes == 0 {
         return 0; // nothing to move (nelems is the same on every PE), so no component is asked
     }
-    t.broadcast(routine, dest.cast(), source.cast(), nbytes, root);
+    // SAFETY: both ranges checked against their segments above.
+    unsafe { t.broadcast(routine, dest.cast(), source.cast(), nbytes, root) };
     0
 }
 
@@ -103,7 +104,9 @@ pub unsafe fn collect(
     if fixed && nbytes == 0 {
         return 0; // as in `broadcast`; collect's sizes differ between PEs, so it always runs
     }
-    t.collect(routine, dest.cast(), source.cast(), nbytes, fixed);
+    // SAFETY: the source and the start of dest checked above; the collective checks the rest
+    // of a variable collect's dest once the total is known.
+    unsafe { t.collect(routine, dest.cast(), source.cast(), nbytes, fixed) };
     0
 }
 
@@ -140,7 +143,8 @@ pub unsafe fn alltoall(
     if count == 0 || size == 0 {
         return 0; // as in `broadcast`
     }
-    t.alltoall(routine, dest.cast(), source.cast(), size, nelems, dst, sst);
+    // SAFETY: both spans checked against their segments above.
+    unsafe { t.alltoall(routine, dest.cast(), source.cast(), size, nelems, dst, sst) };
     0
 }
 
@@ -172,6 +176,7 @@ pub unsafe fn reduce(
     if nbytes == 0 {
         return 0; // as in `broadcast`
     }
-    t.reduce(routine, dest.cast(), source.cast(), nelems, dtype, op, kind);
+    // SAFETY: the source checked against its segment above, dest held by the caller's contract.
+    unsafe { t.reduce(routine, dest.cast(), source.cast(), nelems, dtype, op, kind) };
     0
 }

@@ -177,7 +177,8 @@ pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
     crate::ops::coll::barrier_all(routine);
     count_used(rt, ptr, false);
     if let Some(u) = rt.user_heap.get() {
-        return (u.free)(ptr);
+        // SAFETY: a live block of the program's (checked), unused everywhere (the barrier).
+        return unsafe { (u.free)(ptr) };
     }
     // SAFETY: a live block of the program's (checked), unused everywhere (the barrier).
     unsafe { rt.free(ptr.cast()) };
@@ -217,7 +218,8 @@ pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_v
     crate::ops::coll::barrier_all(routine);
     let old = usable(rt, ptr);
     let p = match rt.user_heap.get() {
-        Some(u) => (u.realloc)(ptr, size),
+        // SAFETY: a live block of the program's (checked), unused everywhere (the barrier).
+        Some(u) => unsafe { (u.realloc)(ptr, size) },
         // SAFETY: a live block of the program's (checked), unused everywhere (the barrier).
         None => unsafe { rt.realloc_user(ptr, size) },
     };

@@ -115,7 +115,8 @@ pub unsafe fn broadcast(
                 &format!("PE_root {root} is not an index of the active set (size {})", t.desc.size),
             );
         }
-        t.broadcast_keep_root(routine, dest, source, nbytes, root);
+        // SAFETY: the buffers are this function's caller's to vouch for (its # Safety).
+        unsafe { t.broadcast_keep_root(routine, dest, source, nbytes, root) };
     });
 }
 
@@ -139,7 +140,8 @@ pub unsafe fn collect(
     let same = [nelems as i64];
     let same: (&str, &[i64]) = if fixed { ("nelems", &same) } else { ("", &[]) };
     on_active_set(routine, (start, log_stride, pe_size), psync, same, |t| {
-        t.collect(routine, dest, source, nbytes, fixed)
+        // SAFETY: as in `broadcast`.
+        unsafe { t.collect(routine, dest, source, nbytes, fixed) }
     });
 }
 
@@ -163,7 +165,8 @@ pub unsafe fn alltoall(
     }
     let same = [nelems as i64, dst as i64, sst as i64];
     on_active_set(routine, (start, log_stride, pe_size), psync, ("nelems and strides", &same), |t| {
-        t.alltoall(routine, dest, source, size, nelems, dst, sst)
+        // SAFETY: as in `broadcast`.
+        unsafe { t.alltoall(routine, dest, source, size, nelems, dst, sst) }
     });
 }
 
@@ -194,6 +197,7 @@ pub unsafe fn to_all(
         crate::ops::coll::total(routine, n, size),
     );
     on_active_set(routine, (start, log_stride, pe_size), psync, ("nreduce", &[n as i64]), |t| {
-        t.reduce(routine, dest, source, n, dtype, op, rshmem_plugin_api::REDUCE_ALL)
+        // SAFETY: the source checked above; dest the caller's to vouch for (# Safety).
+        unsafe { t.reduce(routine, dest, source, n, dtype, op, rshmem_plugin_api::REDUCE_ALL) }
     });
 }

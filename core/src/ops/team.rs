@@ -343,7 +343,11 @@ impl TeamState {
         self.run(routine, "barrier", self.barrier.iter().map(|(f, s, n)| (unsafe { f(*s) }, n.as_str())));
     }
 
-    pub fn broadcast(
+    /// # Safety
+    /// `dest` and `src` must be valid for the bytes this collective writes and reads on this
+    /// PE, and `dest` symmetric on every member (the C entry points check their arguments
+    /// against the segments before they call it).
+    pub unsafe fn broadcast(
         &self,
         routine: &CStr,
         dest: *mut c_void,
@@ -382,7 +386,12 @@ impl TeamState {
     /// The active-set broadcast: as `broadcast`, but the root's `dest` is left as it is. A
     /// component without that form gets the team form, with the root's `dest` saved and put
     /// back around it.
-    pub fn broadcast_keep_root(
+    ///
+    /// # Safety
+    /// `dest` and `src` must be valid for the bytes this collective writes and reads on this
+    /// PE, and `dest` symmetric on every member (the C entry points check their arguments
+    /// against the segments before they call it).
+    pub unsafe fn broadcast_keep_root(
         &self,
         routine: &CStr,
         dest: *mut c_void,
@@ -436,7 +445,18 @@ impl TeamState {
     }
 
     /// `fixed`: every member's `nbytes`; else each its own, concatenated in team order.
-    pub fn collect(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
+    /// # Safety
+    /// `dest` and `src` must be valid for the bytes this collective writes and reads on this
+    /// PE, and `dest` symmetric on every member (the C entry points check their arguments
+    /// against the segments before they call it).
+    pub unsafe fn collect(
+        &self,
+        routine: &CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        fixed: bool,
+    ) {
         // The total of a variable collect is known once it has run.
         let total = if fixed { nbytes.saturating_mul(self.desc.size as usize) } else { 0 };
         if let Some((rt, d, s)) = device_buffers(routine, (dest, total), (src, nbytes)) {
@@ -483,8 +503,12 @@ impl TeamState {
     }
 
     /// `nelems` elements of `es` bytes to each member, at strides `dst` and `sst` (elements).
+    /// # Safety
+    /// `dest` and `src` must be valid for the bytes this collective writes and reads on this
+    /// PE, and `dest` symmetric on every member (the C entry points check their arguments
+    /// against the segments before they call it).
     #[allow(clippy::too_many_arguments)]
-    pub fn alltoall(
+    pub unsafe fn alltoall(
         &self,
         routine: &CStr,
         dest: *mut c_void,
@@ -532,8 +556,12 @@ impl TeamState {
         );
     }
 
+    /// # Safety
+    /// `dest` and `src` must be valid for the bytes this collective writes and reads on this
+    /// PE, and `dest` symmetric on every member (the C entry points check their arguments
+    /// against the segments before they call it).
     #[allow(clippy::too_many_arguments)]
-    pub fn reduce(
+    pub unsafe fn reduce(
         &self,
         routine: &CStr,
         dest: *mut c_void,

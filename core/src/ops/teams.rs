@@ -243,6 +243,7 @@ pub fn or_all(routine: &CStr, team: &TeamState, mine: u64) -> u64 {
     // reduction's buffers), so it is read here before any other collective on the team.
     unsafe {
         src.write_volatile(mine);
+        // Both words are symmetric and 8 bytes long.
         team.reduce(routine, dest.cast(), src.cast(), 1, DT_U64, OP_OR, REDUCE_ALL);
         dest.read_volatile()
     }

@@ -102,9 +102,11 @@ impl TeamRegistry {
 pub struct UserHeap {
     /// A block of `size` bytes at an offset aligned to `align`, or null (not collective).
     pub alloc: fn(usize, usize) -> *mut u8,
-    pub free: fn(*mut c_void),
-    /// The memheap's realloc: the block moved (contents kept) or resized, or null.
-    pub realloc: fn(*mut c_void, usize) -> *mut c_void,
+    /// Return a live block of this heap that nothing uses any more (the caller's contract).
+    pub free: unsafe fn(*mut c_void),
+    /// The memheap's realloc of a live block that nothing else uses (the caller's contract):
+    /// the block moved (contents kept) or resized, or null.
+    pub realloc: unsafe fn(*mut c_void, usize) -> *mut c_void,
     /// A live block's usable size, 0 for anything else.
     pub usable: fn(*mut c_void) -> usize,
     /// Whether its memory is device memory (zeroed through the device memheap).

@@ -203,8 +203,14 @@ fn make_default(rt: &Runtime, sp: &'static Space, size: usize) {
     }
     let heap = crate::symm::runtime::UserHeap {
         alloc: |size, align| with(|o| o.alloc(size, align)),
-        free: |p| with(|o| o.free(p)),
-        realloc: |p, size| with(|o| o.realloc(p, size)),
+        free: |p| {
+            // SAFETY: the user heap's contract (a live block nothing uses any more) is this one's.
+            with(|o| unsafe { o.free(p) })
+        },
+        realloc: |p, size| {
+            // SAFETY: the user heap's contract (a live block nothing else uses) is this one's.
+            with(|o| unsafe { o.realloc(p, size) })
+        },
         usable: |p| with(|o| o.usable(p)),
         device: true,
         align: GPU_HEAP_ALIGN,
@@ -224,15 +230,18 @@ fn agree_any(routine: &CStr, mine: bool) -> bool {
     // SAFETY: two symmetric u64 words set aside at init; the reduction below is the only user
     // and world collectives are not called concurrently (a spec rule).
     unsafe { w.write_volatile(u64::from(mine)) };
-    crate::ops::coll::world(routine).reduce(
-        routine,
-        w.wrapping_add(1).cast(),
-        w.cast(),
-        1,
-        rshmem_plugin_api::DT_U64,
-        rshmem_plugin_api::OP_MAX,
-        rshmem_plugin_api::REDUCE_ALL,
-    );
+    // SAFETY: as above: two symmetric words, one the source and one the result.
+    unsafe {
+        crate::ops::coll::world(routine).reduce(
+            routine,
+            w.wrapping_add(1).cast(),
+            w.cast(),
+            1,
+            rshmem_plugin_api::DT_U64,
+            rshmem_plugin_api::OP_MAX,
+            rshmem_plugin_api::REDUCE_ALL,
+        )
+    };
     // SAFETY: as above; the reduction has written it.
     unsafe { w.wrapping_add(1).read_volatile() != 0 }
 }
@@ -664,7 +673,8 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
     drop(guard);
     crate::ops::coll::barrier_all(routine);
     if let Some(o) = &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
-        o.free(ptr);
+        // SAFETY: a live block of this space (checked by `owns`), unused everywhere (the barrier).
+        unsafe { o.free(ptr) };
     }
 }
 

@@ -204,7 +204,8 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
     mine[..4].copy_from_slice(&(rec.len() as u32).to_le_bytes());
     mine[4..4 + rec.len()].copy_from_slice(&rec);
     let world = crate::ops::coll::world(routine);
-    world.collect(routine, all.cast(), mine.as_ptr().cast(), RECORD, true);
+    // SAFETY: `all` is a symmetric block of `n_pes` records, `mine` one record.
+    unsafe { world.collect(routine, all.cast(), mine.as_ptr().cast(), RECORD, true) };
     let (seg, size, makers) = (p.seg, p.desc.size, p.makers);
     let device = makers.device != 0;
     let mut mapped = Vec::new();
@@ -361,7 +362,10 @@ fn attach(segments: &SshmemOps, blob: &[u8], len: usize) -> *mut u8 {
 /// words, not to be reused before the next world barrier: a peer may still read it).
 fn gather_flags(routine: &CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u64> {
     let n = rt.n_pes as usize;
-    crate::ops::coll::world(routine).collect(routine, buf.cast(), (&mine as *const u64).cast(), 8, true);
+    // SAFETY: `buf` is symmetric with `n` words (the caller's), `mine` one word.
+    unsafe {
+        crate::ops::coll::world(routine).collect(routine, buf.cast(), (&mine as *const u64).cast(), 8, true)
+    };
     // SAFETY: the fcollect filled `n` words of `buf`.
     unsafe { std::slice::from_raw_parts(buf as *const u64, n) }.to_vec()
 }
@@ -455,14 +459,21 @@ impl Owned {
     }
 
     /// The memheap's realloc of a live block (contents kept; null when it cannot).
-    pub fn realloc(&self, ptr: *mut c_void, size: usize) -> *mut c_void {
-        // SAFETY: plugin ABI call on a live allocation (checked by the caller); a device
+    ///
+    /// # Safety
+    /// `ptr` must be a live block of this space that nothing else uses during the call.
+    pub unsafe fn realloc(&self, ptr: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: plugin ABI call on a live allocation (the caller's contract); a device
         // memheap copies a moved block with its own copy.
         unsafe { (self.makers.heap.realloc)(self.heap, ptr, size) }
     }
 
-    pub fn free(&self, ptr: *mut c_void) {
-        // SAFETY: plugin ABI call on a live allocation of this space (checked by `owns`).
+    /// Return a block to the space's memheap.
+    ///
+    /// # Safety
+    /// `ptr` must be a live block of this space that nothing uses any more.
+    pub unsafe fn free(&self, ptr: *mut c_void) {
+        // SAFETY: plugin ABI call on a live allocation of this space (the caller's contract).
         unsafe { (self.makers.heap.free)(self.heap, ptr) };
     }
 }
