@@ -280,7 +280,10 @@ fn open(c: &'static CoreServices) -> *const c_void {
     }
     let u: &'static Ucx = Box::leak(Box::new(u));
     STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
-    if opts.progress_thread {
+    // Without a transport to any peer (`self_only`) nothing can arrive for the thread to serve:
+    // it would only wake up, hundreds of times a second on every PE (at 128 PEs on 2 cores,
+    // a sixth of start-up's CPU time, docs/performance.md).
+    if opts.progress_thread && !ucx::self_only(&opts) {
         start_heartbeat(c, u, &opts);
         match u.start_progress_thread(Some(fatal_hook), Some(host_crowded)) {
             // SAFETY: registering an extern "C" fn with no arguments.
@@ -832,7 +835,7 @@ rshmem_plugin_api::export_plugin! {
             name: cstr!("progress_thread"),
             kind: rshmem_plugin_api::PARAM_BOOL,
             default_value: cstr!("1"),
-            doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress"),
+            doc: cstr!("Run a thread that progresses the UCX worker (sleeping on its event fd when idle), so that RMA and atomics targeting this PE complete while it computes; with UCX, RMA into memory UCX did not allocate needs target-side progress. None where UCX has no transport to any peer (one_host_tcp off)"),
         },
         ParamDecl {
             name: cstr!("batch_puts"),
