@@ -52,9 +52,8 @@ impl Components {
             .find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU)
             .map(plugin::memheaps::device_memory);
         let gpu_heap = gpu.as_ref().is_some_and(Result::is_ok);
-        crate::ops::services::set_maps_host_peers(
-            job.local_map && !gpu_heap && sshmem_maps_alone(job, found),
-        );
+        let sshmem_alone = sshmem_maps_alone(found, &crate::config::raw("SHMEM_MCA_sshmem"), job.core);
+        crate::ops::services::set_maps_host_peers(job.local_map && !gpu_heap && sshmem_alone);
         let spml_sel = choose(Framework::Spml)?;
         let (spml, spml_name): (&'static SpmlOps, _) = open_first(&spml_sel, job.core)?;
         let has_cap = |sel: &Selection, name: &str, cap: u64| {
@@ -104,12 +103,11 @@ impl Components {
 /// rank below sshmem ucx). A user's list that names ucx first is the spml's to see
 /// (`selection`). Wrong only for a vendor's sshmem that needs the transport and outranks
 /// `mmap`: start-up then ends naming the setting that opens a transport.
-fn sshmem_maps_alone(job: &Job, found: &'static plugin::loader::Discovery) -> bool {
+fn sshmem_maps_alone(found: &plugin::loader::Discovery, spec: &str, core: *const CoreServices) -> bool {
     if found.hidden.iter().any(|h| h.framework == Framework::Sshmem) {
         return false;
     }
-    let spec = crate::config::raw("SHMEM_MCA_sshmem");
-    let Ok(sel) = plugin::select(Framework::Sshmem, &found.components, &spec, job.core, &[]) else {
+    let Ok(sel) = plugin::select(Framework::Sshmem, &found.components, spec, core, &[]) else {
         return false;
     };
     sel.ranked
@@ -291,5 +289,95 @@ fn gpu_note(gpu: &Option<Result<DeviceMemory, String>>, sel: &Selection) -> Stri
                 if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sshmem_maps_alone;
+    use crate::plugin::loader::{Component, Discovery};
+    use rshmem_plugin_api::{
+        CoreServices, Framework, PluginDescriptor, QueryResult, ABI_VERSION, FRAMEWORK_SSHMEM,
+        SSHMEM_CAP_PEER_ATTACH,
+    };
+
+    unsafe extern "C" fn available_at_30(_: *const CoreServices, r: *mut QueryResult) {
+        // SAFETY: the selection passes a valid result.
+        let r = unsafe { &mut *r };
+        r.available = 1;
+        r.priority = 30;
+    }
+
+    unsafe extern "C" fn available_at_5(_: *const CoreServices, r: *mut QueryResult) {
+        // SAFETY: the selection passes a valid result.
+        let r = unsafe { &mut *r };
+        r.available = 1;
+        r.priority = 5;
+    }
+
+    /// As sshmem ucx before the spml is open: no transport to allocate with yet.
+    unsafe extern "C" fn needs_the_transport(_: *const CoreServices, r: *mut QueryResult) {
+        // SAFETY: the selection passes a valid result.
+        unsafe { &mut *r }.available = 0;
+    }
+
+    type Query = unsafe extern "C" fn(*const CoreServices, *mut QueryResult);
+
+    fn sshmem(name: &str, caps: u64, query: Query) -> Component {
+        let desc: &'static PluginDescriptor = Box::leak(Box::new(PluginDescriptor {
+            abi_version: ABI_VERSION,
+            framework: FRAMEWORK_SSHMEM,
+            struct_size: std::mem::size_of::<PluginDescriptor>(),
+            name: c"test".as_ptr(),
+            version: c"0".as_ptr(),
+            description: c"test".as_ptr(),
+            params: std::ptr::null(),
+            n_params: 0,
+            caps,
+            query: Some(query),
+            open: None,
+        }));
+        Component {
+            framework: Framework::Sshmem,
+            name: name.into(),
+            version: "0".into(),
+            description: String::new(),
+            path: format!("/plugins/{name}.so").into(),
+            desc,
+        }
+    }
+
+    fn found(components: Vec<Component>, hidden: Vec<Component>) -> Discovery {
+        Discovery { components, skipped: Vec::new(), dirs: Vec::new(), unreadable: Vec::new(), hidden }
+    }
+
+    fn built_ins() -> Vec<Component> {
+        vec![
+            sshmem("mmap", SSHMEM_CAP_PEER_ATTACH, available_at_30),
+            sshmem("ucx", SSHMEM_CAP_PEER_ATTACH, needs_the_transport),
+        ]
+    }
+
+    #[test]
+    fn only_the_built_in_mmap_chosen_unhidden_lets_the_spml_leave_out_a_host_transport() {
+        let core = std::ptr::null();
+        // The defaults, and lists that keep mmap first.
+        for spec in ["", "mmap", "^ucx", "mmap,ucx"] {
+            assert!(sshmem_maps_alone(&found(built_ins(), Vec::new()), spec, core), "{spec:?}");
+        }
+        // sshmem ucx asked for (available only once the spml is open), or mmap excluded.
+        for spec in ["ucx", "^mmap"] {
+            assert!(!sshmem_maps_alone(&found(built_ins(), Vec::new()), spec, core), "{spec:?}");
+        }
+        // A vendor's mmap hides the built-in one (and may rank below sshmem ucx).
+        let vendor = vec![sshmem("mmap", SSHMEM_CAP_PEER_ATTACH, available_at_5), built_ins().remove(1)];
+        let hidden = vec![built_ins().remove(0)];
+        assert!(!sshmem_maps_alone(&found(vendor, hidden), "", core));
+        // A component that does not attach peers, chosen by the user's list or by priority.
+        let mut anon = built_ins();
+        anon.push(sshmem("anon", 0, available_at_30));
+        assert!(!sshmem_maps_alone(&found(anon, Vec::new()), "anon", core));
+        let mmap_without_attach = vec![sshmem("mmap", 0, available_at_30)];
+        assert!(!sshmem_maps_alone(&found(mmap_without_attach, Vec::new()), "", core));
     }
 }
