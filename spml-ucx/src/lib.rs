@@ -175,7 +175,7 @@ fn options(c: &CoreServices) -> Options {
 
 /// `one_host_tcp`'s `auto`: whether a job on one host needs UCX's TCP transport between its
 /// PEs. It does unless the core maps every PE of the host (`maps_host_peers`: SHMEM_LOCAL_MAP
-/// on, no GPU memheap; None from a core that cannot say) and sshmem ucx, which maps peers'
+/// on, no GPU memheap, sshmem mmap; None from a core that cannot say) and sshmem ucx, which maps peers'
 /// memory through UCX endpoints, may not be chosen (`shm_transports` off).
 fn host_tcp_needed(maps_host_peers: Option<bool>, shm_transports: bool) -> bool {
     maps_host_peers != Some(true) || shm_transports
@@ -865,7 +865,7 @@ rshmem_plugin_api::export_plugin! {
             name: cstr!("one_host_tcp"),
             kind: rshmem_plugin_api::PARAM_STRING,
             default_value: cstr!("auto"),
-            doc: cstr!("In a job whose PEs are all on one host, open UCX's TCP transport (on the loopback device), through which those PEs reach each other when they do not map each other's memory. Off, UCX gets only its self transport: no PE holds a listening socket that another local user could connect to, and a PE of the host that cannot map another ends start-up with the reason. auto: on when SHMEM_LOCAL_MAP=0, a GPU memheap is open, or shm_transports is on; 1/0: always/never. Jobs across hosts always open it; a UCX_TLS set by the user wins"),
+            doc: cstr!("In a job whose PEs are all on one host, open UCX's TCP transport (on the loopback device), through which those PEs reach each other when they do not map each other's memory. Off, UCX gets only its self transport: no PE holds a listening socket that another local user could connect to, and a PE of the host that cannot map another ends start-up with the reason. auto: on unless the core maps every PE of the host by itself (SHMEM_LOCAL_MAP on, no GPU memheap open, sshmem mmap the choice) and shm_transports is off; 1/0: always/never. Jobs across hosts always open it; a UCX_TLS set by the user wins"),
         },
         ParamDecl {
             name: cstr!("via_target"),
