@@ -13,6 +13,10 @@
 #
 # Each host gets its own network, hostname (PREFIX-hI), /dev/shm and System V IPC, so
 # shared-memory transports cannot cross "hosts"; /tmp and the rest of the filesystem are shared.
+# Links with a delay, jitter (reordering) or loss, which this kernel cannot add (no netem): with
+# RSHMEM_HOSTS_DELAY_MS, RSHMEM_HOSTS_JITTER_MS or RSHMEM_HOSTS_LOSS (percent) set at `up`, the
+# hosts are joined by scripts/linkemu.py, a switch in user space, instead of the hub's bridge;
+# `down` ends it, and it leaves its counts in /run/PREFIX-linkemu.stats.
 # Environment: RSHMEM_HOSTS_PREFIX (default rshmem; lets two jobs run side by side),
 # RSHMEM_HOSTS_FORWARD (variable names `run` passes to the ranks besides RSHMEM_*, SHMEM_*,
 # OSHMEM_*, UCX_*, RUST_* and LD_LIBRARY_PATH).
@@ -37,6 +41,9 @@ need() {
 }
 
 ns_exists() { [ -e "/run/netns/$1" ]; }
+# The link emulator's pid, while one runs for this prefix.
+LINKEMU_PID=/run/$PREFIX-linkemu.pid
+emulated_links() { [ -n "${RSHMEM_HOSTS_DELAY_MS:-}${RSHMEM_HOSTS_JITTER_MS:-}${RSHMEM_HOSTS_LOSS:-}" ]; }
 host_ns() { echo "$PREFIX-h$1"; }
 
 # Runs argv on host I: its network namespace, plus fresh UTS/IPC/mount namespaces with a
@@ -50,6 +57,14 @@ in_host() {
 
 down() {
     local ns pids names
+    if [ -f "$LINKEMU_PID" ]; then
+        # It writes its counts (/run/PREFIX-linkemu.stats) as it ends.
+        local emu
+        emu=$(cat "$LINKEMU_PID")
+        kill -TERM "$emu" 2>/dev/null || true
+        for _ in $(seq 40); do kill -0 "$emu" 2>/dev/null || break; sleep 0.05; done
+        rm -f "$LINKEMU_PID"
+    fi
     names=$(ip netns list 2>/dev/null | awk '{print $1}' || true)
     for ns in $(grep -E "^$PREFIX-(hub|h[0-9]+)\$" <<<"$names" || true); do
         # Processes keep a namespace alive after `ip netns del`; end the ones left in it.
@@ -80,12 +95,35 @@ up() {
     ip netns add "$HUB"
     ip -n "$HUB" link add br0 type bridge
     ip -n "$HUB" link set br0 up
+    local taps=()
     for ((i = 0; i < n; i++)); do
         ip netns add "$(host_ns "$i")"
-        # Created inside the hub with its peer straight in the host: the root namespace
-        # never sees either end.
-        ip -n "$HUB" link add "h$i" type veth peer name eth0 netns "$(host_ns "$i")"
-        ip -n "$HUB" link set "h$i" master br0 up
+        if emulated_links; then
+            taps+=("$PREFIX-t$i")
+        else
+            # Created inside the hub with its peer straight in the host: the root namespace
+            # never sees either end.
+            ip -n "$HUB" link add "h$i" type veth peer name eth0 netns "$(host_ns "$i")"
+            ip -n "$HUB" link set "h$i" master br0 up
+        fi
+    done
+    if emulated_links; then
+        # The switch opens one TAP device per host here, then each moves into its host.
+        local ready
+        ready=$(mktemp -u "/run/$PREFIX-linkemu.XXXXXX")
+        setsid python3 "$(dirname "$SELF")/linkemu.py" --delay-ms "${RSHMEM_HOSTS_DELAY_MS:-0}" \
+            --jitter-ms "${RSHMEM_HOSTS_JITTER_MS:-0}" --loss "${RSHMEM_HOSTS_LOSS:-0}" \
+            --ready "$ready" --stats "/run/$PREFIX-linkemu.stats" "${taps[@]}" </dev/null >/dev/null 2>&1 &
+        echo $! >"$LINKEMU_PID"
+        for _ in $(seq 100); do [ -s "$ready" ] && break; sleep 0.05; done
+        [ -s "$ready" ] || die "up: the link emulator did not start"
+        rm -f "$ready"
+        for ((i = 0; i < n; i++)); do
+            ip link set "$PREFIX-t$i" netns "$(host_ns "$i")"
+            ip -n "$(host_ns "$i")" link set "$PREFIX-t$i" name eth0
+        done
+    fi
+    for ((i = 0; i < n; i++)); do
         ip -n "$(host_ns "$i")" addr add "$NET.$((i + 1))/24" dev eth0
         ip -n "$(host_ns "$i")" link set eth0 up
         ip -n "$(host_ns "$i")" link set lo up # PMIx and the ranks talk over loopback
