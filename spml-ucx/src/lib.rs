@@ -282,7 +282,7 @@ fn open(c: &'static CoreServices) -> *const c_void {
     STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
     // Without a transport to any peer (`self_only`) nothing can arrive for the thread to serve:
     // it would only wake up, hundreds of times a second on every PE (at 128 PEs on 2 cores,
-    // a sixth of start-up's CPU time, docs/performance.md).
+    // 0.6 s of start-up's 3.2 s of CPU time, docs/performance.md).
     if opts.progress_thread && !ucx::self_only(&opts) {
         start_heartbeat(c, u, &opts);
         match u.start_progress_thread(Some(fatal_hook), Some(host_crowded)) {

@@ -52,8 +52,11 @@ impl Components {
             .find(|d| d.device == rshmem_plugin_api::MEMHEAP_DEVICE_GPU)
             .map(plugin::memheaps::device_memory);
         let gpu_heap = gpu.as_ref().is_some_and(Result::is_ok);
-        let sshmem_alone = sshmem_maps_alone(found, &crate::config::raw("SHMEM_MCA_sshmem"), job.core);
-        crate::ops::services::set_maps_host_peers(job.local_map && !gpu_heap && sshmem_alone);
+        // The sshmem probes run a second time later; skip them where the answer is no anyway.
+        let maps = job.local_map
+            && !gpu_heap
+            && sshmem_maps_alone(found, &crate::config::raw("SHMEM_MCA_sshmem"), job.core);
+        crate::ops::services::set_maps_host_peers(maps);
         let spml_sel = choose(Framework::Spml)?;
         let (spml, spml_name): (&'static SpmlOps, _) = open_first(&spml_sel, job.core)?;
         let has_cap = |sel: &Selection, name: &str, cap: u64| {
