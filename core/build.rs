@@ -19,6 +19,7 @@ fn main() {
         ("shmem.h", gen::header::shmem_h(&all)),
         ("shmemx.h", gen::header::shmemx_h(&all)),
         ("pshmem.h", gen::header::pshmem_h(&all)),
+        ("shmemg.h", gen::header::shmemg_h(&all)),
     ];
     for (name, text) in &headers {
         std::fs::write(out.join(name), text).unwrap();

@@ -9,7 +9,10 @@
 # reached only through the spml, so device bytes are staged through pinned buffers; and with no
 # peer mapped (SHMEM_LOCAL_MAP=0), so peers' device memory is copied by their CPUs when UCX
 # moves no CUDA memory; device_space with copies waited for by polling; tests/c/gpu_context.c, a driver-API program with a context of its own,
-# which must still be current after every rshmem call; tests/c/reinit.c, three rounds of
+# which must still be current after every rshmem call; tests/c/gpu_direct_coll.c, collectives
+# device to device between PEs' mapped copies; tests/c/on_stream.c, the stream-ordered
+# operations on a stream of the program's own; tests/c/gpu_aux.c, the GPU auxiliary
+# specification's host API (shmemg.h); tests/c/reinit.c, three rounds of
 # shmem_init ... shmem_finalize, each with a GPU space made again. Where nvcc is installed, tests/gpu/gpu_kernel.cu: CUDA kernels writing
 # and checking the device memory rshmem moves. Then device_space with the device hidden
 # (CUDA_VISIBLE_DEVICES=""), which must report the GPU space unavailable and run on. A run
@@ -60,6 +63,9 @@ trap 'if [ -n "$logs" ]; then mkdir -p "$logs" && cp "$out"/*.log "$logs"/; fi; 
 "$bin/oshcc" -O2 -Itests/c -o "$out/default_gpu" tests/c/default_gpu.c
 "$bin/oshcc" -O2 -Itests/c -o "$out/gpu_context" tests/c/gpu_context.c -ldl
 "$bin/oshcc" -O2 -Itests/c -o "$out/reinit" tests/c/reinit.c
+"$bin/oshcc" -O2 -Itests/c -o "$out/on_stream" tests/c/on_stream.c -ldl
+"$bin/oshcc" -O2 -Itests/c -o "$out/gpu_aux" tests/c/gpu_aux.c
+"$bin/oshcc" -O2 -Itests/c -o "$out/gpu_direct_coll" tests/c/gpu_direct_coll.c
 # sshmem "anon" (the C example), whose host segments no peer maps: host memory then goes
 # through the spml while device memory stays mapped, so device bytes are staged through the
 # memheap's page-locked buffers.
@@ -107,6 +113,24 @@ run gpu_context 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
 # Initializing again after the last finalize: each finalize frees the GPU space, each
 # shmem_init makes it again, and every round moves data in it.
 run reinit 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
+# Stream-ordered operations on a stream of the program's own (stream copies, writes and
+# waits where peers are mapped; waiting for the stream, then the host, where not).
+for np in 2 4; do
+    run on_stream "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
+done
+run on_stream 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_LOCAL_MAP=0
+# Broadcasts, fcollects and alltoalls device to device between mapped copies, and through the
+# host shadow (SHMEM_GPU_DIRECT_COLLECTIVES=0). PEs sharing the GPU without MPS keep to the
+# shadow, so the direct runs are under MPS when the machine lets us start it.
+for np in 2 4; do
+    run gpu_direct_coll "$np" SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M
+done
+run gpu_direct_coll 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_GPU_DIRECT_COLLECTIVES=0
+# The GPU auxiliary specification's host API: SHMEM_DEVICE_HOST_INIT alone makes the GPU heap.
+for np in 2 4; do
+    run gpu_aux "$np" SHMEM_DEVICE_SYMMETRIC_SIZE=64M EXPECT_HEAP=67108864
+done
+run gpu_aux 2 SHMEM_DEVICE_SYMMETRIC_SIZE=64M SHMEM_LOCAL_MAP=0 EXPECT_SHARED=1
 # No peer mapped: with a UCX without CUDA support, peers' device memory is reached through
 # their CPUs (spml ucx's transfers through the target, cuMemcpy on the progress thread).
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 SHMEM_GPU_SYMMETRIC_SIZE=64M SHMEM_LOCAL_MAP=0
@@ -131,6 +155,7 @@ else
     echo "gpu-check: gpu_kernel skipped: no nvcc here"
 fi
 run device_space 2 SHMEM_ENABLE_GPU_SPACE=1 CUDA_VISIBLE_DEVICES= DEVICE_MODE=absent
+run gpu_aux 2 CUDA_VISIBLE_DEVICES= EXPECT_GPU=0
 # A UCX built with CUDA, no peer mapped (see --cuda-ucx above).
 if [ -n "$cuda_ucx" ]; then
     ucx_env=(LD_LIBRARY_PATH="$cuda_ucx/lib:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$cuda_ucx/lib/ucx")

@@ -4,7 +4,7 @@
 #   lib/                 libshmem.so.VERSION, with libshmem.so.MAJOR (the SONAME) and libshmem.so
 #   lib/rshmem/          the component plugins
 #   lib/pkgconfig/       rshmem.pc
-#   include/             shmem.h, shmemx.h, pshmem.h, mpp/, shmem_plugin.h (for plugin authors),
+#   include/             shmem.h, shmemx.h, shmemg.h, pshmem.h, mpp/, shmem_plugin.h (for plugin authors),
 #                        shmem4py-rshmem.h (for building shmem4py: docs/python.md)
 #   share/man/man1/      oshcc.1, oshc++.1, oshrun.1, shmem_info.1
 #   etc/rshmem.toml      the install-wide configuration (a commented example; kept if present)
@@ -58,7 +58,7 @@ plugins=("$rel"/librshmem_*.so)
 [ ${#plugins[@]} -gt 0 ] || { echo "install.sh: no plugins in $rel" >&2; exit 1; }
 install -m 755 "${plugins[@]}" "$prefix/lib/rshmem/"
 
-install -m 644 core/include/shmem.h core/include/shmemx.h core/include/pshmem.h core/include/shmem4py-rshmem.h "$prefix/include/"
+install -m 644 core/include/shmem.h core/include/shmemx.h core/include/shmemg.h core/include/pshmem.h core/include/shmem4py-rshmem.h "$prefix/include/"
 install -m 644 core/include/mpp/shmem.h core/include/mpp/shmemx.h "$prefix/include/mpp/"
 install -m 644 plugins/include/shmem_plugin.h "$prefix/include/"
 

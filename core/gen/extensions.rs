@@ -48,6 +48,44 @@ macro_rules! to_all {
 }
 
 pub const EXTENSIONS: &[Family] = &[
+    // --- stream-ordered operations (NVSHMEM's nvshmemx_*_on_stream; crate::ops::on_stream) ---
+    plain(
+        "shmemx_putmem_on_stream",
+        "void",
+        "void *dest, const void *source, size_t nelems, int pe, struct CUstream_st *stream",
+        "on_stream::putmem({NAME}, dest, source, nelems, pe, stream)",
+    ),
+    plain(
+        "shmemx_getmem_on_stream",
+        "void",
+        "void *dest, const void *source, size_t nelems, int pe, struct CUstream_st *stream",
+        "on_stream::getmem({NAME}, dest, source, nelems, pe, stream)",
+    ),
+    plain(
+        "shmemx_putmem_signal_on_stream",
+        "void",
+        "void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st *stream",
+        "on_stream::putmem_signal({NAME}, dest, source, nelems, sig_addr, signal, sig_op, pe, stream)",
+    ),
+    plain(
+        "shmemx_signal_op_on_stream",
+        "void",
+        "uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st *stream",
+        "on_stream::signal_op({NAME}, sig_addr, signal, sig_op, pe, stream)",
+    ),
+    plain(
+        "shmemx_signal_wait_until_on_stream",
+        "void",
+        "uint64_t *sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st *stream",
+        "on_stream::signal_wait_until({NAME}, sig_addr, cmp, cmp_value, stream)",
+    ),
+    plain("shmemx_quiet_on_stream", "void", "struct CUstream_st *stream", "on_stream::quiet({NAME}, stream)"),
+    plain(
+        "shmemx_barrier_all_on_stream",
+        "void",
+        "struct CUstream_st *stream",
+        "on_stream::barrier_all({NAME}, stream)",
+    ),
     // --- time, place and heap (Sandia OpenSHMEM; heap queries are rshmem's) ---
     plain("shmemx_wtime", "double", "void", "ext::wtime({NAME})"),
     plain("shmemx_nodename", "char *", "void", "ext::nodename({NAME})"),

@@ -3,6 +3,7 @@
 //! It runs from `core/build.rs`; nothing here is compiled into the library itself.
 
 pub mod extensions;
+pub mod gpu;
 pub mod header;
 pub mod routines;
 pub mod types;
@@ -190,7 +191,7 @@ fn instances(f: &'static Family) -> Vec<Routine> {
 
 /// Every routine, in table order: the specification's, then the extensions.
 pub fn routines() -> Vec<Routine> {
-    FAMILIES.iter().chain(extensions::EXTENSIONS).flat_map(instances).collect()
+    FAMILIES.iter().chain(extensions::EXTENSIONS).chain(gpu::GPU_ROUTINES).flat_map(instances).collect()
 }
 
 /// The Rust source of the entry points.

@@ -189,6 +189,8 @@ pub fn rust_of_c(c: &str) -> String {
         "shmem_space_t" => "*mut c_void",
         "shmem_space_cap_t" => "u64",
         "shmem_device_type_t" => "c_int",
+        // A GPU stream (CUDA's `cudaStream_t`/`CUstream`), passed on to the device memheap.
+        "struct CUstream_st" => "c_void",
         other => panic!("generator: no Rust type for C type `{other}`"),
     }
     .to_string()

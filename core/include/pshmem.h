@@ -5,6 +5,8 @@
 #ifndef RSHMEM_PSHMEM_H
 #define RSHMEM_PSHMEM_H
 #include <shmem.h>
+/* A GPU stream (shmemx.h's on-stream routines). */
+struct CUstream_st;
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -1812,6 +1814,13 @@ int pshmem_space_get_device_type(shmem_space_t space, shmem_device_type_t *type)
 int pshmem_space_get_caps(shmem_space_t space, shmem_space_cap_t *caps);
 int pshmem_space_is_available(shmem_space_t space);
 int pshmem_team_is_valid(shmem_team_t team);
+void pshmemx_putmem_on_stream(void *dest, const void *source, size_t nelems, int pe, struct CUstream_st *stream);
+void pshmemx_getmem_on_stream(void *dest, const void *source, size_t nelems, int pe, struct CUstream_st *stream);
+void pshmemx_putmem_signal_on_stream(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st *stream);
+void pshmemx_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st *stream);
+void pshmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st *stream);
+void pshmemx_quiet_on_stream(struct CUstream_st *stream);
+void pshmemx_barrier_all_on_stream(struct CUstream_st *stream);
 double pshmemx_wtime(void);
 char *pshmemx_nodename(void);
 size_t pshmemx_heap_size(void);
@@ -1888,6 +1897,10 @@ void pshmemx_int64_sum_to_all(int64_t *target, const int64_t *source, int nreduc
 void pshmemx_int16_prod_to_all(int16_t *target, const int16_t *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int16_t *pWrk, long *pSync);
 void pshmemx_int32_prod_to_all(int32_t *target, const int32_t *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int32_t *pWrk, long *pSync);
 void pshmemx_int64_prod_to_all(int64_t *target, const int64_t *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int64_t *pWrk, long *pSync);
+void *pshmemg_malloc(size_t size);
+void *pshmemg_calloc(size_t count, size_t size);
+void *pshmemg_align(size_t alignment, size_t size);
+void pshmemg_free(void *ptr);
 #ifdef __cplusplus
 }
 #endif

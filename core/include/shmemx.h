@@ -20,6 +20,10 @@ extern "C" {
 extern struct rshmem_team rshmem_team_node;
 #define SHMEMX_TEAM_NODE (&rshmem_team_node)
 
+/* A GPU stream: CUDA's cudaStream_t and CUstream are pointers to this structure, so a
+ * program passes either to the shmemx_*_on_stream routines (NULL: the default stream). */
+struct CUstream_st;
+
 /* Hints of shmemx_malloc_with_hint (OSHMEM's values). */
 enum {
     SHMEM_HINT_NONE = 0,
@@ -33,6 +37,13 @@ enum {
     SHMEM_HINT_ATOMICS = 1 << 18
 };
 
+void shmemx_putmem_on_stream(void *dest, const void *source, size_t nelems, int pe, struct CUstream_st *stream);
+void shmemx_getmem_on_stream(void *dest, const void *source, size_t nelems, int pe, struct CUstream_st *stream);
+void shmemx_putmem_signal_on_stream(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st *stream);
+void shmemx_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st *stream);
+void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st *stream);
+void shmemx_quiet_on_stream(struct CUstream_st *stream);
+void shmemx_barrier_all_on_stream(struct CUstream_st *stream);
 double shmemx_wtime(void);
 char *shmemx_nodename(void);
 size_t shmemx_heap_size(void);

@@ -146,6 +146,13 @@
 #define SHMEM_PLUGIN_CMP_GE 6
 
 /**
+ * Comparisons of `shmem_plugin_memheap_ops_t.stream_wait_u64`.
+ */
+#define SHMEM_PLUGIN_STREAM_WAIT_EQ 0
+
+#define SHMEM_PLUGIN_STREAM_WAIT_GE 1
+
+/**
  * Device types of `shmem_plugin_memheap_ops_t.device_type` (the values of `SHMEM_DEVICE_*`).
  */
 #define SHMEM_PLUGIN_MEMHEAP_DEVICE_CPU 0
@@ -664,6 +671,45 @@ typedef struct {
    */
   int (*host_register)(void *ptr, size_t len);
   int (*host_unregister)(void *ptr);
+  /**
+   * For a memheap of device memory, the operations the core queues on a program's stream
+   * (`stream` is the program's handle, a `CUstream`/`cudaStream_t` for CUDA; NULL is the
+   * device's default stream) for the `shmemx_*_on_stream` routines. Each returns SHMEM_PLUGIN_RC_OK once
+   * the operation is queued (it runs after everything queued on the stream before it), or
+   * SHMEM_PLUGIN_RC_UNSUPPORTED when the device cannot do it on a stream (the core then waits for the
+   * stream with `stream_sync` and does the operation itself), or SHMEM_PLUGIN_RC_ERROR after logging why.
+   * All four slots or none.
+   *
+   * `stream_copy`: copy `len` bytes from `src` to `dst`, each host memory or this memheap's
+   * (its segments, peers' segments attached here, buffers the program allocated).
+   */
+  int (*stream_copy)(void *stream, void *dst, const void *src, size_t len);
+  /**
+   * `stream_write_u64`: store `value` in the 8-byte word at `addr`, device memory of this
+   * memheap (a peer's attached segment too), after the bytes of every earlier operation on
+   * the stream are visible to the word's readers (a signal after its data).
+   */
+  int (*stream_write_u64)(void *stream, uint64_t *addr, uint64_t value);
+  /**
+   * `stream_wait_u64`: hold the stream's later operations until the 8-byte word at `addr`
+   * (device memory of this memheap) satisfies `cmp`: `SHMEM_PLUGIN_STREAM_WAIT_EQ` (equal to `value`)
+   * or `SHMEM_PLUGIN_STREAM_WAIT_GE` (`(int64_t)(word - value) >= 0`, the devices' wrapping comparison,
+   * which is `word >= value` while the two are within 2^63 of each other).
+   */
+  int (*stream_wait_u64)(void *stream, const uint64_t *addr, int cmp, uint64_t value);
+  /**
+   * `stream_sync`: return when everything queued on the stream so far has finished.
+   */
+  int (*stream_sync)(void *stream);
+  /**
+   * For a memheap of device memory: the 16-byte identity of this PE's device in `uuid`
+   * (CUDA's device UUID), and in `*shared_server` 1 when the PE's work on it goes through a
+   * server that runs several processes' work on the device at once (CUDA MPS), else 0.
+   * SHMEM_PLUGIN_RC_OK, or SHMEM_PLUGIN_RC_ERROR. The core compares the identities of a host's PEs at init and warns
+   * when some share a device without such a server: the device then switches between their
+   * contexts, which costs each operation that involves it hundreds of microseconds.
+   */
+  int (*device_identity)(uint8_t *uuid, int *shared_server);
 } shmem_plugin_memheap_ops_t;
 
 /**

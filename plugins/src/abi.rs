@@ -511,7 +511,46 @@ pub struct MemheapOps {
     /// the shadow. Both slots or neither.
     pub host_register: Option<unsafe extern "C" fn(ptr: *mut c_void, len: usize) -> c_int>,
     pub host_unregister: Option<unsafe extern "C" fn(ptr: *mut c_void) -> c_int>,
+    // --- appended within ABI v2 (stream-ordered operations); NULL in shorter tables ---
+    /// For a memheap of device memory, the operations the core queues on a program's stream
+    /// (`stream` is the program's handle, a `CUstream`/`cudaStream_t` for CUDA; NULL is the
+    /// device's default stream) for the `shmemx_*_on_stream` routines. Each returns RC_OK once
+    /// the operation is queued (it runs after everything queued on the stream before it), or
+    /// RC_UNSUPPORTED when the device cannot do it on a stream (the core then waits for the
+    /// stream with `stream_sync` and does the operation itself), or RC_ERROR after logging why.
+    /// All four slots or none.
+    ///
+    /// `stream_copy`: copy `len` bytes from `src` to `dst`, each host memory or this memheap's
+    /// (its segments, peers' segments attached here, buffers the program allocated).
+    pub stream_copy: Option<
+        unsafe extern "C" fn(stream: *mut c_void, dst: *mut c_void, src: *const c_void, len: usize) -> c_int,
+    >,
+    /// `stream_write_u64`: store `value` in the 8-byte word at `addr`, device memory of this
+    /// memheap (a peer's attached segment too), after the bytes of every earlier operation on
+    /// the stream are visible to the word's readers (a signal after its data).
+    pub stream_write_u64:
+        Option<unsafe extern "C" fn(stream: *mut c_void, addr: *mut u64, value: u64) -> c_int>,
+    /// `stream_wait_u64`: hold the stream's later operations until the 8-byte word at `addr`
+    /// (device memory of this memheap) satisfies `cmp`: [`STREAM_WAIT_EQ`] (equal to `value`)
+    /// or [`STREAM_WAIT_GE`] (`(int64_t)(word - value) >= 0`, the devices' wrapping comparison,
+    /// which is `word >= value` while the two are within 2^63 of each other).
+    pub stream_wait_u64:
+        Option<unsafe extern "C" fn(stream: *mut c_void, addr: *const u64, cmp: c_int, value: u64) -> c_int>,
+    /// `stream_sync`: return when everything queued on the stream so far has finished.
+    pub stream_sync: Option<unsafe extern "C" fn(stream: *mut c_void) -> c_int>,
+    // --- appended within ABI v2 (device identity); NULL in shorter tables ---
+    /// For a memheap of device memory: the 16-byte identity of this PE's device in `uuid`
+    /// (CUDA's device UUID), and in `*shared_server` 1 when the PE's work on it goes through a
+    /// server that runs several processes' work on the device at once (CUDA MPS), else 0.
+    /// RC_OK, or RC_ERROR. The core compares the identities of a host's PEs at init and warns
+    /// when some share a device without such a server: the device then switches between their
+    /// contexts, which costs each operation that involves it hundreds of microseconds.
+    pub device_identity: Option<unsafe extern "C" fn(uuid: *mut u8, shared_server: *mut c_int) -> c_int>,
 }
+
+/// Comparisons of [`MemheapOps::stream_wait_u64`].
+pub const STREAM_WAIT_EQ: c_int = 0;
+pub const STREAM_WAIT_GE: c_int = 1;
 
 // SAFETY: `segments` points at a component's immutable static table.
 unsafe impl Sync for MemheapOps {}
@@ -531,6 +570,17 @@ pub struct DeviceSlots {
 pub struct HostSlots {
     pub alloc: unsafe extern "C" fn(len: usize) -> *mut c_void,
     pub free: unsafe extern "C" fn(ptr: *mut c_void),
+}
+
+/// A device memheap's stream-ordered slots ([`MemheapOps::stream_copy`] and the three after it).
+#[derive(Copy, Clone)]
+pub struct StreamSlots {
+    pub copy:
+        unsafe extern "C" fn(stream: *mut c_void, dst: *mut c_void, src: *const c_void, len: usize) -> c_int,
+    pub write_u64: unsafe extern "C" fn(stream: *mut c_void, addr: *mut u64, value: u64) -> c_int,
+    pub wait_u64:
+        unsafe extern "C" fn(stream: *mut c_void, addr: *const u64, cmp: c_int, value: u64) -> c_int,
+    pub sync: unsafe extern "C" fn(stream: *mut c_void) -> c_int,
 }
 
 /// A device memheap's [`MemheapOps::host_register`] and [`MemheapOps::host_unregister`].
@@ -590,6 +640,29 @@ impl MemheapOps {
             return None;
         }
         Some(PinSlots { register: self.host_register?, unregister: self.host_unregister? })
+    }
+
+    /// The `device_identity` slot, when the table has it.
+    pub fn identity_slot(&self) -> Option<unsafe extern "C" fn(*mut u8, *mut c_int) -> c_int> {
+        let end = std::mem::offset_of!(MemheapOps, device_identity) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.device_identity
+    }
+
+    /// The stream-ordered slots, when the table has all four.
+    pub fn stream_slots(&self) -> Option<StreamSlots> {
+        let end = std::mem::offset_of!(MemheapOps, stream_sync) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        Some(StreamSlots {
+            copy: self.stream_copy?,
+            write_u64: self.stream_write_u64?,
+            wait_u64: self.stream_wait_u64?,
+            sync: self.stream_sync?,
+        })
     }
 }
 

@@ -79,6 +79,11 @@ pub const fn table(
         block_of: Some(block_of),
         host_register: None,
         host_unregister: None,
+        stream_copy: None,
+        stream_write_u64: None,
+        stream_wait_u64: None,
+        stream_sync: None,
+        device_identity: None,
     }
 }
 

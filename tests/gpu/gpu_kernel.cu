@@ -11,10 +11,18 @@
  *   - sums a kernel-written vector over all PEs (shmem_int_sum_reduce on GPU buffers) and
  *     checks the result with a kernel;
  *   - adds into the next PE's device counter (shmem_int_atomic_add) and checks, after a
- *     barrier, that a kernel sees npes contributions.
+ *     barrier, that a kernel sees npes contributions;
+ *   - where shmem_ptr gives the next PE's buffer (CUDA IPC on one host), a kernel stores into it
+ *     directly and the next PE's kernel checks;
+ *   - on a non-blocking stream of the program's own, with no host synchronisation in between:
+ *     a kernel fills, shmemx_putmem_signal_on_stream sends it, the stream waits for the
+ *     previous PE's signal (shmemx_signal_wait_until_on_stream) and a kernel checks what came,
+ *     then shmemx_barrier_all_on_stream.
  * Prints "gpu_kernel: PE n ok" on success; any mismatch aborts the job. */
 #include <cuda_runtime.h>
 #include <shmem.h>
+#include <shmemx.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -100,7 +108,41 @@ int main(void) {
     shmem_barrier_all();
     expect("atomic adds", counter, 1, prev + 1, 0);
 
+    /* A kernel's stores through shmem_ptr: the device address of the next PE's copy. */
+    int *peer = (int *)shmem_ptr(dst, next);
+    if (peer) {
+        fill<<<256, 256>>>(peer, N, me * 31 + 5);
+        CUDA(cudaDeviceSynchronize());
+    }
     shmem_barrier_all();
+    if (shmem_ptr(dst, prev)) expect("a kernel's stores through shmem_ptr", dst, N, prev * 31 + 5, 1);
+
+    /* Kernel, put with signal, wait and kernel on one stream, the host never waiting between. */
+    cudaStream_t st;
+    CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    uint64_t *sig = (uint64_t *)shmem_space_calloc(SHMEM_SPACE_GPU, 1, sizeof(uint64_t));
+    if (!sig) {
+        fprintf(stderr, "gpu_kernel: PE %d: shmem_space_calloc failed\n", me);
+        shmem_global_exit(1);
+    }
+    shmem_barrier_all();
+    fill<<<256, 256, 0, st>>>(src, N, me * 7 + 3);
+    shmemx_putmem_signal_on_stream(dst, src, bytes, sig, 1, SHMEM_SIGNAL_SET, next, st);
+    shmemx_signal_wait_until_on_stream(sig, SHMEM_CMP_EQ, 1, st);
+    CUDA(cudaMemsetAsync(bad, 0, sizeof(int), st));
+    count_bad<<<256, 256, 0, st>>>(dst, N, prev * 7 + 3, 1, bad);
+    int h = -1;
+    CUDA(cudaMemcpyAsync(&h, bad, sizeof(int), cudaMemcpyDeviceToHost, st));
+    shmemx_barrier_all_on_stream(st);
+    CUDA(cudaStreamSynchronize(st));
+    if (h != 0) {
+        fprintf(stderr, "gpu_kernel: PE %d: on a stream: %d of %d elements wrong\n", me, h, N);
+        shmem_global_exit(1);
+    }
+    CUDA(cudaStreamDestroy(st));
+
+    shmem_barrier_all();
+    shmem_space_free(SHMEM_SPACE_GPU, sig);
     CUDA(cudaFree(bad));
     shmem_space_free(SHMEM_SPACE_GPU, counter);
     shmem_space_free(SHMEM_SPACE_GPU, sum);

@@ -12,14 +12,18 @@
  *   context; a copy must run with its stream's context current.
  * - cuMemcpyAsync only queues the copy: the bytes move at cuStreamSynchronize, or at the
  *   second cuStreamQuery (the first answers "not ready"). A component that forgot to wait would
- *   read stale data.
+ *   read stale data. Stream 0 is the current context's default stream.
  * - IPC handles name the owner's pid and memfd; a peer opens /proc/<pid>/fd/<fd>, so nothing
  *   is ever named in /dev/shm and a handle dies with its owner, as CUDA's do.
+ *
+ * - Stream memory operations (cuStreamWriteValue64_v2, cuStreamWaitValue64_v2) on device words
+ *   are queued like copies and run in order with them; a wait spins until its word satisfies it.
  *
  * FAKECUDA_DEVICES (default 1) sets how many devices it reports. FAKECUDA_STATS=1 prints at
  * exit how many allocations, frees, IPC opens and closes, pinned buffers, registered (page-
  * locked) host ranges and their unregistrations, copies and stream queries there were,
- * and how many calls failed for want of the right context.
+ * how many calls failed for want of the right context, and how many stream writes and waits
+ * were queued. FAKECUDA_NO_STREAM_MEM_OPS=1 plays a device without stream memory operations.
  *
  * Build:  cc -shared -fPIC -o libcuda.so tests/plugins/fake_libcuda.c
  * Use:    LD_LIBRARY_PATH=<dir> SHMEM_ENABLE_GPU_SPACE=1 oshrun ...   (memheap cuda loads it)
@@ -27,6 +31,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,12 +78,19 @@ struct fake_ctx {
     int device;
     int primary;
     int destroyed;
+    struct fake_stream *dflt; /* the default stream (CUstream 0), made on first use */
 };
 
+/* A queued stream operation: a copy, a 64-bit store (cuStreamWriteValue64) or a wait for a
+ * 64-bit word (cuStreamWaitValue64). */
+enum { OP_COPY, OP_WRITE, OP_WAIT };
 struct copy_op {
+    int kind;
     char *dst;
     const char *src;
     size_t len;
+    uint64_t value;
+    unsigned flags;
 };
 
 struct fake_stream {
@@ -104,7 +116,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int initialised;
 static int devices = 1;
 static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_registered, n_unregistered, n_copies,
-    n_queries, n_ctx_errors;
+    n_queries, n_ctx_errors, n_writes, n_waits;
+
+static void drain(struct fake_stream *st);
 
 static __thread struct fake_ctx *stack[STACK];
 static __thread int depth;
@@ -206,6 +220,24 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
     NEED_INIT;
     if (dev < 0 || dev >= devices) return CUDA_ERROR_INVALID_DEVICE;
     *bytes = (size_t)16 << 30;
+    return CUDA_SUCCESS;
+}
+
+/* CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS (122): 1, unless
+ * FAKECUDA_NO_STREAM_MEM_OPS=1 plays a device without them; every other attribute is 0. */
+EXPORT CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev) {
+    NEED_INIT;
+    if (dev < 0 || dev >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    const char *no = getenv("FAKECUDA_NO_STREAM_MEM_OPS");
+    *value = attr == 122 && !(no && strcmp(no, "1") == 0);
+    return CUDA_SUCCESS;
+}
+
+/* Device d's UUID: 16 bytes of 0xd0 + d. */
+EXPORT CUresult cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice dev) {
+    NEED_INIT;
+    if (dev < 0 || dev >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    memset(uuid, 0xd0 + dev, 16);
     return CUDA_SUCCESS;
 }
 
@@ -470,6 +502,16 @@ EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+    NEED_INIT;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    drain(s); /* the driver lets queued work finish */
+    pthread_mutex_unlock(&lock);
+    free(s);
+    return CUDA_SUCCESS;
+}
+
 /* Where the bytes of [p, p+len) are: the view for device memory, else p itself (host memory).
  * NULL when the range starts in an allocation but runs past its end. Lock held. */
 static char *bytes_at(uintptr_t p, size_t len) {
@@ -478,18 +520,59 @@ static char *bytes_at(uintptr_t p, size_t len) {
     return find(p, 0) ? NULL : (char *)p;
 }
 
-/* Run the stream's queued copies, in order. Lock held. */
+/* Whether a wait's word satisfies it: CU_STREAM_WAIT_VALUE_GEQ (0) compares as the driver
+ * documents, (int64_t)(word - value) >= 0; CU_STREAM_WAIT_VALUE_EQ (1) for equality. */
+static int wait_done(const struct copy_op *o) {
+    uint64_t w = atomic_load((_Atomic uint64_t *)(void *)o->dst);
+    return o->flags == 1 ? w == o->value : (int64_t)(w - o->value) >= 0;
+}
+
+/* Run the stream's queued operations, in order. Lock held; a wait drops it while it spins, so
+ * that other threads of this process can make progress (the word changes in another PE). */
 static void drain(struct fake_stream *st) {
-    for (int i = 0; i < st->queued; i++) memmove(st->q[i].dst, st->q[i].src, st->q[i].len);
+    struct copy_op q[QUEUE];
+    int n = st->queued;
+    memcpy(q, st->q, (size_t)n * sizeof q[0]);
     st->queued = 0;
     st->asked = 0;
+    for (int i = 0; i < n; i++) {
+        if (q[i].kind == OP_COPY) {
+            memmove(q[i].dst, q[i].src, q[i].len);
+        } else if (q[i].kind == OP_WRITE) {
+            atomic_thread_fence(memory_order_seq_cst); /* the earlier copies first */
+            atomic_store((_Atomic uint64_t *)(void *)q[i].dst, q[i].value);
+        } else {
+            pthread_mutex_unlock(&lock);
+            while (!wait_done(&q[i])) sched_yield();
+            atomic_thread_fence(memory_order_seq_cst);
+            pthread_mutex_lock(&lock);
+        }
+    }
+}
+
+/* Queue `o` on stream `s` (context checked by the caller). Lock held. */
+static void enqueue(struct fake_stream *s, struct copy_op o) {
+    if (s->queued == QUEUE) drain(s);
+    s->q[s->queued++] = o;
+}
+
+/* Stream `s`, or for 0 the current context's default stream (NULL without a context). */
+static CUstream or_default(CUstream s) {
+    if (s) return s;
+    struct fake_ctx *c = current();
+    if (!c) return NULL;
+    pthread_mutex_lock(&lock);
+    if (!c->dflt && (c->dflt = calloc(1, sizeof *c->dflt)) != NULL) c->dflt->ctx = c;
+    pthread_mutex_unlock(&lock);
+    return c->dflt;
 }
 
 EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUstream s) {
     NEED_INIT;
     struct fake_ctx *c = need_ctx();
     if (!c) return CUDA_ERROR_INVALID_CONTEXT;
-    if (!s) return CUDA_ERROR_INVALID_HANDLE; /* the legacy stream: not used by rshmem */
+    s = or_default(s);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
     if (s->ctx != c) {
         atomic_fetch_add(&n_ctx_errors, 1);
         return CUDA_ERROR_INVALID_HANDLE; /* a stream of another context */
@@ -497,13 +580,58 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUst
     pthread_mutex_lock(&lock);
     char *d = bytes_at(dst, len), *sv = bytes_at(src, len);
     if (ranges_past(dst, len) || ranges_past(src, len)) d = NULL;
-    if (d && sv) {
-        if (s->queued == QUEUE) drain(s);
-        s->q[s->queued++] = (struct copy_op){d, sv, len};
-    }
+    if (d && sv) enqueue(s, (struct copy_op){OP_COPY, d, sv, len, 0, 0});
     pthread_mutex_unlock(&lock);
     if (!d || !sv) return CUDA_ERROR_INVALID_VALUE;
     atomic_fetch_add(&n_copies, 1);
+    return CUDA_SUCCESS;
+}
+
+/* A 64-bit word of device memory (own or opened by IPC) for a stream memory operation. */
+static CUresult stream_word(CUstream s, CUdeviceptr addr, char **word) {
+    NEED_INIT;
+    struct fake_ctx *c = need_ctx();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE; /* the callers resolved the default stream */
+    if (s->ctx != c) {
+        atomic_fetch_add(&n_ctx_errors, 1);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (addr % 8 != 0) return CUDA_ERROR_INVALID_VALUE;
+    struct region *r = find(addr, 8);
+    if (!r) return CUDA_ERROR_INVALID_VALUE; /* host memory would have to be registered */
+    *word = r->view + (addr - r->dev);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags) {
+    char *w = NULL;
+    s = or_default(s);
+    pthread_mutex_lock(&lock);
+    CUresult r = stream_word(s, addr, &w);
+    if (r == CUDA_SUCCESS && flags != 0) r = CUDA_ERROR_INVALID_VALUE; /* only the default: a barrier */
+    if (r == CUDA_SUCCESS) enqueue(s, (struct copy_op){OP_WRITE, w, NULL, 8, value, flags});
+    pthread_mutex_unlock(&lock);
+    if (r == CUDA_SUCCESS) atomic_fetch_add(&n_writes, 1);
+    return r;
+}
+
+EXPORT CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags) {
+    char *w = NULL;
+    s = or_default(s);
+    pthread_mutex_lock(&lock);
+    CUresult r = stream_word(s, addr, &w);
+    if (r == CUDA_SUCCESS && flags > 1) r = CUDA_ERROR_INVALID_VALUE; /* GEQ or EQ only */
+    if (r == CUDA_SUCCESS) enqueue(s, (struct copy_op){OP_WAIT, w, NULL, 8, value, flags});
+    pthread_mutex_unlock(&lock);
+    if (r == CUDA_SUCCESS) atomic_fetch_add(&n_waits, 1);
+    return r;
+}
+
+EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx) {
+    NEED_INIT;
+    if (!s || !ctx) return CUDA_ERROR_INVALID_HANDLE;
+    *ctx = s->ctx;
     return CUDA_SUCCESS;
 }
 
@@ -511,7 +639,8 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUst
  * second, so a caller that polls must loop. */
 EXPORT CUresult cuStreamQuery(CUstream s) {
     NEED_INIT;
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    s = or_default(s);
+    if (!s) return CUDA_ERROR_INVALID_CONTEXT;
     atomic_fetch_add(&n_queries, 1);
     pthread_mutex_lock(&lock);
     int pending = s->queued > 0 && !s->asked;
@@ -527,7 +656,8 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 
 EXPORT CUresult cuStreamSynchronize(CUstream s) {
     NEED_INIT;
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    s = or_default(s);
+    if (!s) return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
     drain(s);
     pthread_mutex_unlock(&lock);
@@ -563,9 +693,9 @@ __attribute__((destructor)) static void fake_stats(void) {
     if (on && strcmp(on, "1") == 0 && atomic_load(&initialised))
         fprintf(stderr,
                 "fakecuda stats: alloc %lu free %lu ipc_open %lu ipc_close %lu pinned %lu unpinned %lu registered %lu "
-                "unregistered %lu copies %lu queries %lu context_errors %lu\n",
+                "unregistered %lu copies %lu queries %lu context_errors %lu writes %lu waits %lu\n",
                 atomic_load(&n_alloc), atomic_load(&n_free), atomic_load(&n_open), atomic_load(&n_close),
                 atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_registered),
                 atomic_load(&n_unregistered), atomic_load(&n_copies), atomic_load(&n_queries),
-                atomic_load(&n_ctx_errors));
+                atomic_load(&n_ctx_errors), atomic_load(&n_writes), atomic_load(&n_waits));
 }

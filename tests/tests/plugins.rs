@@ -599,10 +599,15 @@ fn memheap_cuda_runs_on_a_stand_in_driver() {
                 assert!(n("registered") >= 1, "{name}: the shadow page-locked: {}", r.stderr);
             }
             assert_eq!(n("context_errors"), 0, "{name}: {}", r.stderr);
-            // Polling: every copy is waited for by querying its stream until it is done (the
-            // test driver says "not ready" once per copy); else by synchronising it.
-            let queries = if more == poll { 2 * n("copies") } else { 0 };
-            assert_eq!(n("queries"), queries, "{name}: {}", r.stderr);
+            // Polling: every wait is by querying the stream until it is done (the test driver
+            // says "not ready" once per wait), a wait per copy except where several copies are
+            // queued and waited for together (direct collectives); else by synchronising.
+            let q = n("queries");
+            if more == poll {
+                assert!(q >= 2 && q % 2 == 0 && q <= 2 * n("copies"), "{name}: {q} queries: {}", r.stderr);
+            } else {
+                assert_eq!(q, 0, "{name}: {}", r.stderr);
+            }
             if more == staged {
                 assert!(n("pinned") >= 1, "{name}: staged through pinned memory: {}", r.stderr);
             }
@@ -637,6 +642,180 @@ fn memheap_cuda_runs_on_a_stand_in_driver() {
         "memheap cuda: GPU memory: device 0 of 2 (rshmem fake CUDA device 0, 16.0 GiB) current at shmem_init";
     assert_eq!(r.stderr.matches(chosen).count(), 2, "{}", r.stderr);
     assert_nothing_left(&before, "memheap cuda on fakecuda");
+}
+
+/// The stream-ordered operations (`shmemx_*_on_stream`, tests/c/on_stream.c) on the test
+/// driver fakecuda, whose streams run their operations only when synchronized, so anything
+/// the library did on the host instead of queuing, or queued out of order, shows in the
+/// values. Where every peer is mapped, signals and barriers are stream writes and waits; with
+/// no peer mapped only waits on a PE's own device words are (everything else waits for the
+/// stream, then runs on the host); a device without stream memory operations queues only
+/// copies.
+#[test]
+fn stream_ordered_operations_run_on_a_stand_in_driver() {
+    let dir = fakecuda();
+    let base = [
+        ("LD_LIBRARY_PATH", dir),
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
+        ("SHMEM_MCA_memheap", "cuda,cpu"),
+        ("FAKECUDA_STATS", "1"),
+    ];
+    let before = leftovers();
+    let unmapped = [("SHMEM_LOCAL_MAP", "0")];
+    let no_ops = [("FAKECUDA_NO_STREAM_MEM_OPS", "1")];
+    let runs: [FakecudaRun; 5] = [
+        ("on_stream", 1, &[]),
+        ("on_stream", 2, &[]),
+        ("on_stream", 4, &[]),
+        ("on_stream", 2, &unmapped),
+        ("on_stream", 2, &no_ops),
+    ];
+    for (name, np, more) in runs {
+        let env = [base.as_slice(), more].concat();
+        let r = oshrun(np, &c_test(name), &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok(name, np);
+        let stats = fakecuda_stats(&r.stderr);
+        assert_eq!(stats.len(), np, "{name}: one line per PE: {}", r.stderr);
+        for st in &stats {
+            let n = |k: &str| st.get(k).copied().unwrap_or_else(|| panic!("no {k}: {}", r.stderr));
+            assert_eq!(n("alloc"), n("free"), "every allocation freed: {}", r.stderr);
+            assert_eq!(n("ipc_open"), n("ipc_close"), "every IPC mapping closed: {}", r.stderr);
+            assert_eq!(n("context_errors"), 0, "{}", r.stderr);
+            // 20 rounds: a signal and two stream barriers each (a write to every other PE),
+            // and the first barrier's own-slot write; waits: 3 on signals, and 2 barriers of one
+            // per other PE.
+            let (writes, waits) = (n("writes"), n("waits"));
+            if more == no_ops {
+                assert_eq!((writes, waits), (0, 0), "no stream memory operations: {}", r.stderr);
+            } else if more == unmapped && np > 1 {
+                assert_eq!(writes, 0, "no peer mapped, nothing written on the stream: {}", r.stderr);
+                assert!(waits >= 20 * 3, "waits on own words stay on the stream: {waits}: {}", r.stderr);
+            } else {
+                let others = np as u64 - 1;
+                assert_eq!(writes, 1 + 20 * (1 + 2 * others) + 1, "stream writes: {}", r.stderr);
+                assert_eq!(waits, 20 * (3 + 2 * others) + 1, "stream waits: {}", r.stderr);
+            }
+        }
+    }
+    assert_nothing_left(&before, "stream-ordered operations on fakecuda");
+}
+
+/// The GPU auxiliary specification's host-side API (shmemg.h, tests/c/gpu_aux.c) on the test
+/// driver fakecuda: `SHMEM_DEVICE_HOST_INIT` alone makes the GPU heap (no
+/// SHMEM_ENABLE_GPU_SPACE), sized by SHMEM_DEVICE_SYMMETRIC_SIZE; the device teams; and, with
+/// no device, HOST_INIT not granted and the device teams invalid.
+#[test]
+fn the_gpu_aux_host_api_runs_on_a_stand_in_driver() {
+    let dir = fakecuda();
+    let base = [("LD_LIBRARY_PATH", dir), ("FAKECUDA_STATS", "1")];
+    let before = leftovers();
+    let sized = [
+        ("SHMEM_DEVICE_SYMMETRIC_SIZE", "2M"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "8M"),
+        ("EXPECT_HEAP", "2097152"),
+    ];
+    let unmapped = [("SHMEM_LOCAL_MAP", "0"), ("EXPECT_SHARED", "1"), ("SHMEM_DEVICE_SYMMETRIC_SIZE", "4M")];
+    let none = [("FAKECUDA_DEVICES", "0"), ("EXPECT_GPU", "0")];
+    let runs: [FakecudaRun; 5] = [
+        ("gpu_aux", 1, &sized),
+        ("gpu_aux", 2, &sized),
+        ("gpu_aux", 4, &sized),
+        ("gpu_aux", 2, &unmapped),
+        ("gpu_aux", 2, &none),
+    ];
+    for (name, np, more) in runs {
+        let env = [base.as_slice(), more].concat();
+        let r = oshrun(np, &c_test(name), &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok(name, np);
+        if more == none {
+            assert!(
+                r.stderr.contains("SHMEM_DEVICE_HOST_INIT"),
+                "the warning names the request: {}",
+                r.stderr
+            );
+            continue;
+        }
+        for st in fakecuda_stats(&r.stderr) {
+            assert_eq!(st["alloc"], 1, "one GPU heap per PE: {}", r.stderr);
+            assert_eq!(st["alloc"], st["free"], "freed at finalize: {}", r.stderr);
+            assert_eq!(st["ipc_open"], st["ipc_close"], "{}", r.stderr);
+        }
+    }
+    assert_nothing_left(&before, "the GPU auxiliary API on fakecuda");
+}
+
+/// Broadcasts, fcollects and alltoalls on GPU-space buffers (tests/c/gpu_direct_coll.c) copy
+/// device to device between the members' copies where every PE maps its host's (fakecuda
+/// stats: the host shadow is never page-locked, so never used), and through the shadow under
+/// SHMEM_GPU_DIRECT_COLLECTIVES=0 or SHMEM_LOCAL_MAP=0, or where PEs share a device without
+/// MPS; the values are right either way. A device per PE (FAKECUDA_DEVICES=4) unless said.
+#[test]
+fn collectives_on_mapped_gpu_memory_copy_device_to_device() {
+    let dir = fakecuda();
+    let base = [
+        ("LD_LIBRARY_PATH", dir),
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
+        ("SHMEM_MCA_memheap", "cuda,cpu"),
+        ("FAKECUDA_STATS", "1"),
+        ("FAKECUDA_DEVICES", "4"),
+    ];
+    let before = leftovers();
+    let off = [("SHMEM_GPU_DIRECT_COLLECTIVES", "0")];
+    let unmapped = [("SHMEM_LOCAL_MAP", "0")];
+    let shared = [("FAKECUDA_DEVICES", "1")];
+    let runs: [FakecudaRun; 6] = [
+        ("gpu_direct_coll", 1, &[]),
+        ("gpu_direct_coll", 2, &[]),
+        ("gpu_direct_coll", 4, &[]),
+        ("gpu_direct_coll", 2, &off),
+        ("gpu_direct_coll", 2, &unmapped),
+        ("gpu_direct_coll", 2, &shared),
+    ];
+    for (name, np, more) in runs {
+        let env = [base.as_slice(), more].concat();
+        let r = oshrun(np, &c_test(name), &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok(name, np);
+        let stats = fakecuda_stats(&r.stderr);
+        assert_eq!(stats.len(), np, "{}", r.stderr);
+        for st in stats {
+            let shadow = st["registered"];
+            if more.is_empty() {
+                assert_eq!(shadow, 0, "device to device, no shadow: {}", r.stderr);
+            } else {
+                assert!(shadow >= 1, "{more:?}: through the shadow: {}", r.stderr);
+            }
+        }
+    }
+    assert_nothing_left(&before, "direct collectives on fakecuda");
+}
+
+/// PEs of a host on one GPU without CUDA MPS are told so at init, once, by the first of them
+/// (fakecuda gives device d the UUID of sixteen bytes 0xd0 + d); not when MPS serves them (its
+/// control pipe in CUDA_MPS_PIPE_DIRECTORY), nor when each PE has a device of its own.
+#[test]
+fn pes_sharing_a_gpu_without_mps_are_warned_once() {
+    let dir = fakecuda();
+    let base = [("LD_LIBRARY_PATH", dir), ("SHMEM_DEVICE_SYMMETRIC_SIZE", "2M")];
+    let said = "PEs [0, 1] share GPU GPU-d0d0d0d0-d0d0-d0d0-d0d0-d0d0d0d0d0d0 without CUDA MPS";
+    let r = oshrun(2, &c_test("gpu_aux"), &base, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("gpu_aux", 2);
+    assert_eq!(r.stderr.matches(said).count(), 1, "{}", r.stderr);
+    let r = oshrun(4, &c_test("gpu_aux"), &base, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("gpu_aux", 4);
+    assert_eq!(r.stderr.matches("PEs [0, 1, 2, 3] share GPU").count(), 1, "{}", r.stderr);
+    let mps = target_dir().join("rshmem-test-mps");
+    std::fs::create_dir_all(&mps).unwrap();
+    std::fs::write(mps.join("control"), "").unwrap();
+    let served = [base.as_slice(), &[("CUDA_MPS_PIPE_DIRECTORY", mps.to_str().unwrap())]].concat();
+    let r = oshrun(2, &c_test("gpu_aux"), &served, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("gpu_aux", 2);
+    assert!(!r.stderr.contains("without CUDA MPS"), "MPS serves them: {}", r.stderr);
+    let two = [base.as_slice(), &[("FAKECUDA_DEVICES", "2")]].concat();
+    let r = oshrun(2, &c_test("gpu_aux"), &two, DEFAULT_TIMEOUT);
+    r.assert_all_pes_ok("gpu_aux", 2);
+    assert!(!r.stderr.contains("without CUDA MPS"), "a device each: {}", r.stderr);
 }
 
 /// SHMEM_DEFAULT_SPACE=GPU: shmem_malloc and its kin allocate device memory from the GPU

@@ -10,7 +10,9 @@
 
 use super::{boundary, ComplexD, ComplexF, LongDouble};
 use crate::ops::handles::{Ctx, Team};
-use crate::ops::{amo, coll, ctx, ext, heap, legacy, lock, p2p, rma, setup, signal, spaces, teams};
+use crate::ops::{
+    amo, coll, ctx, ext, gpu_aux, heap, legacy, lock, on_stream, p2p, rma, setup, signal, spaces, teams,
+};
 #[allow(unused_imports)]
 use rshmem_plugin_api::{
     DT_COMPLEXD, DT_COMPLEXF, DT_F32, DT_F64, DT_I16, DT_I32, DT_I64, DT_I8, DT_LONGDOUBLE, DT_U16, DT_U32,

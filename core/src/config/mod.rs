@@ -67,10 +67,22 @@ pub const SETTINGS: &[Setting] = &[
         "Bytes of the GPU space's symmetric heap per PE (SHMEM_SPACE_GPU, made at init when SHMEM_ENABLE_GPU_SPACE is set)",
     ),
     setting(
+        "SHMEM_DEVICE_SYMMETRIC_SIZE",
+        Kind::Size,
+        "",
+        "Bytes of the GPU heap per PE (the GPU auxiliary specification's name; shmemg_malloc, SHMEM_SPACE_GPU): where set it takes precedence over SHMEM_GPU_SYMMETRIC_SIZE. The GPU heap is made when shmem_init_thread asks for SHMEM_DEVICE_HOST_INIT, or SHMEM_ENABLE_GPU_SPACE or SHMEM_DEFAULT_SPACE=GPU is set",
+    ),
+    setting(
         "SHMEM_GPU_COLLECTIVES",
         Kind::Bool,
         "1",
         "Give each GPU space SHMEM_SPACE_CAP_COLLECTIVES: a host shadow segment of its size (pages touched only where collectives run) through which collectives on its memory are staged; 0 makes GPU spaces without collectives, which then end the job with a clear error",
+    ),
+    setting(
+        "SHMEM_GPU_DIRECT_COLLECTIVES",
+        Kind::Bool,
+        "1",
+        "Run broadcasts, fcollects and contiguous alltoalls whose buffers are all in GPU spaces device to device between the members' copies, where every member is on one host and the PEs map each other's GPU memory (CUDA IPC): no copies through the host shadow. 0 sends them through the shadow like the other collectives",
     ),
     setting(
         "SHMEM_GPU_PIN_SHADOW",

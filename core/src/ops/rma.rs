@@ -514,12 +514,36 @@ fn check_block_strides(routine: &CStr, dst: isize, sst: isize, bsize: usize) {
     }
 }
 
-/// `shmem_ptr`: a local address for `pe`'s copy of symmetric `addr`, or NULL.
+/// `shmem_ptr`: a local address for `pe`'s copy of symmetric `addr`, or NULL. For an object
+/// in a GPU space it is the device address of the peer's copy where this process maps it (CUDA
+/// IPC on one host), which the program's kernels load from and store to (the GPU auxiliary
+/// specification asks it of every GPU-heap object within SHMEM_DEVICE_TEAM_SHARED); the CPU
+/// cannot dereference it.
 ///
 /// # Safety
 /// None beyond the C contract: the address is only looked up.
 pub unsafe fn ptr(routine: &CStr, addr: *const c_void, pe: c_int) -> *mut c_void {
     let rt = runtime::get(routine);
+    if pe as u32 >= rt.n_pes as u32 {
+        return std::ptr::null_mut();
+    }
+    match rt.segs.lookup(addr as usize) {
+        Some((seg, off)) if rt.segs.device(seg) != 0 => {
+            let m = rt.segs.device_map(pe as usize, seg);
+            if m.is_null() {
+                std::ptr::null_mut()
+            } else {
+                m.wrapping_add(off).cast()
+            }
+        }
+        _ => host_ptr(rt, addr, pe),
+    }
+}
+
+/// A load/store address in host memory for `pe`'s copy of symmetric `addr`, or NULL (device
+/// memory included): what the core service `ptr` gives components, which load and store
+/// through it.
+pub fn host_ptr(rt: &Runtime, addr: *const c_void, pe: c_int) -> *mut c_void {
     if pe as u32 >= rt.n_pes as u32 {
         return std::ptr::null_mut();
     }

@@ -187,8 +187,8 @@ unsafe extern "C" fn transport() -> TransportHandle {
 }
 
 unsafe extern "C" fn ptr(addr: *const c_void, pe: c_int) -> *mut c_void {
-    // SAFETY: forwarded to the checked core routine.
-    guard("ptr", || unsafe { crate::ops::rma::ptr(c"core service ptr", addr, pe) })
+    // Host memory only: components load and store through the answer.
+    guard("ptr", || crate::ops::rma::host_ptr(runtime::get(c"core service ptr"), addr, pe))
 }
 
 unsafe extern "C" fn putmem(dest: *mut c_void, src: *const c_void, len: usize, pe: c_int) {

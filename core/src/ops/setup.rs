@@ -4,6 +4,7 @@ use crate::symm::runtime;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 pub fn init(routine: &CStr, level: c_int) {
+    crate::ops::gpu_aux::ask(0);
     crate::ops::lifecycle::init(routine, level);
 }
 
@@ -11,6 +12,8 @@ pub fn init(routine: &CStr, level: c_int) {
 /// `provided` must be NULL or writable.
 pub unsafe fn init_thread(routine: &CStr, requested: c_int, provided: *mut c_int) -> c_int {
     use crate::ops::{THREAD_MULTIPLE, THREAD_SINGLE};
+    // The GPU auxiliary specification's SHMEM_DEVICE_* bits ride along with the level.
+    let (requested, device) = crate::ops::gpu_aux::split(requested);
     if !(THREAD_SINGLE..=THREAD_MULTIPLE).contains(&requested) {
         // The spec's failure is a nonzero return; the library stays as it was.
         crate::log::line(&format!(
@@ -20,10 +23,11 @@ pub unsafe fn init_thread(routine: &CStr, requested: c_int, provided: *mut c_int
         ));
         return -1;
     }
+    crate::ops::gpu_aux::ask(device);
     let level = crate::ops::lifecycle::init(routine, requested);
     if !provided.is_null() {
         // SAFETY: checked non-null; writable by contract.
-        unsafe { *provided = level };
+        unsafe { *provided = level | crate::ops::gpu_aux::granted(device) };
     }
     0
 }

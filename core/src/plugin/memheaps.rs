@@ -6,7 +6,8 @@
 
 use super::Selection;
 use rshmem_plugin_api::{
-    CoreServices, HostSlots, MemheapOps, PinSlots, SshmemOps, MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU,
+    CoreServices, HostSlots, MemheapOps, PinSlots, SshmemOps, StreamSlots, MEMHEAP_DEVICE_CPU,
+    MEMHEAP_DEVICE_GPU,
 };
 use std::ffi::{c_int, c_void};
 
@@ -91,6 +92,8 @@ pub struct DeviceMemory {
     pub host: Option<HostSlots>,
     /// Page-locking host memory the core has (GPU spaces' shadows), when the memheap can.
     pub pin: Option<PinSlots>,
+    /// Operations queued on a program's stream (`crate::ops::on_stream`), when it can.
+    pub stream: Option<StreamSlots>,
 }
 
 /// The data path of memheap `d`: `Err` says why the core cannot use it (a table without the
@@ -115,5 +118,6 @@ pub fn device_memory(d: &DeviceHeap) -> Result<DeviceMemory, String> {
         owns: slots.owns,
         host: d.ops.host_slots(),
         pin: d.ops.pin_slots(),
+        stream: d.ops.stream_slots(),
     })
 }

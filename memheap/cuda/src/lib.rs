@@ -42,7 +42,7 @@ use rshmem_plugin_api::boundary;
 use rshmem_plugin_api::heap_slots;
 use rshmem_plugin_api::{
     cstr, CoreServices, Framework, MemheapOps, ParamDecl, QueryResult, SegmentDesc, SshmemOps,
-    MEMHEAP_DEVICE_GPU, PARAM_BOOL, RC_ERROR, RC_OK,
+    MEMHEAP_DEVICE_GPU, PARAM_BOOL, RC_ERROR, RC_OK, RC_UNSUPPORTED, STREAM_WAIT_EQ, STREAM_WAIT_GE,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,6 +59,9 @@ struct Device {
     /// `cudaMemcpy` would be), and waiting for it (`cuStreamSynchronize`) does not wait for
     /// the program's kernels on its own non-blocking streams, as `cuCtxSynchronize` did.
     stream: sys::CUstream,
+    /// The device takes 64-bit stream memory operations (`cuStreamWriteValue64`,
+    /// `cuStreamWaitValue64`), which the stream-ordered signals and waits are made of.
+    stream_mem_ops: bool,
 }
 
 // SAFETY: a primary context handle is process-wide and may be made current on any thread; a
@@ -131,7 +134,12 @@ fn device(local_rank: i32) -> &'static Result<Device, String> {
         // SAFETY: writes one stream handle; the stream lives as long as the process.
         check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
         drop(on);
-        Ok(Device { ctx, stream })
+        let mut v: c_int = 0;
+        let attr = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS;
+        // SAFETY: writes one int about a valid device.
+        let asked = unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) };
+        let stream_mem_ops = asked == sys::CUresult::CUDA_SUCCESS && v != 0;
+        Ok(Device { ctx, stream, stream_mem_ops })
     })
 }
 
@@ -389,6 +397,128 @@ unsafe extern "C" fn host_unregister(p: *mut c_void) -> c_int {
     })
 }
 
+/// The context a program's stream belongs to (the primary context for the default stream),
+/// current on the calling thread until the guard drops: a stream's operations are queued in
+/// its own context, which need not be this PE's primary one (a program's `cuCtxCreate`).
+fn on_stream(stream: *mut c_void) -> Result<OnDevice, String> {
+    let Some(Ok(d)) = DEVICE.get() else { return Err("the device was not opened".into()) };
+    if stream.is_null() {
+        return enter(d.ctx);
+    }
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: the core's contract: `stream` is a live stream of the program's; writes one handle.
+    check("cuStreamGetCtx", unsafe { sys::cuStreamGetCtx(stream as sys::CUstream, &mut ctx) })?;
+    enter(ctx)
+}
+
+/// Whether the device takes the 64-bit stream memory operations (see `Device`).
+fn stream_mem_ops() -> bool {
+    matches!(DEVICE.get(), Some(Ok(d)) if d.stream_mem_ops)
+}
+
+/// Queue a copy on the program's stream (`cuMemcpyAsync`): it runs after the stream's earlier
+/// work, and the stream's later work runs after it.
+unsafe extern "C" fn stream_copy_slot(
+    stream: *mut c_void,
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+) -> c_int {
+    rc("stream_copy", || {
+        let _on = on_stream(stream)?;
+        // SAFETY: the core's contract: both ranges valid for `len` bytes, host or device
+        // memory, `stream` a live stream.
+        check("cuMemcpyAsync", unsafe {
+            sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, stream as sys::CUstream)
+        })
+    })
+}
+
+/// Queue a store of `value` at device word `addr` (`cuStreamWriteValue64` without
+/// `CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER`: the stream's earlier writes are visible first).
+unsafe extern "C" fn stream_write_u64(stream: *mut c_void, addr: *mut u64, value: u64) -> c_int {
+    if !stream_mem_ops() {
+        return RC_UNSUPPORTED;
+    }
+    rc("stream_write_u64", || {
+        let _on = on_stream(stream)?;
+        let flags = sys::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32;
+        // SAFETY: the core's contract: `addr` an aligned device word, `stream` live.
+        check("cuStreamWriteValue64", unsafe {
+            sys::cuStreamWriteValue64_v2(stream as sys::CUstream, addr as sys::CUdeviceptr, value, flags)
+        })
+    })
+}
+
+/// Queue a wait for device word `addr` (`cuStreamWaitValue64`, EQ or GEQ).
+unsafe extern "C" fn stream_wait_u64(stream: *mut c_void, addr: *const u64, cmp: c_int, value: u64) -> c_int {
+    let how = match cmp {
+        STREAM_WAIT_EQ => sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_EQ,
+        STREAM_WAIT_GE => sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ,
+        _ => return RC_UNSUPPORTED,
+    };
+    if !stream_mem_ops() {
+        return RC_UNSUPPORTED;
+    }
+    rc("stream_wait_u64", || {
+        let _on = on_stream(stream)?;
+        // SAFETY: the core's contract: `addr` an aligned device word, `stream` live.
+        check("cuStreamWaitValue64", unsafe {
+            sys::cuStreamWaitValue64_v2(stream as sys::CUstream, addr as sys::CUdeviceptr, value, how as u32)
+        })
+    })
+}
+
+/// Wait for everything queued on the program's stream so far (by polling under
+/// `poll_copies`, as for the memheap's own copies).
+unsafe extern "C" fn stream_sync(stream: *mut c_void) -> c_int {
+    rc("stream_sync", || {
+        let _on = on_stream(stream)?;
+        let stream = stream as sys::CUstream;
+        if !POLL_COPIES.load(Ordering::Relaxed) {
+            // SAFETY: the core's contract: `stream` is live (NULL: the default stream).
+            return check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) });
+        }
+        loop {
+            // SAFETY: as above.
+            match unsafe { sys::cuStreamQuery(stream) } {
+                sys::CUresult::CUDA_ERROR_NOT_READY => std::hint::spin_loop(),
+                r => return check("cuStreamQuery", r),
+            }
+        }
+    })
+}
+
+/// Where an MPS control daemon's pipes are (`CUDA_MPS_PIPE_DIRECTORY`, else CUDA's default),
+/// which is where an MPS client connects: a `control` pipe there means the PE's contexts are
+/// served by MPS.
+fn mps_serves() -> bool {
+    let dir = std::env::var("CUDA_MPS_PIPE_DIRECTORY").unwrap_or_else(|_| "/tmp/nvidia-mps".into());
+    std::path::Path::new(&dir).join("control").exists()
+}
+
+/// This PE's device UUID, and whether MPS serves it (see `MemheapOps::device_identity`).
+unsafe extern "C" fn device_identity(uuid: *mut u8, shared_server: *mut c_int) -> c_int {
+    rc("device_identity", || {
+        let Some(Ok(d)) = DEVICE.get() else { return Err("the device was not opened".into()) };
+        let _on = enter(d.ctx)?;
+        let mut dev: sys::CUdevice = 0;
+        // SAFETY: writes one device handle of the current (primary) context.
+        check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut dev) })?;
+        let mut u = sys::CUuuid { bytes: [0; 16] };
+        // SAFETY: writes the 16-byte UUID of a valid device.
+        check("cuDeviceGetUuid", unsafe { sys::cuDeviceGetUuid_v2(&mut u, dev) })?;
+        // SAFETY: the core's contract: 16 writable bytes at `uuid`, one int at `shared_server`.
+        unsafe {
+            for (i, b) in u.bytes.iter().enumerate() {
+                *uuid.add(i) = *b as u8;
+            }
+            *shared_server = c_int::from(mps_serves());
+        }
+        Ok(())
+    })
+}
+
 static OPS: MemheapOps = MemheapOps {
     segments: &SEGMENTS,
     copy: Some(copy),
@@ -397,6 +527,11 @@ static OPS: MemheapOps = MemheapOps {
     host_free: Some(host_free),
     host_register: Some(host_register),
     host_unregister: Some(host_unregister),
+    stream_copy: Some(stream_copy_slot),
+    stream_write_u64: Some(stream_write_u64),
+    stream_wait_u64: Some(stream_wait_u64),
+    stream_sync: Some(stream_sync),
+    device_identity: Some(device_identity),
     ..heap_slots::table(create, MEMHEAP_DEVICE_GPU)
 };
 
@@ -484,6 +619,10 @@ mod tests {
         assert_eq!(OPS.struct_size, std::mem::size_of::<MemheapOps>());
         assert!(OPS.device_slots().is_some(), "segments, copy and owns are all there");
         assert!(OPS.host_slots().is_some(), "host_alloc and host_free are both there");
+        assert!(OPS.stream_slots().is_some(), "the four stream-ordered slots are there");
+        // The 64-bit stream memory operations of CUDA 12 and later (attribute 122; 93 is the
+        // older form, which needed a driver parameter).
+        assert_eq!(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS as u32, 122);
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub static rshmem_space_gpu: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_m
 pub static rshmem_team_cpu: AtomicPtr<TeamObj> = AtomicPtr::new(std::ptr::null_mut());
 #[no_mangle]
 pub static rshmem_team_gpu: AtomicPtr<TeamObj> = AtomicPtr::new(std::ptr::null_mut());
+/// `SHMEM_DEVICE_TEAM_SHARED` (shmemg.h; `SHMEM_DEVICE_TEAM_WORLD` is `SHMEM_TEAM_GPU`).
+#[no_mangle]
+pub static rshmem_device_team_shared: AtomicPtr<TeamObj> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Validate the space variables before anything is set up.
 pub fn check_config() -> Result<(), String> {
@@ -100,6 +103,20 @@ pub fn check_config() -> Result<(), String> {
         "GPU" => Ok(()),
         other => Err(format!("SHMEM_DEFAULT_SPACE={other} is not CPU or GPU")),
     }
+}
+
+/// The initialization in progress was asked for the GPU heap by `shmem_init_thread`'s
+/// `SHMEM_DEVICE_HOST_INIT` (`crate::ops::gpu_aux`).
+static GPU_HEAP_ASKED: AtomicBool = AtomicBool::new(false);
+
+/// Record whether the initialization to come is asked for the GPU heap.
+pub fn ask_gpu_heap(yes: bool) {
+    GPU_HEAP_ASKED.store(yes, Ordering::Release);
+}
+
+/// `SHMEM_SPACE_GPU`: the GPU space, or NULL where none was made.
+pub fn gpu_space() -> *mut c_void {
+    rshmem_space_gpu.load(Ordering::Acquire)
 }
 
 /// Whether `SHMEM_DEFAULT_SPACE` asks for the GPU space (checked by [`check_config`]).
@@ -139,7 +156,8 @@ pub fn init(rt: &Runtime) {
 /// team, and a GPU space that cannot be made ends the job (the proposal: init fails).
 pub fn init_gpu(rt: &Runtime) {
     let default = gpu_is_default();
-    if crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() && !default {
+    let host_init = GPU_HEAP_ASKED.load(Ordering::Acquire);
+    if crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() && !default && !host_init {
         return;
     }
     // The same on every PE: the variables were compared at init, and a GPU memheap that some
@@ -147,7 +165,9 @@ pub fn init_gpu(rt: &Runtime) {
     let gpu = rt.gpu.as_ref();
     // As the default space, SHMEM_GPU_SYMMETRIC_SIZE takes precedence over SHMEM_SYMMETRIC_SIZE.
     let unset = |v: &str| crate::config::source(v) == crate::config::Source::Default;
-    let var = if default && unset("SHMEM_GPU_SYMMETRIC_SIZE") && !unset("SHMEM_SYMMETRIC_SIZE") {
+    let var = if !unset("SHMEM_DEVICE_SYMMETRIC_SIZE") {
+        "SHMEM_DEVICE_SYMMETRIC_SIZE"
+    } else if default && unset("SHMEM_GPU_SYMMETRIC_SIZE") && !unset("SHMEM_SYMMETRIC_SIZE") {
         "SHMEM_SYMMETRIC_SIZE"
     } else {
         "SHMEM_GPU_SYMMETRIC_SIZE"
@@ -168,6 +188,8 @@ pub fn init_gpu(rt: &Runtime) {
         Some(sp) => {
             rshmem_space_gpu.store(sp as *const Space as *mut c_void, Ordering::Release);
             rshmem_team_gpu.store(sp.team as *mut TeamObj, Ordering::Release);
+            init_device_shared(rt, sp);
+            crate::ops::gpu_share::check(c"shmem_init", rt);
             if default {
                 if sp.caps & CAP_COLLECTIVES == 0 {
                     fatal(c"shmem_init", "SHMEM_DEFAULT_SPACE=GPU, but the GPU space has no collectives (its host shadow could not be made, as logged above): the default space must take them");
@@ -179,12 +201,48 @@ pub fn init_gpu(rt: &Runtime) {
             c"shmem_init",
             &format!("SHMEM_DEFAULT_SPACE=GPU, but {}: the default space must exist on every PE", why()),
         ),
-        None if rt.my_pe == 0 => crate::log::log(
+        None if rt.my_pe == 0 => {
+            let asked = if host_init {
+                "shmem_init_thread asked for SHMEM_DEVICE_HOST_INIT"
+            } else {
+                "SHMEM_ENABLE_GPU_SPACE is set"
+            };
+            crate::log::log(
+                crate::log::WARN,
+                "spaces",
+                &format!(
+                    "{asked}, but {}: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID and there is no GPU heap",
+                    why()
+                ),
+            )
+        }
+        None => {}
+    }
+}
+
+/// `SHMEM_DEVICE_TEAM_SHARED` (the GPU auxiliary specification, shmemg.h): the PEs whose GPU
+/// heap this PE maps, which `shmem_ptr` reaches on every object of the GPU heap. That is
+/// `SHMEM_TEAM_SHARED` where every PE maps the GPU space of each PE of its shared team (CUDA IPC
+/// between the PEs of a host), agreed by all PEs; otherwise SHMEM_TEAM_INVALID, with a warning.
+/// Collective over the world, right after the GPU space is made.
+fn init_device_shared(rt: &Runtime, sp: &Space) {
+    let routine = c"shmem_init";
+    let seg = sp.owned.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|o| o.seg);
+    let shared = &crate::ops::handles::rshmem_team_shared as *const TeamObj as *mut TeamObj;
+    let mine = match (seg, crate::ops::teams::state(routine, shared)) {
+        (Some(seg), Some(t)) => {
+            (0..t.desc.size).all(|i| !rt.segs.device_map(t.pe_of(i) as usize, seg).is_null())
+        }
+        _ => false,
+    };
+    let all = !agree_any(routine, !mine);
+    rshmem_device_team_shared.store(if all { shared } else { std::ptr::null_mut() }, Ordering::Release);
+    if !all && rt.my_pe == 0 {
+        crate::log::log(
             crate::log::WARN,
             "spaces",
-            &format!("SHMEM_ENABLE_GPU_SPACE is set, but {}: SHMEM_SPACE_GPU is SHMEM_SPACE_INVALID", why()),
-        ),
-        None => {}
+            "a PE does not map the GPU heap of every PE of its SHMEM_TEAM_SHARED (SHMEM_LOCAL_MAP=0, or CUDA IPC failed): SHMEM_DEVICE_TEAM_SHARED is SHMEM_TEAM_INVALID",
+        );
     }
 }
 
@@ -225,7 +283,7 @@ static AGREE: OnceLock<usize> = OnceLock::new();
 
 /// Collective over the world: whether any PE passed `mine = true`. Every PE gets the same
 /// answer, which is what lets a routine that fails on one PE return nonzero on all.
-fn agree_any(routine: &CStr, mine: bool) -> bool {
+pub(crate) fn agree_any(routine: &CStr, mine: bool) -> bool {
     let w = *AGREE.get().expect("set at init") as *mut u64;
     // SAFETY: two symmetric u64 words set aside at init; the reduction below is the only user
     // and world collectives are not called concurrently (a spec rule).
@@ -570,11 +628,14 @@ pub fn block_in_space(seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
 /// the created CPU spaces as well, and the predefined GPU space is made anew at the next
 /// initialization: that one then starts with the spaces the first one had.
 pub fn release_at_finalize(routine: &CStr, rt: &Runtime, free: bool, host_too: bool, fence: impl FnOnce()) {
+    // The next initialization judges the GPUs' sharing again.
+    crate::ops::device::set_shared_without_mps(false);
     let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if host_too {
         // Invalid until the next initialization makes the GPU space again.
         rshmem_space_gpu.store(std::ptr::null_mut(), Ordering::Release);
         rshmem_team_gpu.store(std::ptr::null_mut(), Ordering::Release);
+        rshmem_device_team_shared.store(std::ptr::null_mut(), Ordering::Release);
     }
     let mut owned: Vec<segment::Owned> = handles
         .into_iter()
@@ -610,14 +671,14 @@ pub fn release_at_finalize(routine: &CStr, rt: &Runtime, free: bool, host_too: b
 }
 
 /// Allocate from a space: the default space's heap or a created space's.
-fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
+fn alloc(routine: &CStr, sp: &Space, size: usize, align: usize, zero: bool) -> *mut c_void {
     let rt = runtime::get(routine);
     if size == 0 {
         return std::ptr::null_mut();
     }
     let (p, device) = match &*sp.owned.lock().unwrap_or_else(|e| e.into_inner()) {
-        None => (rt.alloc_user(size, 16).unwrap_or(std::ptr::null_mut()), false),
-        Some(o) => (o.alloc(size, 16), o.is_device()),
+        None => (rt.alloc_user(size, align).unwrap_or(std::ptr::null_mut()), false),
+        Some(o) => (o.alloc(size, align), o.is_device()),
     };
     if zero && !p.is_null() {
         if device {
@@ -635,7 +696,16 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, zero: bool) -> *mut c_void {
 pub fn malloc(routine: &CStr, s: *mut c_void, size: usize) -> *mut c_void {
     runtime::get(routine);
     match space(routine, s) {
-        Some(sp) => alloc(routine, sp, size, false),
+        Some(sp) => alloc(routine, sp, size, 16, false),
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// An allocation of `size` bytes aligned to `align` (a power of two, checked by the caller).
+pub fn align(routine: &CStr, s: *mut c_void, align: usize, size: usize) -> *mut c_void {
+    runtime::get(routine);
+    match space(routine, s) {
+        Some(sp) => alloc(routine, sp, size, align.max(16), false),
         None => std::ptr::null_mut(),
     }
 }
@@ -644,7 +714,7 @@ pub fn calloc(routine: &CStr, s: *mut c_void, count: usize, size: usize) -> *mut
     runtime::get(routine);
     let Some(sp) = space(routine, s) else { return std::ptr::null_mut() };
     match count.checked_mul(size) {
-        Some(n) => alloc(routine, sp, n, true),
+        Some(n) => alloc(routine, sp, n, 16, true),
         None => std::ptr::null_mut(),
     }
 }

@@ -64,7 +64,7 @@ pub struct Prepared {
 
 /// A connected segment with its heap.
 pub struct Owned {
-    seg: u32,
+    pub(super) seg: u32,
     desc: SegmentDesc,
     heap: *mut c_void,
     spml_reg: *mut c_void,
@@ -307,6 +307,7 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
             None => fatal_no_room(routine),
         }
         rt.segs.set_device(seg, makers.device);
+        crate::ops::device::set_host_mapped(seg, (0..n).all(|pe| flags[pe] & 1 != 0));
     }
     rt.segs.set_cpu_atomics(seg, all_mapped && !device);
     if reachable {
@@ -378,6 +379,7 @@ pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
         release(_routine, rt, *shadow);
     }
     rt.segs.remove(o.seg);
+    crate::ops::device::set_host_mapped(o.seg, false);
     let locks = crate::ops::device::take_locks(o.seg);
     // SAFETY: plugin ABI calls releasing what `prepare` and `connect` made, now unused
     // everywhere; the lock words are a block of the default heap freed alike on every PE.

@@ -1,0 +1,423 @@
+//! Stream-ordered operations: `shmemx_putmem_on_stream` and its kin (NVSHMEM's
+//! `nvshmemx_*_on_stream` family as the model). The operation is queued on the program's GPU
+//! stream and runs after the work queued there before it; the stream's later work runs after
+//! it. The host thread does not wait for the stream, so a program need not synchronize its
+//! stream before each OpenSHMEM call.
+//!
+//! How each is queued, through the device memheap's stream slots (`MemheapOps::stream_copy`,
+//! `stream_write_u64`, `stream_wait_u64`, `stream_sync`):
+//! - **Data** to or from a peer whose copy of the symmetric object is mapped here (device
+//!   memory by CUDA IPC, host memory by load/store, this PE's own) is one `stream_copy`.
+//! - **A signal** (`SHMEM_SIGNAL_SET`) on a mapped device word is one `stream_write_u64`, which
+//!   the device makes visible after the stream's earlier copies (its memory barrier): the
+//!   data before the signal, as `shmem_putmem_signal` promises.
+//! - **A wait** on a local device word for `SHMEM_CMP_EQ`, `GE` or `GT` is one
+//!   `stream_wait_u64` (GT v is GE v+1). The device compares `(int64_t)(word - value) >= 0`
+//!   for GE, which is the unsigned comparison while the two are within 2^63 of each other,
+//!   as a signal counter is.
+//! - **A barrier** over all PEs, when every PE maps every PE's GPU space: each PE's stream
+//!   writes the barrier's sequence number into its own slot of an array in every other PE's
+//!   GPU space, then waits until every other slot of its own array has reached it. The arrays (8 bytes
+//!   per PE) are allocated in the GPU space by the first stream barrier, which every PE calls
+//!   (a collective), and every PE agrees there whether the stream path serves.
+//! - **Completion** (`shmemx_quiet_on_stream`) needs nothing queued: the operations above are
+//!   complete when the stream passes them, and the others below before their call returned.
+//!
+//! Everything else (a peer not mapped here, such as one on another host or any peer under
+//! `SHMEM_LOCAL_MAP=0`; `SHMEM_SIGNAL_ADD`; a signal in host memory; the comparisons NE, LT,
+//! LE; a device without stream memory operations) waits on the host for the stream to finish
+//! its earlier work and then does the ordinary blocking operation, so its order on the stream
+//! holds, but the host thread waits for it. A proxy thread that does such operations when the
+//! stream reaches them, without holding up the caller, is the next step (docs/extensions.md).
+
+use crate::error::fatal;
+use crate::ops::{coll, ctx, rma, signal, spaces};
+use crate::symm::runtime::{self, Runtime};
+use rshmem_plugin_api::{StreamSlots, RC_OK, RC_UNSUPPORTED, STREAM_WAIT_EQ, STREAM_WAIT_GE};
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::Mutex;
+
+/// `SHMEM_CMP_*` (shmem.h).
+const CMP_EQ: c_int = 1;
+const CMP_GT: c_int = 3;
+const CMP_GE: c_int = 6;
+
+/// The device memheap's stream slots, or the end of the job naming what is missing.
+fn slots(rt: &Runtime, routine: &CStr) -> StreamSlots {
+    match rt.gpu.as_ref() {
+        Some(g) => g.stream.unwrap_or_else(|| {
+            fatal(
+                routine,
+                &format!(
+                    "memheap {} queues no operations on a stream (its table lacks the stream slots)",
+                    g.name
+                ),
+            )
+        }),
+        None => fatal(
+            routine,
+            &format!("operations on a GPU stream need a GPU memheap, and this PE has none: {}", rt.gpu_note),
+        ),
+    }
+}
+
+/// A slot's answer: true when queued, false when the device cannot (the caller falls back).
+fn queued(routine: &CStr, what: &str, rc: c_int) -> bool {
+    match rc {
+        RC_OK => true,
+        RC_UNSUPPORTED => false,
+        _ => fatal(routine, &format!("queuing {what} on the stream failed (the memheap said why above)")),
+    }
+}
+
+/// Wait until the stream has done everything queued on it so far.
+fn sync(routine: &CStr, s: &StreamSlots, stream: *mut c_void) {
+    // SAFETY: plugin ABI call; the stream is the program's (its contract).
+    if unsafe { (s.sync)(stream) } != RC_OK {
+        fatal(routine, "waiting for the stream failed (the memheap said why above)");
+    }
+}
+
+/// Where this process reaches `pe`'s copy of symmetric `addr` (`len` bytes, checked to lie in
+/// its segment) with a stream copy: the mapped device or host memory, or None.
+fn mapped(
+    rt: &Runtime,
+    routine: &CStr,
+    what: &str,
+    addr: *const c_void,
+    len: usize,
+    pe: c_int,
+) -> Option<*mut u8> {
+    let (seg, off, p) = rma::target(rt, routine, what, addr as usize, len, pe);
+    let base = if rt.segs.device(seg) != 0 { rt.segs.device_map(pe as usize, seg) } else { p.mapped };
+    (!base.is_null()).then(|| base.wrapping_add(off))
+}
+
+/// Where `pe`'s copy of symmetric signal word `sig` is mapped here, when it is device memory
+/// (the only memory a stream's memory operations reach without registering it).
+fn device_word(rt: &Runtime, routine: &CStr, sig: *const u64, pe: c_int) -> Option<*mut u64> {
+    if !(sig as usize).is_multiple_of(8) {
+        fatal(routine, &format!("sig_addr {sig:p} is not aligned to 8 bytes"));
+    }
+    let (seg, off, _) = rma::target(rt, routine, "sig_addr", sig as usize, 8, pe);
+    if rt.segs.device(seg) == 0 {
+        return None;
+    }
+    let base = rt.segs.device_map(pe as usize, seg);
+    (!base.is_null()).then(|| base.wrapping_add(off).cast())
+}
+
+/// `shmemx_putmem_on_stream`.
+///
+/// # Safety
+/// `src` readable for `len` bytes (host or device memory) until the stream has run the copy;
+/// `stream` a live stream of the program's (NULL: the default stream).
+pub unsafe fn putmem(
+    routine: &CStr,
+    dest: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    pe: c_int,
+    stream: *mut c_void,
+) {
+    let rt = runtime::get(routine);
+    let s = slots(rt, routine);
+    if len == 0 {
+        return;
+    }
+    if let Some(d) = mapped(rt, routine, "dest", dest, len, pe) {
+        // SAFETY: plugin ABI call; `d` is the mapped copy of `len` bytes, `src` the caller's.
+        if queued(routine, "a copy", unsafe { (s.copy)(stream, d.cast(), src, len) }) {
+            return;
+        }
+    }
+    sync(routine, &s, stream);
+    // SAFETY: the caller's contract; the ordinary put checks the rest.
+    unsafe { rma::put_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe) };
+}
+
+/// `shmemx_getmem_on_stream`.
+///
+/// # Safety
+/// `dest` writable for `len` bytes (host or device memory); `stream` as for [`putmem`].
+pub unsafe fn getmem(
+    routine: &CStr,
+    dest: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    pe: c_int,
+    stream: *mut c_void,
+) {
+    let rt = runtime::get(routine);
+    let s = slots(rt, routine);
+    if len == 0 {
+        return;
+    }
+    if let Some(from) = mapped(rt, routine, "source", src, len, pe) {
+        // SAFETY: plugin ABI call; `from` is the mapped copy of `len` bytes, `dest` the caller's.
+        if queued(routine, "a copy", unsafe { (s.copy)(stream, dest, from.cast(), len) }) {
+            return;
+        }
+    }
+    sync(routine, &s, stream);
+    // SAFETY: the caller's contract; the ordinary get checks the rest.
+    unsafe { rma::get_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe) };
+}
+
+/// Queue a SET of `pe`'s signal word on the stream when it is mapped device memory; false when
+/// the caller must do the update on the host (after syncing the stream).
+fn queue_signal(
+    rt: &Runtime,
+    routine: &CStr,
+    s: &StreamSlots,
+    (sig, value, op): (*mut u64, u64, c_int),
+    pe: c_int,
+    stream: *mut c_void,
+) -> bool {
+    if op != signal::SIGNAL_SET {
+        return false;
+    }
+    match device_word(rt, routine, sig, pe) {
+        // SAFETY: plugin ABI call on the mapped, aligned device word.
+        Some(w) => queued(routine, "a signal", unsafe { (s.write_u64)(stream, w, value) }),
+        None => false,
+    }
+}
+
+/// `shmemx_putmem_signal_on_stream`: the data, then the signal, in the stream's order.
+///
+/// # Safety
+/// As [`putmem`]; `sig_addr` is checked to be symmetric and aligned.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn putmem_signal(
+    routine: &CStr,
+    dest: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+    stream: *mut c_void,
+) {
+    let rt = runtime::get(routine);
+    let s = slots(rt, routine);
+    if sig_op != signal::SIGNAL_SET && sig_op != signal::SIGNAL_ADD {
+        fatal(routine, &format!("sig_op={sig_op} is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD"));
+    }
+    let d = if len == 0 { None } else { mapped(rt, routine, "dest", dest, len, pe) };
+    let signal_on_stream = sig_op == signal::SIGNAL_SET && device_word(rt, routine, sig_addr, pe).is_some();
+    if (len == 0 || d.is_some()) && signal_on_stream {
+        // SAFETY: plugin ABI call; `d` is the mapped copy of `len` bytes.
+        let data = len == 0
+            || queued(routine, "a copy", unsafe {
+                (s.copy)(stream, d.unwrap_or(std::ptr::null_mut()).cast(), src, len)
+            });
+        if data {
+            if queue_signal(rt, routine, &s, (sig_addr, signal, sig_op), pe, stream) {
+                return;
+            }
+            // The data is queued; the device cannot set the word: once the stream has
+            // delivered the data, the host sets it.
+            sync(routine, &s, stream);
+            // SAFETY: the word was checked above.
+            return unsafe { signal::update(routine, ctx::default(), sig_addr, signal, sig_op, pe) };
+        }
+    }
+    sync(routine, &s, stream);
+    // SAFETY: the caller's contract; the ordinary put-with-signal checks the rest.
+    unsafe {
+        signal::put_signal::<false>(
+            routine,
+            ctx::default(),
+            dest.cast(),
+            src.cast(),
+            len,
+            1,
+            sig_addr,
+            signal,
+            sig_op,
+            pe,
+        )
+    };
+}
+
+/// `shmemx_signal_op_on_stream`: `shmem_signal_set`/`add` in the stream's order.
+///
+/// # Safety
+/// `sig_addr` is checked to be symmetric and aligned; `stream` as for [`putmem`].
+pub unsafe fn signal_op(
+    routine: &CStr,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+    stream: *mut c_void,
+) {
+    let rt = runtime::get(routine);
+    let s = slots(rt, routine);
+    if queue_signal(rt, routine, &s, (sig_addr, signal, sig_op), pe, stream) {
+        return;
+    }
+    sync(routine, &s, stream);
+    // SAFETY: forwarded; the ordinary update checks the word and the operation.
+    unsafe { signal::update(routine, ctx::default(), sig_addr, signal, sig_op, pe) };
+}
+
+/// The stream's comparison for `cmp` against `value`, where the device has one.
+fn stream_cmp(cmp: c_int, value: u64) -> Option<(c_int, u64)> {
+    match cmp {
+        CMP_EQ => Some((STREAM_WAIT_EQ, value)),
+        CMP_GE => Some((STREAM_WAIT_GE, value)),
+        CMP_GT if value < u64::MAX => Some((STREAM_WAIT_GE, value + 1)),
+        _ => None,
+    }
+}
+
+/// `shmemx_signal_wait_until_on_stream`: the stream's later work waits until the local signal
+/// word satisfies the comparison.
+///
+/// # Safety
+/// `sig_addr` is checked to be symmetric and aligned; `stream` as for [`putmem`].
+pub unsafe fn signal_wait_until(
+    routine: &CStr,
+    sig_addr: *const u64,
+    cmp: c_int,
+    value: u64,
+    stream: *mut c_void,
+) {
+    let rt = runtime::get(routine);
+    let s = slots(rt, routine);
+    if crate::ops::wait::compare(0u64, cmp, 0).is_none() {
+        fatal(routine, &format!("cmp={cmp} is not one of the SHMEM_CMP_* constants"));
+    }
+    if let (Some(w), Some((how, v))) =
+        (device_word(rt, routine, sig_addr, rt.my_pe as c_int), stream_cmp(cmp, value))
+    {
+        // SAFETY: plugin ABI call on this PE's aligned device word.
+        if queued(routine, "a wait", unsafe { (s.wait_u64)(stream, w, how, v) }) {
+            return;
+        }
+    }
+    sync(routine, &s, stream);
+    // SAFETY: forwarded; the ordinary wait checks the word.
+    unsafe { signal::wait_until(routine, sig_addr, cmp, value) };
+}
+
+/// `shmemx_quiet_on_stream`: every operation queued on the stream before it is complete when
+/// the stream passes this point. Those on mapped peers complete in the stream's order and the
+/// others before their call returned, so nothing is queued; the stream is checked.
+pub fn quiet(routine: &CStr, stream: *mut c_void) {
+    let rt = runtime::get(routine);
+    let _ = slots(rt, routine);
+    let _ = stream;
+}
+
+/// The stream barrier's state: one per initialization, made by the first stream barrier.
+struct Barrier {
+    /// The GPU space it was made in (`SHMEM_SPACE_GPU`'s handle; a later initialization's GPU
+    /// space is another value, space values never being freed, so a stale state is recognised).
+    space: usize,
+    /// This PE's array in the GPU space: slot `pe` holds the sequence number of the last
+    /// stream barrier PE `pe`'s stream reached. None: the stream path does not serve (agreed).
+    words: Option<*mut u64>,
+    /// Stream barriers so far.
+    epoch: u64,
+}
+
+// SAFETY: the pointer is a symmetric GPU-space address, only passed to the memheap.
+unsafe impl Send for Barrier {}
+
+static BARRIER: Mutex<Option<Barrier>> = Mutex::new(None);
+
+/// Collective (first call): the barrier's array in the GPU space, where every PE maps every
+/// PE's copy and its device queues stream memory operations; the same answer on every PE.
+fn first_barrier(rt: &Runtime, routine: &CStr, s: &StreamSlots, stream: *mut c_void) -> Barrier {
+    let gpu = spaces::gpu_space();
+    let n = rt.n_pes as usize;
+    let words =
+        if gpu.is_null() { std::ptr::null_mut() } else { spaces::calloc(routine, gpu, n, 8) as *mut u64 };
+    let mut ok = !words.is_null();
+    if ok {
+        let Some((seg, off)) = rt.segs.lookup(words as usize) else {
+            fatal(routine, "the stream barrier's array is not symmetric (internal error)")
+        };
+        ok = (0..n).all(|pe| !rt.segs.device_map(pe, seg).is_null());
+        if ok {
+            // Whether the device takes stream memory operations: rewrite this PE's own slot
+            // with the zero it holds.
+            let mine = rt.segs.device_map(rt.my_pe as usize, seg).wrapping_add(off + 8 * rt.my_pe as usize);
+            // SAFETY: plugin ABI call on this PE's own aligned device word.
+            ok = queued(routine, "a signal", unsafe { (s.write_u64)(stream, mine.cast(), 0) });
+        }
+    }
+    let all = !spaces::agree_any(routine, !ok);
+    if !all && !words.is_null() {
+        sync(routine, s, stream);
+        // SAFETY: the array allocated above on every PE, unused.
+        unsafe { spaces::free(routine, gpu, words.cast()) };
+    }
+    Barrier { space: gpu as usize, words: all.then_some(words), epoch: 0 }
+}
+
+/// `shmemx_barrier_all_on_stream`: the stream's later work runs once every PE's stream has
+/// reached its barrier, and every operation issued before it is complete.
+///
+/// # Safety
+/// `stream` a live stream of the program's (NULL: the default stream).
+pub unsafe fn barrier_all(routine: &CStr, stream: *mut c_void) {
+    let rt = runtime::get(routine);
+    let s = slots(rt, routine);
+    // The host's own operations before the barrier complete now.
+    // SAFETY: the default context is always live.
+    unsafe { ctx::quiet(routine, ctx::default()) };
+    let mut state = BARRIER.lock().unwrap_or_else(|e| e.into_inner());
+    // The state of an earlier initialization: its GPU space went at that finalize.
+    if state.as_ref().is_some_and(|b| b.space != spaces::gpu_space() as usize) {
+        *state = None;
+    }
+    let b = state.get_or_insert_with(|| first_barrier(rt, routine, &s, stream));
+    let Some(words) = b.words else {
+        drop(state);
+        sync(routine, &s, stream);
+        return coll::barrier_all(routine);
+    };
+    b.epoch += 1;
+    let epoch = b.epoch;
+    let Some((seg, off)) = rt.segs.lookup(words as usize) else {
+        fatal(routine, "the stream barrier's array is gone (internal error)")
+    };
+    // This PE's own slot is neither written nor waited for: its stream reaches its own barrier
+    // by being there.
+    let me = rt.my_pe as usize;
+    for pe in (0..rt.n_pes as usize).filter(|&pe| pe != me) {
+        let slot = rt.segs.device_map(pe, seg).wrapping_add(off + 8 * me).cast::<u64>();
+        // SAFETY: plugin ABI call on PE `pe`'s mapped copy of the array, slot `me`.
+        if !queued(routine, "a barrier signal", unsafe { (s.write_u64)(stream, slot, epoch) }) {
+            fatal(routine, "the device stopped taking stream memory operations");
+        }
+    }
+    for pe in (0..rt.n_pes as usize).filter(|&pe| pe != me) {
+        let slot = words.wrapping_add(pe);
+        // SAFETY: plugin ABI call on this PE's own array, slot `pe`.
+        if !queued(routine, "a barrier wait", unsafe { (s.wait_u64)(stream, slot, STREAM_WAIT_GE, epoch) }) {
+            fatal(routine, "the device stopped taking stream memory operations");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparisons_the_stream_can_wait_for() {
+        assert_eq!(stream_cmp(CMP_EQ, 7), Some((STREAM_WAIT_EQ, 7)));
+        assert_eq!(stream_cmp(CMP_GE, 7), Some((STREAM_WAIT_GE, 7)));
+        assert_eq!(stream_cmp(CMP_GT, 7), Some((STREAM_WAIT_GE, 8)), "GT v is GE v+1");
+        assert_eq!(stream_cmp(CMP_GT, u64::MAX), None, "nothing is greater than the largest value");
+        for other in [2, 4, 5] {
+            assert_eq!(stream_cmp(other, 1), None, "NE, LE, LT wait on the host");
+        }
+    }
+}
