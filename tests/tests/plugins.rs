@@ -698,6 +698,13 @@ fn stream_ordered_operations_run_on_a_stand_in_driver() {
             }
         }
     }
+    // Without a GPU memheap the stream routines end the job, naming the routine and the reason.
+    let none = [("LD_LIBRARY_PATH", dir), ("FAKECUDA_DEVICES", "0"), ("ON_STREAM_WITHOUT_GPU", "1")];
+    let r = oshrun(2, &c_test("on_stream"), &none, DEFAULT_TIMEOUT);
+    assert!(!r.success(), "{}", r.stderr);
+    let said = "shmemx_quiet_on_stream: operations on a GPU stream need a GPU memheap, and this PE has none";
+    assert!(r.stderr.contains(said), "{said} missing: {}", r.stderr);
+    assert!(!r.stderr.contains("returned without a GPU memheap"), "{}", r.stderr);
     assert_nothing_left(&before, "stream-ordered operations on fakecuda");
 }
 
