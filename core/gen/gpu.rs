@@ -1,24 +1,13 @@
 //! The GPU table: the host-side routines of the OpenSHMEM Auxiliary Specification for GPU
 //! Support (draft v0.1), declared in `shmemg.h` (category `gpu`; `crate::ops::gpu_aux`).
 
-use super::routines::{Family, Over};
+use super::routines::Family;
 
 /// The category of every row here: the generator puts these in `shmemg.h` only.
 pub const GPU: &str = "gpu";
 
 const fn plain(name: &'static str, ret: &'static str, params: &'static str, body: &'static str) -> Family {
-    Family {
-        category: GPU,
-        name,
-        suffix: "",
-        over: &[Over::Plain],
-        ret,
-        params,
-        body,
-        ctx: false,
-        generic: None,
-        c_attr: "",
-    }
+    super::routines::plain(GPU, name, ret, params, body)
 }
 
 pub const GPU_ROUTINES: &[Family] = &[

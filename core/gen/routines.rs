@@ -37,7 +37,7 @@ pub struct Family {
     pub c_attr: &'static str,
 }
 
-const fn plain(
+pub(super) const fn plain(
     category: &'static str,
     name: &'static str,
     ret: &'static str,

@@ -8,11 +8,9 @@
  * Run with SHMEM_ENABLE_GPU_SPACE=1 and memheap cuda selected. Device memory is read back
  * through shmem_getmem only. */
 #include "check.h"
-#include <dlfcn.h>
+#include "cuda_driver.h"
 #include <string.h>
 
-typedef int CUresult;
-typedef int CUdevice;
 typedef void *CUcontext;
 
 static CUresult (*drv_init)(unsigned);
@@ -21,27 +19,13 @@ static CUresult (*drv_ctx_create)(CUcontext *, unsigned, CUdevice);
 static CUresult (*drv_ctx_destroy)(CUcontext);
 static CUresult (*drv_ctx_get_current)(CUcontext *);
 
-static void *sym(void *lib, const char *name) {
-    void *f = dlsym(lib, name);
-    if (!f) {
-        fprintf(stderr, "gpu_context: the CUDA driver has no %s\n", name);
-        exit(2);
-    }
-    return f;
-}
-
 static void load_driver(void) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW);
-    if (!lib) {
-        fprintf(stderr, "gpu_context: no CUDA driver: %s\n", dlerror());
-        exit(2);
-    }
-    *(void **)&drv_init = sym(lib, "cuInit");
-    *(void **)&drv_device_get = sym(lib, "cuDeviceGet");
-    *(void **)&drv_ctx_create = sym(lib, "cuCtxCreate_v2");
-    *(void **)&drv_ctx_destroy = sym(lib, "cuCtxDestroy_v2");
-    *(void **)&drv_ctx_get_current = sym(lib, "cuCtxGetCurrent");
+    void *lib = cuda_driver("gpu_context");
+    *(void **)&drv_init = cuda_sym(lib, "gpu_context", "cuInit");
+    *(void **)&drv_device_get = cuda_sym(lib, "gpu_context", "cuDeviceGet");
+    *(void **)&drv_ctx_create = cuda_sym(lib, "gpu_context", "cuCtxCreate_v2");
+    *(void **)&drv_ctx_destroy = cuda_sym(lib, "gpu_context", "cuCtxDestroy_v2");
+    *(void **)&drv_ctx_get_current = cuda_sym(lib, "gpu_context", "cuCtxGetCurrent");
 }
 
 static CUcontext mine;

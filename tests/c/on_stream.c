@@ -10,13 +10,11 @@
  * whose streams run their operations only when synchronized. Run with SHMEM_ENABLE_GPU_SPACE=1
  * and memheap cuda selected. */
 #include "check.h"
-#include <dlfcn.h>
+#include "cuda_driver.h"
 #include <shmemx.h>
 #include <stdint.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef int CUdevice;
 typedef void *CUcontext;
 typedef struct CUstream_st *CUstream;
 
@@ -28,29 +26,15 @@ static CUresult (*drv_stream_create)(CUstream *, unsigned);
 static CUresult (*drv_stream_sync)(CUstream);
 static CUresult (*drv_stream_destroy)(CUstream);
 
-static void *sym(void *lib, const char *name) {
-    void *f = dlsym(lib, name);
-    if (!f) {
-        fprintf(stderr, "on_stream: the CUDA driver has no %s\n", name);
-        exit(2);
-    }
-    return f;
-}
-
 static void load_driver(void) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW);
-    if (!lib) {
-        fprintf(stderr, "on_stream: no CUDA driver: %s\n", dlerror());
-        exit(2);
-    }
-    *(void **)&drv_init = sym(lib, "cuInit");
-    *(void **)&drv_device_get = sym(lib, "cuDeviceGet");
-    *(void **)&drv_retain = sym(lib, "cuDevicePrimaryCtxRetain");
-    *(void **)&drv_set_current = sym(lib, "cuCtxSetCurrent");
-    *(void **)&drv_stream_create = sym(lib, "cuStreamCreate");
-    *(void **)&drv_stream_sync = sym(lib, "cuStreamSynchronize");
-    *(void **)&drv_stream_destroy = sym(lib, "cuStreamDestroy_v2");
+    void *lib = cuda_driver("on_stream");
+    *(void **)&drv_init = cuda_sym(lib, "on_stream", "cuInit");
+    *(void **)&drv_device_get = cuda_sym(lib, "on_stream", "cuDeviceGet");
+    *(void **)&drv_retain = cuda_sym(lib, "on_stream", "cuDevicePrimaryCtxRetain");
+    *(void **)&drv_set_current = cuda_sym(lib, "on_stream", "cuCtxSetCurrent");
+    *(void **)&drv_stream_create = cuda_sym(lib, "on_stream", "cuStreamCreate");
+    *(void **)&drv_stream_sync = cuda_sym(lib, "on_stream", "cuStreamSynchronize");
+    *(void **)&drv_stream_destroy = cuda_sym(lib, "on_stream", "cuStreamDestroy_v2");
 }
 
 #define N 1024

@@ -604,28 +604,29 @@ static CUresult stream_word(CUstream s, CUdeviceptr addr, char **word) {
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags) {
+/* Queue a stream memory operation (`kind`) on device word `addr`; flags above `max_flags`
+ * are refused. */
+static CUresult word_op(int kind, CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags, unsigned max_flags,
+                        atomic_ulong *count) {
     char *w = NULL;
     s = or_default(s);
     pthread_mutex_lock(&lock);
     CUresult r = stream_word(s, addr, &w);
-    if (r == CUDA_SUCCESS && flags != 0) r = CUDA_ERROR_INVALID_VALUE; /* only the default: a barrier */
-    if (r == CUDA_SUCCESS) enqueue(s, (struct copy_op){OP_WRITE, w, NULL, 8, value, flags});
+    if (r == CUDA_SUCCESS && flags > max_flags) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) enqueue(s, (struct copy_op){kind, w, NULL, 8, value, flags});
     pthread_mutex_unlock(&lock);
-    if (r == CUDA_SUCCESS) atomic_fetch_add(&n_writes, 1);
+    if (r == CUDA_SUCCESS) atomic_fetch_add(count, 1);
     return r;
 }
 
+/* Only the default flags: a write with its memory barrier. */
+EXPORT CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags) {
+    return word_op(OP_WRITE, s, addr, value, flags, 0, &n_writes);
+}
+
+/* CU_STREAM_WAIT_VALUE_GEQ (0) or _EQ (1) only. */
 EXPORT CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags) {
-    char *w = NULL;
-    s = or_default(s);
-    pthread_mutex_lock(&lock);
-    CUresult r = stream_word(s, addr, &w);
-    if (r == CUDA_SUCCESS && flags > 1) r = CUDA_ERROR_INVALID_VALUE; /* GEQ or EQ only */
-    if (r == CUDA_SUCCESS) enqueue(s, (struct copy_op){OP_WAIT, w, NULL, 8, value, flags});
-    pthread_mutex_unlock(&lock);
-    if (r == CUDA_SUCCESS) atomic_fetch_add(&n_waits, 1);
-    return r;
+    return word_op(OP_WAIT, s, addr, value, flags, 1, &n_waits);
 }
 
 EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx) {

@@ -540,6 +540,43 @@ fn fakecuda_stats(stderr: &str) -> Vec<std::collections::BTreeMap<String, u64>> 
         .collect()
 }
 
+/// The variables that run a GPU space on fakecuda (its stats printed), then `more`.
+fn on_fakecuda(more: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let base = [
+        ("LD_LIBRARY_PATH", fakecuda()),
+        ("SHMEM_ENABLE_GPU_SPACE", "1"),
+        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
+        ("SHMEM_MCA_memheap", "cuda,cpu"),
+        ("FAKECUDA_STATS", "1"),
+    ];
+    [base.as_slice(), more].concat()
+}
+
+/// Each of `runs` under oshrun with `base` and its own variables: every PE says ok, prints
+/// its fakecuda stats, freed every allocation and closed every IPC mapping, and made no call
+/// in the wrong context; then `check` sees the run and each PE's stats.
+fn fakecuda_runs(
+    base: &[(&'static str, &'static str)],
+    runs: &[FakecudaRun],
+    check: impl Fn(&FakecudaRun, &Run, &std::collections::BTreeMap<String, u64>),
+) {
+    for run in runs {
+        let (name, np, more) = *run;
+        let env = [base, more].concat();
+        let r = oshrun(np, &c_test(name), &env, DEFAULT_TIMEOUT);
+        r.assert_all_pes_ok(name, np);
+        let stats = fakecuda_stats(&r.stderr);
+        assert_eq!(stats.len(), np, "{name}: one line per PE: {}", r.stderr);
+        for st in &stats {
+            let n = |k: &str| st.get(k).copied().unwrap_or_else(|| panic!("no {k}: {}", r.stderr));
+            assert_eq!(n("alloc"), n("free"), "{name}: every allocation freed: {}", r.stderr);
+            assert_eq!(n("ipc_open"), n("ipc_close"), "{name}: every IPC mapping closed: {}", r.stderr);
+            assert_eq!(n("context_errors"), 0, "{name}: {}", r.stderr);
+            check(run, &r, st);
+        }
+    }
+}
+
 /// memheap cuda itself, on the test CUDA driver fakecuda (tests/plugins/fake_libcuda.c):
 /// device memory the CPU cannot touch, contexts current per thread, copies that land only when
 /// their stream is synchronised, IPC handles that peers open. device_space runs on it on 1, 2
@@ -551,14 +588,7 @@ fn fakecuda_stats(stderr: &str) -> Vec<std::collections::BTreeMap<String, u64>> 
 /// chose one before init.
 #[test]
 fn memheap_cuda_runs_on_a_stand_in_driver() {
-    let dir = fakecuda();
-    let base = [
-        ("LD_LIBRARY_PATH", dir),
-        ("SHMEM_ENABLE_GPU_SPACE", "1"),
-        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
-        ("SHMEM_MCA_memheap", "cuda,cpu"),
-        ("FAKECUDA_STATS", "1"),
-    ];
+    let base = on_fakecuda(&[]);
     let before = leftovers();
     // Host memory through the spml (sshmem anon), device memory mapped: staged through pinned
     // buffers.
@@ -654,13 +684,6 @@ fn memheap_cuda_runs_on_a_stand_in_driver() {
 #[test]
 fn stream_ordered_operations_run_on_a_stand_in_driver() {
     let dir = fakecuda();
-    let base = [
-        ("LD_LIBRARY_PATH", dir),
-        ("SHMEM_ENABLE_GPU_SPACE", "1"),
-        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
-        ("SHMEM_MCA_memheap", "cuda,cpu"),
-        ("FAKECUDA_STATS", "1"),
-    ];
     let before = leftovers();
     let unmapped = [("SHMEM_LOCAL_MAP", "0")];
     let no_ops = [("FAKECUDA_NO_STREAM_MEM_OPS", "1")];
@@ -671,33 +694,22 @@ fn stream_ordered_operations_run_on_a_stand_in_driver() {
         ("on_stream", 2, &unmapped),
         ("on_stream", 2, &no_ops),
     ];
-    for (name, np, more) in runs {
-        let env = [base.as_slice(), more].concat();
-        let r = oshrun(np, &c_test(name), &env, DEFAULT_TIMEOUT);
-        r.assert_all_pes_ok(name, np);
-        let stats = fakecuda_stats(&r.stderr);
-        assert_eq!(stats.len(), np, "{name}: one line per PE: {}", r.stderr);
-        for st in &stats {
-            let n = |k: &str| st.get(k).copied().unwrap_or_else(|| panic!("no {k}: {}", r.stderr));
-            assert_eq!(n("alloc"), n("free"), "every allocation freed: {}", r.stderr);
-            assert_eq!(n("ipc_open"), n("ipc_close"), "every IPC mapping closed: {}", r.stderr);
-            assert_eq!(n("context_errors"), 0, "{}", r.stderr);
-            // 20 rounds: a signal and two stream barriers each (a write to every other PE),
-            // and the first barrier's own-slot write; waits: 3 on signals, and 2 barriers of one
-            // per other PE.
-            let (writes, waits) = (n("writes"), n("waits"));
-            if more == no_ops {
-                assert_eq!((writes, waits), (0, 0), "no stream memory operations: {}", r.stderr);
-            } else if more == unmapped && np > 1 {
-                assert_eq!(writes, 0, "no peer mapped, nothing written on the stream: {}", r.stderr);
-                assert!(waits >= 20 * 3, "waits on own words stay on the stream: {waits}: {}", r.stderr);
-            } else {
-                let others = np as u64 - 1;
-                assert_eq!(writes, 1 + 20 * (1 + 2 * others) + 1, "stream writes: {}", r.stderr);
-                assert_eq!(waits, 20 * (3 + 2 * others) + 1, "stream waits: {}", r.stderr);
-            }
+    fakecuda_runs(&on_fakecuda(&[]), &runs, |&(_, np, more), r, st| {
+        // 20 rounds: a signal and two stream barriers each (a write to every other PE), and
+        // the first barrier's own-slot write; waits: 3 on signals, and 2 barriers of one per
+        // other PE.
+        let (writes, waits) = (st["writes"], st["waits"]);
+        if more == no_ops {
+            assert_eq!((writes, waits), (0, 0), "no stream memory operations: {}", r.stderr);
+        } else if more == unmapped && np > 1 {
+            assert_eq!(writes, 0, "no peer mapped, nothing written on the stream: {}", r.stderr);
+            assert!(waits >= 20 * 3, "waits on own words stay on the stream: {waits}: {}", r.stderr);
+        } else {
+            let others = np as u64 - 1;
+            assert_eq!(writes, 1 + 20 * (1 + 2 * others) + 1, "stream writes: {}", r.stderr);
+            assert_eq!(waits, 20 * (3 + 2 * others) + 1, "stream waits: {}", r.stderr);
         }
-    }
+    });
     // Without a GPU memheap the stream routines end the job, naming the routine and the reason.
     let none = [("LD_LIBRARY_PATH", dir), ("FAKECUDA_DEVICES", "0"), ("ON_STREAM_WITHOUT_GPU", "1")];
     let r = oshrun(2, &c_test("on_stream"), &none, DEFAULT_TIMEOUT);
@@ -759,15 +771,6 @@ fn the_gpu_aux_host_api_runs_on_a_stand_in_driver() {
 /// MPS; the values are right either way. A device per PE (FAKECUDA_DEVICES=4) unless said.
 #[test]
 fn collectives_on_mapped_gpu_memory_copy_device_to_device() {
-    let dir = fakecuda();
-    let base = [
-        ("LD_LIBRARY_PATH", dir),
-        ("SHMEM_ENABLE_GPU_SPACE", "1"),
-        ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
-        ("SHMEM_MCA_memheap", "cuda,cpu"),
-        ("FAKECUDA_STATS", "1"),
-        ("FAKECUDA_DEVICES", "4"),
-    ];
     let before = leftovers();
     let off = [("SHMEM_GPU_DIRECT_COLLECTIVES", "0")];
     let unmapped = [("SHMEM_LOCAL_MAP", "0")];
@@ -780,21 +783,14 @@ fn collectives_on_mapped_gpu_memory_copy_device_to_device() {
         ("gpu_direct_coll", 2, &unmapped),
         ("gpu_direct_coll", 2, &shared),
     ];
-    for (name, np, more) in runs {
-        let env = [base.as_slice(), more].concat();
-        let r = oshrun(np, &c_test(name), &env, DEFAULT_TIMEOUT);
-        r.assert_all_pes_ok(name, np);
-        let stats = fakecuda_stats(&r.stderr);
-        assert_eq!(stats.len(), np, "{}", r.stderr);
-        for st in stats {
-            let shadow = st["registered"];
-            if more.is_empty() {
-                assert_eq!(shadow, 0, "device to device, no shadow: {}", r.stderr);
-            } else {
-                assert!(shadow >= 1, "{more:?}: through the shadow: {}", r.stderr);
-            }
+    fakecuda_runs(&on_fakecuda(&[("FAKECUDA_DEVICES", "4")]), &runs, |&(_, _, more), r, st| {
+        let shadow = st["registered"];
+        if more.is_empty() {
+            assert_eq!(shadow, 0, "device to device, no shadow: {}", r.stderr);
+        } else {
+            assert!(shadow >= 1, "{more:?}: through the shadow: {}", r.stderr);
         }
-    }
+    });
     assert_nothing_left(&before, "direct collectives on fakecuda");
 }
 

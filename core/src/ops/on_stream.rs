@@ -120,20 +120,8 @@ pub unsafe fn putmem(
     pe: c_int,
     stream: *mut c_void,
 ) {
-    let rt = runtime::get(routine);
-    let s = slots(rt, routine);
-    if len == 0 {
-        return;
-    }
-    if let Some(d) = mapped(rt, routine, "dest", dest, len, pe) {
-        // SAFETY: plugin ABI call; `d` is the mapped copy of `len` bytes, `src` the caller's.
-        if queued(routine, "a copy", unsafe { (s.copy)(stream, d.cast(), src, len) }) {
-            return;
-        }
-    }
-    sync(routine, &s, stream);
-    // SAFETY: the caller's contract; the ordinary put checks the rest.
-    unsafe { rma::put_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe) };
+    // SAFETY: forwarded under the caller's contract.
+    unsafe { transfer::<true>(routine, dest, src, len, pe, stream) }
 }
 
 /// `shmemx_getmem_on_stream`.
@@ -148,20 +136,47 @@ pub unsafe fn getmem(
     pe: c_int,
     stream: *mut c_void,
 ) {
+    // SAFETY: forwarded under the caller's contract.
+    unsafe { transfer::<false>(routine, dest, src, len, pe, stream) }
+}
+
+/// A put (`PUT`: `dest` is `pe`'s) or a get (`src` is `pe`'s) on the stream: one stream copy
+/// where `pe`'s copy is mapped here, else the ordinary blocking routine once the stream's
+/// earlier work is done.
+///
+/// # Safety
+/// As [`putmem`] and [`getmem`].
+unsafe fn transfer<const PUT: bool>(
+    routine: &CStr,
+    dest: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    pe: c_int,
+    stream: *mut c_void,
+) {
     let rt = runtime::get(routine);
     let s = slots(rt, routine);
     if len == 0 {
         return;
     }
-    if let Some(from) = mapped(rt, routine, "source", src, len, pe) {
-        // SAFETY: plugin ABI call; `from` is the mapped copy of `len` bytes, `dest` the caller's.
-        if queued(routine, "a copy", unsafe { (s.copy)(stream, dest, from.cast(), len) }) {
+    let (what, remote) = if PUT { ("dest", dest.cast_const()) } else { ("source", src) };
+    if let Some(m) = mapped(rt, routine, what, remote, len, pe) {
+        let (to, from) = if PUT { (m.cast(), src) } else { (dest, m.cast_const().cast()) };
+        // SAFETY: plugin ABI call; `m` is the mapped copy of `len` bytes, the other side the
+        // caller's.
+        if queued(routine, "a copy", unsafe { (s.copy)(stream, to, from, len) }) {
             return;
         }
     }
     sync(routine, &s, stream);
-    // SAFETY: the caller's contract; the ordinary get checks the rest.
-    unsafe { rma::get_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe) };
+    // SAFETY: the caller's contract; the ordinary routines check the rest.
+    unsafe {
+        if PUT {
+            rma::put_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+        } else {
+            rma::get_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+        }
+    }
 }
 
 /// Queue a SET of `pe`'s signal word on the stream when it is mapped device memory; false when
