@@ -24,6 +24,7 @@ const TYPES: &[(&str, &str)] = &[
     ("SegmentDesc", "shmem_plugin_segment_t"),
     ("SshmemOps", "shmem_plugin_sshmem_ops_t"),
     ("MemheapOps", "shmem_plugin_memheap_ops_t"),
+    ("StreamWordOp", "shmem_plugin_stream_word_op_t"),
     ("SpmlCtx", "shmem_plugin_spml_ctx_t"),
     ("SpmlOps", "shmem_plugin_spml_ops_t"),
     ("SpmlPeerMemory", "shmem_plugin_spml_peer_memory_t"),

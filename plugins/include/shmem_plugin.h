@@ -146,6 +146,13 @@
 #define SHMEM_PLUGIN_CMP_GE 6
 
 /**
+ * Kinds of `shmem_plugin_stream_word_op_t`.
+ */
+#define SHMEM_PLUGIN_STREAM_OP_WRITE 0
+
+#define SHMEM_PLUGIN_STREAM_OP_WAIT 1
+
+/**
  * Comparisons of `shmem_plugin_memheap_ops_t.stream_wait_u64`.
  */
 #define SHMEM_PLUGIN_STREAM_WAIT_EQ 0
@@ -586,6 +593,18 @@ typedef struct {
 } shmem_plugin_sshmem_ops_t;
 
 /**
+ * One operation of `shmem_plugin_memheap_ops_t.stream_batch`: a `SHMEM_PLUGIN_STREAM_OP_WRITE` of `value` at `addr`,
+ * or a `SHMEM_PLUGIN_STREAM_OP_WAIT` until the word at `addr` satisfies `cmp` (a `SHMEM_PLUGIN_STREAM_WAIT_*`) against
+ * `value`.
+ */
+typedef struct {
+  uint32_t kind;
+  int cmp;
+  uint64_t *addr;
+  uint64_t value;
+} shmem_plugin_stream_word_op_t;
+
+/**
  * memheap: an allocator over one segment. All metadata lives in host memory, never in the
  * segment. Allocation must be deterministic: the same sequence of calls on every PE returns the
  * same offsets, which is what makes the heap symmetric.
@@ -710,6 +729,13 @@ typedef struct {
    * contexts, which costs each operation that involves it hundreds of microseconds.
    */
   int (*device_identity)(uint8_t *uuid, int *shared_server);
+  /**
+   * For a memheap of device memory: queue `n` word operations on `stream` at once, in
+   * order, each as `stream_write_u64` or `stream_wait_u64` would (one submission to the
+   * device instead of `n`). SHMEM_PLUGIN_RC_OK, SHMEM_PLUGIN_RC_UNSUPPORTED (the core then queues them one by one),
+   * or SHMEM_PLUGIN_RC_ERROR. The core's stream barrier uses it.
+   */
+  int (*stream_batch)(void *stream, const shmem_plugin_stream_word_op_t *ops, size_t n);
 } shmem_plugin_memheap_ops_t;
 
 /**

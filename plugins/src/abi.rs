@@ -546,7 +546,30 @@ pub struct MemheapOps {
     /// when some share a device without such a server: the device then switches between their
     /// contexts, which costs each operation that involves it hundreds of microseconds.
     pub device_identity: Option<unsafe extern "C" fn(uuid: *mut u8, shared_server: *mut c_int) -> c_int>,
+    // --- appended within ABI v2 (batched stream operations); NULL in shorter tables ---
+    /// For a memheap of device memory: queue `n` word operations on `stream` at once, in
+    /// order, each as `stream_write_u64` or `stream_wait_u64` would (one submission to the
+    /// device instead of `n`). RC_OK, RC_UNSUPPORTED (the core then queues them one by one),
+    /// or RC_ERROR. The core's stream barrier uses it.
+    pub stream_batch:
+        Option<unsafe extern "C" fn(stream: *mut c_void, ops: *const StreamWordOp, n: usize) -> c_int>,
 }
+
+/// One operation of [`MemheapOps::stream_batch`]: a [`STREAM_OP_WRITE`] of `value` at `addr`,
+/// or a [`STREAM_OP_WAIT`] until the word at `addr` satisfies `cmp` (a `STREAM_WAIT_*`) against
+/// `value`.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct StreamWordOp {
+    pub kind: u32,
+    pub cmp: c_int,
+    pub addr: *mut u64,
+    pub value: u64,
+}
+
+/// Kinds of [`StreamWordOp`].
+pub const STREAM_OP_WRITE: u32 = 0;
+pub const STREAM_OP_WAIT: u32 = 1;
 
 /// Comparisons of [`MemheapOps::stream_wait_u64`].
 pub const STREAM_WAIT_EQ: c_int = 0;
@@ -649,6 +672,17 @@ impl MemheapOps {
             return None;
         }
         self.device_identity
+    }
+
+    /// The `stream_batch` slot, when the table has it.
+    pub fn batch_slot(
+        &self,
+    ) -> Option<unsafe extern "C" fn(*mut c_void, *const StreamWordOp, usize) -> c_int> {
+        let end = std::mem::offset_of!(MemheapOps, stream_batch) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.stream_batch
     }
 
     /// The stream-ordered slots, when the table has all four.

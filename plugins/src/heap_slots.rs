@@ -84,6 +84,7 @@ pub const fn table(
         stream_wait_u64: None,
         stream_sync: None,
         device_identity: None,
+        stream_batch: None,
     }
 }
 

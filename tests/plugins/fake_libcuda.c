@@ -22,8 +22,8 @@
  * FAKECUDA_DEVICES (default 1) sets how many devices it reports. FAKECUDA_STATS=1 prints at
  * exit how many allocations, frees, IPC opens and closes, pinned buffers, registered (page-
  * locked) host ranges and their unregistrations, copies and stream queries there were,
- * how many calls failed for want of the right context, and how many stream writes and waits
- * were queued. FAKECUDA_NO_STREAM_MEM_OPS=1 plays a device without stream memory operations.
+ * how many calls failed for want of the right context, how many stream writes and waits
+ * were queued, and in how many batches (cuStreamBatchMemOp_v2). FAKECUDA_NO_STREAM_MEM_OPS=1 plays a device without stream memory operations.
  *
  * Build:  cc -shared -fPIC -o libcuda.so tests/plugins/fake_libcuda.c
  * Use:    LD_LIBRARY_PATH=<dir> SHMEM_ENABLE_GPU_SPACE=1 oshrun ...   (memheap cuda loads it)
@@ -116,7 +116,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int initialised;
 static int devices = 1;
 static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_registered, n_unregistered, n_copies,
-    n_queries, n_ctx_errors, n_writes, n_waits;
+    n_queries, n_ctx_errors, n_writes, n_waits, n_batches;
 
 static void drain(struct fake_stream *st);
 
@@ -629,6 +629,41 @@ EXPORT CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, uint64_t va
     return word_op(OP_WAIT, s, addr, value, flags, 1, &n_waits);
 }
 
+/* cuStreamBatchMemOp's operations: the 64-bit waits and writes (the layout of CUDA's
+ * CUstreamBatchMemOpParams for them; other operations are refused). */
+typedef union {
+    unsigned int operation;
+    struct {
+        unsigned int operation;
+        CUdeviceptr address;
+        union {
+            uint32_t value;
+            uint64_t value64;
+        } v;
+        unsigned int flags;
+        CUdeviceptr alias;
+    } word;
+    uint64_t pad[6];
+} CUstreamBatchMemOpParams;
+
+enum { CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4, CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5 };
+
+EXPORT CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchMemOpParams *ops, unsigned flags) {
+    if (flags != 0 || count > 256) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++) {
+        CUresult r;
+        if (ops[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_64)
+            r = word_op(OP_WAIT, s, ops[i].word.address, ops[i].word.v.value64, ops[i].word.flags, 1, &n_waits);
+        else if (ops[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_64)
+            r = word_op(OP_WRITE, s, ops[i].word.address, ops[i].word.v.value64, ops[i].word.flags, 0, &n_writes);
+        else
+            r = CUDA_ERROR_INVALID_VALUE;
+        if (r != CUDA_SUCCESS) return r;
+    }
+    atomic_fetch_add(&n_batches, 1);
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx) {
     NEED_INIT;
     if (!s || !ctx) return CUDA_ERROR_INVALID_HANDLE;
@@ -694,9 +729,10 @@ __attribute__((destructor)) static void fake_stats(void) {
     if (on && strcmp(on, "1") == 0 && atomic_load(&initialised))
         fprintf(stderr,
                 "fakecuda stats: alloc %lu free %lu ipc_open %lu ipc_close %lu pinned %lu unpinned %lu registered %lu "
-                "unregistered %lu copies %lu queries %lu context_errors %lu writes %lu waits %lu\n",
+                "unregistered %lu copies %lu queries %lu context_errors %lu writes %lu waits %lu batches %lu\n",
                 atomic_load(&n_alloc), atomic_load(&n_free), atomic_load(&n_open), atomic_load(&n_close),
                 atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_registered),
                 atomic_load(&n_unregistered), atomic_load(&n_copies), atomic_load(&n_queries),
-                atomic_load(&n_ctx_errors), atomic_load(&n_writes), atomic_load(&n_waits));
+                atomic_load(&n_ctx_errors), atomic_load(&n_writes), atomic_load(&n_waits),
+                atomic_load(&n_batches));
 }

@@ -687,18 +687,22 @@ fn stream_ordered_operations_run_on_a_stand_in_driver() {
     let before = leftovers();
     let unmapped = [("SHMEM_LOCAL_MAP", "0")];
     let no_ops = [("FAKECUDA_NO_STREAM_MEM_OPS", "1")];
-    let runs: [FakecudaRun; 5] = [
+    let single = [("SHMEM_MCA_memheap_cuda_batch_stream_ops", "0")];
+    let runs: [FakecudaRun; 6] = [
         ("on_stream", 1, &[]),
         ("on_stream", 2, &[]),
         ("on_stream", 4, &[]),
+        ("on_stream", 4, &single),
         ("on_stream", 2, &unmapped),
         ("on_stream", 2, &no_ops),
     ];
     fakecuda_runs(&on_fakecuda(&[]), &runs, |&(_, np, more), r, st| {
         // 20 rounds: a signal and two stream barriers each (a write to every other PE), and
         // the first barrier's own-slot write; waits: 3 on signals, and 2 barriers of one per
-        // other PE.
+        // other PE. A barrier with other PEs is one batch, unless batches are turned off.
         let (writes, waits) = (st["writes"], st["waits"]);
+        let batches = if np > 1 && more.is_empty() { 40 } else { 0 };
+        assert_eq!(st["batches"], batches, "{more:?}: {}", r.stderr);
         if more == no_ops {
             assert_eq!((writes, waits), (0, 0), "no stream memory operations: {}", r.stderr);
         } else if more == unmapped && np > 1 {

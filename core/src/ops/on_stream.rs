@@ -33,7 +33,10 @@
 use crate::error::fatal;
 use crate::ops::{coll, ctx, rma, signal, spaces};
 use crate::symm::runtime::{self, Runtime};
-use rshmem_plugin_api::{StreamSlots, RC_OK, RC_UNSUPPORTED, STREAM_WAIT_EQ, STREAM_WAIT_GE};
+use rshmem_plugin_api::{
+    StreamSlots, StreamWordOp, RC_OK, RC_UNSUPPORTED, STREAM_OP_WAIT, STREAM_OP_WRITE, STREAM_WAIT_EQ,
+    STREAM_WAIT_GE,
+};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
 
@@ -405,17 +408,37 @@ pub unsafe fn barrier_all(routine: &CStr, stream: *mut c_void) {
     // This PE's own slot is neither written nor waited for: its stream reaches its own barrier
     // by being there.
     let me = rt.my_pe as usize;
-    for pe in (0..rt.n_pes as usize).filter(|&pe| pe != me) {
-        let slot = rt.segs.device_map(pe, seg).wrapping_add(off + 8 * me).cast::<u64>();
-        // SAFETY: plugin ABI call on PE `pe`'s mapped copy of the array, slot `me`.
-        if !queued(routine, "a barrier signal", unsafe { (s.write_u64)(stream, slot, epoch) }) {
-            fatal(routine, "the device stopped taking stream memory operations");
+    let others = (0..rt.n_pes as usize).filter(|&pe| pe != me);
+    let writes = others.clone().map(|pe| StreamWordOp {
+        kind: STREAM_OP_WRITE,
+        cmp: 0,
+        addr: rt.segs.device_map(pe, seg).wrapping_add(off + 8 * me).cast(),
+        value: epoch,
+    });
+    let waits = others.map(|pe| StreamWordOp {
+        kind: STREAM_OP_WAIT,
+        cmp: STREAM_WAIT_GE,
+        addr: words.wrapping_add(pe),
+        value: epoch,
+    });
+    let ops: Vec<StreamWordOp> = writes.chain(waits).collect();
+    if let Some(batch) = rt.gpu.as_ref().and_then(|g| g.batch) {
+        // SAFETY: plugin ABI call; every write is to slot `me` of another PE's mapped copy of
+        // the array, every wait on a slot of this PE's own.
+        if queued(routine, "a barrier", unsafe { batch(stream, ops.as_ptr(), ops.len()) }) {
+            return;
         }
     }
-    for pe in (0..rt.n_pes as usize).filter(|&pe| pe != me) {
-        let slot = words.wrapping_add(pe);
-        // SAFETY: plugin ABI call on this PE's own array, slot `pe`.
-        if !queued(routine, "a barrier wait", unsafe { (s.wait_u64)(stream, slot, STREAM_WAIT_GE, epoch) }) {
+    for o in &ops {
+        // SAFETY: as above, one operation at a time.
+        let rc = unsafe {
+            if o.kind == STREAM_OP_WRITE {
+                (s.write_u64)(stream, o.addr, o.value)
+            } else {
+                (s.wait_u64)(stream, o.addr, o.cmp, o.value)
+            }
+        };
+        if !queued(routine, "a barrier signal or wait", rc) {
             fatal(routine, "the device stopped taking stream memory operations");
         }
     }

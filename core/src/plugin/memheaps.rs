@@ -6,7 +6,7 @@
 
 use super::Selection;
 use rshmem_plugin_api::{
-    CoreServices, HostSlots, MemheapOps, PinSlots, SshmemOps, StreamSlots, MEMHEAP_DEVICE_CPU,
+    CoreServices, HostSlots, MemheapOps, PinSlots, SshmemOps, StreamSlots, StreamWordOp, MEMHEAP_DEVICE_CPU,
     MEMHEAP_DEVICE_GPU,
 };
 use std::ffi::{c_int, c_void};
@@ -94,6 +94,8 @@ pub struct DeviceMemory {
     pub pin: Option<PinSlots>,
     /// Operations queued on a program's stream (`crate::ops::on_stream`), when it can.
     pub stream: Option<StreamSlots>,
+    /// Word operations queued on a stream together (the stream barrier), when it can.
+    pub batch: Option<unsafe extern "C" fn(*mut c_void, *const StreamWordOp, usize) -> c_int>,
 }
 
 /// The data path of memheap `d`: `Err` says why the core cannot use it (a table without the
@@ -119,5 +121,6 @@ pub fn device_memory(d: &DeviceHeap) -> Result<DeviceMemory, String> {
         host: d.ops.host_slots(),
         pin: d.ops.pin_slots(),
         stream: d.ops.stream_slots(),
+        batch: d.ops.batch_slot(),
     })
 }

@@ -41,8 +41,9 @@ use cudarc::driver::{result, sys};
 use rshmem_plugin_api::boundary;
 use rshmem_plugin_api::heap_slots;
 use rshmem_plugin_api::{
-    cstr, CoreServices, Framework, MemheapOps, ParamDecl, QueryResult, SegmentDesc, SshmemOps,
-    MEMHEAP_DEVICE_GPU, PARAM_BOOL, RC_ERROR, RC_OK, RC_UNSUPPORTED, STREAM_WAIT_EQ, STREAM_WAIT_GE,
+    cstr, CoreServices, Framework, MemheapOps, ParamDecl, QueryResult, SegmentDesc, SshmemOps, StreamWordOp,
+    MEMHEAP_DEVICE_GPU, PARAM_BOOL, RC_ERROR, RC_OK, RC_UNSUPPORTED, STREAM_OP_WAIT, STREAM_OP_WRITE,
+    STREAM_WAIT_EQ, STREAM_WAIT_GE,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -469,6 +470,63 @@ unsafe extern "C" fn stream_wait_u64(stream: *mut c_void, addr: *const u64, cmp:
     })
 }
 
+/// The most operations one `cuStreamBatchMemOp` takes (the driver's documented limit).
+const BATCH_MAX: usize = 256;
+
+/// `SHMEM_MCA_memheap_cuda_batch_stream_ops`, read at open.
+static BATCH: AtomicBool = AtomicBool::new(true);
+
+/// Queue word operations on the stream together (`cuStreamBatchMemOp`), 256 at a time.
+unsafe extern "C" fn stream_batch(stream: *mut c_void, ops: *const StreamWordOp, n: usize) -> c_int {
+    if !stream_mem_ops() || !BATCH.load(Ordering::Relaxed) {
+        return RC_UNSUPPORTED;
+    }
+    // SAFETY: the core's contract: `n` operations at `ops`.
+    let ops = unsafe { std::slice::from_raw_parts(ops, n) };
+    if ops.iter().any(|o| o.kind == STREAM_OP_WAIT && o.cmp != STREAM_WAIT_EQ && o.cmp != STREAM_WAIT_GE) {
+        return RC_UNSUPPORTED;
+    }
+    rc("stream_batch", || {
+        let _on = on_stream(stream)?;
+        for chunk in ops.chunks(BATCH_MAX) {
+            let mut params: Vec<sys::CUstreamBatchMemOpParams> = chunk.iter().map(batch_param).collect();
+            // SAFETY: `params` holds `chunk.len()` initialised operations on device words (the
+            // core's contract); `stream` is live.
+            check("cuStreamBatchMemOp", unsafe {
+                sys::cuStreamBatchMemOp_v2(
+                    stream as sys::CUstream,
+                    params.len() as u32,
+                    params.as_mut_ptr(),
+                    0,
+                )
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// The driver's form of one word operation.
+fn batch_param(o: &StreamWordOp) -> sys::CUstreamBatchMemOpParams {
+    // SAFETY: an all-zero union is a valid value of every member (plain integers).
+    let mut p: sys::CUstreamBatchMemOpParams = unsafe { std::mem::zeroed() };
+    if o.kind == STREAM_OP_WRITE {
+        p.writeValue.operation = sys::CUstreamBatchMemOpType::CU_STREAM_MEM_OP_WRITE_VALUE_64;
+        p.writeValue.address = o.addr as sys::CUdeviceptr;
+        p.writeValue.__bindgen_anon_1.value64 = o.value;
+        p.writeValue.flags = sys::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32;
+    } else {
+        p.waitValue.operation = sys::CUstreamBatchMemOpType::CU_STREAM_MEM_OP_WAIT_VALUE_64;
+        p.waitValue.address = o.addr as sys::CUdeviceptr;
+        p.waitValue.__bindgen_anon_1.value64 = o.value;
+        p.waitValue.flags = if o.cmp == STREAM_WAIT_EQ {
+            sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_EQ as u32
+        } else {
+            sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32
+        };
+    }
+    p
+}
+
 /// Wait for everything queued on the program's stream so far (by polling under
 /// `poll_copies`, as for the memheap's own copies).
 unsafe extern "C" fn stream_sync(stream: *mut c_void) -> c_int {
@@ -532,6 +590,7 @@ static OPS: MemheapOps = MemheapOps {
     stream_wait_u64: Some(stream_wait_u64),
     stream_sync: Some(stream_sync),
     device_identity: Some(device_identity),
+    stream_batch: Some(stream_batch),
     ..heap_slots::table(create, MEMHEAP_DEVICE_GPU)
 };
 
@@ -569,6 +628,12 @@ fn open(core: &'static CoreServices) -> *const c_void {
     let poll = unsafe { rshmem_plugin_api::param(core, "memheap", "cuda", "poll_copies") };
     let poll = poll.and_then(|v| rshmem_plugin_api::values::parse_bool(&v)).unwrap_or(false);
     POLL_COPIES.store(poll, Ordering::Relaxed);
+    // SAFETY: as above.
+    let batch = unsafe { rshmem_plugin_api::param(core, "memheap", "cuda", "batch_stream_ops") };
+    BATCH.store(
+        batch.and_then(|v| rshmem_plugin_api::values::parse_bool(&v)).unwrap_or(true),
+        Ordering::Relaxed,
+    );
     match device(core.local_rank) {
         Ok(_) => &OPS as *const MemheapOps as *const c_void,
         Err(_) => std::ptr::null(),
@@ -579,12 +644,20 @@ rshmem_plugin_api::export_plugin! {
     framework: Framework::Memheap,
     name: "cuda",
     description: "GPU memory heap through the CUDA driver (loaded at run time); first-fit allocator with host-side bookkeeping",
-    params: &[ParamDecl {
-        name: cstr!("poll_copies"),
-        kind: PARAM_BOOL,
-        default_value: cstr!("0"),
-        doc: cstr!("Wait for each copy by polling cuStreamQuery on the calling thread instead of cuStreamSynchronize: on an H100 polling was faster for some directions at 8 B and 64 KiB and slower for others (docs/performance.md, GPU check), so it stays a choice to measure with tests/bench/device_rma.c"),
-    }],
+    params: &[
+        ParamDecl {
+            name: cstr!("poll_copies"),
+            kind: PARAM_BOOL,
+            default_value: cstr!("0"),
+            doc: cstr!("Wait for each copy by polling cuStreamQuery on the calling thread instead of cuStreamSynchronize: on an H100 polling was faster for some directions at 8 B and 64 KiB and slower for others (docs/performance.md, GPU check), so it stays a choice to measure with tests/bench/device_rma.c"),
+        },
+        ParamDecl {
+            name: cstr!("batch_stream_ops"),
+            kind: PARAM_BOOL,
+            default_value: cstr!("1"),
+            doc: cstr!("Queue a stream barrier's writes and waits in one cuStreamBatchMemOp; 0 queues them one by one (cuStreamWriteValue64, cuStreamWaitValue64), to compare with tests/bench/on_stream.c"),
+        },
+    ],
     caps: rshmem_plugin_api::MEMHEAP_CAP_GPU,
     query: query,
     open: open,
