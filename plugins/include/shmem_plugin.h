@@ -736,6 +736,23 @@ typedef struct {
    * or SHMEM_PLUGIN_RC_ERROR. The core's stream barrier uses it.
    */
   int (*stream_batch)(void *stream, const shmem_plugin_stream_word_op_t *ops, size_t n);
+  /**
+   * For a memheap of device memory: queue on `stream` (NULL: the device's default stream)
+   * `dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[nsrc - 1][i]` for `i < count`, elements
+   * of type `dtype` (a `SHMEM_PLUGIN_DT_*`), `op` an `SHMEM_PLUGIN_OP_*`; every array this memheap's memory (peers'
+   * attached segments included). SHMEM_PLUGIN_RC_OK once queued; with `count` 0 it queues nothing and
+   * answers whether it would (preparing what it needs, such as compiling a kernel);
+   * SHMEM_PLUGIN_RC_UNSUPPORTED for a type, operation or number of sources it does not take, or
+   * SHMEM_PLUGIN_RC_ERROR. The core reduces GPU buffers of mapped teams with it instead of host shadows,
+   * then waits with `stream_sync`.
+   */
+  int (*reduce)(void *stream,
+                void *dst,
+                const void *const *srcs,
+                size_t nsrc,
+                size_t count,
+                uint32_t dtype,
+                uint32_t op);
 } shmem_plugin_memheap_ops_t;
 
 /**

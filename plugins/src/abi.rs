@@ -553,7 +553,31 @@ pub struct MemheapOps {
     /// or RC_ERROR. The core's stream barrier uses it.
     pub stream_batch:
         Option<unsafe extern "C" fn(stream: *mut c_void, ops: *const StreamWordOp, n: usize) -> c_int>,
+    // --- appended within ABI v2 (reductions on the device); NULL in shorter tables ---
+    /// For a memheap of device memory: queue on `stream` (NULL: the device's default stream)
+    /// `dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[nsrc - 1][i]` for `i < count`, elements
+    /// of type `dtype` (a `DT_*`), `op` an `OP_*`; every array this memheap's memory (peers'
+    /// attached segments included). RC_OK once queued; with `count` 0 it queues nothing and
+    /// answers whether it would (preparing what it needs, such as compiling a kernel);
+    /// RC_UNSUPPORTED for a type, operation or number of sources it does not take, or
+    /// RC_ERROR. The core reduces GPU buffers of mapped teams with it instead of host shadows,
+    /// then waits with `stream_sync`.
+    pub reduce: Option<
+        unsafe extern "C" fn(
+            stream: *mut c_void,
+            dst: *mut c_void,
+            srcs: *const *const c_void,
+            nsrc: usize,
+            count: usize,
+            dtype: u32,
+            op: u32,
+        ) -> c_int,
+    >,
 }
+
+/// [`MemheapOps::reduce`].
+pub type ReduceSlot =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *const *const c_void, usize, usize, u32, u32) -> c_int;
 
 /// One operation of [`MemheapOps::stream_batch`]: a [`STREAM_OP_WRITE`] of `value` at `addr`,
 /// or a [`STREAM_OP_WAIT`] until the word at `addr` satisfies `cmp` (a `STREAM_WAIT_*`) against
@@ -672,6 +696,15 @@ impl MemheapOps {
             return None;
         }
         self.device_identity
+    }
+
+    /// The `reduce` slot, when the table has it.
+    pub fn reduce_slot(&self) -> Option<ReduceSlot> {
+        let end = std::mem::offset_of!(MemheapOps, reduce) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        self.reduce
     }
 
     /// The `stream_batch` slot, when the table has it.

@@ -85,6 +85,7 @@ pub const fn table(
         stream_sync: None,
         device_identity: None,
         stream_batch: None,
+        reduce: None,
     }
 }
 

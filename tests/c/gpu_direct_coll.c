@@ -1,6 +1,7 @@
-/* Broadcasts, fcollects and alltoalls on GPU-space buffers, which rshmem runs device to device
+/* Broadcasts, fcollects, alltoalls and reductions on GPU-space buffers, which rshmem runs device to device
  * between the members' copies where they map each other's GPU memory (SHMEM_GPU_DIRECT_
- * COLLECTIVES, the default), else through the host shadow: the team forms on the world and on
+ * COLLECTIVES, the default; reductions by a kernel on the device), else through the host
+ * shadow; IN_PLACE=1 adds a reduction whose dest is its source. The team forms on the world and on
  * a strided team of the even PEs, an active-set broadcast (the root's dest left alone), each
  * round with other values, every value read back through shmem_getmem, and a barrier after
  * each check, since a collective may write a PE's dest as soon as any member has entered it
@@ -64,6 +65,41 @@ int main(void) {
             (void)ei;
         }
         shmem_barrier_all();
+
+        /* Reductions over the world, on the device where a kernel serves the type. */
+        CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, dst, src, N) == 0);
+        shmem_getmem(back, dst, N * sizeof(long), me);
+        for (int i = 0; i < N; i++) CHECK(back[i] == n * (tag + i) + 10000L * n * (n - 1) / 2);
+        shmem_barrier_all();
+        CHECK(shmem_long_max_reduce(SHMEM_TEAM_WORLD, dst, src, N) == 0);
+        shmem_getmem(back, dst, N * sizeof(long), me);
+        for (int i = 0; i < N; i++) CHECK(back[i] == tag + (n - 1) * 10000L + i);
+        shmem_barrier_all();
+        CHECK(shmem_ulong_xor_reduce(SHMEM_TEAM_WORLD, (unsigned long *)dst, (unsigned long *)src, N) == 0);
+        shmem_getmem(back, dst, N * sizeof(long), me);
+        for (int i = 0; i < N; i++) {
+            long x = 0;
+            for (int p = 0; p < n; p++) x ^= tag + p * 10000L + i;
+            CHECK(back[i] == x);
+        }
+        shmem_barrier_all();
+        double *dd = (double *)dst, *ds = (double *)src;
+        double dl[N], dback[N];
+        for (int i = 0; i < N; i++) dl[i] = 0.5 * (me + 1) + i;
+        shmem_putmem(ds, dl, sizeof dl, me);
+        shmem_barrier_all();
+        CHECK(shmem_double_sum_reduce(SHMEM_TEAM_WORLD, dd, ds, N) == 0);
+        shmem_getmem(dback, dd, sizeof dback, me);
+        for (int i = 0; i < N; i++) CHECK(dback[i] == 0.25 * n * (n + 1) + (double)n * i);
+        shmem_putmem(src, local, (size_t)N * n * sizeof(long), me); /* the sources again */
+        shmem_barrier_all();
+        if (getenv("IN_PLACE")) { /* dest == source: through the shadow */
+            CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, src, src, N) == 0);
+            shmem_getmem(back, src, N * sizeof(long), me);
+            for (int i = 0; i < N; i++) CHECK(back[i] == n * (tag + i) + 10000L * n * (n - 1) / 2);
+            shmem_putmem(src, local, (size_t)N * n * sizeof(long), me);
+            shmem_barrier_all();
+        }
 
         /* The active-set form leaves the root's dest as it was. */
         shmem_putmem(dst, local, N * sizeof(long), me);

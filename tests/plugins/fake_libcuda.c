@@ -18,12 +18,15 @@
  *
  * - Stream memory operations (cuStreamWriteValue64_v2, cuStreamWaitValue64_v2) on device words
  *   are queued like copies and run in order with them; a wait spins until its word satisfies it.
+ * - memheap cuda's reduction kernels load (their first line says what they do) and run on the
+ *   CPU at the stream's turn; no other module loads.
  *
  * FAKECUDA_DEVICES (default 1) sets how many devices it reports. FAKECUDA_STATS=1 prints at
  * exit how many allocations, frees, IPC opens and closes, pinned buffers, registered (page-
  * locked) host ranges and their unregistrations, copies and stream queries there were,
  * how many calls failed for want of the right context, how many stream writes and waits
- * were queued, and in how many batches (cuStreamBatchMemOp_v2). FAKECUDA_NO_STREAM_MEM_OPS=1 plays a device without stream memory operations.
+ * were queued, in how many batches (cuStreamBatchMemOp_v2), and how many modules were loaded and
+ * kernels launched. FAKECUDA_NO_STREAM_MEM_OPS=1 plays a device without stream memory operations.
  *
  * Build:  cc -shared -fPIC -o libcuda.so tests/plugins/fake_libcuda.c
  * Use:    LD_LIBRARY_PATH=<dir> SHMEM_ENABLE_GPU_SPACE=1 oshrun ...   (memheap cuda loads it)
@@ -83,7 +86,7 @@ struct fake_ctx {
 
 /* A queued stream operation: a copy, a 64-bit store (cuStreamWriteValue64) or a wait for a
  * 64-bit word (cuStreamWaitValue64). */
-enum { OP_COPY, OP_WRITE, OP_WAIT };
+enum { OP_COPY, OP_WRITE, OP_WAIT, OP_REDUCE };
 struct copy_op {
     int kind;
     char *dst;
@@ -91,6 +94,9 @@ struct copy_op {
     size_t len;
     uint64_t value;
     unsigned flags;
+    /* OP_REDUCE: dst[i] = srcs[0][i] op ... for len elements of `dtype` (rshmem's DT_*). */
+    const char *srcs[8];
+    unsigned nsrc, dtype, op;
 };
 
 struct fake_stream {
@@ -116,7 +122,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int initialised;
 static int devices = 1;
 static atomic_ulong n_alloc, n_free, n_open, n_close, n_pinned, n_unpinned, n_registered, n_unregistered, n_copies,
-    n_queries, n_ctx_errors, n_writes, n_waits, n_batches;
+    n_queries, n_ctx_errors, n_writes, n_waits, n_batches, n_modules, n_kernels;
 
 static void drain(struct fake_stream *st);
 
@@ -527,6 +533,41 @@ static int wait_done(const struct copy_op *o) {
     return o->flags == 1 ? w == o->value : (int64_t)(w - o->value) >= 0;
 }
 
+/* One element of a reduction: rshmem's DT_I32 2, DT_I64 3, DT_U32 6, DT_U64 7, DT_F32 8,
+ * DT_F64 9; OP_AND 0, OR 1, XOR 2, MAX 3, MIN 4, SUM 5, PROD 6 (what memheap cuda's kernels
+ * take). */
+#define COMBINE(T, BITWISE)                                                                    \
+    do {                                                                                       \
+        T *d = (T *)(void *)o->dst;                                                            \
+        for (size_t i = 0; i < o->len; i++) {                                                  \
+            T acc = ((const T *)(const void *)o->srcs[0])[i];                                  \
+            for (unsigned k = 1; k < o->nsrc; k++) {                                           \
+                T x = ((const T *)(const void *)o->srcs[k])[i];                                \
+                switch (o->op) {                                                               \
+                case 3: acc = acc > x ? acc : x; break;                                        \
+                case 4: acc = acc < x ? acc : x; break;                                        \
+                case 5: acc = acc + x; break;                                                  \
+                case 6: acc = acc * x; break;                                                  \
+                default: BITWISE;                                                              \
+                }                                                                              \
+            }                                                                                  \
+            d[i] = acc;                                                                        \
+        }                                                                                      \
+    } while (0)
+#define INT_BITS                                                                               \
+    acc = o->op == 0 ? (acc & x) : o->op == 1 ? (acc | x) : (acc ^ x)
+
+static void run_reduce(const struct copy_op *o) {
+    switch (o->dtype) {
+    case 2: COMBINE(int32_t, INT_BITS); break;
+    case 3: COMBINE(int64_t, INT_BITS); break;
+    case 6: COMBINE(uint32_t, INT_BITS); break;
+    case 7: COMBINE(uint64_t, INT_BITS); break;
+    case 8: COMBINE(float, (void)0); break;
+    case 9: COMBINE(double, (void)0); break;
+    }
+}
+
 /* Run the stream's queued operations, in order. Lock held; a wait drops it while it spins, so
  * that other threads of this process can make progress (the word changes in another PE). */
 static void drain(struct fake_stream *st) {
@@ -538,6 +579,8 @@ static void drain(struct fake_stream *st) {
     for (int i = 0; i < n; i++) {
         if (q[i].kind == OP_COPY) {
             memmove(q[i].dst, q[i].src, q[i].len);
+        } else if (q[i].kind == OP_REDUCE) {
+            run_reduce(&q[i]);
         } else if (q[i].kind == OP_WRITE) {
             atomic_thread_fence(memory_order_seq_cst); /* the earlier copies first */
             atomic_store((_Atomic uint64_t *)(void *)q[i].dst, q[i].value);
@@ -580,7 +623,7 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, CUst
     pthread_mutex_lock(&lock);
     char *d = bytes_at(dst, len), *sv = bytes_at(src, len);
     if (ranges_past(dst, len) || ranges_past(src, len)) d = NULL;
-    if (d && sv) enqueue(s, (struct copy_op){OP_COPY, d, sv, len, 0, 0});
+    if (d && sv) enqueue(s, (struct copy_op){.kind = OP_COPY, .dst = d, .src = sv, .len = len});
     pthread_mutex_unlock(&lock);
     if (!d || !sv) return CUDA_ERROR_INVALID_VALUE;
     atomic_fetch_add(&n_copies, 1);
@@ -613,7 +656,7 @@ static CUresult word_op(int kind, CUstream s, CUdeviceptr addr, uint64_t value, 
     pthread_mutex_lock(&lock);
     CUresult r = stream_word(s, addr, &w);
     if (r == CUDA_SUCCESS && flags > max_flags) r = CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS) enqueue(s, (struct copy_op){kind, w, NULL, 8, value, flags});
+    if (r == CUDA_SUCCESS) enqueue(s, (struct copy_op){.kind = kind, .dst = w, .len = 8, .value = value, .flags = flags});
     pthread_mutex_unlock(&lock);
     if (r == CUDA_SUCCESS) atomic_fetch_add(count, 1);
     return r;
@@ -661,6 +704,67 @@ EXPORT CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchM
         if (r != CUDA_SUCCESS) return r;
     }
     atomic_fetch_add(&n_batches, 1);
+    return CUDA_SUCCESS;
+}
+
+/* Modules: the test driver runs no PTX. It reads the first line of memheap cuda's reduction
+ * kernels ("// rshmem_reduce dtype=D op=O size=S") and does what the kernel would, on the
+ * CPU, when the stream reaches the launch. Anything else does not load. */
+struct fake_kernel {
+    unsigned dtype, op, size;
+};
+
+EXPORT CUresult cuModuleLoadData(void **module, const void *image) {
+    NEED_INIT;
+    if (!need_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    struct fake_kernel k;
+    if (sscanf((const char *)image, "// rshmem_reduce dtype=%u op=%u size=%u", &k.dtype, &k.op, &k.size) != 3)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fake_kernel *m = malloc(sizeof *m);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    *m = k;
+    *module = m;
+    atomic_fetch_add(&n_modules, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(void **f, void *module, const char *name) {
+    if (!module || strcmp(name, "rshmem_reduce") != 0) return CUDA_ERROR_INVALID_VALUE;
+    *f = module;
+    return CUDA_SUCCESS;
+}
+
+/* rshmem_reduce(dst, s0..s7, n, count): queued like a copy, run at the stream's turn. */
+EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                               unsigned shared, CUstream s, void **params, void **extra) {
+    (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)extra;
+    NEED_INIT;
+    struct fake_ctx *c = need_ctx();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    s = or_default(s);
+    if (!s || !f || !params) return CUDA_ERROR_INVALID_VALUE;
+    if (s->ctx != c) {
+        atomic_fetch_add(&n_ctx_errors, 1);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    const struct fake_kernel *k = f;
+    struct copy_op o = {.kind = OP_REDUCE, .dtype = k->dtype, .op = k->op};
+    o.nsrc = *(unsigned *)params[9];
+    o.len = (size_t) * (uint64_t *)params[10];
+    if (o.nsrc == 0 || o.nsrc > 8) return CUDA_ERROR_INVALID_VALUE;
+    size_t bytes = o.len * k->size;
+    pthread_mutex_lock(&lock);
+    o.dst = bytes_at(*(uint64_t *)params[0], bytes);
+    int ok = o.dst != NULL && find(*(uint64_t *)params[0], bytes) != NULL; /* device memory only */
+    for (unsigned i = 0; i < o.nsrc; i++) {
+        uint64_t a = *(uint64_t *)params[1 + i];
+        o.srcs[i] = bytes_at(a, bytes);
+        ok &= o.srcs[i] != NULL && find(a, bytes) != NULL;
+    }
+    if (ok) enqueue(s, o);
+    pthread_mutex_unlock(&lock);
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&n_kernels, 1);
     return CUDA_SUCCESS;
 }
 
@@ -729,10 +833,10 @@ __attribute__((destructor)) static void fake_stats(void) {
     if (on && strcmp(on, "1") == 0 && atomic_load(&initialised))
         fprintf(stderr,
                 "fakecuda stats: alloc %lu free %lu ipc_open %lu ipc_close %lu pinned %lu unpinned %lu registered %lu "
-                "unregistered %lu copies %lu queries %lu context_errors %lu writes %lu waits %lu batches %lu\n",
+                "unregistered %lu copies %lu queries %lu context_errors %lu writes %lu waits %lu batches %lu modules %lu kernels %lu\n",
                 atomic_load(&n_alloc), atomic_load(&n_free), atomic_load(&n_open), atomic_load(&n_close),
                 atomic_load(&n_pinned), atomic_load(&n_unpinned), atomic_load(&n_registered),
                 atomic_load(&n_unregistered), atomic_load(&n_copies), atomic_load(&n_queries),
                 atomic_load(&n_ctx_errors), atomic_load(&n_writes), atomic_load(&n_waits),
-                atomic_load(&n_batches));
+                atomic_load(&n_batches), atomic_load(&n_modules), atomic_load(&n_kernels));
 }

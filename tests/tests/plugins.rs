@@ -769,8 +769,9 @@ fn the_gpu_aux_host_api_runs_on_a_stand_in_driver() {
 }
 
 /// Broadcasts, fcollects and alltoalls on GPU-space buffers (tests/c/gpu_direct_coll.c) copy
-/// device to device between the members' copies where every PE maps its host's (fakecuda
-/// stats: the host shadow is never page-locked, so never used), and through the shadow under
+/// device to device between the members' copies where every PE maps its host's, and
+/// reductions run as one kernel over them (fakecuda stats: the host shadow is never
+/// page-locked, so never used; a kernel per reduction), and through the shadow under
 /// SHMEM_GPU_DIRECT_COLLECTIVES=0 or SHMEM_LOCAL_MAP=0, or where PEs share a device without
 /// MPS; the values are right either way. A device per PE (FAKECUDA_DEVICES=4) unless said.
 #[test]
@@ -779,20 +780,28 @@ fn collectives_on_mapped_gpu_memory_copy_device_to_device() {
     let off = [("SHMEM_GPU_DIRECT_COLLECTIVES", "0")];
     let unmapped = [("SHMEM_LOCAL_MAP", "0")];
     let shared = [("FAKECUDA_DEVICES", "1")];
-    let runs: [FakecudaRun; 6] = [
+    let in_place = [("IN_PLACE", "1")];
+    let runs: [FakecudaRun; 7] = [
         ("gpu_direct_coll", 1, &[]),
         ("gpu_direct_coll", 2, &[]),
         ("gpu_direct_coll", 4, &[]),
         ("gpu_direct_coll", 2, &off),
         ("gpu_direct_coll", 2, &unmapped),
         ("gpu_direct_coll", 2, &shared),
+        ("gpu_direct_coll", 2, &in_place),
     ];
     fakecuda_runs(&on_fakecuda(&[("FAKECUDA_DEVICES", "4")]), &runs, |&(_, _, more), r, st| {
-        let shadow = st["registered"];
+        // 3 rounds of 4 reductions, each one kernel where direct (the test driver runs them).
+        let (shadow, kernels) = (st["registered"], st["kernels"]);
         if more.is_empty() {
             assert_eq!(shadow, 0, "device to device, no shadow: {}", r.stderr);
+            assert_eq!(kernels, 12, "a kernel per reduction: {}", r.stderr);
+        } else if more == in_place {
+            assert!(shadow >= 1, "in place, through the shadow: {}", r.stderr);
+            assert_eq!(kernels, 12, "the others on the device: {}", r.stderr);
         } else {
             assert!(shadow >= 1, "{more:?}: through the shadow: {}", r.stderr);
+            assert_eq!(kernels, 0, "{more:?}: {}", r.stderr);
         }
     });
     assert_nothing_left(&before, "direct collectives on fakecuda");

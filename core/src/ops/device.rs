@@ -40,7 +40,7 @@ use crate::ops::ctx::through_spml;
 use crate::ops::handles::Ctx;
 use crate::symm::runtime::Runtime;
 use crate::symm::segments::{PeerSeg, MAX_SEGMENTS};
-use rshmem_plugin_api::{SpmlViaTarget, AMO_CSWAP, AMO_FETCH, AMO_SET};
+use rshmem_plugin_api::{SpmlViaTarget, AMO_CSWAP, AMO_FETCH, AMO_SET, DT_F32, OP_SUM};
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -138,6 +138,61 @@ pub unsafe fn copy(rt: &Runtime, routine: &CStr, dst: *mut u8, src: *const u8, l
     if unsafe { (g.copy)(dst.cast(), src.cast(), len) } != 0 {
         fatal(routine, &format!("memheap {} could not copy {len} bytes to or from device memory", g.name));
     }
+}
+
+/// Every PE's device memheap compiled and runs a reduction kernel (agreed at init,
+/// `crate::ops::spaces`): reductions of mapped teams may then run on the device.
+static REDUCE_KERNELS: AtomicBool = AtomicBool::new(false);
+
+/// The sources one device reduction takes at most (the kernel's parameters).
+pub const REDUCE_SOURCES: usize = 8;
+
+/// Whether this PE's device memheap has a reduction kernel (a float sum, compiled now): the
+/// core agrees on the answer across PEs at init.
+pub fn probe_reduce(rt: &Runtime) -> bool {
+    let Some(f) = rt.gpu.as_ref().and_then(|g| g.reduce) else { return false };
+    let none = [std::ptr::null::<std::ffi::c_void>()];
+    // SAFETY: plugin ABI call with a count of 0: it queues nothing.
+    let rc = unsafe { f(std::ptr::null_mut(), std::ptr::null_mut(), none.as_ptr(), 1, 0, DT_F32, OP_SUM) };
+    rc == rshmem_plugin_api::RC_OK
+}
+
+pub(crate) fn set_reduce_kernels(all: bool) {
+    REDUCE_KERNELS.store(all, Ordering::Release);
+}
+
+/// A reduction of `nelems` elements of `dtype` by `op` over `srcs` (the members' mapped
+/// sources) into `dst` on the device, waited for; false, having done nothing, where the
+/// memheap has no kernel for the type and operation (then the shadow serves). With `nelems`
+/// 0 it only answers.
+///
+/// # Safety
+/// `dst` and every source this PE's mapping of device memory with `nelems` elements.
+pub unsafe fn reduce(
+    rt: &Runtime,
+    routine: &CStr,
+    dst: *mut u8,
+    srcs: &[*const u8],
+    nelems: usize,
+    (dtype, op): (u32, u32),
+) -> bool {
+    if !REDUCE_KERNELS.load(Ordering::Acquire) || srcs.is_empty() || srcs.len() > REDUCE_SOURCES {
+        return false;
+    }
+    let Some(g) = rt.gpu.as_ref() else { return false };
+    let (Some(f), Some(s)) = (g.reduce, g.stream) else { return false };
+    let stream = std::ptr::null_mut();
+    // SAFETY: plugin ABI call under the caller's contract; NULL is the default stream.
+    match unsafe { f(stream, dst.cast(), srcs.as_ptr().cast(), srcs.len(), nelems, dtype, op) } {
+        rshmem_plugin_api::RC_OK => {}
+        rshmem_plugin_api::RC_UNSUPPORTED => return false,
+        _ => fatal(routine, "a reduction on the device failed (the memheap said why above)"),
+    }
+    // SAFETY: plugin ABI call on the default stream.
+    if nelems > 0 && unsafe { (s.sync)(stream) } != rshmem_plugin_api::RC_OK {
+        fatal(routine, "waiting for a reduction on the device failed");
+    }
+    true
 }
 
 /// Several copies (`dst`, `src`, `len`) between device memory and host or device memory,

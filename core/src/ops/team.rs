@@ -590,6 +590,11 @@ impl TeamState {
         // An unknown type is the components' to refuse; its size does not matter then.
         let len = nelems.saturating_mul(rshmem_plugin_api::arith::elem_size(dtype).unwrap_or(0));
         if let Some((rt, d, s)) = device_buffers(routine, (dest, len), (src, len)) {
+            if kind == rshmem_plugin_api::REDUCE_ALL
+                && self.reduce_direct(routine, rt, (&d, &s), len, nelems, (dtype, op))
+            {
+                return;
+            }
             s.copy_in(rt, routine, len);
             self.reduce_on(routine, d.host.cast(), s.host.cast(), nelems, dtype, op, kind);
             return d.copy_out(rt, routine, 0, len);
@@ -677,6 +682,48 @@ impl TeamState {
             unsafe { crate::ops::device::copy(rt, routine, to, from, nbytes) };
         }
         self.barrier(routine);
+    }
+
+    /// A reduction between mapped device buffers, on the device: where this runs directly
+    /// (as [`Self::direct`]), the team has at most `device::REDUCE_SOURCES` members, `dest`
+    /// and the source do not overlap (in place, a member would overwrite its source while
+    /// others read it), and the device memheap has a kernel for the type and operation (the
+    /// same answer on every member: agreed at init, then decided by the arguments alone).
+    /// Once every member has entered, each reduces all members' sources into its `dest` with
+    /// one kernel, waits for it, and leaves after a second barrier. False, having done
+    /// nothing, where the shadow must serve.
+    fn reduce_direct(
+        &self,
+        routine: &CStr,
+        rt: &Runtime,
+        (d, s): (&crate::ops::device::Shadow, &crate::ops::device::Shadow),
+        len: usize,
+        nelems: usize,
+        how: (u32, u32),
+    ) -> bool {
+        let me = rt.my_pe as c_int;
+        let (Some(to), Some(mine)) = (d.on_peer(rt, me), s.on_peer(rt, me)) else { return false };
+        let apart = to as usize + len <= mine as usize || mine as usize + len <= to as usize;
+        let size = self.desc.size as usize;
+        if !apart || size > crate::ops::device::REDUCE_SOURCES || !self.direct(rt, d, s) {
+            return false;
+        }
+        let srcs: Option<Vec<*const u8>> =
+            (0..self.desc.size).map(|i| s.on_peer(rt, self.pe_of(i)).map(|p| p.cast_const())).collect();
+        let Some(srcs) = srcs else { return false };
+        // Whether a kernel serves this type and operation, before any member waits for another.
+        // SAFETY: a count of 0 touches no memory.
+        if !unsafe { crate::ops::device::reduce(rt, routine, to, &srcs, 0, how) } {
+            return false;
+        }
+        self.barrier(routine);
+        if nelems > 0 {
+            // SAFETY: `dest` and every source were checked against their segments
+            // (`Shadow::of`) for `len` bytes, and every source is ready (the barrier above).
+            unsafe { crate::ops::device::reduce(rt, routine, to, &srcs, nelems, how) };
+        }
+        self.barrier(routine);
+        true
     }
 
     /// A gather between mapped device buffers (fcollect, alltoall): once every member has

@@ -6,8 +6,8 @@
 
 use super::Selection;
 use rshmem_plugin_api::{
-    CoreServices, HostSlots, MemheapOps, PinSlots, SshmemOps, StreamSlots, StreamWordOp, MEMHEAP_DEVICE_CPU,
-    MEMHEAP_DEVICE_GPU,
+    CoreServices, HostSlots, MemheapOps, PinSlots, ReduceSlot, SshmemOps, StreamSlots, StreamWordOp,
+    MEMHEAP_DEVICE_CPU, MEMHEAP_DEVICE_GPU,
 };
 use std::ffi::{c_int, c_void};
 
@@ -96,6 +96,8 @@ pub struct DeviceMemory {
     pub stream: Option<StreamSlots>,
     /// Word operations queued on a stream together (the stream barrier), when it can.
     pub batch: Option<unsafe extern "C" fn(*mut c_void, *const StreamWordOp, usize) -> c_int>,
+    /// Reductions on the device (direct collectives), when it can.
+    pub reduce: Option<ReduceSlot>,
 }
 
 /// The data path of memheap `d`: `Err` says why the core cannot use it (a table without the
@@ -122,5 +124,6 @@ pub fn device_memory(d: &DeviceHeap) -> Result<DeviceMemory, String> {
         pin: d.ops.pin_slots(),
         stream: d.ops.stream_slots(),
         batch: d.ops.batch_slot(),
+        reduce: d.ops.reduce_slot(),
     })
 }

@@ -47,7 +47,9 @@ use rshmem_plugin_api::{
 };
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+
+mod reduce;
 
 /// `SHMEM_MCA_memheap_cuda_poll_copies`, read at open.
 static POLL_COPIES: AtomicBool = AtomicBool::new(false);
@@ -527,6 +529,98 @@ fn batch_param(o: &StreamWordOp) -> sys::CUstreamBatchMemOpParams {
     p
 }
 
+/// Compiled reduction kernels by (type, operation): the `CUfunction`, or 0 where compiling
+/// failed (said once, then declined).
+static KERNELS: Mutex<Vec<((u32, u32), usize)>> = Mutex::new(Vec::new());
+
+/// The reduction kernel for `dtype` and `op`, compiled in the device's primary context on
+/// first use. `Err` says why there is none.
+fn kernel(dtype: u32, op: u32) -> Result<sys::CUfunction, String> {
+    let mut k = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, f)) = k.iter().find(|(key, _)| *key == (dtype, op)) {
+        return if f == 0 { Err("compiling it failed before".into()) } else { Ok(f as sys::CUfunction) };
+    }
+    let made = (|| {
+        let ptx = reduce::ptx(dtype, op).ok_or("no kernel for this type and operation")?;
+        let ptx = std::ffi::CString::new(ptx).map_err(|e| e.to_string())?;
+        let _on = on_device()?;
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated PTX text; writes one module handle (kept for the process).
+        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut module, ptx.as_ptr().cast()) })?;
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: the module just loaded; writes one function handle.
+        check("cuModuleGetFunction", unsafe {
+            sys::cuModuleGetFunction(&mut f, module, reduce::KERNEL.as_ptr())
+        })?;
+        Ok::<_, String>(f)
+    })();
+    k.push(((dtype, op), made.as_ref().map_or(0, |f| *f as usize)));
+    made
+}
+
+/// Queue a reduction of `nsrc` device arrays into `dst` (see `MemheapOps::reduce`).
+unsafe extern "C" fn reduce_slot(
+    stream: *mut c_void,
+    dst: *mut c_void,
+    srcs: *const *const c_void,
+    nsrc: usize,
+    count: usize,
+    dtype: u32,
+    op: u32,
+) -> c_int {
+    if nsrc == 0 || nsrc > reduce::MAX_SOURCES || reduce::supported(dtype, op).is_none() {
+        return RC_UNSUPPORTED;
+    }
+    let f = match boundary::catch(|| kernel(dtype, op)) {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) | Err(e) => {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!("rshmem memheap cuda: no reduction kernel (type {dtype}, operation {op}): {e}; reductions go through the host");
+            }
+            return RC_UNSUPPORTED;
+        }
+    };
+    if count == 0 {
+        return RC_OK;
+    }
+    rc("reduce", || {
+        let _on = on_stream(stream)?;
+        let mut dst = dst as u64;
+        // SAFETY: the core's contract: `nsrc` pointers at `srcs`.
+        let given = unsafe { std::slice::from_raw_parts(srcs, nsrc) };
+        let mut s = [0u64; reduce::MAX_SOURCES];
+        for (slot, p) in s.iter_mut().zip(given) {
+            *slot = *p as u64;
+        }
+        let mut n = nsrc as u32;
+        let mut count = count as u64;
+        let mut params: Vec<*mut c_void> = vec![(&mut dst as *mut u64).cast()];
+        params.extend(s.iter_mut().map(|p| (p as *mut u64).cast::<c_void>()));
+        params.push((&mut n as *mut u32).cast());
+        params.push((&mut count as *mut u64).cast());
+        let threads = 256u32;
+        let blocks = count.div_ceil(u64::from(threads)).clamp(1, 1024) as u32;
+        // SAFETY: a kernel of this context whose parameters are the ten values above, each
+        // alive until the call returns (the driver copies them); the arrays are the core's.
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                f,
+                blocks,
+                1,
+                1,
+                threads,
+                1,
+                1,
+                0,
+                stream as sys::CUstream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
+    })
+}
+
 /// Wait for everything queued on the program's stream so far (by polling under
 /// `poll_copies`, as for the memheap's own copies).
 unsafe extern "C" fn stream_sync(stream: *mut c_void) -> c_int {
@@ -591,6 +685,7 @@ static OPS: MemheapOps = MemheapOps {
     stream_sync: Some(stream_sync),
     device_identity: Some(device_identity),
     stream_batch: Some(stream_batch),
+    reduce: Some(reduce_slot),
     ..heap_slots::table(create, MEMHEAP_DEVICE_GPU)
 };
 

@@ -190,6 +190,8 @@ pub fn init_gpu(rt: &Runtime) {
             rshmem_team_gpu.store(sp.team as *mut TeamObj, Ordering::Release);
             init_device_shared(rt, sp);
             crate::ops::gpu_share::check(c"shmem_init", rt);
+            let kernels = crate::ops::device::probe_reduce(rt);
+            crate::ops::device::set_reduce_kernels(!agree_any(c"shmem_init", !kernels));
             if default {
                 if sp.caps & CAP_COLLECTIVES == 0 {
                     fatal(c"shmem_init", "SHMEM_DEFAULT_SPACE=GPU, but the GPU space has no collectives (its host shadow could not be made, as logged above): the default space must take them");
@@ -628,8 +630,9 @@ pub fn block_in_space(seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
 /// the created CPU spaces as well, and the predefined GPU space is made anew at the next
 /// initialization: that one then starts with the spaces the first one had.
 pub fn release_at_finalize(routine: &CStr, rt: &Runtime, free: bool, host_too: bool, fence: impl FnOnce()) {
-    // The next initialization judges the GPUs' sharing again.
+    // The next initialization judges the GPUs' sharing and kernels again.
     crate::ops::device::set_shared_without_mps(false);
+    crate::ops::device::set_reduce_kernels(false);
     let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if host_too {
         // Invalid until the next initialization makes the GPU space again.
