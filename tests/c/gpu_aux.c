@@ -31,6 +31,7 @@ int main(void) {
     CHECK(shmem_ctx_create(SHMEM_DEVICE_CTX, &dctx) != 0 && dctx == SHMEM_CTX_INVALID);
     if (!want("EXPECT_GPU", 1)) {
         CHECK(!(provided & SHMEM_DEVICE_HOST_INIT));
+        shmemg_free(NULL); /* no action, GPU heap or not */
         CHECK(SHMEM_DEVICE_TEAM_WORLD == SHMEM_TEAM_INVALID);
         CHECK(SHMEM_DEVICE_TEAM_SHARED == SHMEM_TEAM_INVALID);
         REPORT_OK("gpu_aux");

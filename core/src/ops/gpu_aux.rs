@@ -99,6 +99,9 @@ pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
 /// # Safety
 /// `ptr` is NULL or a block of the GPU heap (checked).
 pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
+    if ptr.is_null() {
+        return; // the draft: no action, GPU heap or not
+    }
     let s = heap(routine);
     // SAFETY: forwarded; the space checks the block is its own.
     unsafe { spaces::free(routine, s, ptr) };
