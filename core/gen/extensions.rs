@@ -79,6 +79,27 @@ pub const EXTENSIONS: &[Family] = &[
         "uint64_t *sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st *stream",
         "on_stream::signal_wait_until({NAME}, sig_addr, cmp, cmp_value, stream)",
     ),
+    ext(
+        "put_on_stream",
+        &[Over::RmaTypes],
+        "void",
+        "{TYPE} *dest, const {TYPE} *source, size_t nelems, int pe, struct CUstream_st *stream",
+        "on_stream::putmem({NAME}, dest.cast(), source.cast(), on_stream::bytes({NAME}, nelems, {SIZE}), pe, stream)",
+    ),
+    ext(
+        "get_on_stream",
+        &[Over::RmaTypes],
+        "void",
+        "{TYPE} *dest, const {TYPE} *source, size_t nelems, int pe, struct CUstream_st *stream",
+        "on_stream::getmem({NAME}, dest.cast(), source.cast(), on_stream::bytes({NAME}, nelems, {SIZE}), pe, stream)",
+    ),
+    ext(
+        "put_signal_on_stream",
+        &[Over::RmaTypes],
+        "void",
+        "{TYPE} *dest, const {TYPE} *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st *stream",
+        "on_stream::putmem_signal({NAME}, dest.cast(), source.cast(), on_stream::bytes({NAME}, nelems, {SIZE}), sig_addr, signal, sig_op, pe, stream)",
+    ),
     plain("shmemx_quiet_on_stream", "void", "struct CUstream_st *stream", "on_stream::quiet({NAME}, stream)"),
     plain(
         "shmemx_barrier_all_on_stream",

@@ -376,7 +376,8 @@ pub fn shmemx_h(all: &[Routine]) -> String {
         let _ = writeln!(s, "{}{}", r.c_attr, r.c_prototype());
     }
     s.push_str("\n/* OSHMEM's shmem_ spellings of fixed-width names the specification does not have. */\n");
-    for r in ext.iter().filter(|r| r.ty.is_some()) {
+    // (The typed on-stream routines are NVSHMEM's names, not OSHMEM's: no `shmem_` spelling.)
+    for r in ext.iter().filter(|r| r.ty.is_some() && !r.name.ends_with("_on_stream")) {
         let plain = r.name.replacen("shmemx_", "shmem_", 1);
         if !all.iter().any(|o| o.name == plain) {
             let _ = writeln!(s, "#define {plain} {}", r.name);

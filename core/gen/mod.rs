@@ -169,7 +169,7 @@ fn instances(f: &'static Family) -> Vec<Routine> {
                 }
                 Over::RmaTypes => {
                     for t in RMA {
-                        let name = format!("shmem_{c}{}_{}{}", t.name, f.name, f.suffix);
+                        let name = format!("shmem{x}_{c}{}_{}{}", t.name, f.name, f.suffix);
                         push(name, t.c, t.rust, format!("::core::mem::size_of::<{}>()", t.rust), Some(t));
                     }
                 }

@@ -115,6 +115,25 @@ int main(void) {
     shmem_barrier_all();
     CHECK(shmem_long_g(&buf[0], me) == -1);
 
+    /* The typed forms (NVSHMEM's nvshmemx_TYPENAME_*_on_stream): element counts. */
+    for (int i = 0; i < N; i++) local[i] = 7000 + me * 100 + i;
+    shmem_putmem(src, local, sizeof local, me);
+    shmem_barrier_all();
+    shmemx_long_put_on_stream(buf + 1, src, N - 1, next, s);
+    shmemx_barrier_all_on_stream(s);
+    shmemx_long_get_on_stream(got, buf, N, me, s);
+    /* Two ints (one long: the source's third) over the first long put, after it on the
+     * sender's stream; the get above may have read either, so it is checked from [2]. */
+    shmemx_int_put_signal_on_stream((int *)(buf + 1), (const int *)(src + 2), 2, &sig[3], 5, SHMEM_SIGNAL_SET, next, s);
+    shmemx_signal_wait_until_on_stream(&sig[3], SHMEM_CMP_EQ, 5, s);
+    sync_stream();
+    shmem_getmem(back, got, sizeof back, me);
+    for (int i = 2; i < N; i++) CHECK(back[i] == 7000 + prev * 100 + i - 1);
+    shmem_getmem(back, buf, sizeof back, me);
+    CHECK(back[1] == 7000 + prev * 100 + 2);
+    shmem_long_p(&buf[0], -1, me);
+    shmem_barrier_all();
+
     /* An empty put and a zero-length put with a signal are no-ops but for the signal. */
     shmemx_putmem_on_stream(buf, src, 0, next, s);
     shmemx_putmem_signal_on_stream(buf, src, 0, &sig[2], 7, SHMEM_SIGNAL_SET, next, s);

@@ -110,6 +110,13 @@ fn device_word(rt: &Runtime, routine: &CStr, sig: *const u64, pe: c_int) -> Opti
     (!base.is_null()).then(|| base.wrapping_add(off).cast())
 }
 
+/// The bytes of `nelems` elements of `size` bytes (the typed forms), or the end of the job.
+pub fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
+    nelems
+        .checked_mul(size)
+        .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"))
+}
+
 /// `shmemx_putmem_on_stream`.
 ///
 /// # Safety
