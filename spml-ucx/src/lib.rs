@@ -8,6 +8,7 @@
 //! the peer; a peer whose endpoint fails ends the job too (after a short grace, see
 //! [`ucx::PEER_FAILURE_GRACE`]) rather than leaving this PE hanging.
 
+mod traffic;
 pub mod ucx;
 
 use rshmem_plugin_api::boundary::{self, slot};
@@ -280,6 +281,9 @@ fn open(c: &'static CoreServices) -> *const c_void {
     }
     let u: &'static Ucx = Box::leak(Box::new(u));
     STATE.store(u as *const Ucx as *mut Ucx, Ordering::Release);
+    if bool_param(c, "traffic", false) {
+        traffic::arm(c.pe_is_local);
+    }
     // Without a transport to any peer (`self_only`) nothing can arrive for the thread to serve:
     // it would only wake up, hundreds of times a second on every PE (at 128 PEs on 2 cores,
     // 0.6 s of start-up's 3.2 s of CPU time, docs/performance.md).
@@ -536,6 +540,7 @@ unsafe extern "C" fn put(
     len: usize,
 ) -> c_int {
     slot(COMPONENT, "put", || {
+        traffic::count(pe, traffic::Kind::Put, len);
         let u = ctx_state(ctx);
         // SAFETY: the core guarantees `src` is readable for `len` bytes.
         match unsafe { u.put(pe as usize, seg as usize, raddr, src, len, true) } {
@@ -554,6 +559,7 @@ unsafe extern "C" fn get(
     len: usize,
 ) -> c_int {
     slot(COMPONENT, "get", || {
+        traffic::count(pe, traffic::Kind::Get, len);
         let u = ctx_state(ctx);
         // SAFETY: the core guarantees `dst` is writable for `len` bytes.
         match unsafe { u.get(pe as usize, seg as usize, raddr, dst, len, true) } {
@@ -572,6 +578,7 @@ unsafe extern "C" fn put_nbi(
     len: usize,
 ) -> c_int {
     slot(COMPONENT, "put_nbi", || {
+        traffic::count(pe, traffic::Kind::Put, len);
         let u = ctx_state(ctx);
         // SAFETY: the caller keeps `src` readable until the next quiet.
         match unsafe { u.put(pe as usize, seg as usize, raddr, src, len, false) } {
@@ -590,6 +597,7 @@ unsafe extern "C" fn get_nbi(
     len: usize,
 ) -> c_int {
     slot(COMPONENT, "get_nbi", || {
+        traffic::count(pe, traffic::Kind::Get, len);
         let u = ctx_state(ctx);
         // SAFETY: the caller keeps `dst` writable until the next quiet.
         match unsafe { u.get(pe as usize, seg as usize, raddr, dst, len, false) } {
@@ -614,6 +622,7 @@ unsafe extern "C" fn put_signal(
     value: u64,
 ) -> c_int {
     slot(COMPONENT, "put_signal", || {
+        traffic::count(pe, traffic::Kind::PutSignal, len);
         let u = ctx_state(ctx);
         // SAFETY: the core guarantees `src` is readable for `len` bytes.
         match unsafe { u.put_signal(pe as usize, raddr, src, len, sig_raddr, value) } {
@@ -645,6 +654,7 @@ unsafe extern "C" fn put_via_target(
     len: usize,
 ) -> c_int {
     slot(COMPONENT, "put_via_target", || {
+        traffic::count(pe, traffic::Kind::Put, len);
         let ch = ctx_state(ctx);
         // SAFETY: the core guarantees `src` is readable for `len` bytes.
         match unsafe { state().via_target(ch, pe as usize, true, seg, off, src.cast(), len) } {
@@ -663,6 +673,7 @@ unsafe extern "C" fn get_via_target(
     len: usize,
 ) -> c_int {
     slot(COMPONENT, "get_via_target", || {
+        traffic::count(pe, traffic::Kind::Get, len);
         let ch = ctx_state(ctx);
         // SAFETY: the core guarantees `dst` is writable for `len` bytes.
         match unsafe { state().via_target(ch, pe as usize, false, seg, off, dst.cast(), len) } {
@@ -685,6 +696,7 @@ unsafe extern "C" fn atomic(
     fetched: *mut u64,
 ) -> c_int {
     slot(COMPONENT, "atomic", || {
+        traffic::count(pe, traffic::Kind::Atomic, size as usize);
         let u = ctx_state(ctx);
         match u.atomic(pe as usize, seg as usize, raddr, op, size, value, cond, !fetched.is_null()) {
             Ok(v) => {
@@ -784,6 +796,14 @@ fn drive() -> bool {
 unsafe extern "C" fn finalize() {
     slot(COMPONENT, "finalize", || {
         if !boundary::ending() {
+            if let Some(r) = traffic::report() {
+                let me = boundary::core().map_or(-1, |c| c.my_pe);
+                // One write, so that lines of PEs sharing the launcher's pipe do not interleave.
+                let line = format!(
+                    "rshmem[PE {me}] spml ucx: operations handed to UCX (SHMEM_MCA_spml_ucx_traffic) {r}\n"
+                );
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            }
             if let Err(e) = state().finalize() {
                 log(LOG_WARN, &format!("finalize: {e}"));
             }
@@ -866,6 +886,12 @@ rshmem_plugin_api::export_plugin! {
             kind: rshmem_plugin_api::PARAM_STRING,
             default_value: cstr!("auto"),
             doc: cstr!("In a job whose PEs are all on one host, open UCX's TCP transport (on the loopback device), through which those PEs reach each other when they do not map each other's memory. Off, UCX gets only its self transport: no PE holds a listening socket that another local user could connect to, and a PE of the host that cannot map another ends start-up with the reason. auto: on unless the core maps every PE of the host by itself (SHMEM_LOCAL_MAP on, no GPU memheap open, sshmem mmap the choice) and shm_transports is off; 1/0: always/never. Jobs across hosts always open it; a UCX_TLS set by the user wins"),
+        },
+        ParamDecl {
+            name: cstr!("traffic"),
+            kind: rshmem_plugin_api::PARAM_BOOL,
+            default_value: cstr!("0"),
+            doc: cstr!("Count the operations the core hands to this component (puts, gets, atomics, puts with signal, and their bytes), apart for PEs on other hosts and on this host, and print each PE's counts at shmem_finalize; one relaxed load per operation when off. Operations, not wire messages: small puts share batches, and heartbeats are not counted"),
         },
         ParamDecl {
             name: cstr!("via_target"),
