@@ -230,6 +230,84 @@ fn teams_across_hosts_use_the_hierarchical_collectives_unless_hosts_are_unmapped
     assert!(p.contains("barrier basic, broadcast basic"), "`{p}`\n{}", r.stderr);
 }
 
+/// Each PE's operations to PEs on other hosts, and to PEs of its own host, as spml ucx counted
+/// them (`SHMEM_MCA_spml_ucx_traffic=1`), by PE.
+fn traffic(r: &Run, np: usize) -> Vec<(u64, u64)> {
+    let sum = |part: &str| -> u64 {
+        part.split_whitespace()
+            .filter(|kv| !kv.starts_with("bytes="))
+            .filter_map(|kv| kv.split_once('=')?.1.parse::<u64>().ok())
+            .sum()
+    };
+    let mut by_pe = vec![None; np];
+    for l in r.stderr.lines() {
+        let Some(at) = l.find("rshmem[PE ") else { continue };
+        let Some((_, counts)) = l[at..].split_once("(SHMEM_MCA_spml_ucx_traffic) to other hosts: ") else {
+            continue;
+        };
+        let pe: usize = l[at + 10..].split(']').next().and_then(|p| p.parse().ok()).expect("a PE number");
+        let (away, home) = counts.split_once("; to this host: ").expect("both places");
+        by_pe[pe] = Some((sum(away), sum(home)));
+    }
+    by_pe
+        .into_iter()
+        .enumerate()
+        .map(|(pe, c)| c.unwrap_or_else(|| panic!("no counts from PE {pe}:\n{}", r.stderr)))
+        .collect()
+}
+
+/// What the hierarchical collectives send between hosts in a real job, counted by the spml
+/// (issue 51): per call, only the hosts' leaders send, ceil(log2 hosts) messages each for a
+/// barrier and a reduction (one more for a host folded in when the count is no power of two),
+/// hosts - 1 in all for a broadcast and from each leader for an fcollect; and nothing goes
+/// through the spml inside a host. Each figure is the difference between runs of 100 calls and
+/// of none, so start-up and finalize cancel out. 2 PEs per host, 3 and 4 hosts.
+#[test]
+fn collectives_across_hosts_send_log_hosts_messages_between_leaders_only() {
+    let prog = c_test("coll_traffic");
+    for hosts in [3usize, 4] {
+        let np = 2 * hosts;
+        let log = hosts.next_power_of_two().trailing_zeros() as u64;
+        for op in ["barrier", "broadcast", "reduce", "fcollect"] {
+            let count = |iters: &str| {
+                let env = [
+                    ("COLL_OP", op),
+                    ("COLL_ITERS", iters),
+                    ("SHMEM_MCA_spml_ucx_traffic", "1"),
+                    ("RSHMEM_HOSTS_FORWARD", "COLL_OP COLL_ITERS"),
+                ];
+                let r = launch_on_hosts(hosts, np, &[], &prog, &env, T);
+                r.assert_all_pes_ok("coll_traffic", np);
+                traffic(&r, np)
+            };
+            let (none, many) = (count("0"), count("100"));
+            let per_call: Vec<u64> = (0..np)
+                .map(|pe| {
+                    assert_eq!(
+                        many[pe].1, none[pe].1,
+                        "{op}, {hosts} hosts: PE {pe} used the spml inside its host"
+                    );
+                    let d = many[pe].0 - none[pe].0;
+                    assert_eq!(d % 100, 0, "{op}, {hosts} hosts: PE {pe} sent {d} messages in 100 calls");
+                    d / 100
+                })
+                .collect();
+            let what = format!("{op}, {hosts} hosts of 2 PEs: messages per call by PE {per_call:?}");
+            // Slots fill host by host: the even PEs lead.
+            assert!(per_call.iter().skip(1).step_by(2).all(|&m| m == 0), "{what}");
+            let leaders: Vec<u64> = per_call.iter().copied().step_by(2).collect();
+            let total: u64 = leaders.iter().sum();
+            let h = hosts as u64;
+            match op {
+                "barrier" => assert!(leaders.iter().all(|&m| m == log), "{what}"),
+                "broadcast" => assert!(total == h - 1 && leaders.iter().all(|&m| m <= log), "{what}"),
+                "reduce" => assert!(leaders.iter().all(|&m| (1..=log + 1).contains(&m)), "{what}"),
+                _ => assert!(leaders.iter().all(|&m| m == h - 1), "{what}"),
+            }
+        }
+    }
+}
+
 /// Hosts whose PEs interleave in the team (`--map-by node`): scoll hier serves scans there
 /// too, by trading per-member prefixes between the hosts' leaders (the program checks the
 /// placement first), and every other collective as before.
@@ -359,7 +437,14 @@ impl SignalledJob {
         let t = std::time::Instant::now();
         let out = self.child.wait_with_output().expect("wait for oshrun");
         let took = t.elapsed();
-        self.stdout.extend(self.lines.try_iter());
+        // The reader thread may still be passing on the last lines: take them until it sees
+        // the pipe's end (every PE and oshrun gone), not only those already passed on.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while let Ok(l) =
+            self.lines.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+        {
+            self.stdout.push(l);
+        }
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         (out.status.code(), self.stdout.join("\n"), err, took)
     }
@@ -725,9 +810,9 @@ fn a_lossy_link_between_hosts_slows_jobs_but_loses_nothing() {
     }
 }
 
-/// Links between 2 hosts that delay every frame by 10 ms and up to 5 ms more at random, so
-/// that frames overtake each other (`scripts/linkemu.py`, since this kernel has no netem): the
-/// jobs are slower, and every result is right. The emulator's counts show that frames did
+/// Links between 2 hosts, then 4, that delay every frame by 10 ms and up to 5 ms more at
+/// random, so that frames overtake each other (`scripts/linkemu.py`, since this kernel has no
+/// netem): the jobs are slower, and every result is right. The emulator's counts show that frames did
 /// arrive out of order.
 #[test]
 fn a_slow_link_that_reorders_frames_slows_jobs_but_loses_nothing() {
@@ -751,8 +836,24 @@ fn a_slow_link_that_reorders_frames_slows_jobs_but_loses_nothing() {
             eprintln!("{prog} over links of 10-15 ms: {:?}", t.elapsed());
         }
     } // `down` ends the emulator, which writes its counts.
-    let counts = std::fs::read_to_string(&stats).expect("the link emulator's counts");
+    let two_hosts = std::fs::read_to_string(&stats).expect("the link emulator's counts");
     let _ = std::fs::remove_file(&stats);
+    // 4 hosts of one PE: every peer over such a link, and the collectives' leaders in log2 4
+    // rounds of them.
+    {
+        let link = [("RSHMEM_HOSTS_DELAY_MS", "10"), ("RSHMEM_HOSTS_JITTER_MS", "5")];
+        let _hosts = OwnHosts::up_with(prefix, 4, &link);
+        let env = [("RSHMEM_HOSTS_PREFIX", prefix)];
+        for prog in ["many", "coll_shapes"] {
+            let t = std::time::Instant::now();
+            let r = launch_on_hosts(4, 4, &[], &c_test(prog), &env, T);
+            r.assert_all_pes_ok(prog, 4);
+            eprintln!("{prog} on 4 hosts over links of 10-15 ms: {:?}", t.elapsed());
+        }
+    }
+    eprintln!("link emulator, 4 hosts: {}", std::fs::read_to_string(&stats).unwrap_or_default().trim());
+    let _ = std::fs::remove_file(&stats);
+    let counts = two_hosts;
     let count = |what: &str| -> u64 {
         let words: Vec<&str> = counts.split_whitespace().collect();
         let at = words.iter().position(|w| *w == what).unwrap_or_else(|| panic!("no {what}: {counts}"));
