@@ -3,8 +3,96 @@
 //! message and a clean job abort is the only honest answer to bad input.
 
 use std::ffi::CStr;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+
+/// What a routine cannot do with the arguments it was given, or what failed under it: one
+/// value per cause, naming the argument (`what`) and the values that make it wrong. Checks
+/// return it; the routine turns it into the job's end with its own name ([`fail`]) or, where
+/// the spec has a status to return, into that. `Copy` and without heap data, so a check on the
+/// hot path builds nothing unless it fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShmemError {
+    /// A PE number outside the job.
+    PeOutOfRange { pe: i32, n_pes: i32 },
+    /// A PE number outside the team of the context an operation ran on.
+    PeOutsideTeam { pe: i32, size: i32 },
+    /// `SHMEM_CTX_INVALID` (a NULL context) where a live context is needed.
+    CtxInvalid,
+    /// A context that was destroyed.
+    CtxDestroyed { addr: usize },
+    /// Something that never was a context handle.
+    NotACtx { addr: usize },
+    /// An address no symmetric segment of this PE holds.
+    NotSymmetric { what: &'static str, addr: usize },
+    /// A range that starts in a symmetric segment and runs past its end.
+    PastEnd { what: &'static str, addr: usize, len: usize, room: usize },
+    /// A NULL buffer where bytes are to move.
+    NullBuffer { what: &'static str, len: usize },
+    /// A NULL list where entries are expected (of variables to wait on, of PEs).
+    NullList { what: &'static str, expected: &'static str, count: usize },
+    /// A NULL array whose length another argument gives (`target_pes` and `npes`).
+    NullArray { what: &'static str, count_arg: &'static str, count: usize },
+    /// An element count times the element size that does not fit a `size_t`.
+    LengthOverflow,
+    /// An address not aligned to the size of the type it holds.
+    Misaligned { what: &'static str, addr: usize, align: usize },
+    /// An argument outside the values the routine takes (`cmp`, `sig_op`, ...).
+    BadValue { what: &'static str, value: i64, expected: &'static str },
+    /// The spml failed an operation with a peer.
+    Spml { op: &'static str, pe: i32 },
+}
+
+impl fmt::Display for ShmemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ShmemError::PeOutOfRange { pe, n_pes } => {
+                write!(f, "pe {pe} is out of range: the job has {n_pes} PEs (0..{})", n_pes - 1)
+            }
+            ShmemError::PeOutsideTeam { pe, size } => write!(
+                f,
+                "pe {pe} is not a PE of the context's team, which has {size} PE(s): on a context made by shmem_team_create_ctx, PE numbers are relative to the team"
+            ),
+            ShmemError::CtxInvalid => {
+                write!(f, "ctx is SHMEM_CTX_INVALID (did shmem_ctx_create or shmem_team_create_ctx fail?)")
+            }
+            ShmemError::CtxDestroyed { addr } => write!(f, "ctx {addr:#x} was destroyed"),
+            ShmemError::NotACtx { addr } => write!(
+                f,
+                "ctx {addr:#x} is not a context handle: never returned by shmem_ctx_create or shmem_team_create_ctx (an uninitialised or overwritten variable?)"
+            ),
+            ShmemError::NotSymmetric { what, addr } => write!(
+                f,
+                "{what} {addr:#x} is not a symmetric address (not in the symmetric heap nor in global or static data)"
+            ),
+            ShmemError::PastEnd { what, addr, len, room } => write!(
+                f,
+                "{what} range {addr:#x}+{len} runs past the end of its symmetric segment ({room} bytes left from there)"
+            ),
+            ShmemError::NullBuffer { what, len } => write!(f, "{what} is NULL but {len} bytes are to be transferred"),
+            ShmemError::NullList { what, expected, count } => {
+                write!(f, "{what} is NULL ({count} {expected} expected)")
+            }
+            ShmemError::NullArray { what, count_arg, count } => write!(f, "{what} is NULL but {count_arg} is {count}"),
+            ShmemError::LengthOverflow => write!(f, "nelems times the element size overflows size_t"),
+            ShmemError::Misaligned { what, addr, align } => {
+                write!(f, "{what} {addr:#x} is not aligned to its {align}-byte type")
+            }
+            ShmemError::BadValue { what, value, expected } => write!(f, "{what}={value} is not {expected}"),
+            ShmemError::Spml { op, pe } => write!(f, "{op} PE {pe} failed in the spml"),
+        }
+    }
+}
+
+impl std::error::Error for ShmemError {}
+
+/// End the job for `err`, met in `routine`.
+#[cold]
+#[inline(never)]
+pub fn fail(routine: &CStr, err: ShmemError) -> ! {
+    fatal(routine, &err.to_string())
+}
 
 #[cold]
 #[inline(never)]
@@ -51,4 +139,60 @@ pub fn mark_exiting() {
 
 pub fn is_exiting() -> bool {
     EXITING.load(Ordering::Acquire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShmemError;
+
+    /// The texts the failure tests (tests/tests/failures.rs) and users' logs know.
+    #[test]
+    fn each_error_names_its_argument_and_values() {
+        let cases = [
+            (ShmemError::PeOutOfRange { pe: 7, n_pes: 4 }, "pe 7 is out of range: the job has 4 PEs (0..3)"),
+            (
+                ShmemError::NotSymmetric { what: "dest", addr: 0x10 },
+                "dest 0x10 is not a symmetric address (not in the symmetric heap nor in global or static data)",
+            ),
+            (
+                ShmemError::PastEnd { what: "source", addr: 0x1000, len: 64, room: 8 },
+                "source range 0x1000+64 runs past the end of its symmetric segment (8 bytes left from there)",
+            ),
+            (ShmemError::NullBuffer { what: "dest", len: 8 }, "dest is NULL but 8 bytes are to be transferred"),
+            (
+                ShmemError::NullList { what: "ivars", expected: "bytes of variables", count: 16 },
+                "ivars is NULL (16 bytes of variables expected)",
+            ),
+            (
+                ShmemError::NullArray { what: "target_pes", count_arg: "npes", count: 2 },
+                "target_pes is NULL but npes is 2",
+            ),
+            (ShmemError::LengthOverflow, "nelems times the element size overflows size_t"),
+            (
+                ShmemError::PeOutsideTeam { pe: 3, size: 2 },
+                "pe 3 is not a PE of the context's team, which has 2 PE(s): on a context made by shmem_team_create_ctx, PE numbers are relative to the team",
+            ),
+            (
+                ShmemError::CtxInvalid,
+                "ctx is SHMEM_CTX_INVALID (did shmem_ctx_create or shmem_team_create_ctx fail?)",
+            ),
+            (ShmemError::CtxDestroyed { addr: 0x40 }, "ctx 0x40 was destroyed"),
+            (
+                ShmemError::NotACtx { addr: 0x40 },
+                "ctx 0x40 is not a context handle: never returned by shmem_ctx_create or shmem_team_create_ctx (an uninitialised or overwritten variable?)",
+            ),
+            (
+                ShmemError::Misaligned { what: "dest", addr: 0x1003, align: 8 },
+                "dest 0x1003 is not aligned to its 8-byte type",
+            ),
+            (
+                ShmemError::BadValue { what: "cmp", value: 9, expected: "one of the SHMEM_CMP_* constants" },
+                "cmp=9 is not one of the SHMEM_CMP_* constants",
+            ),
+            (ShmemError::Spml { op: "put to", pe: 2 }, "put to PE 2 failed in the spml"),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+        }
+    }
 }

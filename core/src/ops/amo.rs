@@ -6,7 +6,7 @@
 //! emulation's atomics are not atomic with each other). Words of device memory take a third
 //! path, for every target alike: a locked read-modify-write (`crate::ops::device::amo`).
 
-use crate::error::fatal;
+use crate::error::ShmemError;
 use crate::ops::handles::Ctx;
 use crate::ops::rma;
 use crate::symm::runtime;
@@ -144,7 +144,10 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
     let rt = runtime::get(routine);
     let (seg, off, p) = rma::target(rt, routine, word_name(WORD), dest as usize, T::SIZE, pe);
     if !(dest as usize).is_multiple_of(T::SIZE) {
-        fatal(routine, &format!("{} {dest:p} is not aligned to its {}-byte type", word_name(WORD), T::SIZE));
+        crate::error::fail(
+            routine,
+            ShmemError::Misaligned { what: word_name(WORD), addr: dest as usize, align: T::SIZE },
+        );
     }
     if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
         crate::ops::perturb::point();
@@ -190,7 +193,7 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
         })
     };
     if rc != 0 {
-        fatal(routine, &format!("atomic operation on PE {pe} failed in the spml"));
+        crate::error::fail(routine, ShmemError::Spml { op: "atomic operation on", pe });
     }
     T::from_bits(fetched)
 }

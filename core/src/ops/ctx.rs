@@ -100,7 +100,7 @@ fn not_a_ctx(routine: &CStr, ctx: Ctx) -> ! {
     if ctx.is_null() {
         dead(routine, ctx);
     }
-    fatal(routine, &format!("ctx {ctx:p} is not a context handle: never returned by shmem_ctx_create or shmem_team_create_ctx (an uninitialised or overwritten variable?)"))
+    crate::error::fail(routine, crate::error::ShmemError::NotACtx { addr: ctx as usize })
 }
 
 /// The world PE an operation on `ctx` addresses, `ctx` checked live on the way. `pe` is
@@ -134,21 +134,18 @@ pub(crate) unsafe fn world_pe(routine: &CStr, ctx: Ctx, pe: c_int) -> c_int {
 #[cold]
 #[inline(never)]
 fn outside_team(routine: &CStr, pe: c_int, size: c_int) -> ! {
-    fatal(
-        routine,
-        &format!(
-            "pe {pe} is not a PE of the context's team, which has {size} PE(s): on a context made by shmem_team_create_ctx, PE numbers are relative to the team"
-        ),
-    )
+    crate::error::fail(routine, crate::error::ShmemError::PeOutsideTeam { pe, size })
 }
 
 #[cold]
 #[inline(never)]
 fn dead(routine: &CStr, ctx: Ctx) -> ! {
-    if ctx.is_null() {
-        fatal(routine, "ctx is SHMEM_CTX_INVALID (did shmem_ctx_create or shmem_team_create_ctx fail?)");
-    }
-    fatal(routine, &format!("ctx {ctx:p} was destroyed"))
+    let e = if ctx.is_null() {
+        crate::error::ShmemError::CtxInvalid
+    } else {
+        crate::error::ShmemError::CtxDestroyed { addr: ctx as usize }
+    };
+    crate::error::fail(routine, e)
 }
 
 /// The contexts created and not destroyed yet: destroying one twice (or something that was
@@ -356,7 +353,10 @@ pub unsafe fn pe_quiet(routine: &CStr, ctx: Ctx, target_pes: *const c_int, npes:
     }
     let rt = runtime::get(routine);
     if target_pes.is_null() {
-        fatal(routine, &format!("target_pes is NULL but npes is {npes}"));
+        crate::error::fail(
+            routine,
+            crate::error::ShmemError::NullArray { what: "target_pes", count_arg: "npes", count: npes },
+        );
     }
     // SAFETY: non-null, and `npes` ints by the caller's contract.
     let pes = unsafe { std::slice::from_raw_parts(target_pes, npes) };

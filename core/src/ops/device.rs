@@ -329,8 +329,8 @@ fn spml_cannot_reach(rt: &Runtime, local: *const u8) -> bool {
 }
 
 #[cold]
-fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
-    fatal(routine, &format!("{what} PE {pe} failed in the spml"))
+fn spml_failed(routine: &CStr, what: &'static str, pe: c_int) -> ! {
+    crate::error::fail(routine, crate::error::ShmemError::Spml { op: what, pe })
 }
 
 /// The spml's transfers through the target's CPU, when segment `seg` is device memory the spml

@@ -106,7 +106,10 @@ fn held() -> std::sync::MutexGuard<'static, Vec<usize>> {
 fn check(rt: &runtime::Runtime, routine: &CStr, lock: *mut c_long, want_held: bool) {
     crate::ops::rma::target(rt, routine, "lock", lock as usize, std::mem::size_of::<c_long>(), home());
     if !(lock as usize).is_multiple_of(std::mem::align_of::<c_long>()) {
-        crate::error::fatal(routine, &format!("lock {lock:p} is not aligned to its 8-byte type"));
+        crate::error::fail(
+            routine,
+            crate::error::ShmemError::Misaligned { what: "lock", addr: lock as usize, align: 8 },
+        );
     }
     let holds = held().contains(&(lock as usize));
     if holds && !want_held {

@@ -86,7 +86,7 @@ fn sync(routine: &CStr, s: &StreamSlots, stream: *mut c_void) {
 fn mapped(
     rt: &Runtime,
     routine: &CStr,
-    what: &str,
+    what: &'static str,
     addr: *const c_void,
     len: usize,
     pe: c_int,
@@ -228,7 +228,7 @@ pub unsafe fn putmem_signal(
     let rt = runtime::get(routine);
     let s = slots(rt, routine);
     if sig_op != signal::SIGNAL_SET && sig_op != signal::SIGNAL_ADD {
-        fatal(routine, &format!("sig_op={sig_op} is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD"));
+        crate::error::fail(routine, crate::ops::signal::bad_sig_op(sig_op));
     }
     let d = if len == 0 { None } else { mapped(rt, routine, "dest", dest, len, pe) };
     let signal_on_stream = sig_op == signal::SIGNAL_SET && device_word(rt, routine, sig_addr, pe).is_some();
@@ -314,7 +314,7 @@ pub unsafe fn signal_wait_until(
     let rt = runtime::get(routine);
     let s = slots(rt, routine);
     if crate::ops::wait::compare(0u64, cmp, 0).is_none() {
-        fatal(routine, &format!("cmp={cmp} is not one of the SHMEM_CMP_* constants"));
+        crate::error::fail(routine, crate::ops::wait::bad_cmp(cmp));
     }
     if let (Some(w), Some((how, v))) =
         (device_word(rt, routine, sig_addr, rt.my_pe as c_int), stream_cmp(cmp, value))

@@ -31,7 +31,7 @@ impl<T: Copy> Values<T> {
 
 fn check(routine: &CStr, cmp: c_int) {
     if compare(0, cmp, 0).is_none() {
-        fatal(routine, &format!("cmp={cmp} is not one of the SHMEM_CMP_* constants"));
+        crate::error::fail(routine, crate::ops::wait::bad_cmp(cmp));
     }
 }
 
@@ -44,11 +44,15 @@ fn check_indices(routine: &CStr, indices: *mut usize, n: usize) {
 }
 
 /// Check the `n` variables at `ivars` (symmetric, aligned, not NULL when `n > 0`).
-pub(crate) fn variables<T>(rt: &runtime::Runtime, routine: &CStr, what: &str, ivars: *const T, n: usize) {
+pub(crate) fn variables<T>(
+    rt: &runtime::Runtime,
+    routine: &CStr,
+    what: &'static str,
+    ivars: *const T,
+    n: usize,
+) {
     let size = std::mem::size_of::<T>();
-    let len = n
-        .checked_mul(size)
-        .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"));
+    let len = crate::ops::rma::transfer_len(n, size).unwrap_or_else(|e| crate::error::fail(routine, e));
     crate::ops::rma::local(rt, routine, what, ivars as usize, len, size);
 }
 
@@ -105,7 +109,7 @@ pub unsafe fn wait_until<T: Copy + PartialOrd + std::fmt::Debug>(
 /// As [`wait_until`].
 pub unsafe fn wait_until_named<T: Copy + PartialOrd + std::fmt::Debug>(
     routine: &CStr,
-    what: &str,
+    what: &'static str,
     ivar: *const T,
     cmp: c_int,
     value: T,

@@ -4,44 +4,37 @@
 //! lock, no allocation); any other peer goes through the spml. Once a device segment exists,
 //! both branches hand device memory to `crate::ops::device`.
 
-use crate::error::fatal;
+use crate::error::{fail, fatal, ShmemError};
 use crate::ops::handles::Ctx;
 use crate::symm::runtime::{self, Runtime};
-use crate::symm::segments::PeerSeg;
+use crate::symm::segments::{PeerSeg, SegmentTable};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-#[cold]
-#[inline(never)]
-fn bad_pe(routine: &CStr, pe: c_int, n: i32) -> ! {
-    fatal(routine, &format!("pe {pe} is out of range: the job has {n} PEs (0..{})", n - 1))
-}
-
-#[cold]
-#[inline(never)]
-fn not_symmetric(routine: &CStr, what: &str, addr: usize) -> ! {
-    fatal(routine, &format!("{what} {addr:#x} is not a symmetric address (not in the symmetric heap nor in global or static data)"))
-}
-
-#[cold]
-#[inline(never)]
-fn past_end(routine: &CStr, what: &str, addr: usize, len: usize, room: usize) -> ! {
-    fatal(
-        routine,
-        &format!("{what} range {addr:#x}+{len} runs past the end of its symmetric segment ({room} bytes left from there)"),
-    )
-}
-
-#[cold]
-#[inline(never)]
-fn null_buffer(routine: &CStr, what: &str, len: usize) -> ! {
-    fatal(routine, &format!("{what} is NULL but {len} bytes are to be transferred"))
-}
-
-#[cold]
-#[inline(never)]
-fn overflow(routine: &CStr) -> ! {
-    fatal(routine, "nelems times the element size overflows size_t")
+/// Where `len` bytes at symmetric `addr` lie, for an operation on `pe`: (segment, offset).
+/// The checks every transfer makes, as a value: a PE of the job, an address some segment
+/// holds, and the range inside that segment.
+#[inline(always)]
+pub(crate) fn locate_target(
+    segs: &SegmentTable,
+    n_pes: i32,
+    what: &'static str,
+    addr: usize,
+    len: usize,
+    pe: c_int,
+) -> Result<(u32, usize), ShmemError> {
+    if pe as u32 >= n_pes as u32 {
+        return Err(ShmemError::PeOutOfRange { pe, n_pes });
+    }
+    let Some((seg, off, room)) = segs.locate(addr) else {
+        return Err(ShmemError::NotSymmetric { what, addr });
+    };
+    // Always on: one comparison against the segment already found, and without it a long
+    // transfer reads or writes past the peer's memory (or crashes the target PE).
+    if len > room {
+        return Err(ShmemError::PastEnd { what, addr, len, room });
+    }
+    Ok((seg, off))
 }
 
 /// Where symmetric `addr` lives on `pe`: (segment, offset, peer record).
@@ -49,20 +42,15 @@ fn overflow(routine: &CStr) -> ! {
 pub(crate) fn target(
     rt: &Runtime,
     routine: &CStr,
-    what: &str,
+    what: &'static str,
     addr: usize,
     len: usize,
     pe: c_int,
 ) -> (u32, usize, PeerSeg) {
-    if pe as u32 >= rt.n_pes as u32 {
-        bad_pe(routine, pe, rt.n_pes);
-    }
-    let Some((seg, off, room)) = rt.segs.locate(addr) else { not_symmetric(routine, what, addr) };
-    // Always on: one comparison against the segment already found, and without it a long
-    // transfer reads or writes past the peer's memory (or crashes the target PE).
-    if len > room {
-        past_end(routine, what, addr, len, room);
-    }
+    let (seg, off) = match locate_target(&rt.segs, rt.n_pes, what, addr, len, pe) {
+        Ok(at) => at,
+        Err(e) => fail(routine, e),
+    };
     if rt.debug {
         one_block(rt, routine, what, seg, addr, len);
     }
@@ -141,35 +129,62 @@ fn one_block(rt: &Runtime, routine: &CStr, what: &str, seg: u32, addr: usize, le
 /// variables): not NULL, symmetric, inside one segment, aligned to `align`. Waiting on memory
 /// no peer can write would never end.
 #[inline]
-pub(crate) fn local(rt: &Runtime, routine: &CStr, what: &str, addr: usize, len: usize, align: usize) {
+pub(crate) fn local(rt: &Runtime, routine: &CStr, what: &'static str, addr: usize, len: usize, align: usize) {
+    if let Err(e) = check_local(&rt.segs, what, addr, len, align) {
+        fail(routine, e)
+    }
+}
+
+/// [`local`]'s checks, as a value.
+#[inline]
+pub(crate) fn check_local(
+    segs: &SegmentTable,
+    what: &'static str,
+    addr: usize,
+    len: usize,
+    align: usize,
+) -> Result<(), ShmemError> {
     if len == 0 {
-        return;
+        return Ok(());
     }
     if addr == 0 {
-        fatal(routine, &format!("{what} is NULL ({len} bytes of variables expected)"));
+        return Err(ShmemError::NullList { what, expected: "bytes of variables", count: len });
     }
-    let Some((_, _, room)) = rt.segs.locate(addr) else { not_symmetric(routine, what, addr) };
+    let Some((_, _, room)) = segs.locate(addr) else { return Err(ShmemError::NotSymmetric { what, addr }) };
     if len > room {
-        past_end(routine, what, addr, len, room);
+        return Err(ShmemError::PastEnd { what, addr, len, room });
     }
     if !addr.is_multiple_of(align) {
-        fatal(routine, &format!("{what} {addr:#x} is not aligned to its {align}-byte type"));
+        return Err(ShmemError::Misaligned { what, addr, align });
     }
+    Ok(())
+}
+
+/// The bytes of `nelems` elements of `size` bytes.
+#[inline(always)]
+pub(crate) fn transfer_len(nelems: usize, size: usize) -> Result<usize, ShmemError> {
+    nelems.checked_mul(size).ok_or(ShmemError::LengthOverflow)
 }
 
 #[inline(always)]
 fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
-    match nelems.checked_mul(size) {
-        Some(n) => n,
-        None => overflow(routine),
+    match transfer_len(nelems, size) {
+        Ok(n) => n,
+        Err(e) => fail(routine, e),
     }
 }
 
 pub(crate) use crate::ops::ctx::{spml_handle, through_spml};
 
 #[cold]
-fn spml_failed(routine: &CStr, what: &str, pe: c_int) -> ! {
-    fatal(routine, &format!("{what} PE {pe} failed in the spml"))
+fn spml_failed(routine: &CStr, op: &'static str, pe: c_int) -> ! {
+    fail(routine, ShmemError::Spml { op, pe })
+}
+
+#[cold]
+#[inline(never)]
+fn null_buffer(routine: &CStr, what: &'static str, len: usize) -> ! {
+    fail(routine, ShmemError::NullBuffer { what, len })
 }
 
 /// Put `nelems` elements of `size` bytes. `NBI` selects the non-blocking form: a mapped peer is
@@ -444,7 +459,7 @@ unsafe fn blocks<const GET: bool>(
         });
     let rt = runtime::get(routine);
     match rt.segs.locate(remote) {
-        None => not_symmetric(routine, what, remote),
+        None => fail(routine, ShmemError::NotSymmetric { what, addr: remote }),
         Some((_, _, room)) if span > room => fatal(
             routine,
             &format!(
@@ -673,5 +688,72 @@ pub unsafe fn put_signal_u64(
     let rc = unsafe { slot(spml_handle(ctx), pe, sseg, sraddr, std::ptr::null(), 0, sseg, sraddr, value) };
     if rc != rshmem_plugin_api::RC_OK {
         spml_failed(routine, "signal to", pe);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_local, locate_target, transfer_len};
+    use crate::error::ShmemError::*;
+    use crate::symm::segments::SegmentTable;
+
+    /// A heap of 256 bytes at 0x1000 and global data of 16 bytes at 0x8000, in a job of 4.
+    fn table() -> SegmentTable {
+        let t = SegmentTable::new(4);
+        t.add_local(0x1000, 0x100);
+        t.add_local(0x8000, 0x10);
+        t
+    }
+
+    /// The checks every put, get and atomic makes before it moves a byte, without a job.
+    #[test]
+    fn a_transfer_is_located_or_refused_naming_its_argument() {
+        let t = table();
+        assert_eq!(locate_target(&t, 4, "dest", 0x1010, 0xf0, 3), Ok((0, 0x10)));
+        assert_eq!(locate_target(&t, 4, "dest", 0x8008, 8, 0), Ok((1, 8)));
+        assert_eq!(locate_target(&t, 4, "dest", 0x1010, 8, 4), Err(PeOutOfRange { pe: 4, n_pes: 4 }));
+        assert_eq!(locate_target(&t, 4, "dest", 0x1010, 8, -1), Err(PeOutOfRange { pe: -1, n_pes: 4 }));
+        assert_eq!(
+            locate_target(&t, 4, "source", 0x2000, 8, 1),
+            Err(NotSymmetric { what: "source", addr: 0x2000 })
+        );
+        assert_eq!(
+            locate_target(&t, 4, "dest", 0x10f8, 9, 1),
+            Err(PastEnd { what: "dest", addr: 0x10f8, len: 9, room: 8 })
+        );
+        // The PE is checked first: a bad PE with a bad address names the PE.
+        assert_eq!(locate_target(&t, 4, "dest", 0, 8, 9), Err(PeOutOfRange { pe: 9, n_pes: 4 }));
+        // Just past a segment's end is outside it, even for no bytes.
+        assert_eq!(
+            locate_target(&t, 4, "dest", 0x1100, 0, 0),
+            Err(NotSymmetric { what: "dest", addr: 0x1100 })
+        );
+    }
+
+    /// A wait's or a test's variables must be this PE's own symmetric memory, aligned.
+    #[test]
+    fn variables_to_wait_on_are_checked_as_symmetric_and_aligned() {
+        let t = table();
+        assert_eq!(check_local(&t, "ivars", 0x1008, 16, 8), Ok(()));
+        assert_eq!(check_local(&t, "ivars", 0, 0, 8), Ok(()), "nothing to wait on");
+        assert_eq!(
+            check_local(&t, "ivars", 0, 16, 8),
+            Err(NullList { what: "ivars", expected: "bytes of variables", count: 16 })
+        );
+        assert_eq!(
+            check_local(&t, "ivar", 0x1004, 8, 8),
+            Err(Misaligned { what: "ivar", addr: 0x1004, align: 8 })
+        );
+        assert_eq!(check_local(&t, "ivar", 0x9000, 8, 8), Err(NotSymmetric { what: "ivar", addr: 0x9000 }));
+        assert_eq!(
+            check_local(&t, "ivars", 0x8008, 16, 8),
+            Err(PastEnd { what: "ivars", addr: 0x8008, len: 16, room: 8 })
+        );
+    }
+
+    #[test]
+    fn a_length_that_overflows_is_refused() {
+        assert_eq!(transfer_len(3, 8), Ok(24));
+        assert_eq!(transfer_len(usize::MAX / 2, 4), Err(LengthOverflow));
     }
 }

@@ -2,7 +2,6 @@
 //! any put, then a fence orders it before the signal update, which is an AMO (SET or ADD) on the
 //! 64-bit signal word, so the receiver that sees the signal sees the data.
 
-use crate::error::fatal;
 use crate::ops::amo;
 use crate::ops::handles::Ctx;
 use crate::ops::rma;
@@ -11,11 +10,20 @@ use std::ffi::{c_int, CStr};
 pub const SIGNAL_SET: c_int = 0;
 pub const SIGNAL_ADD: c_int = 1;
 
+/// A `sig_op` that is neither of the two.
+pub(crate) fn bad_sig_op(sig_op: c_int) -> crate::error::ShmemError {
+    crate::error::ShmemError::BadValue {
+        what: "sig_op",
+        value: sig_op.into(),
+        expected: "SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD",
+    }
+}
+
 fn op_of(routine: &CStr, sig_op: c_int) -> u32 {
     match sig_op {
         SIGNAL_SET => rshmem_plugin_api::AMO_SET,
         SIGNAL_ADD => rshmem_plugin_api::AMO_ADD,
-        _ => fatal(routine, &format!("sig_op={sig_op} is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD")),
+        _ => crate::error::fail(routine, bad_sig_op(sig_op)),
     }
 }
 

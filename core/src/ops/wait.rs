@@ -109,6 +109,15 @@ fn drive_spml(rt: &runtime::Runtime) -> bool {
     }
 }
 
+/// A `cmp` that is none of the `SHMEM_CMP_*` values.
+pub(crate) fn bad_cmp(cmp: c_int) -> crate::error::ShmemError {
+    crate::error::ShmemError::BadValue {
+        what: "cmp",
+        value: cmp.into(),
+        expected: "one of the SHMEM_CMP_* constants",
+    }
+}
+
 /// Block until `*ivar <cmp> value`: the components' wait service, so the collectives' wait.
 /// When its [`crate::ops::stall::Countdown`] says so it lets the stall watch look at the clock.
 ///
@@ -117,7 +126,7 @@ fn drive_spml(rt: &runtime::Runtime) -> bool {
 pub unsafe fn wait_until_u64(routine: &CStr, ivar: *const u64, cmp: c_int, value: u64) {
     let rt = runtime::get(routine);
     if compare(0, cmp, 0).is_none() {
-        crate::error::fatal(routine, &format!("cmp={cmp} is not a SHMEM_CMP_* value"));
+        crate::error::fail(routine, bad_cmp(cmp));
     }
     // SAFETY: the caller guarantees a valid aligned address; peers store to it concurrently,
     // which an atomic load tolerates.
