@@ -24,6 +24,14 @@ pub enum ShmemError {
     CtxDestroyed { addr: usize },
     /// Something that never was a context handle.
     NotACtx { addr: usize },
+    /// Something that never was a team handle.
+    NotATeam { addr: usize },
+    /// A team that was destroyed.
+    TeamDestroyed { addr: usize },
+    /// A collective's root outside its team.
+    RootOutsideTeam { root: i32, size: i32 },
+    /// A collective's buffer that is not symmetric memory as a whole.
+    NotSymmetricRange { what: &'static str, addr: usize, len: usize },
     /// An address no symmetric segment of this PE holds.
     NotSymmetric { what: &'static str, addr: usize },
     /// A range that starts in a symmetric segment and runs past its end.
@@ -62,6 +70,17 @@ impl fmt::Display for ShmemError {
                 f,
                 "ctx {addr:#x} is not a context handle: never returned by shmem_ctx_create or shmem_team_create_ctx (an uninitialised or overwritten variable?)"
             ),
+            ShmemError::NotATeam { addr } => write!(
+                f,
+                "team {addr:#x} is not a team handle: never returned by a team split (an uninitialised or overwritten variable?)"
+            ),
+            ShmemError::TeamDestroyed { addr } => write!(f, "team {addr:#x} is not a live team (destroyed already?)"),
+            ShmemError::RootOutsideTeam { root, size } => {
+                write!(f, "PE_root {root} is not in the team (size {size})")
+            }
+            ShmemError::NotSymmetricRange { what, addr, len } => {
+                write!(f, "{what} {addr:#x}+{len} is not symmetric memory")
+            }
             ShmemError::NotSymmetric { what, addr } => write!(
                 f,
                 "{what} {addr:#x} is not a symmetric address (not in the symmetric heap nor in global or static data)"
@@ -168,6 +187,16 @@ mod tests {
                 "target_pes is NULL but npes is 2",
             ),
             (ShmemError::LengthOverflow, "nelems times the element size overflows size_t"),
+            (
+                ShmemError::NotATeam { addr: 0x40 },
+                "team 0x40 is not a team handle: never returned by a team split (an uninitialised or overwritten variable?)",
+            ),
+            (ShmemError::TeamDestroyed { addr: 0x40 }, "team 0x40 is not a live team (destroyed already?)"),
+            (ShmemError::RootOutsideTeam { root: 5, size: 4 }, "PE_root 5 is not in the team (size 4)"),
+            (
+                ShmemError::NotSymmetricRange { what: "dest", addr: 0x10, len: 8 },
+                "dest 0x10+8 is not symmetric memory",
+            ),
             (
                 ShmemError::PeOutsideTeam { pe: 3, size: 2 },
                 "pe 3 is not a PE of the context's team, which has 2 PE(s): on a context made by shmem_team_create_ctx, PE numbers are relative to the team",

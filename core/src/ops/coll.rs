@@ -45,7 +45,7 @@ pub unsafe fn broadcast(
 ) -> c_int {
     let Some(t) = team_state(routine, team) else { return -1 };
     if root < 0 || root >= t.desc.size {
-        fatal(routine, &format!("PE_root {root} is not in the team (size {})", t.desc.size));
+        crate::error::fail(routine, crate::error::ShmemError::RootOutsideTeam { root, size: t.desc.size });
     }
     let nbytes = total(routine, nelems, size);
     crate::ops::teams::debug_require_same_args(
@@ -65,18 +65,16 @@ pub unsafe fn broadcast(
 }
 
 /// End the job unless `addr..addr+len` is symmetric memory.
-pub(crate) fn check_range(routine: &CStr, what: &str, addr: usize, len: usize) {
+pub(crate) fn check_range(routine: &CStr, what: &'static str, addr: usize, len: usize) {
     let rt = runtime::get(routine);
     if len > 0 && !rt.segs.contains_range(addr, len) {
-        fatal(routine, &format!("{what} {addr:#x}+{len} is not symmetric memory"));
+        crate::error::fail(routine, crate::error::ShmemError::NotSymmetricRange { what, addr, len });
     }
 }
 
 /// `nelems * size`, or end the job on overflow.
 pub(crate) fn total(routine: &CStr, nelems: usize, size: usize) -> usize {
-    nelems
-        .checked_mul(size)
-        .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"))
+    crate::ops::rma::transfer_len(nelems, size).unwrap_or_else(|e| crate::error::fail(routine, e))
 }
 
 /// `shmem_collect*` / `shmem_fcollect*` (`fixed`): every team PE's `nelems` elements,

@@ -149,15 +149,12 @@ pub fn state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
         return None;
     }
     if !is_predefined(team) && index_in(&TEAM_TABLE, team).is_none() {
-        fatal(
-            routine,
-            &format!("team {team:p} is not a team handle: never returned by a team split (an uninitialised or overwritten variable?)"),
-        );
+        crate::error::fail(routine, crate::error::ShmemError::NotATeam { addr: team as usize });
     }
     // SAFETY: a predefined team or an object of the team table (checked).
     let p = unsafe { &*team }.state.load(Ordering::Acquire);
     if p.is_null() {
-        fatal(routine, &format!("team {team:p} is not a live team (destroyed already?)"));
+        crate::error::fail(routine, crate::error::ShmemError::TeamDestroyed { addr: team as usize });
     }
     // SAFETY: team states live until `shmem_team_destroy`.
     Some(unsafe { &*(p as *const TeamState) })
