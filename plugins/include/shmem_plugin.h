@@ -465,6 +465,16 @@ typedef struct {
    * the reason. Appended within ABI v2: read it through the accessor of the same name.
    */
   int (*maps_host_peers)(void);
+  /**
+   * The name of PE `pe`'s host, for messages (a peer that became unreachable is named with
+   * its host): written NUL-terminated into `buf` of `len` bytes, cut to fit. Returns the
+   * name's full length, or -1 when the core knows no name for that PE (a PE on another
+   * host that the launcher names no host for, or one out of range). The launcher's name for
+   * the node where it has a map of the job, else this machine's hostname for the PEs of
+   * this host. Callable from any thread, also after a finalize. Appended within ABI v2:
+   * read it through the accessor of the same name.
+   */
+  int (*host_name)(int pe, char *buf, size_t len);
 } shmem_plugin_core_t;
 
 /**

@@ -174,6 +174,7 @@ pub const CMP_GE: c_int = 6;
 
 /// What the core offers every plugin. The pointer stays valid from `query` until the job ends.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct CoreServices {
     pub struct_size: usize,
     pub abi_version: u32,
@@ -285,6 +286,14 @@ pub struct CoreServices {
     /// spml then says so in [`SpmlOps::no_host_transport`] and the core ends the start-up with
     /// the reason. Appended within ABI v2: read it through the accessor of the same name.
     pub maps_host_peers: Option<unsafe extern "C" fn() -> c_int>,
+    /// The name of PE `pe`'s host, for messages (a peer that became unreachable is named with
+    /// its host): written NUL-terminated into `buf` of `len` bytes, cut to fit. Returns the
+    /// name's full length, or -1 when the core knows no name for that PE (a PE on another
+    /// host that the launcher names no host for, or one out of range). The launcher's name for
+    /// the node where it has a map of the job, else this machine's hostname for the PEs of
+    /// this host. Callable from any thread, also after a finalize. Appended within ABI v2:
+    /// read it through the accessor of the same name.
+    pub host_name: Option<unsafe extern "C" fn(pe: c_int, buf: *mut c_char, len: usize) -> c_int>,
 }
 
 /// The signature of [`CoreServices::segment_copy`]: `(seg, off, buf, len, into_segment)`.
@@ -331,6 +340,21 @@ impl CoreServices {
         }
         // SAFETY: the core returns a NUL-terminated string valid for the process.
         Some(unsafe { std::ffi::CStr::from_ptr(list) }.to_string_lossy().into_owned())
+    }
+
+    /// `host_name(pe)`, or None when the core knows no name or its table predates the slot.
+    pub fn host_name(&self, pe: c_int) -> Option<String> {
+        let end = std::mem::offset_of!(CoreServices, host_name) + std::mem::size_of::<Option<fn()>>();
+        if self.struct_size < end {
+            return None;
+        }
+        let f = self.host_name?;
+        let mut buf = [0u8; 256];
+        // SAFETY: the slot lies inside the table the core described by `struct_size`; the
+        // buffer is writable for the length given.
+        let n = unsafe { f(pe, buf.as_mut_ptr().cast(), buf.len()) };
+        let n = usize::try_from(n).ok()?.min(buf.len() - 1);
+        (n > 0).then(|| String::from_utf8_lossy(&buf[..n]).into_owned())
     }
 
     /// `maps_host_peers()`, or None when the core's table predates the slot or leaves it NULL.

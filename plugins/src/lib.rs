@@ -279,4 +279,37 @@ mod tests {
             "plugins/include/shmem_plugin.h is stale: run `RSHMEM_REGEN_HEADERS=1 cargo build -p rshmem-plugin-api` and commit it"
         );
     }
+
+    unsafe extern "C" fn named(
+        pe: std::ffi::c_int,
+        buf: *mut std::ffi::c_char,
+        len: usize,
+    ) -> std::ffi::c_int {
+        let name = match pe {
+            1 => "node-b".to_string(),
+            2 => "x".repeat(300),
+            _ => return -1,
+        };
+        let n = name.len().min(len - 1);
+        // SAFETY: the accessor passes a buffer writable for `len` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(name.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+        name.len() as std::ffi::c_int
+    }
+
+    /// `host_name` reads the slot only inside the table the core described, gives None where
+    /// the core knows no name, and a name cut to its buffer when it is longer.
+    #[test]
+    fn the_host_name_accessor_respects_the_table_size_and_the_answer() {
+        let mut c = *crate::testing::fake_core(0, 3, "hostnames", None);
+        assert_eq!(c.host_name(1), None, "no slot filled");
+        c.host_name = Some(named);
+        assert_eq!(c.host_name(1).as_deref(), Some("node-b"));
+        assert_eq!(c.host_name(0), None, "the core knows no name");
+        assert_eq!(c.host_name(2).map(|n| n.len()), Some(255), "cut to the buffer");
+        c.struct_size = std::mem::offset_of!(crate::CoreServices, host_name);
+        assert_eq!(c.host_name(1), None, "a table that predates the slot");
+    }
 }

@@ -97,5 +97,6 @@ pub fn fake_core(
         node_cpus: None,
         selection: None,
         maps_host_peers: None,
+        host_name: None,
     }))
 }

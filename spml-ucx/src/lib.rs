@@ -80,9 +80,9 @@ fn peer_failure() -> Option<(usize, sys::ucs_status_t)> {
     state_if_open().and_then(Ucx::peer_failure)
 }
 
-/// `", on another host,"` for a peer the heartbeats know is on another host, else empty.
-fn where_is(pe: usize) -> &'static str {
-    state_if_open().map_or("", |u| u.where_is(pe))
+/// Where a peer is, for messages ([`ucx::heartbeat::where_is`]).
+fn where_is(pe: usize) -> String {
+    state_if_open().map_or(String::new(), |u| u.where_is(pe))
 }
 
 #[cold]
@@ -788,7 +788,7 @@ fn drive() -> bool {
     let u = state();
     let busy = u.progress_all();
     if let Some((pe, st, phase)) = u.overdue_failure() {
-        fatal(&ucx::peer_lost_message(pe, u.where_is(pe), st, phase));
+        fatal(&ucx::peer_lost_message(pe, &u.where_is(pe), st, phase));
     }
     busy
 }

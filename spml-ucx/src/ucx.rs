@@ -1008,8 +1008,8 @@ impl Ucx {
         self.health.overdue()
     }
 
-    /// `", on another host,"` when the heartbeats know `pe` is on another host, for messages.
-    pub fn where_is(&self, pe: usize) -> &'static str {
+    /// Where `pe` is, for messages ([`heartbeat::where_is`]).
+    pub fn where_is(&self, pe: usize) -> String {
         heartbeat::where_is(self.heartbeat.get().copied(), pe)
     }
 
@@ -1208,7 +1208,7 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
         if !reported {
             if let (Some((pe, st, phase)), Some(f)) = (health.overdue(), fatal) {
                 reported = true;
-                f(&peer_lost_message(pe, heartbeat::where_is(shared.heartbeat, pe), st, phase));
+                f(&peer_lost_message(pe, &heartbeat::where_is(shared.heartbeat, pe), st, phase));
             }
         }
         let now = shared.activity.load(Ordering::Relaxed);
@@ -1266,7 +1266,7 @@ fn progress_loop(shared: &ThreadShared, efd: c_int, stop: &AtomicBool, fatal: Op
 /// `shmem_finalize` while the others initialize again is found this way under PMIx launchers,
 /// whose bootstrap fence would wait for it forever (oshrun names it itself).
 pub fn peer_lost_message(pe: usize, where_: &str, st: sys::ucs_status_t, phase: Phase) -> String {
-    if let Some(m) = heartbeat::message(pe) {
+    if let Some(m) = heartbeat::message(pe, where_) {
         return m;
     }
     let st = sys::status_string(st);

@@ -1,6 +1,6 @@
 /* One way for PE 1 to end, chosen by DEATH (the others wait for it in a barrier, then sleep):
  * kill9, segv, abort, exit3, return (leave main without shmem_finalize), global_exit5, stop
- * (SIGSTOP), exit0_early (exit(0) while PE 0 still needs PE 1), ucx_window (SIGKILL while a
+ * (SIGSTOP), stop_wait (SIGSTOP while PE 0 waits for a flag), exit0_early (exit(0) while PE 0 still needs PE 1), ucx_window (SIGKILL while a
  * shared-memory file named as UCX's posix transport names its own is still linked, as UCX's
  * is for a moment while it starts: it prints the name). The harness checks that oshrun ends
  * the job promptly, naming PE 1 and the right status. */
@@ -26,7 +26,7 @@ int main(void) {
         if (!strcmp(how, "exit3")) exit(3);
         if (!strcmp(how, "return")) return 0;
         if (!strcmp(how, "global_exit5")) shmem_global_exit(5);
-        if (!strcmp(how, "stop")) raise(SIGSTOP);
+        if (!strcmp(how, "stop") || !strcmp(how, "stop_wait")) raise(SIGSTOP);
         if (!strcmp(how, "ucx_window")) {
             char name[64];
             snprintf(name, sizeof name, "/ucx_shm_posix_rshmemtest%ld", (long)getpid());
@@ -42,7 +42,7 @@ int main(void) {
     }
     /* PE 0 waits for a flag PE 1 never sets once it has left; the others wait in a barrier
      * that PE 1 never reaches. */
-    if (shmem_my_pe() == 0 && how && !strcmp(how, "return"))
+    if (shmem_my_pe() == 0 && how && (!strcmp(how, "return") || !strcmp(how, "stop_wait")))
         shmem_long_wait_until(&flag, SHMEM_CMP_EQ, 1);
     shmem_barrier_all();
     sleep(30);

@@ -30,6 +30,13 @@ pub trait Bootstrap: Send + Sync {
     fn host_of(&self, _pe: i32) -> Option<i32> {
         None
     }
+    /// The name of `pe`'s host, for messages (a peer lost on another host is named with its
+    /// host): the launcher's name for the node where it has a map of the job, else this
+    /// machine's hostname for a PE of this host; None for a PE elsewhere that the launcher
+    /// names no host for, or out of range.
+    fn host_name(&self, pe: i32) -> Option<String> {
+        (pe == self.rank() || self.is_local(pe)).then(this_hostname).flatten()
+    }
     /// A string unique to this job, usable in shared-memory object names.
     fn job_id(&self) -> &str;
     fn put(&self, key: &str, value: &[u8]) -> io::Result<()>;
@@ -47,6 +54,16 @@ pub trait Bootstrap: Send + Sync {
     fn suspend(&self) {}
     /// The library was initialized again after `suspend`: this PE runs again.
     fn resume(&self) {}
+}
+
+/// This machine's hostname (`gethostname`), None when it has none.
+pub fn this_hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: a writable buffer of the length given; gethostname NUL-terminates within it or
+    // fails.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    let end = buf.iter().position(|&b| b == 0)?;
+    (rc == 0 && end > 0).then(|| String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
 /// How this process was started, from its environment.

@@ -147,6 +147,12 @@ impl Bootstrap for Loopback {
             .then(|| usize::try_from(pe).ok().and_then(|p| self.shared.leaders.get(p).copied()))
             .flatten()
     }
+    /// Every simulated host has a name of its own (`loopback-hN`, N its lowest PE), so the
+    /// messages that name a peer's host can be checked without hosts.
+    fn host_name(&self, pe: i32) -> Option<String> {
+        let leader = usize::try_from(pe).ok().and_then(|p| self.shared.leaders.get(p).copied())?;
+        Some(format!("loopback-h{leader}"))
+    }
     fn job_id(&self) -> &str {
         &self.shared.job
     }

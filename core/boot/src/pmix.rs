@@ -21,6 +21,9 @@ pub struct PmixBoot {
     /// `hosts[pe]`: the lowest PE on `pe`'s node, from the server's map of the job; None when
     /// it gives none that agrees with `local` (start-up then reads every PE's record).
     hosts: Option<Vec<i32>>,
+    /// Each node's name by its lowest PE, from the same map: one entry per host, read only
+    /// for messages (a peer lost on another host is named with its host).
+    names: Vec<(i32, String)>,
     job: String,
     /// PMIx clients are thread-safe, but the core's exchanges are collective sequences that
     /// must not interleave between threads of one PE.
@@ -108,11 +111,14 @@ pub fn parse_local_peers(list: &str, size: usize) -> Option<Vec<bool>> {
     Some(local)
 }
 
+/// Each rank's node leader, and each node's name by its leader.
+type HostMap = (Vec<i32>, Vec<(i32, String)>);
+
 /// Every process's node, named by its lowest rank, from the server's map of the job: the node
 /// list and each node's processes, which every client holds from `PMIx_Init` on (resolved
-/// locally, no exchange). None when the server gives no usable map, or one that leaves a rank
-/// out or puts one on two nodes.
-fn host_map(ns: *const c_char, size: usize) -> Option<Vec<i32>> {
+/// locally, no exchange), with each node's name by its lowest rank. None when the server gives
+/// no usable map, or one that leaves a rank out or puts one on two nodes.
+fn host_map(ns: *const c_char, size: usize) -> Option<HostMap> {
     let mut list: *mut c_char = std::ptr::null_mut();
     // SAFETY: `ns` is our NUL-terminated namespace; PMIx allocates the list on success.
     let rc = unsafe { sys::PMIx_Resolve_nodes(ns, &mut list) };
@@ -126,6 +132,7 @@ fn host_map(ns: *const c_char, size: usize) -> Option<Vec<i32>> {
         s
     };
     let mut of = vec![-1i32; size];
+    let mut names = Vec::new();
     for node in nodes.split(',').filter(|s| !s.is_empty()) {
         let name = CString::new(node).ok()?;
         let (mut procs, mut n): (*mut sys::pmix_proc_t, usize) = (std::ptr::null_mut(), 0);
@@ -145,6 +152,7 @@ fn host_map(ns: *const c_char, size: usize) -> Option<Vec<i32>> {
             }
         };
         let Some(&leader) = ranks.iter().min() else { continue };
+        names.push((i32::try_from(leader).ok()?, node.to_string()));
         for r in ranks {
             let slot = of.get_mut(r as usize)?;
             if *slot >= 0 {
@@ -153,7 +161,7 @@ fn host_map(ns: *const c_char, size: usize) -> Option<Vec<i32>> {
             *slot = i32::try_from(leader).ok()?;
         }
     }
-    of.iter().all(|&h| h >= 0).then_some(of)
+    of.iter().all(|&h| h >= 0).then_some((of, names))
 }
 
 impl PmixBoot {
@@ -202,9 +210,13 @@ impl PmixBoot {
         // The local rank is this PE's index among its node's PEs, whatever the server says
         // about other jobs on the node.
         let local_rank = local[..me.rank as usize].iter().filter(|&&l| l).count() as i32;
-        let hosts = host_map(me.nspace.as_ptr(), size as usize)
-            .filter(|of| (0..size as usize).all(|pe| local[pe] == (of[pe] == of[me.rank as usize])));
-        Ok(PmixBoot { me, size, local_rank, local, hosts, job: sanitize(&ns), lock: Mutex::new(()) })
+        let (hosts, names) = match host_map(me.nspace.as_ptr(), size as usize)
+            .filter(|(of, _)| (0..size as usize).all(|pe| local[pe] == (of[pe] == of[me.rank as usize])))
+        {
+            Some((of, names)) => (Some(of), names),
+            None => (None, Vec::new()),
+        };
+        Ok(PmixBoot { me, size, local_rank, local, hosts, names, job: sanitize(&ns), lock: Mutex::new(()) })
     }
 
     fn key(key: &str) -> CString {
@@ -230,6 +242,10 @@ impl Bootstrap for PmixBoot {
     }
     fn host_of(&self, pe: i32) -> Option<i32> {
         self.hosts.as_ref().and_then(|of| of.get(usize::try_from(pe).ok()?).copied())
+    }
+    fn host_name(&self, pe: i32) -> Option<String> {
+        let leader = self.host_of(pe)?;
+        self.names.iter().find(|(l, _)| *l == leader).map(|(_, n)| n.clone())
     }
     fn job_id(&self) -> &str {
         &self.job

@@ -332,9 +332,10 @@ pub(crate) unsafe fn quiet_with(routine: &CStr, ctx: Ctx, extra: Option<&AtomicB
     // SAFETY: a live context (checked).
     let c = unsafe { &*ctx };
     let extra = extra.map(|f| f as &dyn completion::Flag);
-    // SAFETY: plugin ABI call on the context's spml handle.
-    let rc = completion::quiet(&c.spml_dirty, &c.quieting, extra, 0, || unsafe {
-        (rt.spml.quiet)(c.spml.load(Ordering::Relaxed))
+    let rc = completion::quiet(&c.spml_dirty, &c.quieting, extra, 0, || {
+        let _blocked = crate::ops::blocked::step(crate::ops::blocked::Blocking::Quiet);
+        // SAFETY: plugin ABI call on the context's spml handle.
+        unsafe { (rt.spml.quiet)(c.spml.load(Ordering::Relaxed)) }
     });
     if rc != 0 {
         fatal(routine, "the spml failed to complete outstanding operations");

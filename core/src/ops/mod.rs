@@ -4,6 +4,7 @@
 
 pub mod active_sets;
 pub mod amo;
+pub mod blocked;
 pub mod coll;
 pub mod completion;
 pub mod ctx;

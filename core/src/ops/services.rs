@@ -50,6 +50,7 @@ pub fn table(my_pe: i32, n_pes: i32, local_rank: i32, local_size: i32, job: &str
                 node_cpus: Some(node_cpus),
                 selection: Some(selection),
                 maps_host_peers: Some(maps_host_peers),
+                host_name: Some(host_name),
             },
             job,
         )
@@ -174,6 +175,9 @@ unsafe extern "C" fn kv_fence() -> c_int {
 unsafe extern "C" fn abort(code: c_int, msg: *const c_char) {
     // SAFETY: NUL-terminated message from the plugin.
     let m = unsafe { c_str(msg).unwrap_or_default() };
+    // A component ends the job from wherever it noticed (spml ucx: a peer lost, found by its
+    // progress thread): what the program was blocked in comes from the core.
+    let m = format!("{m}{}", crate::ops::blocked::describe());
     crate::log::line(&format!("{} {m}", crate::log::prefix()));
     crate::error::abort_job(code, &m)
 }
@@ -289,6 +293,21 @@ unsafe extern "C" fn wait_until_u64(ivar: *const u64, cmp: c_int, value: u64) {
 
 unsafe extern "C" fn node_cpus() -> c_int {
     guard("node_cpus", || c_int::try_from(crate::symm::limits::node_cpus()).unwrap_or(c_int::MAX))
+}
+
+unsafe extern "C" fn host_name(pe: c_int, buf: *mut c_char, len: usize) -> c_int {
+    guard("host_name", || {
+        let Some(name) = crate::symm::runtime::boot_if_any().and_then(|b| b.host_name(pe)) else { return -1 };
+        if !buf.is_null() && len > 0 {
+            let n = name.len().min(len - 1);
+            // SAFETY: the caller's buffer is writable for `len` bytes; `n + 1 <= len`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(name.as_ptr(), buf.cast::<u8>(), n);
+                *buf.add(n) = 0;
+            }
+        }
+        c_int::try_from(name.len()).unwrap_or(c_int::MAX)
+    })
 }
 
 unsafe extern "C" fn host_of(pe: c_int) -> c_int {

@@ -70,17 +70,19 @@ pub struct WaitWatch {
     countdown: Countdown,
     since: Option<Instant>,
     next: u64,
+    /// The wait told `blocked` what it waits for (at a look at the clock).
+    published: bool,
 }
 
 impl WaitWatch {
     pub const fn new() -> WaitWatch {
-        WaitWatch { countdown: Countdown::new(), since: None, next: 0 }
+        WaitWatch { countdown: Countdown::new(), since: None, next: 0, published: false }
     }
 
     /// One round of the wait (`slow`: it gave the core away); `what` describes what it waits
-    /// for (only called to warn).
+    /// for (only called at a look at the clock).
     #[inline(always)]
-    pub fn round(&mut self, slow: bool, routine: &CStr, what: impl FnOnce() -> String) {
+    pub fn round(&mut self, slow: bool, routine: &CStr, what: impl Fn() -> String) {
         if self.countdown.tick(slow) {
             self.look(routine, what);
         }
@@ -88,7 +90,11 @@ impl WaitWatch {
 
     #[cold]
     #[inline(never)]
-    fn look(&mut self, routine: &CStr, what: impl FnOnce() -> String) {
+    fn look(&mut self, routine: &CStr, what: impl Fn() -> String) {
+        // Each look tells `blocked` again, with the word's value as it is now: a lost peer's
+        // message then says what this PE was waiting for.
+        self.published = true;
+        crate::ops::blocked::publish(format!("{} (waiting for {})", routine.to_string_lossy(), what()));
         let after = WAIT_WARN_AFTER_S.load(Ordering::Relaxed);
         if after == 0 {
             return;
@@ -102,6 +108,15 @@ impl WaitWatch {
                     what()
                 ),
             );
+        }
+    }
+}
+
+impl Drop for WaitWatch {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.published {
+            crate::ops::blocked::withdraw();
         }
     }
 }
@@ -158,9 +173,12 @@ struct Current {
     since: Option<Instant>,
     /// Seconds of waiting at which the next warning is due.
     next: u64,
+    /// This collective told `blocked` it waits (at its first look at the clock).
+    published: bool,
 }
 
-const NONE: Current = Current { routine: std::ptr::null(), op: "", probe: None, since: None, next: 0 };
+const NONE: Current =
+    Current { routine: std::ptr::null(), op: "", probe: None, since: None, next: 0, published: false };
 
 thread_local! {
     static CURRENT: Cell<Current> = const { Cell::new(NONE) };
@@ -172,12 +190,14 @@ pub struct Guard(Current);
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.0));
+        if CURRENT.with(|c| c.replace(self.0)).published {
+            crate::ops::blocked::withdraw();
+        }
     }
 }
 
 pub fn enter(routine: &CStr, op: &'static str, probe: Option<Probe>) -> Guard {
-    let now = Current { routine: routine.as_ptr(), op, probe, since: None, next: 0 };
+    let now = Current { routine: routine.as_ptr(), op, probe, since: None, next: 0, published: false };
     Guard(CURRENT.with(|c| c.replace(now)))
 }
 
@@ -185,13 +205,21 @@ pub fn enter(routine: &CStr, op: &'static str, probe: Option<Probe>) -> Guard {
 #[cold]
 #[inline(never)]
 pub fn check() {
-    let after = WARN_AFTER_S.load(Ordering::Relaxed);
-    if after == 0 {
-        return;
-    }
     CURRENT.with(|c| {
         let mut cur = c.get();
         if cur.routine.is_null() {
+            return;
+        }
+        if !cur.published {
+            // A wait this long is worth naming if a lost peer ends the job (`blocked`).
+            cur.published = true;
+            c.set(cur);
+            // SAFETY: the routine name `enter` was given lives as long as the collective.
+            let routine = unsafe { CStr::from_ptr(cur.routine) }.to_string_lossy();
+            crate::ops::blocked::publish(format!("{routine} (waiting for the other PEs of the team in a {})", cur.op));
+        }
+        let after = WARN_AFTER_S.load(Ordering::Relaxed);
+        if after == 0 {
             return;
         }
         if let Some((waited, next)) = due(&mut cur.since, &mut cur.next, after) {

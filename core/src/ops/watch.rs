@@ -140,10 +140,15 @@ fn watch(generation: u64, mut peers: Vec<Peer>, parent: i32, stop_timeout: Durat
             crate::error::fatal(
                 c"shmem (liveness watch)",
                 &format!(
-                    "PE {} (pid {}, on this host) has been stopped by a signal for {:.1} s (SHMEM_STOP_TIMEOUT): the job cannot progress without it",
+                    "PE {} (pid {}, on this host{}) has been stopped by a signal for {:.1} s (SHMEM_STOP_TIMEOUT): the job cannot progress without it{}",
                     p.pe,
                     p.pid,
-                    p.stopped.as_secs_f64()
+                    crate::symm::runtime::boot_if_any()
+                        .and_then(|b| b.host_name(p.pe))
+                        .map(|n| format!(" {n}"))
+                        .unwrap_or_default(),
+                    p.stopped.as_secs_f64(),
+                    crate::ops::blocked::describe()
                 ),
             );
         }

@@ -267,6 +267,11 @@ pub fn boot() -> &'static dyn Bootstrap {
     BOOT.get().map(|b| b.as_ref()).expect("bootstrap used before shmem_init")
 }
 
+/// The bootstrap, once init has made one (it stays after a finalize).
+pub fn boot_if_any() -> Option<&'static dyn Bootstrap> {
+    BOOT.get().map(|b| b.as_ref())
+}
+
 pub fn transport() -> TransportHandle {
     TRANSPORT.lock().unwrap_or_else(|e| e.into_inner()).0
 }

@@ -285,6 +285,7 @@ pub fn core() -> *const CoreServices {
             node_cpus: None,
             selection: None,
             maps_host_peers: None,
+            host_name: None,
         };
         Box::leak(Box::new(c)) as *const CoreServices as usize
     }) as *const CoreServices

@@ -69,22 +69,38 @@ pub fn targets(me: usize, n: usize, elsewhere: impl Fn(usize) -> bool) -> Vec<us
 static SILENT: AtomicUsize = AtomicUsize::new(usize::MAX);
 static SILENT_MS: AtomicU64 = AtomicU64::new(0);
 
-/// The message for `pe` if the heartbeats found it silent.
-pub fn message(pe: usize) -> Option<String> {
+/// The message for `pe` if the heartbeats found it silent; `where_` says where it is
+/// ([`where_is`]).
+pub fn message(pe: usize, where_: &str) -> Option<String> {
     (SILENT.load(Ordering::Acquire) == pe).then(|| {
         format!(
-            "spml ucx: PE {pe}, on another host, has not been heard from for {:.1} s (heartbeats; SHMEM_MCA_spml_ucx_peer_timeout): the link to its host is down, or it is stopped or lost",
+            "spml ucx: PE {pe}{where_} has not been heard from for {:.1} s (heartbeats; SHMEM_MCA_spml_ucx_peer_timeout): the link to its host is down, or it is stopped or lost",
             SILENT_MS.load(Ordering::Relaxed) as f64 / 1000.0
         )
     })
 }
 
-/// `", on another host,"` when `hb` knows `pe` is on another host, else empty: for messages.
-pub fn where_is(hb: Option<&Heartbeat>, pe: usize) -> &'static str {
+/// Where `pe` is, for messages: `", on host NAME,"` when `hb` knows `pe` is on another host
+/// and the core knows that host's name (the launcher's name for the node), `", on another
+/// host,"` when it knows no name, else empty.
+pub fn where_is(hb: Option<&Heartbeat>, pe: usize) -> String {
     match hb {
-        Some(hb) if hb.on_other_host(pe) => ", on another host,",
-        _ => "",
+        Some(hb) if hb.on_other_host(pe) => on_host(host_name(pe)),
+        _ => String::new(),
     }
+}
+
+/// The phrase for a PE on another host whose host is called `name` (None: not known).
+pub fn on_host(name: Option<String>) -> String {
+    match name {
+        Some(n) => format!(", on host {n},"),
+        None => ", on another host,".into(),
+    }
+}
+
+/// The core's name for `pe`'s host (`CoreServices::host_name`).
+fn host_name(pe: usize) -> Option<String> {
+    rshmem_plugin_api::boundary::core().and_then(|c| c.host_name(c_int::try_from(pe).ok()?))
 }
 
 /// One PE's heartbeats: what it sends and what it has heard, shared by the handler and the

@@ -496,6 +496,7 @@ fn fence_checking(
     departures: bool,
 ) {
     let boot = rt.boot;
+    let _blocked = crate::ops::blocked::step(crate::ops::blocked::Blocking::Fence);
     let mut looked = std::time::Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
