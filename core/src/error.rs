@@ -109,13 +109,13 @@ impl std::error::Error for ShmemError {}
 /// End the job for `err`, met in `routine`.
 #[cold]
 #[inline(never)]
-pub fn fail(routine: &CStr, err: ShmemError) -> ! {
+pub fn fail(routine: &'static CStr, err: ShmemError) -> ! {
     fatal(routine, &err.to_string())
 }
 
 #[cold]
 #[inline(never)]
-pub fn fatal(routine: &CStr, msg: &str) -> ! {
+pub fn fatal(routine: &'static CStr, msg: &str) -> ! {
     crate::log::line(&format!("{} {}: {msg}", crate::log::prefix(), routine.to_string_lossy()));
     abort_job(1, msg)
 }

@@ -1,6 +1,8 @@
 /* One way for PE 1 to end, chosen by DEATH (the others wait for it in a barrier, then sleep):
  * kill9, segv, abort, exit3, return (leave main without shmem_finalize), global_exit5, stop
- * (SIGSTOP), stop_wait (SIGSTOP while PE 0 waits for a flag), exit0_early (exit(0) while PE 0 still needs PE 1), ucx_window (SIGKILL while a
+ * (SIGSTOP), stop_wait (SIGSTOP while PE 0 waits for a flag), stop_get and stop_amo (SIGSTOP
+ * while PE 0 reads PE 1's flag with gets or fetching atomics until it is 1), stop_lock (PE 1
+ * takes a lock, then SIGSTOP while PE 0 asks for it), exit0_early (exit(0) while PE 0 still needs PE 1), ucx_window (SIGKILL while a
  * shared-memory file named as UCX's posix transport names its own is still linked, as UCX's
  * is for a moment while it starts: it prints the name). The harness checks that oshrun ends
  * the job promptly, naming PE 1 and the right status. */
@@ -14,10 +16,12 @@
 #include <unistd.h>
 
 static long flag;
+static long lock;
 
 int main(void) {
     const char *how = getenv("DEATH");
     shmem_init();
+    if (how && !strcmp(how, "stop_lock") && shmem_my_pe() == 1) shmem_set_lock(&lock);
     shmem_barrier_all();
     if (how && shmem_my_pe() == 1) {
         if (!strcmp(how, "kill9")) kill(getpid(), SIGKILL);
@@ -26,7 +30,9 @@ int main(void) {
         if (!strcmp(how, "exit3")) exit(3);
         if (!strcmp(how, "return")) return 0;
         if (!strcmp(how, "global_exit5")) shmem_global_exit(5);
-        if (!strcmp(how, "stop") || !strcmp(how, "stop_wait")) raise(SIGSTOP);
+        if (!strcmp(how, "stop") || !strcmp(how, "stop_wait") || !strcmp(how, "stop_get") ||
+            !strcmp(how, "stop_amo") || !strcmp(how, "stop_lock"))
+            raise(SIGSTOP);
         if (!strcmp(how, "ucx_window")) {
             char name[64];
             snprintf(name, sizeof name, "/ucx_shm_posix_rshmemtest%ld", (long)getpid());
@@ -44,6 +50,11 @@ int main(void) {
      * that PE 1 never reaches. */
     if (shmem_my_pe() == 0 && how && (!strcmp(how, "return") || !strcmp(how, "stop_wait")))
         shmem_long_wait_until(&flag, SHMEM_CMP_EQ, 1);
+    if (shmem_my_pe() == 0 && how && !strcmp(how, "stop_get"))
+        while (shmem_long_g(&flag, 1) != 1) {}
+    if (shmem_my_pe() == 0 && how && !strcmp(how, "stop_amo"))
+        while (shmem_long_atomic_fetch(&flag, 1) != 1) {}
+    if (shmem_my_pe() == 0 && how && !strcmp(how, "stop_lock")) shmem_set_lock(&lock);
     shmem_barrier_all();
     sleep(30);
     shmem_finalize();

@@ -549,6 +549,15 @@ fn a_stopped_pe_ends_a_pmix_launched_job_naming_it() {
             r.stderr
         );
         assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+        // PE 0 asks for a lock the stopped PE 1 holds: the message names the lock.
+        let r = launch(l, 2, &c_test("death"), &[("DEATH", "stop_lock"), ("SHMEM_STOP_TIMEOUT", "1")], T);
+        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("; this PE was in shmem_set_lock (waiting for lock 0x")
+                && r.stderr.contains(" on PE 0 to be cleared by the PEs that took their tickets first)"),
+            "{l:?}: {}",
+            r.stderr
+        );
     }
 }
 
@@ -772,6 +781,28 @@ fn a_cut_link_between_hosts_ends_the_job_and_a_short_flap_does_not() {
     // the PEs on host 0 wait for PE 1 in the barrier after init.
     assert!(r.stderr.contains("PE 1, on host 10.213.7.2, has not been heard from"), "{}", r.stderr);
     assert!(r.stderr.contains("; this PE was in shmem_barrier_all (waiting for"), "{}", r.stderr);
+    // PE 0 alone on host 0 reads the stopped PE 1's flag through the spml, with gets and then
+    // with fetching atomics: the message says it waited for PE 1's data or answer (2026-12-06:
+    // "get from PE 1 failed: Endpoint timeout (the endpoint to PE 1, on host 10.213.7.2,
+    // failed: Endpoint timeout); this PE was in shmem_long_g (waiting for the data of a get from
+    // PE 1 through the spml)").
+    for (mode, says) in [
+        ("stop_get", "; this PE was in shmem_long_g (waiting for the data of a get from PE 1 through the spml)"),
+        (
+            "stop_amo",
+            "; this PE was in shmem_long_atomic_fetch (waiting for PE 1's answer to an atomic operation through the spml)",
+        ),
+    ] {
+        let env = [("DEATH", mode), ("RSHMEM_HOSTS_PREFIX", "rshmemcut"), ("RSHMEM_HOSTS_FORWARD", "DEATH")];
+        let env = [&env[..], &stop_env[2..]].concat();
+        let r = launch_on_hosts(2, 2, &["--map-by", "node"], &c_test("death"), &env, T);
+        stopper.gone_then_clear(2, std::time::Instant::now());
+        assert!(!r.status.success(), "{mode}: the job went on without its stopped PE:\n{}", r.stdout);
+        // The heartbeats or UCX's endpoint timeout (which fired first here, 2026-12-06) name
+        // PE 1 and its host.
+        assert!(r.stderr.contains("PE 1, on host 10.213.7.2,"), "{mode}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{mode}: {}", r.stderr);
+    }
     // A flap of 1 s, 3 s into a stream of 12 s.
     let h = hosts.clone();
     let flap = std::thread::spawn(move || {

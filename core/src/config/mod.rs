@@ -130,7 +130,7 @@ pub const SETTINGS: &[Setting] = &[
         "SHMEM_WAIT_STALL_WARN",
         Kind::Int,
         "0",
-        "A PE waiting this many seconds in shmem_wait_until (or a signal wait) says what it waits for: the variable's address and symmetric offset, the condition and the value it holds, and again each time the wait doubles, so that a hang is diagnosable without a debugger; 0 (the default) never says",
+        "A PE waiting this many seconds in shmem_wait_until (or a signal wait) says what it waits for: the variable's address and symmetric offset, the condition and the value it holds (in shmem_set_lock: the lock), and again each time the wait doubles, so that a hang is diagnosable without a debugger; 0 (the default) never says",
     ),
     setting(
         "SHMEM_COLL_STALL_WARN",

@@ -103,7 +103,7 @@ impl ActiveSetTeam {
 /// the caller has checked: a symmetric array of [`PSYNC_BYTES`], and this PE a member.
 /// `standing` gives the world or shared team when the active set is exactly its PEs.
 pub fn team(
-    routine: &CStr,
+    routine: &'static CStr,
     rt: &Runtime,
     psync: *mut c_long,
     triplet: (c_int, c_int, c_int),
@@ -205,7 +205,7 @@ fn remember(key: Key, t: &'static TeamState) {
 /// slot is free on every member, a member does not cache, or a member is agreeing on another
 /// pair at once (`alone` false here). Collective over the members; leaves the pSync all zeros.
 fn agree(
-    routine: &CStr,
+    routine: &'static CStr,
     rt: &Runtime,
     eph: &TeamState,
     psync: *mut c_long,

@@ -65,7 +65,7 @@ use crate::ops::word::{direct32, direct64};
 /// # Safety
 /// As [`run`].
 #[inline]
-pub unsafe fn post<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) {
+pub unsafe fn post<T: Amo>(routine: &'static CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) {
     // SAFETY: forwarded.
     unsafe { post_named::<T, DEST>(routine, ctx, dest, op, value, pe) };
 }
@@ -91,7 +91,7 @@ fn word_name(word: u8) -> &'static str {
 /// As [`run`].
 #[inline]
 pub unsafe fn post_named<T: Amo, const WORD: u8>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut T,
     op: u32,
@@ -110,7 +110,7 @@ pub unsafe fn post_named<T: Amo, const WORD: u8>(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn run<T: Amo>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *const T,
     op: u32,
@@ -130,7 +130,7 @@ pub unsafe fn run<T: Amo>(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn run_named<T: Amo, const WORD: u8>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *const T,
     op: u32,
@@ -176,6 +176,9 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
     }
     let mut fetched = 0u64;
     let out: *mut u64 = if fetch { &mut fetched } else { std::ptr::null_mut() };
+    // A fetching atomic waits here for the PE's answer: a lost peer's message names it.
+    let _blocked =
+        fetch.then(|| crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Atomic, pe));
     // SAFETY: plugin ABI call; `out` is a valid out-pointer or NULL.
     let rc = unsafe {
         rma::through_spml(ctx, |h| {
@@ -200,14 +203,14 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
 
 /// # Safety
 /// As [`run`].
-pub unsafe fn fetch<T: Amo>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
+pub unsafe fn fetch<T: Amo>(routine: &'static CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
     // SAFETY: forwarded.
     unsafe { run(routine, ctx, source, AMO_FETCH, T::from_bits(0), T::from_bits(0), pe, true) }
 }
 
 /// # Safety
 /// As [`run`].
-pub unsafe fn set<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
+pub unsafe fn set<T: Amo>(routine: &'static CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
     // SAFETY: forwarded.
     unsafe { post(routine, ctx, dest, AMO_SET, value, pe) };
 }
@@ -216,14 +219,14 @@ pub unsafe fn set<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: 
 ///
 /// # Safety
 /// As [`run`].
-pub unsafe fn rmw<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) -> T {
+pub unsafe fn rmw<T: Amo>(routine: &'static CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) -> T {
     // SAFETY: forwarded.
     unsafe { run(routine, ctx, dest, op, value, T::from_bits(0), pe, true) }
 }
 
 /// # Safety
 /// As [`run`].
-pub unsafe fn fetch_inc<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, pe: c_int) -> T {
+pub unsafe fn fetch_inc<T: Amo>(routine: &'static CStr, ctx: Ctx, dest: *mut T, pe: c_int) -> T {
     // SAFETY: forwarded.
     unsafe { run(routine, ctx, dest, AMO_ADD, T::from_bits(1), T::from_bits(0), pe, true) }
 }
@@ -231,7 +234,7 @@ pub unsafe fn fetch_inc<T: Amo>(routine: &CStr, ctx: Ctx, dest: *mut T, pe: c_in
 /// # Safety
 /// As [`run`].
 pub unsafe fn compare_swap<T: Amo>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut T,
     cond: T,

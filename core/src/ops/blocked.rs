@@ -7,21 +7,29 @@
 //! Nothing here is on a fast path. A wait publishes itself only from its slow look (the
 //! [`crate::ops::stall::Countdown`] of a collective's or a point-to-point wait, thousands of
 //! rounds or dozens of given-away rounds in), and withdraws when it ends only if it had
-//! published; a quiet that must flush the spml marks itself with two stores of a number, next
-//! to a flush that takes microseconds.
+//! published; a quiet that must flush the spml, and a get or an atomic that must wait for a PE's
+//! answer through it, mark themselves with three stores, next to a call that takes
+//! microseconds.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 /// The waits that have published themselves: (thread, description), one entry per thread.
 static WAITS: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
 
 /// The blocking step inside a component that some thread is in ([`Blocking`] as a number;
-/// 0: none).
+/// 0: none), the routine it is part of, and the PE it waits on (-1: none in particular). Three
+/// separate words: a reader racing with a new step may pair one step's kind with another's
+/// routine, which a message read once at the end of a job can bear; every routine stored is a
+/// `'static` name, so whatever pointer is read is valid.
 static STEP: AtomicU8 = AtomicU8::new(0);
+static STEP_ROUTINE: AtomicPtr<c_char> = AtomicPtr::new(std::ptr::null_mut());
+static STEP_PE: AtomicI32 = AtomicI32::new(-1);
 
 /// Blocking steps that wait inside a component rather than in a loop of the core's, marked
-/// around the call (two stores, no allocation).
+/// around the call (three stores, no allocation; only where the call goes through the spml,
+/// which takes a network round trip or a flush).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub enum Blocking {
@@ -29,6 +37,10 @@ pub enum Blocking {
     Quiet = 1,
     /// The launcher's fence of start-up or of the closing finalize.
     Fence = 2,
+    /// A blocking get through the spml, waiting for the data from the PE.
+    Get = 3,
+    /// An atomic through the spml that waits for the PE's answer (fetching, or a lock's).
+    Atomic = 4,
 }
 
 impl Blocking {
@@ -36,14 +48,22 @@ impl Blocking {
         match v {
             1 => Some(Blocking::Quiet),
             2 => Some(Blocking::Fence),
+            3 => Some(Blocking::Get),
+            4 => Some(Blocking::Atomic),
             _ => None,
         }
     }
 
-    fn text(self) -> &'static str {
+    fn text(self, pe: c_int) -> String {
         match self {
-            Blocking::Quiet => "a quiet (completing this PE's operations on other PEs through the spml)",
-            Blocking::Fence => "the launcher's fence of shmem_init or shmem_finalize (every PE must arrive)",
+            Blocking::Quiet => {
+                "a quiet, completing this PE's operations on other PEs through the spml".into()
+            }
+            Blocking::Fence => "waiting in the launcher's fence for every PE to arrive".into(),
+            Blocking::Get => format!("waiting for the data of a get from PE {pe} through the spml"),
+            Blocking::Atomic => {
+                format!("waiting for PE {pe}'s answer to an atomic operation through the spml")
+            }
         }
     }
 }
@@ -87,9 +107,11 @@ impl Drop for Step {
     }
 }
 
-/// Mark a blocking step until the guard drops.
+/// Mark a blocking step of `routine` (waiting on `pe`, or -1) until the guard drops.
 #[inline(always)]
-pub fn step(what: Blocking) -> Step {
+pub fn step(routine: &'static CStr, what: Blocking, pe: c_int) -> Step {
+    STEP_ROUTINE.store(routine.as_ptr().cast_mut(), Ordering::Relaxed);
+    STEP_PE.store(pe, Ordering::Relaxed);
     STEP.store(what as u8, Ordering::Relaxed);
     Step(what)
 }
@@ -104,7 +126,14 @@ pub fn describe() -> String {
         Err(std::sync::TryLockError::WouldBlock) => Vec::new(),
     };
     if let Some(b) = Blocking::of(STEP.load(Ordering::Relaxed)) {
-        parts.push(b.text().to_string());
+        let routine = STEP_ROUTINE.load(Ordering::Relaxed);
+        let text = b.text(STEP_PE.load(Ordering::Relaxed));
+        parts.push(if routine.is_null() {
+            text
+        } else {
+            // SAFETY: only `'static` NUL-terminated names are stored (see `step`).
+            format!("{} ({text})", unsafe { CStr::from_ptr(routine) }.to_string_lossy())
+        });
     }
     if parts.is_empty() {
         String::new()
@@ -137,12 +166,23 @@ mod tests {
         WAITS.lock().unwrap().retain(|(_, s)| !s.ends_with("(test)"));
         assert!(!has("(test)"));
 
-        let a = step(Blocking::Quiet);
-        assert!(has(Blocking::Quiet.text()));
-        let b = step(Blocking::Fence);
+        let a = step(c"shmem_quiet", Blocking::Quiet, -1);
+        assert!(has(&format!("shmem_quiet ({})", Blocking::Quiet.text(-1))), "{}", describe());
+        let b = step(c"shmem_init", Blocking::Fence, -1);
         drop(a); // a step replaced by another thread's leaves it in place
-        assert!(has(Blocking::Fence.text()) && !has(Blocking::Quiet.text()));
+        assert!(has(&Blocking::Fence.text(-1)) && !has(&Blocking::Quiet.text(-1)));
         drop(b);
-        assert!(!has(Blocking::Fence.text()));
+        assert!(!has(&Blocking::Fence.text(-1)));
+        let g = step(c"shmem_long_g", Blocking::Get, 3);
+        assert!(
+            has("shmem_long_g (waiting for the data of a get from PE 3 through the spml)"),
+            "{}",
+            describe()
+        );
+        drop(g);
+        let f = step(c"shmem_int_atomic_fetch_inc", Blocking::Atomic, 2);
+        assert!(has("shmem_int_atomic_fetch_inc (waiting for PE 2's answer to an atomic"), "{}", describe());
+        drop(f);
+        assert!(!has("waiting for PE 2"));
     }
 }

@@ -7,24 +7,24 @@ use crate::symm::runtime;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::Ordering;
 
-fn team_state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
+fn team_state(routine: &'static CStr, team: Team) -> Option<&'static TeamState> {
     crate::ops::teams::state(routine, team)
 }
 
-pub fn world(routine: &CStr) -> &'static TeamState {
+pub fn world(routine: &'static CStr) -> &'static TeamState {
     runtime::get(routine);
     team_state(routine, &crate::ops::handles::rshmem_team_world).expect("world team exists after init")
 }
 
 /// `shmem_barrier_all`: complete all communication, then synchronise every PE.
-pub fn barrier_all(routine: &CStr) {
+pub fn barrier_all(routine: &'static CStr) {
     // SAFETY: the default context is always live.
     unsafe { crate::ops::ctx::quiet(routine, crate::ops::ctx::default()) };
     world(routine).barrier(routine);
 }
 
 /// `shmem_sync_all`: synchronise every PE (no completion of communication).
-pub fn sync_all(routine: &CStr) {
+pub fn sync_all(routine: &'static CStr) {
     std::sync::atomic::fence(Ordering::SeqCst);
     world(routine).barrier(routine);
 }
@@ -35,7 +35,7 @@ pub fn sync_all(routine: &CStr) {
 /// # Safety
 /// `dest` and `source` must be symmetric and hold `nelems` elements.
 pub unsafe fn broadcast(
-    routine: &CStr,
+    routine: &'static CStr,
     team: Team,
     dest: *mut u8,
     source: *const u8,
@@ -65,7 +65,7 @@ pub unsafe fn broadcast(
 }
 
 /// End the job unless `addr..addr+len` is symmetric memory.
-pub(crate) fn check_range(routine: &CStr, what: &'static str, addr: usize, len: usize) {
+pub(crate) fn check_range(routine: &'static CStr, what: &'static str, addr: usize, len: usize) {
     let rt = runtime::get(routine);
     if len > 0 && !rt.segs.contains_range(addr, len) {
         crate::error::fail(routine, crate::error::ShmemError::NotSymmetricRange { what, addr, len });
@@ -73,7 +73,7 @@ pub(crate) fn check_range(routine: &CStr, what: &'static str, addr: usize, len: 
 }
 
 /// `nelems * size`, or end the job on overflow.
-pub(crate) fn total(routine: &CStr, nelems: usize, size: usize) -> usize {
+pub(crate) fn total(routine: &'static CStr, nelems: usize, size: usize) -> usize {
     crate::ops::rma::transfer_len(nelems, size).unwrap_or_else(|e| crate::error::fail(routine, e))
 }
 
@@ -83,7 +83,7 @@ pub(crate) fn total(routine: &CStr, nelems: usize, size: usize) -> usize {
 /// # Safety
 /// `source` must hold `nelems` elements; `dest` (symmetric) the concatenation.
 pub unsafe fn collect(
-    routine: &CStr,
+    routine: &'static CStr,
     team: Team,
     dest: *mut u8,
     source: *const u8,
@@ -114,7 +114,7 @@ pub unsafe fn collect(
 /// `source` and `dest` (symmetric) must hold `team size * nelems` elements at their strides.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn alltoall(
-    routine: &CStr,
+    routine: &'static CStr,
     team: Team,
     dest: *mut u8,
     source: *const u8,
@@ -153,7 +153,7 @@ pub unsafe fn alltoall(
 /// `source` (symmetric) and `dest` must hold `nelems` elements.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn reduce(
-    routine: &CStr,
+    routine: &'static CStr,
     team: Team,
     dest: *mut u8,
     source: *const u8,

@@ -29,7 +29,7 @@ const KNOWN_OPTIONS: c_long = 0b111; // SERIALIZED | PRIVATE | NOSTORE
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-pub unsafe fn create(routine: &CStr, options: c_long, out: *mut Ctx) -> c_int {
+pub unsafe fn create(routine: &'static CStr, options: c_long, out: *mut Ctx) -> c_int {
     let rt = runtime::get(routine);
     if out.is_null() {
         fatal(routine, "ctx is NULL");
@@ -79,7 +79,7 @@ static SLOTS: Slots = Slots::new(CTX_SLOTS);
 /// None beyond the call's: any value of `ctx` is checked against the context table before
 /// anything is read through it (unsafe only for its callers' sake, which pass it on).
 #[inline(always)]
-pub(crate) unsafe fn check(routine: &CStr, ctx: Ctx) {
+pub(crate) unsafe fn check(routine: &'static CStr, ctx: Ctx) {
     // The default context is never destroyed. Routines without a ctx argument pass it as a
     // constant, so after inlining this test folds away and their hot path loads nothing.
     if std::ptr::eq(ctx, &rshmem_ctx_default) {
@@ -96,7 +96,7 @@ pub(crate) unsafe fn check(routine: &CStr, ctx: Ctx) {
 
 #[cold]
 #[inline(never)]
-fn not_a_ctx(routine: &CStr, ctx: Ctx) -> ! {
+fn not_a_ctx(routine: &'static CStr, ctx: Ctx) -> ! {
     if ctx.is_null() {
         dead(routine, ctx);
     }
@@ -111,7 +111,7 @@ fn not_a_ctx(routine: &CStr, ctx: Ctx) -> ! {
 /// # Safety
 /// As [`check`].
 #[inline(always)]
-pub(crate) unsafe fn world_pe(routine: &CStr, ctx: Ctx, pe: c_int) -> c_int {
+pub(crate) unsafe fn world_pe(routine: &'static CStr, ctx: Ctx, pe: c_int) -> c_int {
     if std::ptr::eq(ctx, &rshmem_ctx_default) {
         return pe;
     }
@@ -133,13 +133,13 @@ pub(crate) unsafe fn world_pe(routine: &CStr, ctx: Ctx, pe: c_int) -> c_int {
 
 #[cold]
 #[inline(never)]
-fn outside_team(routine: &CStr, pe: c_int, size: c_int) -> ! {
+fn outside_team(routine: &'static CStr, pe: c_int, size: c_int) -> ! {
     crate::error::fail(routine, crate::error::ShmemError::PeOutsideTeam { pe, size })
 }
 
 #[cold]
 #[inline(never)]
-fn dead(routine: &CStr, ctx: Ctx) -> ! {
+fn dead(routine: &'static CStr, ctx: Ctx) -> ! {
     let e = if ctx.is_null() {
         crate::error::ShmemError::CtxInvalid
     } else {
@@ -186,7 +186,7 @@ pub fn make_spml_ctx(c: &CtxObj) -> SpmlCtx {
 ///
 /// # Safety
 /// `ctx` must be SHMEM_CTX_INVALID or a context from `create` not destroyed yet.
-pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
+pub unsafe fn destroy(routine: &'static CStr, ctx: Ctx) {
     if ctx.is_null() {
         return;
     }
@@ -221,7 +221,7 @@ pub unsafe fn destroy(routine: &CStr, ctx: Ctx) {
 /// Destroy every shareable context created from `team` (as `shmem_team_destroy` must); a
 /// private one still live is the program's error (the spec leaves it undefined: its owning
 /// thread may be using it).
-pub fn destroy_team_contexts(routine: &CStr, team: Team) {
+pub fn destroy_team_contexts(routine: &'static CStr, team: Team) {
     let on_team: Vec<usize> = live()
         .iter()
         .copied()
@@ -243,7 +243,7 @@ pub fn destroy_team_contexts(routine: &CStr, team: Team) {
 /// shareable ones there with their teams; a private one left is the program's error (undefined
 /// behaviour) and goes too, so that the library initialized again starts without it.
 /// Returns how many there were.
-pub fn destroy_all(routine: &CStr) -> usize {
+pub fn destroy_all(routine: &'static CStr) -> usize {
     let left: Vec<usize> = live().clone();
     for &p in &left {
         // SAFETY: a live context; the list's lock is not held, and every PE has finalized.
@@ -259,7 +259,7 @@ const SHMEM_CTX_PRIVATE: c_long = 2;
 ///
 /// # Safety
 /// `team` must be NULL or writable.
-pub unsafe fn get_team(routine: &CStr, ctx: Ctx, team: *mut Team) -> c_int {
+pub unsafe fn get_team(routine: &'static CStr, ctx: Ctx, team: *mut Team) -> c_int {
     runtime::get(routine);
     if team.is_null() {
         return 1;
@@ -283,7 +283,7 @@ pub unsafe fn get_team(routine: &CStr, ctx: Ctx, team: *mut Team) -> c_int {
 /// # Safety
 /// `ctx` must be SHMEM_CTX_INVALID or a handle from `create`.
 pub unsafe fn session_start(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     _options: c_long,
     _config: *const c_void,
@@ -298,7 +298,7 @@ pub unsafe fn session_start(
 
 /// # Safety
 /// `ctx` must be SHMEM_CTX_INVALID or a live context.
-pub unsafe fn session_stop(routine: &CStr, ctx: Ctx) {
+pub unsafe fn session_stop(routine: &'static CStr, ctx: Ctx) {
     // Ending a session completes nothing by itself, but flushing pending batches would go here.
     if !ctx.is_null() {
         // SAFETY: caller.
@@ -310,7 +310,7 @@ pub unsafe fn session_stop(routine: &CStr, ctx: Ctx) {
 ///
 /// # Safety
 /// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
-pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
+pub unsafe fn quiet(routine: &'static CStr, ctx: Ctx) {
     // SAFETY: caller.
     unsafe { quiet_with(routine, ctx, None) }
 }
@@ -321,7 +321,7 @@ pub unsafe fn quiet(routine: &CStr, ctx: Ctx) {
 ///
 /// # Safety
 /// As [`quiet`].
-pub(crate) unsafe fn quiet_with(routine: &CStr, ctx: Ctx, extra: Option<&AtomicBool>) {
+pub(crate) unsafe fn quiet_with(routine: &'static CStr, ctx: Ctx, extra: Option<&AtomicBool>) {
     if ctx.is_null() {
         return;
     }
@@ -333,7 +333,7 @@ pub(crate) unsafe fn quiet_with(routine: &CStr, ctx: Ctx, extra: Option<&AtomicB
     let c = unsafe { &*ctx };
     let extra = extra.map(|f| f as &dyn completion::Flag);
     let rc = completion::quiet(&c.spml_dirty, &c.quieting, extra, 0, || {
-        let _blocked = crate::ops::blocked::step(crate::ops::blocked::Blocking::Quiet);
+        let _blocked = crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Quiet, -1);
         // SAFETY: plugin ABI call on the context's spml handle.
         unsafe { (rt.spml.quiet)(c.spml.load(Ordering::Relaxed)) }
     });
@@ -348,7 +348,7 @@ pub(crate) unsafe fn quiet_with(routine: &CStr, ctx: Ctx, extra: Option<&AtomicB
 ///
 /// # Safety
 /// As [`quiet`]; `target_pes` must be NULL or hold `npes` ints.
-pub unsafe fn pe_quiet(routine: &CStr, ctx: Ctx, target_pes: *const c_int, npes: usize) {
+pub unsafe fn pe_quiet(routine: &'static CStr, ctx: Ctx, target_pes: *const c_int, npes: usize) {
     if npes == 0 {
         return;
     }
@@ -372,7 +372,7 @@ pub unsafe fn pe_quiet(routine: &CStr, ctx: Ctx, target_pes: *const c_int, npes:
 ///
 /// # Safety
 /// `ctx` must be NULL (SHMEM_CTX_INVALID) or a live context handle.
-pub unsafe fn fence(routine: &CStr, ctx: Ctx) {
+pub unsafe fn fence(routine: &'static CStr, ctx: Ctx) {
     if ctx.is_null() {
         return;
     }

@@ -130,7 +130,7 @@ pub fn direct(rt: &Runtime, d: &Shadow, s: &Shadow, mut members: impl Iterator<I
 ///
 /// # Safety
 /// `dst` writable and `src` readable for `len` bytes, each host memory or the memheap's.
-pub unsafe fn copy(rt: &Runtime, routine: &CStr, dst: *mut u8, src: *const u8, len: usize) {
+pub unsafe fn copy(rt: &Runtime, routine: &'static CStr, dst: *mut u8, src: *const u8, len: usize) {
     let Some(g) = rt.gpu.as_ref() else {
         fatal(routine, "device memory without a device memheap (internal error)")
     };
@@ -170,7 +170,7 @@ pub(crate) fn set_reduce_kernels(all: bool) {
 /// `dst` and every source this PE's mapping of device memory with `nelems` elements.
 pub unsafe fn reduce(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     dst: *mut u8,
     srcs: &[*const u8],
     nelems: usize,
@@ -204,7 +204,7 @@ pub unsafe fn reduce(
 /// As [`copy`], for every copy.
 pub unsafe fn copy_all(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     copies: impl Iterator<Item = (*mut u8, *const u8, usize)>,
 ) {
     let Some(s) = rt.gpu.as_ref().and_then(|g| g.stream) else {
@@ -235,7 +235,7 @@ pub unsafe fn copy_all(
 #[inline(never)]
 pub unsafe fn copy_mapped(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     dst: *mut u8,
     src: *const u8,
     len: usize,
@@ -329,7 +329,7 @@ fn spml_cannot_reach(rt: &Runtime, local: *const u8) -> bool {
 }
 
 #[cold]
-fn spml_failed(routine: &CStr, what: &'static str, pe: c_int) -> ! {
+fn spml_failed(routine: &'static CStr, what: &'static str, pe: c_int) -> ! {
     crate::error::fail(routine, crate::error::ShmemError::Spml { op: what, pe })
 }
 
@@ -353,7 +353,7 @@ fn via_target(rt: &Runtime, seg: u32) -> Option<(SpmlViaTarget, SpmlViaTarget)> 
 #[allow(clippy::too_many_arguments)]
 unsafe fn through_target(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     f: SpmlViaTarget,
     (seg, off): (u32, usize),
@@ -431,7 +431,7 @@ pub unsafe fn serve_copy(
 #[inline(never)]
 pub unsafe fn put(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     nbi: bool,
     (seg, off, p): (u32, usize, PeerSeg),
@@ -478,7 +478,7 @@ pub unsafe fn put(
 #[inline(never)]
 pub unsafe fn get(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     nbi: bool,
     (seg, off, p): (u32, usize, PeerSeg),
@@ -523,7 +523,7 @@ pub unsafe fn get(
 #[inline(never)]
 pub unsafe fn amo(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     at: (u32, usize, PeerSeg),
     pe: c_int,
@@ -576,7 +576,7 @@ pub unsafe fn amo(
 ///
 /// # Safety
 /// `p` is a block of the device memheap's of at least `size` bytes.
-pub unsafe fn zero(rt: &Runtime, routine: &CStr, p: *mut u8, size: usize) {
+pub unsafe fn zero(rt: &Runtime, routine: &'static CStr, p: *mut u8, size: usize) {
     const ZEROS: [u8; 4096] = [0; 4096];
     let mut done = 0;
     while done < size {
@@ -591,7 +591,7 @@ pub unsafe fn zero(rt: &Runtime, routine: &CStr, p: *mut u8, size: usize) {
 ///
 /// # Safety
 /// `ivar` is an aligned word of a device segment.
-pub unsafe fn load<T: Copy>(rt: &Runtime, routine: &CStr, ivar: *const T) -> T {
+pub unsafe fn load<T: Copy>(rt: &Runtime, routine: &'static CStr, ivar: *const T) -> T {
     let mut v = std::mem::MaybeUninit::<T>::zeroed();
     // SAFETY: `v` is writable for size_of::<T>(); the caller's word is readable through `copy`.
     unsafe {
@@ -634,7 +634,7 @@ impl Shadow {
     /// `addr`, of which a collective uses `len` bytes (0 when not known yet), as a collective
     /// runs on it. Ends the job when `addr` is device memory without a shadow (a GPU space
     /// made under SHMEM_GPU_COLLECTIVES=0), or the range leaves its segment.
-    pub fn of(rt: &Runtime, routine: &CStr, what: &str, addr: *const u8, len: usize) -> Shadow {
+    pub fn of(rt: &Runtime, routine: &'static CStr, what: &str, addr: *const u8, len: usize) -> Shadow {
         let host = Shadow { host: addr as *mut u8, device: std::ptr::null_mut(), seg: 0, room: 0 };
         let Some((seg, off, room)) = rt.segs.locate(addr as usize) else {
             if is_device(rt, addr) {
@@ -677,7 +677,7 @@ impl Shadow {
         (!base.is_null()).then(|| base.wrapping_add(off))
     }
 
-    fn check(&self, routine: &CStr, what: &str, off: usize, len: usize) {
+    fn check(&self, routine: &'static CStr, what: &str, off: usize, len: usize) {
         if self.is_device() && off.checked_add(len).is_none_or(|end| end > self.room) {
             fatal(
                 routine,
@@ -691,7 +691,7 @@ impl Shadow {
     }
 
     /// Before the collective: the first `len` bytes of a device source into its shadow.
-    pub fn copy_in(&self, rt: &Runtime, routine: &CStr, len: usize) {
+    pub fn copy_in(&self, rt: &Runtime, routine: &'static CStr, len: usize) {
         if self.is_device() && len > 0 {
             self.check(routine, "source", 0, len);
             self.copy_pieces(rt, routine, 0, len, false);
@@ -701,7 +701,7 @@ impl Shadow {
     /// Copy bytes `off..off + len` between the device buffer and its shadow (`to_device`:
     /// from the shadow), once the shadow's range is page-locked where it can be, in pieces
     /// that each stay inside one page-locked range (`crate::ops::shadow_pin`).
-    fn copy_pieces(&self, rt: &Runtime, routine: &CStr, off: usize, len: usize, to_device: bool) {
+    fn copy_pieces(&self, rt: &Runtime, routine: &'static CStr, off: usize, len: usize, to_device: bool) {
         use crate::ops::shadow_pin;
         shadow_pin::ensure(self.seg, self.host.wrapping_add(off), len);
         let mut at = off;
@@ -719,7 +719,7 @@ impl Shadow {
     }
 
     /// After the collective: bytes `off..off + len` of a device destination from its shadow.
-    pub fn copy_out(&self, rt: &Runtime, routine: &CStr, off: usize, len: usize) {
+    pub fn copy_out(&self, rt: &Runtime, routine: &'static CStr, off: usize, len: usize) {
         if self.is_device() && len > 0 {
             self.check(routine, "dest", off, len);
             self.copy_pieces(rt, routine, off, len, true);
@@ -729,7 +729,14 @@ impl Shadow {
     /// After a strided collective: `count` elements of `es` bytes every `stride` elements.
     /// The gaps between them are the program's, so the device range is read, the elements
     /// laid over it from the shadow, and the range written back.
-    pub fn copy_out_strided(&self, rt: &Runtime, routine: &CStr, count: usize, es: usize, stride: usize) {
+    pub fn copy_out_strided(
+        &self,
+        rt: &Runtime,
+        routine: &'static CStr,
+        count: usize,
+        es: usize,
+        stride: usize,
+    ) {
         if !self.is_device() || count == 0 {
             return;
         }

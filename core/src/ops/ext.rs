@@ -11,13 +11,13 @@ use std::time::Instant;
 
 /// `shmemx_wtime`: seconds on a monotonic clock since a fixed point of this process (its first
 /// call), for timing intervals; it does not need `shmem_init`, as in Sandia OpenSHMEM.
-pub fn wtime(_routine: &CStr) -> f64 {
+pub fn wtime(_routine: &'static CStr) -> f64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_secs_f64()
 }
 
 /// `shmemx_nodename`: this host's name (the kernel's), a string that lives for the process.
-pub fn nodename(_routine: &CStr) -> *mut c_char {
+pub fn nodename(_routine: &'static CStr) -> *mut c_char {
     static NAME: OnceLock<CString> = OnceLock::new();
     NAME.get_or_init(|| {
         let n = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
@@ -31,7 +31,7 @@ pub fn nodename(_routine: &CStr) -> *mut c_char {
 /// configured `SHMEM_SYMMETRIC_SIZE` (or `SHMEM_CPU_SYMMETRIC_SIZE` when set; for a GPU default
 /// space, its size), the same on every PE. The library's own symmetric data lies in a reserve
 /// beyond it.
-pub fn heap_size(routine: &CStr) -> usize {
+pub fn heap_size(routine: &'static CStr) -> usize {
     let rt = runtime::get(routine);
     rt.user_heap.get().map_or(rt.heap_size, |u| u.size)
 }
@@ -39,7 +39,7 @@ pub fn heap_size(routine: &CStr) -> usize {
 /// `shmemx_heap_used`: the bytes of this PE's live blocks in the default heap (each block's
 /// usable size), which is what symmetric allocation made collectively: the same on every PE
 /// of a correct program.
-pub fn heap_used(routine: &CStr) -> usize {
+pub fn heap_used(routine: &'static CStr) -> usize {
     runtime::get(routine).heap_used.load(Ordering::Relaxed)
 }
 
@@ -74,7 +74,7 @@ pub fn hint_isolates(hint: c_long) -> Result<bool, String> {
 }
 
 /// `shmemx_malloc_with_hint` (OSHMEM): collective like `shmem_malloc`.
-pub fn malloc_with_hint(routine: &CStr, size: usize, hint: c_long) -> *mut c_void {
+pub fn malloc_with_hint(routine: &'static CStr, size: usize, hint: c_long) -> *mut c_void {
     runtime::get(routine);
     match hint_isolates(hint) {
         Err(e) => fatal(routine, &e),

@@ -48,7 +48,7 @@ pub fn granted(device_bits: c_int) -> c_int {
 }
 
 /// The GPU heap, or the end of the job saying how to get one.
-fn heap(routine: &CStr) -> *mut c_void {
+fn heap(routine: &'static CStr) -> *mut c_void {
     crate::symm::runtime::get(routine);
     let s = spaces::gpu_space();
     if s.is_null() {
@@ -61,7 +61,7 @@ fn heap(routine: &CStr) -> *mut c_void {
 }
 
 /// `shmemg_malloc`.
-pub fn malloc(routine: &CStr, size: usize) -> *mut c_void {
+pub fn malloc(routine: &'static CStr, size: usize) -> *mut c_void {
     let s = heap(routine);
     if size == 0 {
         return std::ptr::null_mut();
@@ -70,7 +70,7 @@ pub fn malloc(routine: &CStr, size: usize) -> *mut c_void {
 }
 
 /// `shmemg_calloc`: NULL without a barrier when `count` or `size` is 0.
-pub fn calloc(routine: &CStr, count: usize, size: usize) -> *mut c_void {
+pub fn calloc(routine: &'static CStr, count: usize, size: usize) -> *mut c_void {
     let s = heap(routine);
     if count == 0 || size == 0 {
         return std::ptr::null_mut();
@@ -80,7 +80,7 @@ pub fn calloc(routine: &CStr, count: usize, size: usize) -> *mut c_void {
 
 /// `shmemg_align`: `alignment` a power of two and a multiple of `sizeof(void *)` (the draft's
 /// rule; anything else ends the job naming it).
-pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
+pub fn align(routine: &'static CStr, alignment: usize, size: usize) -> *mut c_void {
     let s = heap(routine);
     if !alignment.is_power_of_two() || !alignment.is_multiple_of(std::mem::size_of::<*const c_void>()) {
         fatal(
@@ -98,7 +98,7 @@ pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `ptr` is NULL or a block of the GPU heap (checked).
-pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
+pub unsafe fn free(routine: &'static CStr, ptr: *mut c_void) {
     if ptr.is_null() {
         return; // the draft: no action, GPU heap or not
     }

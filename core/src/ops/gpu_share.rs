@@ -14,7 +14,7 @@ const RECORD: usize = 24;
 /// Collective over the world (at init, once the GPU space exists on every PE): gather every
 /// PE's device identity and warn where this PE is the first of a host's PEs that share its
 /// device without MPS.
-pub fn check(routine: &CStr, rt: &Runtime) {
+pub fn check(routine: &'static CStr, rt: &Runtime) {
     let n = rt.n_pes as usize;
     let mut mine = [0u8; RECORD];
     if let Some(f) = rt.gpu.as_ref().and_then(|g| g.heap.identity_slot()) {

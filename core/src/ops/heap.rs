@@ -14,7 +14,7 @@ const MIN_ALIGN: usize = 16;
 /// Under SHMEM_DEBUG, end the job unless every PE passed the same `args`: allocations of
 /// different sizes leave the heaps at different offsets, and later transfers then land on the
 /// wrong objects without a word.
-fn debug_same(routine: &CStr, what: &str, args: &[i64]) {
+fn debug_same(routine: &'static CStr, what: &str, args: &[i64]) {
     crate::ops::teams::debug_require_same_args(routine, crate::ops::coll::world(routine), what, args);
 }
 
@@ -23,7 +23,7 @@ fn place(rt: &Runtime, p: *mut c_void) -> i64 {
     rt.segs.locate(p as usize).map_or(-1, |(seg, off, _)| (i64::from(seg) << 48) | off as i64)
 }
 
-fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_void {
+fn alloc_sync(routine: &'static CStr, size: usize, align: usize, zero: bool) -> *mut c_void {
     let rt = runtime::get(routine);
     debug_same(routine, "size and alignment", &[size as i64, align as i64]);
     if size == 0 {
@@ -53,7 +53,7 @@ fn alloc_sync(routine: &CStr, size: usize, align: usize, zero: bool) -> *mut c_v
 /// A symmetric allocation found no room: the spec's answer is NULL, and programs that do not
 /// check it fault later far from the cause, so say why here (a warning, on every PE alike:
 /// the heaps are symmetric).
-fn no_room(routine: &CStr, rt: &Runtime, size: usize) {
+fn no_room(routine: &'static CStr, rt: &Runtime, size: usize) {
     let what = if rt.user_heap.get().is_some() {
         "the default space's heap has no room for it".to_string()
     } else {
@@ -72,7 +72,7 @@ fn no_room(routine: &CStr, rt: &Runtime, size: usize) {
     );
 }
 
-pub fn malloc(routine: &CStr, size: usize) -> *mut c_void {
+pub fn malloc(routine: &'static CStr, size: usize) -> *mut c_void {
     alloc_sync(routine, size, MIN_ALIGN, false)
 }
 
@@ -84,7 +84,7 @@ pub const ISOLATION: usize = 128;
 /// A block that owns every cache line it touches: it starts on an [`ISOLATION`] boundary and
 /// its length is rounded up to one, so no other allocation shares (falsely) its lines. For
 /// words that remote PEs update with atomics or signals while the owner works nearby.
-pub fn malloc_isolated(routine: &CStr, size: usize) -> *mut c_void {
+pub fn malloc_isolated(routine: &'static CStr, size: usize) -> *mut c_void {
     match size.checked_next_multiple_of(ISOLATION) {
         // The heap base is aligned far beyond ISOLATION on every PE (sshmem aligns segments),
         // so an aligned offset is an aligned address everywhere.
@@ -96,7 +96,7 @@ pub fn malloc_isolated(routine: &CStr, size: usize) -> *mut c_void {
     }
 }
 
-pub fn calloc(routine: &CStr, count: usize, size: usize) -> *mut c_void {
+pub fn calloc(routine: &'static CStr, count: usize, size: usize) -> *mut c_void {
     match count.checked_mul(size) {
         Some(n) => alloc_sync(routine, n, MIN_ALIGN, true),
         None => {
@@ -106,7 +106,7 @@ pub fn calloc(routine: &CStr, count: usize, size: usize) -> *mut c_void {
     }
 }
 
-pub fn align(routine: &CStr, alignment: usize, size: usize) -> *mut c_void {
+pub fn align(routine: &'static CStr, alignment: usize, size: usize) -> *mut c_void {
     if !alignment.is_power_of_two() {
         runtime::get(routine);
         crate::log::log(
@@ -154,7 +154,7 @@ fn count_used(rt: &Runtime, p: *mut c_void, add: bool) {
     }
 }
 
-fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
+fn check_owned(routine: &'static CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
     if usable(rt, ptr) == 0 {
         fatal(
             routine,
@@ -167,7 +167,7 @@ fn check_owned(routine: &CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
 
 /// # Safety
 /// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
-pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
+pub unsafe fn free(routine: &'static CStr, ptr: *mut c_void) {
     let rt = runtime::get(routine);
     debug_same(routine, "ptr (as segment and offset)", &[place(rt, ptr)]);
     if ptr.is_null() {
@@ -189,7 +189,7 @@ pub unsafe fn free(routine: &CStr, ptr: *mut c_void) {
 ///
 /// # Safety
 /// `ptr` must be a pointer `shmem_space_malloc` returned for the CPU space.
-pub unsafe fn free_in_init_heap(routine: &CStr, ptr: *mut c_void) {
+pub unsafe fn free_in_init_heap(routine: &'static CStr, ptr: *mut c_void) {
     let rt = runtime::get(routine);
     // SAFETY: plugin ABI call; only looks the pointer up.
     if unsafe { (rt.memheap.usable_size)(rt.heap, ptr) } == 0 {
@@ -202,7 +202,7 @@ pub unsafe fn free_in_init_heap(routine: &CStr, ptr: *mut c_void) {
 
 /// # Safety
 /// `ptr` must be NULL or a pointer the symmetric allocation routines returned.
-pub unsafe fn realloc(routine: &CStr, ptr: *mut c_void, size: usize) -> *mut c_void {
+pub unsafe fn realloc(routine: &'static CStr, ptr: *mut c_void, size: usize) -> *mut c_void {
     let rt = runtime::get(routine);
     debug_same(routine, "ptr (as segment and offset) and size", &[place(rt, ptr), size as i64]);
     if ptr.is_null() {

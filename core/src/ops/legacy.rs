@@ -17,7 +17,7 @@ use crate::ops::active_sets::PSYNC_BYTES;
 /// first compare `same` (what the arguments are, and this PE's values; none for a barrier), as
 /// the team forms do: PEs that disagree would hang or corrupt each other's memory.
 fn on_active_set<R>(
-    routine: &CStr,
+    routine: &'static CStr,
     (start, log_stride, size): (c_int, c_int, c_int),
     psync: *mut c_long,
     same: (&str, &[i64]),
@@ -62,7 +62,10 @@ fn on_active_set<R>(
 /// call their collectives in the same order as the active-set ones (an active set's PEs call
 /// its collectives in one order, and that order is the program order of each member), so the
 /// call can run there (`active_sets` decides), with no team built and the pSync untouched.
-fn standing_team(routine: &CStr, (start, stride, size): (c_int, c_int, c_int)) -> Option<&'static TeamState> {
+fn standing_team(
+    routine: &'static CStr,
+    (start, stride, size): (c_int, c_int, c_int),
+) -> Option<&'static TeamState> {
     let same = |t: &TeamState| {
         t.desc.start == start && t.desc.size == size && (size == 1 || t.desc.stride == stride)
     };
@@ -75,7 +78,7 @@ fn standing_team(routine: &CStr, (start, stride, size): (c_int, c_int, c_int)) -
 
 /// `shmem_barrier` (`complete`: quiet first) and `shmem_sync`.
 pub fn barrier(
-    routine: &CStr,
+    routine: &'static CStr,
     start: c_int,
     log_stride: c_int,
     size: c_int,
@@ -97,7 +100,7 @@ pub fn barrier(
 /// `dest` and `source` must hold `nelems` elements of `size` bytes; `dest` symmetric.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn broadcast(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -126,7 +129,7 @@ pub unsafe fn broadcast(
 /// As for the team forms.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn collect(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -151,7 +154,7 @@ pub unsafe fn collect(
 /// As for the team forms.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn alltoall(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     source: *const c_void,
     (dst, sst): (isize, isize),
@@ -176,7 +179,7 @@ pub unsafe fn alltoall(
 /// `source` (symmetric) and `dest` must hold `nreduce` elements.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn to_all(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     source: *const c_void,
     nreduce: c_int,

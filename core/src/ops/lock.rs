@@ -65,12 +65,12 @@ pub fn release(w: &impl Word, complete: impl FnOnce()) {
 }
 
 /// A lock word on PE 0 reached through the AMOs of the default context.
-struct Amo<'a> {
-    routine: &'a CStr,
+struct Amo {
+    routine: &'static CStr,
     lock: *mut c_long,
 }
 
-impl Word for Amo<'_> {
+impl Word for Amo {
     fn add(&self, v: i64) -> i64 {
         // SAFETY: a symmetric long checked by `check` (callers); the core checks it again.
         unsafe { amo::rmw(self.routine, ctx::default(), self.lock, amo::ADD, v, home()) }
@@ -103,7 +103,7 @@ fn held() -> std::sync::MutexGuard<'static, Vec<usize>> {
 
 /// Check the lock's address (naming it `lock`), and that this PE does (`want_held`) or does not
 /// hold it.
-fn check(rt: &runtime::Runtime, routine: &CStr, lock: *mut c_long, want_held: bool) {
+fn check(rt: &runtime::Runtime, routine: &'static CStr, lock: *mut c_long, want_held: bool) {
     crate::ops::rma::target(rt, routine, "lock", lock as usize, std::mem::size_of::<c_long>(), home());
     if !(lock as usize).is_multiple_of(std::mem::align_of::<c_long>()) {
         crate::error::fail(
@@ -130,11 +130,19 @@ fn check(rt: &runtime::Runtime, routine: &CStr, lock: *mut c_long, want_held: bo
 
 /// # Safety
 /// `lock` must be a symmetric `long` initialised to 0.
-pub unsafe fn set_lock(routine: &CStr, lock: *mut c_long) {
+pub unsafe fn set_lock(routine: &'static CStr, lock: *mut c_long) {
     let rt = runtime::get(routine);
     check(rt, routine, lock, false);
     let mut i = 0;
-    acquire(&Amo { routine, lock }, || backoff(&mut i, rt));
+    // The wait publishes itself and warns (SHMEM_WAIT_STALL_WARN) like a point-to-point wait:
+    // a holder that never clears the lock, or a lost PE 0, is then named.
+    let mut watch = crate::ops::stall::WaitWatch::new();
+    acquire(&Amo { routine, lock }, || {
+        backoff(&mut i, rt);
+        watch.round(i > rt.spin_limit, routine, || {
+            format!("lock {lock:p} on PE 0 to be cleared by the PEs that took their tickets first")
+        });
+    });
     held().push(lock as usize);
 }
 
@@ -142,7 +150,7 @@ pub unsafe fn set_lock(routine: &CStr, lock: *mut c_long) {
 ///
 /// # Safety
 /// As [`set_lock`].
-pub unsafe fn test_lock(routine: &CStr, lock: *mut c_long) -> c_int {
+pub unsafe fn test_lock(routine: &'static CStr, lock: *mut c_long) -> c_int {
     check(runtime::get(routine), routine, lock, false);
     match try_acquire(&Amo { routine, lock }) {
         Some(_) => {
@@ -155,7 +163,7 @@ pub unsafe fn test_lock(routine: &CStr, lock: *mut c_long) -> c_int {
 
 /// # Safety
 /// As [`set_lock`]; the caller holds the lock.
-pub unsafe fn clear_lock(routine: &CStr, lock: *mut c_long) {
+pub unsafe fn clear_lock(routine: &'static CStr, lock: *mut c_long) {
     check(runtime::get(routine), routine, lock, true);
     // SAFETY: the default context is always live.
     release(&Amo { routine, lock }, || unsafe { crate::ops::ctx::quiet(routine, ctx::default()) });

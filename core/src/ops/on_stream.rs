@@ -46,7 +46,7 @@ const CMP_GT: c_int = 3;
 const CMP_GE: c_int = 6;
 
 /// The device memheap's stream slots, or the end of the job naming what is missing.
-fn slots(rt: &Runtime, routine: &CStr) -> StreamSlots {
+fn slots(rt: &Runtime, routine: &'static CStr) -> StreamSlots {
     match rt.gpu.as_ref() {
         Some(g) => g.stream.unwrap_or_else(|| {
             fatal(
@@ -65,7 +65,7 @@ fn slots(rt: &Runtime, routine: &CStr) -> StreamSlots {
 }
 
 /// A slot's answer: true when queued, false when the device cannot (the caller falls back).
-fn queued(routine: &CStr, what: &str, rc: c_int) -> bool {
+fn queued(routine: &'static CStr, what: &str, rc: c_int) -> bool {
     match rc {
         RC_OK => true,
         RC_UNSUPPORTED => false,
@@ -74,7 +74,7 @@ fn queued(routine: &CStr, what: &str, rc: c_int) -> bool {
 }
 
 /// Wait until the stream has done everything queued on it so far.
-fn sync(routine: &CStr, s: &StreamSlots, stream: *mut c_void) {
+fn sync(routine: &'static CStr, s: &StreamSlots, stream: *mut c_void) {
     // SAFETY: plugin ABI call; the stream is the program's (its contract).
     if unsafe { (s.sync)(stream) } != RC_OK {
         fatal(routine, "waiting for the stream failed (the memheap said why above)");
@@ -85,7 +85,7 @@ fn sync(routine: &CStr, s: &StreamSlots, stream: *mut c_void) {
 /// its segment) with a stream copy: the mapped device or host memory, or None.
 fn mapped(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     what: &'static str,
     addr: *const c_void,
     len: usize,
@@ -98,7 +98,7 @@ fn mapped(
 
 /// Where `pe`'s copy of symmetric signal word `sig` is mapped here, when it is device memory
 /// (the only memory a stream's memory operations reach without registering it).
-fn device_word(rt: &Runtime, routine: &CStr, sig: *const u64, pe: c_int) -> Option<*mut u64> {
+fn device_word(rt: &Runtime, routine: &'static CStr, sig: *const u64, pe: c_int) -> Option<*mut u64> {
     if !(sig as usize).is_multiple_of(8) {
         fatal(routine, &format!("sig_addr {sig:p} is not aligned to 8 bytes"));
     }
@@ -111,7 +111,7 @@ fn device_word(rt: &Runtime, routine: &CStr, sig: *const u64, pe: c_int) -> Opti
 }
 
 /// The bytes of `nelems` elements of `size` bytes (the typed forms), or the end of the job.
-pub fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
+pub fn bytes(routine: &'static CStr, nelems: usize, size: usize) -> usize {
     nelems
         .checked_mul(size)
         .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"))
@@ -123,7 +123,7 @@ pub fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
 /// `src` readable for `len` bytes (host or device memory) until the stream has run the copy;
 /// `stream` a live stream of the program's (NULL: the default stream).
 pub unsafe fn putmem(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     src: *const c_void,
     len: usize,
@@ -139,7 +139,7 @@ pub unsafe fn putmem(
 /// # Safety
 /// `dest` writable for `len` bytes (host or device memory); `stream` as for [`putmem`].
 pub unsafe fn getmem(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     src: *const c_void,
     len: usize,
@@ -157,7 +157,7 @@ pub unsafe fn getmem(
 /// # Safety
 /// As [`putmem`] and [`getmem`].
 unsafe fn transfer<const PUT: bool>(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     src: *const c_void,
     len: usize,
@@ -193,7 +193,7 @@ unsafe fn transfer<const PUT: bool>(
 /// the caller must do the update on the host (after syncing the stream).
 fn queue_signal(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     s: &StreamSlots,
     (sig, value, op): (*mut u64, u64, c_int),
     pe: c_int,
@@ -215,7 +215,7 @@ fn queue_signal(
 /// As [`putmem`]; `sig_addr` is checked to be symmetric and aligned.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn putmem_signal(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut c_void,
     src: *const c_void,
     len: usize,
@@ -272,7 +272,7 @@ pub unsafe fn putmem_signal(
 /// # Safety
 /// `sig_addr` is checked to be symmetric and aligned; `stream` as for [`putmem`].
 pub unsafe fn signal_op(
-    routine: &CStr,
+    routine: &'static CStr,
     sig_addr: *mut u64,
     signal: u64,
     sig_op: c_int,
@@ -305,7 +305,7 @@ fn stream_cmp(cmp: c_int, value: u64) -> Option<(c_int, u64)> {
 /// # Safety
 /// `sig_addr` is checked to be symmetric and aligned; `stream` as for [`putmem`].
 pub unsafe fn signal_wait_until(
-    routine: &CStr,
+    routine: &'static CStr,
     sig_addr: *const u64,
     cmp: c_int,
     value: u64,
@@ -332,7 +332,7 @@ pub unsafe fn signal_wait_until(
 /// `shmemx_quiet_on_stream`: every operation queued on the stream before it is complete when
 /// the stream passes this point. Those on mapped peers complete in the stream's order and the
 /// others before their call returned, so nothing is queued; the stream is checked.
-pub fn quiet(routine: &CStr, stream: *mut c_void) {
+pub fn quiet(routine: &'static CStr, stream: *mut c_void) {
     let rt = runtime::get(routine);
     let _ = slots(rt, routine);
     let _ = stream;
@@ -357,7 +357,7 @@ static BARRIER: Mutex<Option<Barrier>> = Mutex::new(None);
 
 /// Collective (first call): the barrier's array in the GPU space, where every PE maps every
 /// PE's copy and its device queues stream memory operations; the same answer on every PE.
-fn first_barrier(rt: &Runtime, routine: &CStr, s: &StreamSlots, stream: *mut c_void) -> Barrier {
+fn first_barrier(rt: &Runtime, routine: &'static CStr, s: &StreamSlots, stream: *mut c_void) -> Barrier {
     let gpu = spaces::gpu_space();
     let n = rt.n_pes as usize;
     let words =
@@ -409,7 +409,7 @@ fn barrier_plan(me: usize, n: usize, epoch: u64) -> impl Iterator<Item = Step> {
 ///
 /// # Safety
 /// `stream` a live stream of the program's (NULL: the default stream).
-pub unsafe fn barrier_all(routine: &CStr, stream: *mut c_void) {
+pub unsafe fn barrier_all(routine: &'static CStr, stream: *mut c_void) {
     let rt = runtime::get(routine);
     let s = slots(rt, routine);
     // The host's own operations before the barrier complete now.

@@ -29,7 +29,7 @@ impl<T: Copy> Values<T> {
     }
 }
 
-fn check(routine: &CStr, cmp: c_int) {
+fn check(routine: &'static CStr, cmp: c_int) {
     if compare(0, cmp, 0).is_none() {
         crate::error::fail(routine, crate::ops::wait::bad_cmp(cmp));
     }
@@ -37,7 +37,7 @@ fn check(routine: &CStr, cmp: c_int) {
 
 /// The `_some` forms write up to `n` indices: `indices` must not be NULL then (issue 53: it
 /// was a SIGSEGV inside the library).
-fn check_indices(routine: &CStr, indices: *mut usize, n: usize) {
+fn check_indices(routine: &'static CStr, indices: *mut usize, n: usize) {
     if n > 0 && indices.is_null() {
         fatal(routine, &format!("indices is NULL but nelems is {n} (up to {n} indices are written there)"));
     }
@@ -46,7 +46,7 @@ fn check_indices(routine: &CStr, indices: *mut usize, n: usize) {
 /// Check the `n` variables at `ivars` (symmetric, aligned, not NULL when `n > 0`).
 pub(crate) fn variables<T>(
     rt: &runtime::Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     what: &'static str,
     ivars: *const T,
     n: usize,
@@ -94,7 +94,7 @@ unsafe fn active(status: *const c_int, i: usize) -> bool {
 /// # Safety
 /// `ivar` must be a valid, aligned local address.
 pub unsafe fn wait_until<T: Copy + PartialOrd + std::fmt::Debug>(
-    routine: &CStr,
+    routine: &'static CStr,
     ivar: *const T,
     cmp: c_int,
     value: T,
@@ -108,7 +108,7 @@ pub unsafe fn wait_until<T: Copy + PartialOrd + std::fmt::Debug>(
 /// # Safety
 /// As [`wait_until`].
 pub unsafe fn wait_until_named<T: Copy + PartialOrd + std::fmt::Debug>(
-    routine: &CStr,
+    routine: &'static CStr,
     what: &'static str,
     ivar: *const T,
     cmp: c_int,
@@ -142,7 +142,12 @@ pub unsafe fn wait_until_named<T: Copy + PartialOrd + std::fmt::Debug>(
 
 /// # Safety
 /// `ivar` must be a valid, aligned local address.
-pub unsafe fn test<T: Copy + PartialOrd>(routine: &CStr, ivar: *const T, cmp: c_int, value: T) -> c_int {
+pub unsafe fn test<T: Copy + PartialOrd>(
+    routine: &'static CStr,
+    ivar: *const T,
+    cmp: c_int,
+    value: T,
+) -> c_int {
     check(routine, cmp);
     let rt = runtime::get(routine);
     variables(rt, routine, "ivar", ivar, 1);
@@ -212,7 +217,7 @@ unsafe fn scan<T: Copy + PartialOrd>(
 /// # Safety
 /// As [`scan`].
 pub unsafe fn wait_all<T: Copy + PartialOrd>(
-    routine: &CStr,
+    routine: &'static CStr,
     ivars: *const T,
     n: usize,
     status: *const c_int,
@@ -240,7 +245,7 @@ pub unsafe fn wait_all<T: Copy + PartialOrd>(
 /// # Safety
 /// As [`scan`].
 pub unsafe fn wait_any<T: Copy + PartialOrd>(
-    routine: &CStr,
+    routine: &'static CStr,
     ivars: *const T,
     n: usize,
     status: *const c_int,
@@ -272,7 +277,7 @@ pub unsafe fn wait_any<T: Copy + PartialOrd>(
 /// As [`scan`]; `indices` holds `n` elements.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn wait_some<T: Copy + PartialOrd>(
-    routine: &CStr,
+    routine: &'static CStr,
     ivars: *const T,
     n: usize,
     indices: *mut usize,
@@ -303,7 +308,7 @@ pub unsafe fn wait_some<T: Copy + PartialOrd>(
 /// # Safety
 /// As [`scan`].
 pub unsafe fn test_all<T: Copy + PartialOrd>(
-    routine: &CStr,
+    routine: &'static CStr,
     ivars: *const T,
     n: usize,
     status: *const c_int,
@@ -324,7 +329,7 @@ pub unsafe fn test_all<T: Copy + PartialOrd>(
 /// # Safety
 /// As [`scan`].
 pub unsafe fn test_any<T: Copy + PartialOrd>(
-    routine: &CStr,
+    routine: &'static CStr,
     ivars: *const T,
     n: usize,
     status: *const c_int,
@@ -346,7 +351,7 @@ pub unsafe fn test_any<T: Copy + PartialOrd>(
 /// As [`scan`]; `indices` holds `n` elements.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn test_some<T: Copy + PartialOrd>(
-    routine: &CStr,
+    routine: &'static CStr,
     ivars: *const T,
     n: usize,
     indices: *mut usize,

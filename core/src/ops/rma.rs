@@ -41,7 +41,7 @@ pub(crate) fn locate_target(
 #[inline(always)]
 pub(crate) fn target(
     rt: &Runtime,
-    routine: &CStr,
+    routine: &'static CStr,
     what: &'static str,
     addr: usize,
     len: usize,
@@ -71,7 +71,7 @@ pub(crate) fn target(
 /// (`crate::symm::peers::learn_on_first_use`).
 #[cold]
 #[inline(never)]
-fn first_use(rt: &Runtime, routine: &CStr, pe: c_int, seg: u32) -> PeerSeg {
+fn first_use(rt: &Runtime, routine: &'static CStr, pe: c_int, seg: u32) -> PeerSeg {
     crate::symm::peers::learn_on_first_use(&rt.segs, rt.boot, rt.spml, pe, seg)
         .unwrap_or_else(|e| fatal(routine, &format!("reaching PE {pe}: {e}")))
 }
@@ -92,7 +92,7 @@ pub(crate) fn set_space_blocks(f: SpaceBlocks) {
 /// bytes. The global-data segment has no blocks.
 #[cold]
 #[inline(never)]
-fn one_block(rt: &Runtime, routine: &CStr, what: &str, seg: u32, addr: usize, len: usize) {
+fn one_block(rt: &Runtime, routine: &'static CStr, what: &str, seg: u32, addr: usize, len: usize) {
     let block = if seg == crate::symm::segments::SEG_HEAP {
         let Some(block_of) = rt.memheap.block_of_slot() else { return };
         let (mut start, mut size) = (0usize, 0usize);
@@ -129,7 +129,14 @@ fn one_block(rt: &Runtime, routine: &CStr, what: &str, seg: u32, addr: usize, le
 /// variables): not NULL, symmetric, inside one segment, aligned to `align`. Waiting on memory
 /// no peer can write would never end.
 #[inline]
-pub(crate) fn local(rt: &Runtime, routine: &CStr, what: &'static str, addr: usize, len: usize, align: usize) {
+pub(crate) fn local(
+    rt: &Runtime,
+    routine: &'static CStr,
+    what: &'static str,
+    addr: usize,
+    len: usize,
+    align: usize,
+) {
     if let Err(e) = check_local(&rt.segs, what, addr, len, align) {
         fail(routine, e)
     }
@@ -167,7 +174,7 @@ pub(crate) fn transfer_len(nelems: usize, size: usize) -> Result<usize, ShmemErr
 }
 
 #[inline(always)]
-fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
+fn bytes(routine: &'static CStr, nelems: usize, size: usize) -> usize {
     match transfer_len(nelems, size) {
         Ok(n) => n,
         Err(e) => fail(routine, e),
@@ -177,13 +184,13 @@ fn bytes(routine: &CStr, nelems: usize, size: usize) -> usize {
 pub(crate) use crate::ops::ctx::{spml_handle, through_spml};
 
 #[cold]
-fn spml_failed(routine: &CStr, op: &'static str, pe: c_int) -> ! {
+fn spml_failed(routine: &'static CStr, op: &'static str, pe: c_int) -> ! {
     fail(routine, ShmemError::Spml { op, pe })
 }
 
 #[cold]
 #[inline(never)]
-fn null_buffer(routine: &CStr, what: &'static str, len: usize) -> ! {
+fn null_buffer(routine: &'static CStr, what: &'static str, len: usize) -> ! {
     fail(routine, ShmemError::NullBuffer { what, len })
 }
 
@@ -196,7 +203,7 @@ fn null_buffer(routine: &CStr, what: &'static str, len: usize) -> ! {
 /// be symmetric.
 #[inline(always)]
 pub unsafe fn put_any<const NBI: bool>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -245,7 +252,7 @@ pub unsafe fn put_any<const NBI: bool>(
 /// `dest` must be writable for the length; `src` is checked to be symmetric.
 #[inline(always)]
 pub unsafe fn get_any<const NBI: bool>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -282,6 +289,8 @@ pub unsafe fn get_any<const NBI: bool>(
         return unsafe { crate::ops::device::get(rt, routine, ctx, NBI, (seg, off, p), pe, dest, len) };
     }
     let op = if NBI { rt.spml.get_nbi } else { rt.spml.get };
+    // A blocking get waits here for the PE's answer: a lost peer's message names it.
+    let _blocked = (!NBI).then(|| crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Get, pe));
     // SAFETY: plugin ABI call; `dest` writable for `len` by contract.
     if unsafe { through_spml(ctx, |h| op(h, pe, seg, p.remote_base + off as u64, dest.cast(), len)) } != 0 {
         spml_failed(routine, "get from", pe);
@@ -294,7 +303,7 @@ pub unsafe fn get_any<const NBI: bool>(
 /// As [`put_any`].
 #[inline(always)]
 pub unsafe fn put(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -312,7 +321,7 @@ pub unsafe fn put(
 /// As [`get_any`].
 #[inline(always)]
 pub unsafe fn get(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -329,7 +338,7 @@ pub unsafe fn get(
 /// # Safety
 /// As [`put_any`].
 pub unsafe fn put_nbi(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -346,7 +355,7 @@ pub unsafe fn put_nbi(
 /// # Safety
 /// As [`get_any`].
 pub unsafe fn get_nbi(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -363,7 +372,7 @@ pub unsafe fn get_nbi(
 /// # Safety
 /// `dest` is checked to be symmetric.
 #[inline(always)]
-pub unsafe fn p<T: Copy>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
+pub unsafe fn p<T: Copy>(routine: &'static CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
     // SAFETY: `value` is a local readable for size_of::<T>().
     unsafe { put(routine, ctx, dest.cast(), (&value as *const T).cast(), 1, std::mem::size_of::<T>(), pe) }
 }
@@ -373,7 +382,7 @@ pub unsafe fn p<T: Copy>(routine: &CStr, ctx: Ctx, dest: *mut T, value: T, pe: c
 /// # Safety
 /// `source` is checked to be symmetric.
 #[inline(always)]
-pub unsafe fn g<T: Copy>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
+pub unsafe fn g<T: Copy>(routine: &'static CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
     let mut v = std::mem::MaybeUninit::<T>::zeroed();
     // SAFETY: `v` is writable for size_of::<T>(); zeroed first so an invalid context yields 0.
     unsafe {
@@ -389,7 +398,7 @@ pub unsafe fn g<T: Copy>(routine: &CStr, ctx: Ctx, source: *const T, pe: c_int) 
 /// As [`put`], for every strided element.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn iput(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -409,7 +418,7 @@ pub unsafe fn iput(
 /// As [`get`], for every strided element.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn iget(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -431,7 +440,7 @@ pub unsafe fn iget(
 /// As [`put`] / [`get`], for every block.
 #[allow(clippy::too_many_arguments)]
 unsafe fn blocks<const GET: bool>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -487,7 +496,7 @@ unsafe fn blocks<const GET: bool>(
 /// As [`put`], for every block.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn ibput(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -508,7 +517,7 @@ pub unsafe fn ibput(
 /// As [`get`], for every block.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn ibget(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -523,7 +532,7 @@ pub unsafe fn ibget(
     unsafe { blocks::<true>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
 }
 
-fn check_block_strides(routine: &CStr, dst: isize, sst: isize, bsize: usize) {
+fn check_block_strides(routine: &'static CStr, dst: isize, sst: isize, bsize: usize) {
     if dst < bsize as isize || sst < bsize as isize {
         fatal(routine, &format!("strides must be at least the block size {bsize} (dst={dst}, sst={sst})"));
     }
@@ -537,7 +546,7 @@ fn check_block_strides(routine: &CStr, dst: isize, sst: isize, bsize: usize) {
 ///
 /// # Safety
 /// None beyond the C contract: the address is only looked up.
-pub unsafe fn ptr(routine: &CStr, addr: *const c_void, pe: c_int) -> *mut c_void {
+pub unsafe fn ptr(routine: &'static CStr, addr: *const c_void, pe: c_int) -> *mut c_void {
     let rt = runtime::get(routine);
     if pe as u32 >= rt.n_pes as u32 {
         return std::ptr::null_mut();
@@ -585,7 +594,7 @@ static SIGNALS_OUT: AtomicBool = AtomicBool::new(false);
 
 /// Quiet the default context, completing the collectives' signals too (the core service
 /// `quiet`, and finalize, which must leave nothing in flight).
-pub(crate) fn quiet_with_signals(routine: &CStr) {
+pub(crate) fn quiet_with_signals(routine: &'static CStr) {
     // SAFETY: the default context is always live.
     unsafe { crate::ops::ctx::quiet_with(routine, crate::ops::ctx::default(), Some(&SIGNALS_OUT)) }
 }
@@ -594,7 +603,7 @@ pub(crate) fn quiet_with_signals(routine: &CStr) {
 ///
 /// # Safety
 /// `dest` is checked to be symmetric and must be 8-byte aligned.
-pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_int) {
+pub unsafe fn atomic_add_u64(routine: &'static CStr, dest: *mut u64, value: u64, pe: c_int) {
     let rt = runtime::get(routine);
     let (seg, off, p) = target(rt, routine, "dest", dest as usize, 8, pe);
     if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
@@ -627,7 +636,7 @@ pub unsafe fn atomic_add_u64(routine: &CStr, dest: *mut u64, value: u64, pe: c_i
 /// `src` readable for `len` bytes; `dest` and `sig` are checked to be symmetric, and `sig`
 /// must be 8-byte aligned.
 pub unsafe fn put_signal_u64(
-    routine: &CStr,
+    routine: &'static CStr,
     dest: *mut u8,
     src: *const u8,
     len: usize,

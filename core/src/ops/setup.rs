@@ -3,14 +3,14 @@
 use crate::symm::runtime;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-pub fn init(routine: &CStr, level: c_int) {
+pub fn init(routine: &'static CStr, level: c_int) {
     crate::ops::gpu_aux::ask(0);
     crate::ops::lifecycle::init(routine, level);
 }
 
 /// # Safety
 /// `provided` must be NULL or writable.
-pub unsafe fn init_thread(routine: &CStr, requested: c_int, provided: *mut c_int) -> c_int {
+pub unsafe fn init_thread(routine: &'static CStr, requested: c_int, provided: *mut c_int) -> c_int {
     use crate::ops::{THREAD_MULTIPLE, THREAD_SINGLE};
     // The GPU auxiliary specification's SHMEM_DEVICE_* bits ride along with the level.
     let (requested, device) = crate::ops::gpu_aux::split(requested);
@@ -34,7 +34,7 @@ pub unsafe fn init_thread(routine: &CStr, requested: c_int, provided: *mut c_int
 
 /// # Safety
 /// `provided` must be NULL or writable.
-pub unsafe fn query_thread(routine: &CStr, provided: *mut c_int) {
+pub unsafe fn query_thread(routine: &'static CStr, provided: *mut c_int) {
     let rt = runtime::get(routine);
     if !provided.is_null() {
         // SAFETY: checked non-null.
@@ -44,26 +44,26 @@ pub unsafe fn query_thread(routine: &CStr, provided: *mut c_int) {
 
 /// # Safety
 /// `initialized` must be NULL or writable.
-pub unsafe fn query_initialized(_routine: &CStr, initialized: *mut c_int) {
+pub unsafe fn query_initialized(_routine: &'static CStr, initialized: *mut c_int) {
     if !initialized.is_null() {
         // SAFETY: checked non-null.
         unsafe { *initialized = runtime::is_initialized() as c_int };
     }
 }
 
-pub fn finalize(routine: &CStr) {
+pub fn finalize(routine: &'static CStr) {
     crate::ops::lifecycle::finalize(routine)
 }
 
-pub fn my_pe(routine: &CStr) -> c_int {
+pub fn my_pe(routine: &'static CStr) -> c_int {
     runtime::get(routine).my_pe
 }
 
-pub fn n_pes(routine: &CStr) -> c_int {
+pub fn n_pes(routine: &'static CStr) -> c_int {
     runtime::get(routine).n_pes
 }
 
-pub fn global_exit(routine: &CStr, status: c_int) {
+pub fn global_exit(routine: &'static CStr, status: c_int) {
     match runtime::try_get() {
         Some(rt) => {
             crate::error::mark_exiting();
@@ -75,19 +75,19 @@ pub fn global_exit(routine: &CStr, status: c_int) {
     }
 }
 
-pub fn pe_accessible(routine: &CStr, pe: c_int) -> c_int {
+pub fn pe_accessible(routine: &'static CStr, pe: c_int) -> c_int {
     let rt = runtime::get(routine);
     (pe >= 0 && pe < rt.n_pes) as c_int
 }
 
-pub fn addr_accessible(routine: &CStr, addr: *const c_void, pe: c_int) -> c_int {
+pub fn addr_accessible(routine: &'static CStr, addr: *const c_void, pe: c_int) -> c_int {
     let rt = runtime::get(routine);
     (pe >= 0 && pe < rt.n_pes && rt.segs.lookup(addr as usize).is_some()) as c_int
 }
 
 /// # Safety
 /// Each pointer must be NULL or writable.
-pub unsafe fn info_get_version(_routine: &CStr, major: *mut c_int, minor: *mut c_int) {
+pub unsafe fn info_get_version(_routine: &'static CStr, major: *mut c_int, minor: *mut c_int) {
     // SAFETY: checked non-null.
     unsafe {
         if !major.is_null() {
@@ -104,7 +104,7 @@ pub const VENDOR: &CStr = c"rshmem";
 
 /// # Safety
 /// `name` must be NULL or hold SHMEM_MAX_NAME_LEN bytes.
-pub unsafe fn info_get_name(_routine: &CStr, name: *mut c_char) {
+pub unsafe fn info_get_name(_routine: &'static CStr, name: *mut c_char) {
     if !name.is_null() {
         let b = VENDOR.to_bytes_with_nul();
         // SAFETY: the buffer holds SHMEM_MAX_NAME_LEN (256) bytes by contract.
@@ -113,8 +113,8 @@ pub unsafe fn info_get_name(_routine: &CStr, name: *mut c_char) {
 }
 
 /// Routines kept for old programs that have nothing to do here (SHMEM_CACHE, pcontrol).
-pub fn no_op(_routine: &CStr) {}
+pub fn no_op(_routine: &'static CStr) {}
 
-pub fn start_pes(routine: &CStr, _npes: c_int) {
+pub fn start_pes(routine: &'static CStr, _npes: c_int) {
     crate::ops::lifecycle::init(routine, crate::ops::THREAD_SINGLE);
 }

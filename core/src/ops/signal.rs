@@ -19,7 +19,7 @@ pub(crate) fn bad_sig_op(sig_op: c_int) -> crate::error::ShmemError {
     }
 }
 
-fn op_of(routine: &CStr, sig_op: c_int) -> u32 {
+fn op_of(routine: &'static CStr, sig_op: c_int) -> u32 {
     match sig_op {
         SIGNAL_SET => rshmem_plugin_api::AMO_SET,
         SIGNAL_ADD => rshmem_plugin_api::AMO_ADD,
@@ -31,7 +31,7 @@ fn op_of(routine: &CStr, sig_op: c_int) -> u32 {
 /// As `rma::put_any`; `sig_addr` is checked to be symmetric and aligned.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn put_signal<const NBI: bool>(
-    routine: &CStr,
+    routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
     src: *const u8,
@@ -55,7 +55,14 @@ pub unsafe fn put_signal<const NBI: bool>(
 ///
 /// # Safety
 /// `sig_addr` is checked to be symmetric and aligned.
-pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+pub unsafe fn update(
+    routine: &'static CStr,
+    ctx: Ctx,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
     let op = op_of(routine, sig_op);
     // SAFETY: forwarded.
     unsafe { amo::post_named::<u64, { amo::SIG_ADDR }>(routine, ctx, sig_addr, op, signal, pe) };
@@ -65,7 +72,7 @@ pub unsafe fn update(routine: &CStr, ctx: Ctx, sig_addr: *mut u64, signal: u64, 
 ///
 /// # Safety
 /// `sig_addr` must be a valid, aligned local address.
-pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
+pub unsafe fn fetch(routine: &'static CStr, sig_addr: *const u64) -> u64 {
     let rt = crate::symm::runtime::get(routine);
     crate::ops::p2p::variables(rt, routine, "sig_addr", sig_addr, 1);
     // SAFETY: aligned word; peers update it atomically.
@@ -78,7 +85,7 @@ pub unsafe fn fetch(routine: &CStr, sig_addr: *const u64) -> u64 {
 ///
 /// # Safety
 /// As [`fetch`].
-pub unsafe fn wait_until(routine: &CStr, sig_addr: *const u64, cmp: c_int, value: u64) -> u64 {
+pub unsafe fn wait_until(routine: &'static CStr, sig_addr: *const u64, cmp: c_int, value: u64) -> u64 {
     // SAFETY: forwarded; the word is checked there, once.
     unsafe {
         crate::ops::p2p::wait_until_named(routine, "sig_addr", sig_addr, cmp, value);

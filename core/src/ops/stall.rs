@@ -82,7 +82,7 @@ impl WaitWatch {
     /// One round of the wait (`slow`: it gave the core away); `what` describes what it waits
     /// for (only called at a look at the clock).
     #[inline(always)]
-    pub fn round(&mut self, slow: bool, routine: &CStr, what: impl Fn() -> String) {
+    pub fn round(&mut self, slow: bool, routine: &'static CStr, what: impl Fn() -> String) {
         if self.countdown.tick(slow) {
             self.look(routine, what);
         }
@@ -90,7 +90,7 @@ impl WaitWatch {
 
     #[cold]
     #[inline(never)]
-    fn look(&mut self, routine: &CStr, what: impl Fn() -> String) {
+    fn look(&mut self, routine: &'static CStr, what: impl Fn() -> String) {
         // Each look tells `blocked` again, with the word's value as it is now: a lost peer's
         // message then says what this PE was waiting for.
         self.published = true;
@@ -196,7 +196,7 @@ impl Drop for Guard {
     }
 }
 
-pub fn enter(routine: &CStr, op: &'static str, probe: Option<Probe>) -> Guard {
+pub fn enter(routine: &'static CStr, op: &'static str, probe: Option<Probe>) -> Guard {
     let now = Current { routine: routine.as_ptr(), op, probe, since: None, next: 0, published: false };
     Guard(CURRENT.with(|c| c.replace(now)))
 }

@@ -73,7 +73,7 @@ pub fn pool_bytes(scolls: &[(&'static ScollOps, String)]) -> usize {
 }
 
 /// Reserve the slots (collective: part of init, so the heap stays symmetric).
-pub fn init_pool(routine: &CStr, rt: &Runtime, scolls: &[(&'static ScollOps, String)]) {
+pub fn init_pool(routine: &'static CStr, rt: &Runtime, scolls: &[(&'static ScollOps, String)]) {
     let slot_bytes = slot_bytes(scolls);
     let slots = MAX_TEAMS + ACTIVE_SET_SLOTS;
     let base = rt.alloc(slots * slot_bytes, 64).unwrap_or_else(|| {
@@ -146,7 +146,7 @@ impl TeamState {
     /// On a member of the team (world PEs `start + i * stride`, `i < size`) whose scratch slot
     /// `slot` every member has zeroed before any member can use the team.
     pub fn create(
-        routine: &CStr,
+        routine: &'static CStr,
         rt: &Runtime,
         slot: usize,
         triplet: (c_int, c_int, c_int),
@@ -325,7 +325,7 @@ impl TeamState {
         index_in(world_pe, self.desc.start, self.desc.stride, self.desc.size)
     }
 
-    fn run<'a>(&self, routine: &CStr, op: &'static str, rcs: impl Iterator<Item = (c_int, &'a str)>) {
+    fn run<'a>(&self, routine: &'static CStr, op: &'static str, rcs: impl Iterator<Item = (c_int, &'a str)>) {
         let arrivals = self.count_arrival();
         let _running = crate::ops::stall::enter(routine, op, arrivals.map(|_| self.laggards_probe()));
         for (rc, name) in rcs {
@@ -338,7 +338,7 @@ impl TeamState {
         crate::error::fatal(routine, &format!("every scoll component declined {op}"))
     }
 
-    pub fn barrier(&self, routine: &CStr) {
+    pub fn barrier(&self, routine: &'static CStr) {
         // SAFETY: plugin ABI calls with the state each component returned from `enable`.
         self.run(routine, "barrier", self.barrier.iter().map(|(f, s, n)| (unsafe { f(*s) }, n.as_str())));
     }
@@ -349,7 +349,7 @@ impl TeamState {
     /// against the segments before they call it).
     pub unsafe fn broadcast(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         nbytes: usize,
@@ -370,7 +370,7 @@ impl TeamState {
 
     fn broadcast_on(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         nbytes: usize,
@@ -396,7 +396,7 @@ impl TeamState {
     /// against the segments before they call it).
     pub unsafe fn broadcast_keep_root(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         nbytes: usize,
@@ -421,7 +421,7 @@ impl TeamState {
 
     fn broadcast_keep_root_on(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         nbytes: usize,
@@ -457,7 +457,7 @@ impl TeamState {
     /// against the segments before they call it).
     pub unsafe fn collect(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         nbytes: usize,
@@ -479,7 +479,14 @@ impl TeamState {
         self.collect_on(routine, dest, src, nbytes, fixed);
     }
 
-    fn collect_on(&self, routine: &CStr, dest: *mut c_void, src: *const c_void, nbytes: usize, fixed: bool) {
+    fn collect_on(
+        &self,
+        routine: &'static CStr,
+        dest: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        fixed: bool,
+    ) {
         self.run(
             routine,
             "collect",
@@ -495,7 +502,7 @@ impl TeamState {
     /// made per call on a pSync uses the last).
     fn collected_bytes(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         rt: &Runtime,
         d: &crate::ops::device::Shadow,
         nbytes: usize,
@@ -520,7 +527,7 @@ impl TeamState {
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn alltoall(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         es: usize,
@@ -554,7 +561,7 @@ impl TeamState {
     #[allow(clippy::too_many_arguments)]
     fn alltoall_on(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         es: usize,
@@ -579,7 +586,7 @@ impl TeamState {
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn reduce(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         nelems: usize,
@@ -605,7 +612,7 @@ impl TeamState {
     #[allow(clippy::too_many_arguments)]
     fn reduce_on(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         dest: *mut c_void,
         src: *const c_void,
         nelems: usize,
@@ -665,7 +672,7 @@ impl TeamState {
     /// copied (the root may then change its source).
     fn broadcast_direct(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         rt: &Runtime,
         (d, s): (&crate::ops::device::Shadow, &crate::ops::device::Shadow),
         nbytes: usize,
@@ -694,7 +701,7 @@ impl TeamState {
     /// nothing, where the shadow must serve.
     fn reduce_direct(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         rt: &Runtime,
         (d, s): (&crate::ops::device::Shadow, &crate::ops::device::Shadow),
         len: usize,
@@ -731,7 +738,7 @@ impl TeamState {
     /// `at(i)` of member i's source; nobody leaves before every member has copied.
     fn gather_direct(
         &self,
-        routine: &CStr,
+        routine: &'static CStr,
         rt: &Runtime,
         (d, s): (&crate::ops::device::Shadow, &crate::ops::device::Shadow),
         block: usize,
@@ -757,7 +764,7 @@ impl TeamState {
 /// memory (`crate::ops::device::Shadow`): None, at the cost of one relaxed load, in a job
 /// without device memory, and when both are host memory.
 fn device_buffers(
-    routine: &CStr,
+    routine: &'static CStr,
     (dest, dest_len): (*mut c_void, usize),
     (src, src_len): (*const c_void, usize),
 ) -> Option<(&'static Runtime, crate::ops::device::Shadow, crate::ops::device::Shadow)> {

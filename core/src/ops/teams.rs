@@ -44,7 +44,7 @@ pub fn shared_triplet(local: &[bool], me: c_int) -> ((c_int, c_int, c_int), bool
 /// identity from the launcher, `SHMEM_LOCAL_MAP`, the sshmem component), so the PEs of a
 /// host agree on their team.
 pub fn init_shared(
-    routine: &CStr,
+    routine: &'static CStr,
     rt: &runtime::Runtime,
     world: *mut std::ffi::c_void,
 ) -> *mut std::ffi::c_void {
@@ -64,7 +64,7 @@ pub fn init_shared(
 /// PE alone, the node team is still the host's PEs). It is the world or the shared team when it
 /// has their members, else a team in slot 2, disjoint across hosts like the shared team.
 pub fn init_node(
-    routine: &CStr,
+    routine: &'static CStr,
     rt: &runtime::Runtime,
     world: *mut std::ffi::c_void,
     shared: *mut std::ffi::c_void,
@@ -82,7 +82,13 @@ pub fn init_node(
 }
 
 /// A predefined team of the PEs `local` marks on this host, in `slot` (reserved here).
-fn host_team(routine: &CStr, rt: &runtime::Runtime, local: &[bool], slot: usize, name: &str) -> *mut c_void {
+fn host_team(
+    routine: &'static CStr,
+    rt: &runtime::Runtime,
+    local: &[bool],
+    slot: usize,
+    name: &str,
+) -> *mut c_void {
     let (triplet, regular) = shared_triplet(local, rt.my_pe);
     if !regular {
         crate::log::log(
@@ -144,7 +150,7 @@ fn registry() -> &'static runtime::TeamRegistry {
 /// The team behind a handle, or None for SHMEM_TEAM_INVALID. Handles come from C, where a
 /// team handle is valid by the caller's contract, like every handle the C API takes.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
+pub fn state(routine: &'static CStr, team: Team) -> Option<&'static TeamState> {
     if team.is_null() {
         return None;
     }
@@ -160,17 +166,17 @@ pub fn state(routine: &CStr, team: Team) -> Option<&'static TeamState> {
     Some(unsafe { &*(p as *const TeamState) })
 }
 
-pub fn my_pe(routine: &CStr, team: Team) -> c_int {
+pub fn my_pe(routine: &'static CStr, team: Team) -> c_int {
     runtime::get(routine);
     state(routine, team).map_or(-1, |t| t.desc.my_index)
 }
 
-pub fn n_pes(routine: &CStr, team: Team) -> c_int {
+pub fn n_pes(routine: &'static CStr, team: Team) -> c_int {
     runtime::get(routine);
     state(routine, team).map_or(-1, |t| t.desc.size)
 }
 
-pub fn translate_pe(routine: &CStr, src: Team, src_pe: c_int, dest: Team) -> c_int {
+pub fn translate_pe(routine: &'static CStr, src: Team, src_pe: c_int, dest: Team) -> c_int {
     runtime::get(routine);
     let (Some(s), Some(d)) = (state(routine, src), state(routine, dest)) else { return -1 };
     if !(0..s.desc.size).contains(&src_pe) {
@@ -181,7 +187,7 @@ pub fn translate_pe(routine: &CStr, src: Team, src_pe: c_int, dest: Team) -> c_i
 
 /// # Safety
 /// `config` must be NULL or writable.
-pub unsafe fn get_config(routine: &CStr, team: Team, mask: c_long, config: *mut TeamConfig) -> c_int {
+pub unsafe fn get_config(routine: &'static CStr, team: Team, mask: c_long, config: *mut TeamConfig) -> c_int {
     runtime::get(routine);
     let Some(t) = state(routine, team) else { return -1 };
     if mask & !TEAM_NUM_CONTEXTS != 0 {
@@ -199,7 +205,7 @@ pub unsafe fn get_config(routine: &CStr, team: Team, mask: c_long, config: *mut 
 
 /// # Safety
 /// `dest` must be NULL or symmetric.
-pub unsafe fn ptr(routine: &CStr, team: Team, dest: *const c_void, pe: c_int) -> *mut c_void {
+pub unsafe fn ptr(routine: &'static CStr, team: Team, dest: *const c_void, pe: c_int) -> *mut c_void {
     let Some(t) = state(routine, team) else { return std::ptr::null_mut() };
     if !(0..t.desc.size).contains(&pe) {
         return std::ptr::null_mut();
@@ -209,7 +215,7 @@ pub unsafe fn ptr(routine: &CStr, team: Team, dest: *const c_void, pe: c_int) ->
 }
 
 /// `shmem_team_sync`: synchronise the team's PEs (no completion of communication).
-pub fn sync(routine: &CStr, team: Team) -> c_int {
+pub fn sync(routine: &'static CStr, team: Team) -> c_int {
     runtime::get(routine);
     let Some(t) = state(routine, team) else { return -1 };
     std::sync::atomic::fence(Ordering::SeqCst);
@@ -218,7 +224,7 @@ pub fn sync(routine: &CStr, team: Team) -> c_int {
 }
 
 /// The union of the used-slot masks of `parent`'s PEs (collective over `parent`).
-fn agree(routine: &CStr, parent: &TeamState) -> u64 {
+fn agree(routine: &'static CStr, parent: &TeamState) -> u64 {
     let mine = *registry().used.lock().unwrap_or_else(|e| e.into_inner());
     or_all(routine, parent, mine)
 }
@@ -232,7 +238,7 @@ const OR_RESULT: usize = 3;
 /// components, O(log n) messages per member. [`or_over`], for teams with no slot, has every
 /// member apply an atomic OR to the first member and read it back, which puts n of each on
 /// that one PE and costs three barriers.
-pub fn or_all(routine: &CStr, team: &TeamState, mine: u64) -> u64 {
+pub fn or_all(routine: &'static CStr, team: &TeamState, mine: u64) -> u64 {
     let (src, dest) = (team.core_word(OR_SOURCE), team.core_word(OR_RESULT));
     // SAFETY: two words of the slot, symmetric, which only this function uses. The last
     // reduction through them has returned on this PE: its source may be reused, and nobody
@@ -259,7 +265,7 @@ pub fn digest(args: &[i64]) -> u32 {
 /// Whether every member of `team` passed the same `digest` (collective over `team`). The OR
 /// of the digests and the OR of their complements have a bit in common exactly where two
 /// members differ.
-pub fn same_on_all(routine: &CStr, team: &TeamState, digest: u32) -> bool {
+pub fn same_on_all(routine: &'static CStr, team: &TeamState, digest: u32) -> bool {
     differ_nowhere(or_all(routine, team, both_ways(digest)))
 }
 
@@ -277,7 +283,7 @@ fn differ_nowhere(union: u64) -> bool {
 ///
 /// # Safety
 /// As for [`or_over`].
-pub unsafe fn same_on_all_at(routine: &CStr, team: &TeamState, word: *mut u64, digest: u32) -> bool {
+pub unsafe fn same_on_all_at(routine: &'static CStr, team: &TeamState, word: *mut u64, digest: u32) -> bool {
     // SAFETY: the caller's.
     differ_nowhere(unsafe { or_over(routine, team, word, both_ways(digest)) })
 }
@@ -285,14 +291,14 @@ pub unsafe fn same_on_all_at(routine: &CStr, team: &TeamState, word: *mut u64, d
 /// End the job unless every member of `team` passed the same arguments to a collective:
 /// PEs that disagree would otherwise hang in it or corrupt each other's memory. `args` are
 /// this PE's, printed in the message.
-pub fn require_same_args(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) {
+pub fn require_same_args(routine: &'static CStr, team: &TeamState, what: &str, args: &[i64]) {
     if !same_on_all(routine, team, digest(args)) {
         differs(routine, team, what, args);
     }
 }
 
 /// End the job: the members of `team` passed different `args` (this PE's).
-fn differs(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) -> ! {
+fn differs(routine: &'static CStr, team: &TeamState, what: &str, args: &[i64]) -> ! {
     fatal(
         routine,
         &format!(
@@ -308,7 +314,7 @@ fn differs(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) -> ! {
 /// # Safety
 /// As for [`or_over`].
 pub unsafe fn require_same_args_at(
-    routine: &CStr,
+    routine: &'static CStr,
     team: &TeamState,
     word: *mut u64,
     what: &str,
@@ -322,7 +328,7 @@ pub unsafe fn require_same_args_at(
 
 /// [`require_same_args`] under SHMEM_DEBUG only: for the checks that cost a few barriers per
 /// call (collectives' sizes, symmetric allocations).
-pub fn debug_require_same_args(routine: &CStr, team: &TeamState, what: &str, args: &[i64]) {
+pub fn debug_require_same_args(routine: &'static CStr, team: &TeamState, what: &str, args: &[i64]) {
     if runtime::get(routine).debug {
         require_same_args(routine, team, what, args);
     }
@@ -333,7 +339,7 @@ pub fn debug_require_same_args(routine: &CStr, team: &TeamState, what: &str, arg
 ///
 /// # Safety
 /// `word` must be a symmetric word that is zero on entry and that nothing else uses meanwhile.
-pub unsafe fn or_over(routine: &CStr, team: &TeamState, word: *mut u64, mine: u64) -> u64 {
+pub unsafe fn or_over(routine: &'static CStr, team: &TeamState, word: *mut u64, mine: u64) -> u64 {
     let first = team.pe_of(0);
     let ctx = crate::ops::ctx::default();
     // Everyone has entered, so nobody still reads the word from an earlier use.
@@ -358,7 +364,7 @@ pub unsafe fn or_over(routine: &CStr, team: &TeamState, word: *mut u64, mine: u6
 /// stride, size), or none. Teams of different PEs must be disjoint or equal. Returns this PE's
 /// team handle (NULL when it is in none).
 fn split(
-    routine: &CStr,
+    routine: &'static CStr,
     parent: &TeamState,
     mine: Option<(c_int, c_int, c_int)>,
     config: Option<&TeamConfig>,
@@ -395,7 +401,7 @@ fn split(
 
 /// A split that cannot be made: the spec's answer is SHMEM_TEAM_INVALID and a nonzero return
 /// on every PE of the parent; the reason is logged once (by the parent's first PE).
-fn refuse_split(routine: &CStr, parent: &TeamState, why: &str) -> c_int {
+fn refuse_split(routine: &'static CStr, parent: &TeamState, why: &str) -> c_int {
     if parent.desc.my_index == 0 {
         crate::log::log(
             crate::log::WARN,
@@ -406,7 +412,7 @@ fn refuse_split(routine: &CStr, parent: &TeamState, why: &str) -> c_int {
     -1
 }
 
-fn config_of<'a>(routine: &CStr, config: *const TeamConfig, mask: c_long) -> Option<&'a TeamConfig> {
+fn config_of<'a>(routine: &'static CStr, config: *const TeamConfig, mask: c_long) -> Option<&'a TeamConfig> {
     if mask & !TEAM_NUM_CONTEXTS != 0 {
         fatal(routine, &format!("config_mask {mask:#x} has bits that are not SHMEM_TEAM_* values"));
     }
@@ -430,7 +436,7 @@ fn config_of<'a>(routine: &CStr, config: *const TeamConfig, mask: c_long) -> Opt
 /// `config` must be NULL or readable; `new_team` must be writable.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn split_strided(
-    routine: &CStr,
+    routine: &'static CStr,
     parent: Team,
     start: c_int,
     stride: c_int,
@@ -486,7 +492,7 @@ pub unsafe fn split_strided(
 /// The configs must be NULL or readable; the team pointers must be writable.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn split_2d(
-    routine: &CStr,
+    routine: &'static CStr,
     parent: Team,
     xrange: c_int,
     xconfig: *const TeamConfig,
@@ -553,7 +559,7 @@ pub unsafe fn split_2d(
 ///
 /// # Safety
 /// `team` must be SHMEM_TEAM_INVALID or a live team from a split.
-pub unsafe fn destroy(routine: &CStr, team: Team) {
+pub unsafe fn destroy(routine: &'static CStr, team: Team) {
     runtime::get(routine);
     if team.is_null() {
         return;
@@ -605,7 +611,7 @@ pub fn release_all() -> usize {
 ///
 /// # Safety
 /// `ctx` must be writable.
-pub unsafe fn create_ctx(routine: &CStr, team: Team, options: c_long, ctx: *mut Ctx) -> c_int {
+pub unsafe fn create_ctx(routine: &'static CStr, team: Team, options: c_long, ctx: *mut Ctx) -> c_int {
     runtime::get(routine);
     if ctx.is_null() {
         fatal(routine, "ctx is NULL");

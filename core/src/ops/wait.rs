@@ -123,7 +123,7 @@ pub(crate) fn bad_cmp(cmp: c_int) -> crate::error::ShmemError {
 ///
 /// # Safety
 /// `ivar` must be a valid, 8-byte aligned local address.
-pub unsafe fn wait_until_u64(routine: &CStr, ivar: *const u64, cmp: c_int, value: u64) {
+pub unsafe fn wait_until_u64(routine: &'static CStr, ivar: *const u64, cmp: c_int, value: u64) {
     let rt = runtime::get(routine);
     if compare(0, cmp, 0).is_none() {
         crate::error::fail(routine, bad_cmp(cmp));

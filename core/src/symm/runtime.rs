@@ -228,7 +228,7 @@ static STATE: AtomicU8 = AtomicU8::new(NOT_STARTED);
 
 /// The runtime, or a fatal error naming `routine` when the library is not initialized.
 #[inline(always)]
-pub fn get(routine: &CStr) -> &'static Runtime {
+pub fn get(routine: &'static CStr) -> &'static Runtime {
     let p = RT.load(Ordering::Acquire);
     if p.is_null() {
         not_initialized(routine)
@@ -239,7 +239,7 @@ pub fn get(routine: &CStr) -> &'static Runtime {
 
 #[cold]
 #[inline(never)]
-fn not_initialized(routine: &CStr) -> ! {
+fn not_initialized(routine: &'static CStr) -> ! {
     let when =
         if STATE.load(Ordering::Acquire) == FINALIZED { "after shmem_finalize" } else { "before shmem_init" };
     crate::error::fatal(routine, &format!("called {when}"))

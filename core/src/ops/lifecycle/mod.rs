@@ -40,7 +40,7 @@ static INIT_LOCK: Mutex<()> = Mutex::new(());
 /// finalized by the last matching call only). Read and written under `INIT_LOCK`.
 static INIT_DEPTH: AtomicUsize = AtomicUsize::new(0);
 
-fn fail(routine: &CStr, msg: &str) -> ! {
+fn fail(routine: &'static CStr, msg: &str) -> ! {
     crate::error::fatal(routine, msg)
 }
 
@@ -72,7 +72,7 @@ impl Phases {
 }
 
 /// `shmem_init` / `shmem_init_thread`. Returns the provided thread level.
-pub fn init(routine: &CStr, requested: i32) -> i32 {
+pub fn init(routine: &'static CStr, requested: i32) -> i32 {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if runtime::is_initialized() {
         INIT_DEPTH.fetch_add(1, Ordering::Relaxed);
@@ -106,7 +106,7 @@ pub fn init(routine: &CStr, requested: i32) -> i32 {
 }
 
 /// A first initialization, phase by phase. Returns the provided thread level.
-fn start(routine: &CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result<i32, InitError> {
+fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result<i32, InitError> {
     let mut phases = Phases::new();
     let job = Job::new(boot)?;
     let comps = Components::open(&job, requested)?;
@@ -311,7 +311,7 @@ fn assemble(
 
 /// The team scratch pool (the first heap allocation, so it is symmetric; the world team holds
 /// slot 0), the predefined teams and the spaces. No PE uses a team before the closing fence.
-fn teams(routine: &CStr, rt: &'static Runtime) {
+fn teams(routine: &'static CStr, rt: &'static Runtime) {
     let scolls = &rt.teams.scolls;
     crate::ops::team::init_pool(routine, rt, scolls);
     let world = TeamState::create(routine, rt, 0, (0, 1, rt.n_pes), scolls);
@@ -369,7 +369,7 @@ fn log_selection(job: &Job, c: &Components, segs: &SegmentTable) {
 
 /// PE 0's report at the end of a first initialization: settings it did not know, and what
 /// `SHMEM_VERSION` and `SHMEM_INFO` ask for.
-fn report(routine: &CStr) {
+fn report(routine: &'static CStr) {
     let rt = get(routine);
     for w in crate::config::unknown_warnings() {
         crate::log::log(crate::log::WARN, "settings", &w);
@@ -405,7 +405,7 @@ fn report(routine: &CStr) {
 
 /// The liveness watch (`ops::watch`) of a PE a PMIx launcher started; oshrun watches its PEs
 /// itself, and a PE alone has nobody to watch.
-fn start_watch(routine: &CStr) {
+fn start_watch(routine: &'static CStr) {
     if matches!(rshmem_boot::origin(|v| std::env::var(v).ok()), rshmem_boot::Origin::Pmix(_)) {
         let s = crate::config::get_int("SHMEM_STOP_TIMEOUT").unwrap_or_else(|e| fail(routine, &e));
         crate::ops::watch::start(std::time::Duration::from_secs(s.max(0) as u64));
@@ -416,7 +416,7 @@ fn start_watch(routine: &CStr) {
 /// collective, like the first initialization. The components, connections, heaps and
 /// predefined teams are the first initialization's; what the program made in between was
 /// released at that finalize; the GPU space is made again. Returns the provided thread level.
-fn resume(routine: &CStr, rt: &'static Runtime, requested: i32) -> i32 {
+fn resume(routine: &'static CStr, rt: &'static Runtime, requested: i32) -> i32 {
     let suspend = rt.spml.suspend_slot().expect("a runtime is kept only with an spml that can be suspended");
     rt.boot.resume();
     // SAFETY: plugin ABI call; the spml was suspended by the last finalize.
@@ -483,20 +483,20 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
 /// here). While it waits, this PE keeps driving the spml: a peer still completing its last
 /// operations may need this PE's progress (a team barrier did that before the fence replaced
 /// it; without it, two PEs across hosts deadlocked at finalize).
-fn fence_within(routine: &CStr, rt: &'static Runtime, limit: Option<std::time::Duration>) {
+fn fence_within(routine: &'static CStr, rt: &'static Runtime, limit: Option<std::time::Duration>) {
     fence_checking(routine, rt, limit, false)
 }
 
 /// [`fence_within`], looking every [`crate::ops::watch::TICK`] for a PE of this host that has
 /// left (`departures`: a fence of an initialization after the last finalize).
 fn fence_checking(
-    routine: &CStr,
+    routine: &'static CStr,
     rt: &'static Runtime,
     limit: Option<std::time::Duration>,
     departures: bool,
 ) {
     let boot = rt.boot;
-    let _blocked = crate::ops::blocked::step(crate::ops::blocked::Blocking::Fence);
+    let _blocked = crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Fence, -1);
     let mut looked = std::time::Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -542,7 +542,7 @@ fn fence_checking(
 }
 
 /// `shmem_finalize`: complete communication, synchronise, release the components.
-pub fn finalize(routine: &CStr) {
+pub fn finalize(routine: &'static CStr) {
     finalize_within(routine, None, false)
 }
 
@@ -550,7 +550,7 @@ pub fn finalize(routine: &CStr) {
 /// Finalize synchronises through the bootstrap, not with a team barrier: a PE finalizing must
 /// never complete another PE's `shmem_barrier_all` (it would then leave while that PE still
 /// counts on it).
-fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: bool) {
+fn finalize_within(routine: &'static CStr, limit: Option<std::time::Duration>, at_exit: bool) {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if !runtime::is_initialized() {
         return;
@@ -596,7 +596,7 @@ fn finalize_within(routine: &CStr, limit: Option<std::time::Duration>, at_exit: 
 /// the process exits (`at_exit` releases them then) or an initialization resumes them
 /// (`resume`). What the program made goes now, as the spec has the last finalize release it:
 /// contexts, teams, the blocks left in the heaps, created spaces and the GPU space's memory.
-fn finalize_keeping(routine: &CStr, rt: &'static Runtime) {
+fn finalize_keeping(routine: &'static CStr, rt: &'static Runtime) {
     let contexts = crate::ops::ctx::destroy_all(routine);
     let teams = crate::ops::teams::release_all();
     crate::ops::spaces::release_at_finalize(routine, rt, true, true, || fence_within(routine, rt, None));

@@ -285,7 +285,7 @@ static AGREE: OnceLock<usize> = OnceLock::new();
 
 /// Collective over the world: whether any PE passed `mine = true`. Every PE gets the same
 /// answer, which is what lets a routine that fails on one PE return nonzero on all.
-pub(crate) fn agree_any(routine: &CStr, mine: bool) -> bool {
+pub(crate) fn agree_any(routine: &'static CStr, mine: bool) -> bool {
     let w = *AGREE.get().expect("set at init") as *mut u64;
     // SAFETY: two symmetric u64 words set aside at init; the reduction below is the only user
     // and world collectives are not called concurrently (a spec rule).
@@ -308,7 +308,7 @@ pub(crate) fn agree_any(routine: &CStr, mine: bool) -> bool {
 
 /// The space behind a handle: None for SHMEM_SPACE_INVALID; a clear error, ending the job, for
 /// a destroyed space or a pointer that is no space handle. Handles come from C.
-fn space(routine: &CStr, handle: *mut c_void) -> Option<&'static Space> {
+fn space(routine: &'static CStr, handle: *mut c_void) -> Option<&'static Space> {
     if handle.is_null() {
         return None;
     }
@@ -326,19 +326,19 @@ fn space(routine: &CStr, handle: *mut c_void) -> Option<&'static Space> {
     Some(sp)
 }
 
-pub fn is_available(routine: &CStr, s: *mut c_void) -> c_int {
+pub fn is_available(routine: &'static CStr, s: *mut c_void) -> c_int {
     runtime::get(routine);
     c_int::from(space(routine, s).is_none())
 }
 
-pub fn team_is_valid(routine: &CStr, team: Team) -> c_int {
+pub fn team_is_valid(routine: &'static CStr, team: Team) -> c_int {
     runtime::get(routine);
     c_int::from(crate::ops::teams::is_live(team))
 }
 
 /// # Safety
 /// `team` must be writable.
-pub unsafe fn get_team(routine: &CStr, s: *mut c_void, team: *mut Team) -> c_int {
+pub unsafe fn get_team(routine: &'static CStr, s: *mut c_void, team: *mut Team) -> c_int {
     runtime::get(routine);
     let Some(sp) = space(routine, s) else { return -1 };
     if team.is_null() {
@@ -351,7 +351,7 @@ pub unsafe fn get_team(routine: &CStr, s: *mut c_void, team: *mut Team) -> c_int
 
 /// # Safety
 /// `ty` must be writable.
-pub unsafe fn get_device_type(routine: &CStr, s: *mut c_void, ty: *mut c_int) -> c_int {
+pub unsafe fn get_device_type(routine: &'static CStr, s: *mut c_void, ty: *mut c_int) -> c_int {
     runtime::get(routine);
     let Some(sp) = space(routine, s) else { return -1 };
     if ty.is_null() {
@@ -364,7 +364,7 @@ pub unsafe fn get_device_type(routine: &CStr, s: *mut c_void, ty: *mut c_int) ->
 
 /// # Safety
 /// `caps` must be writable.
-pub unsafe fn get_caps(routine: &CStr, s: *mut c_void, caps: *mut u64) -> c_int {
+pub unsafe fn get_caps(routine: &'static CStr, s: *mut c_void, caps: *mut u64) -> c_int {
     runtime::get(routine);
     let Some(sp) = space(routine, s) else { return -1 };
     if caps.is_null() {
@@ -382,7 +382,7 @@ pub unsafe fn get_caps(routine: &CStr, s: *mut c_void, caps: *mut u64) -> c_int 
 /// # Safety
 /// `config` must be readable, `space_out` and `team_out` writable.
 pub unsafe fn create(
-    routine: &CStr,
+    routine: &'static CStr,
     config: *const SpaceConfig,
     space_out: *mut *mut c_void,
     team_out: *mut Team,
@@ -441,7 +441,7 @@ enum Kind {
 /// Make a space of `size` bytes per PE of `device`'s memory (host memory for None): collective
 /// over the world; None on every PE when any PE failed (the reason logged where it happened).
 fn make(
-    routine: &CStr,
+    routine: &'static CStr,
     rt: &Runtime,
     device: Option<&DeviceMemory>,
     size: usize,
@@ -528,7 +528,7 @@ fn make(
 /// Give device segment `owned` its host shadow, of its size plus the words variable-size
 /// collects gather their sizes in: collective over the world; false on every PE when some PE
 /// could not make it (the space is then made without collectives, with a warning).
-fn make_shadow(routine: &CStr, rt: &Runtime, owned: &mut segment::Owned) -> bool {
+fn make_shadow(routine: &'static CStr, rt: &Runtime, owned: &mut segment::Owned) -> bool {
     let slots = crate::ops::team::MAX_TEAMS + crate::ops::team::ACTIVE_SET_SLOTS + 1;
     let made = match crate::ops::device::shadow_len(owned.len(), rt.n_pes as usize, slots) {
         Some(len) => segment::prepare(rt, len, None),
@@ -547,7 +547,7 @@ fn make_shadow(routine: &CStr, rt: &Runtime, owned: &mut segment::Owned) -> bool
 /// Connect the segment every PE prepared (collective over the world), or None on every PE
 /// when some PE could not prepare it: its reason is logged there, followed by `then`.
 fn connect_agreed(
-    routine: &CStr,
+    routine: &'static CStr,
     rt: &Runtime,
     made: Result<segment::Prepared, String>,
     then: &str,
@@ -572,7 +572,7 @@ fn connect_agreed(
 ///
 /// # Safety
 /// `s` must be SHMEM_SPACE_INVALID or a space handle.
-pub unsafe fn destroy(routine: &CStr, s: *mut c_void) -> c_int {
+pub unsafe fn destroy(routine: &'static CStr, s: *mut c_void) -> c_int {
     let rt = runtime::get(routine);
     let Some(sp) = space(routine, s) else { return 0 };
     if sp.predefined {
@@ -629,7 +629,13 @@ pub fn block_in_space(seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
 /// With `host_too` (a finalize after which the library may be initialized again) it releases
 /// the created CPU spaces as well, and the predefined GPU space is made anew at the next
 /// initialization: that one then starts with the spaces the first one had.
-pub fn release_at_finalize(routine: &CStr, rt: &Runtime, free: bool, host_too: bool, fence: impl FnOnce()) {
+pub fn release_at_finalize(
+    routine: &'static CStr,
+    rt: &Runtime,
+    free: bool,
+    host_too: bool,
+    fence: impl FnOnce(),
+) {
     // The next initialization judges the GPUs' sharing and kernels again.
     crate::ops::device::set_shared_without_mps(false);
     crate::ops::device::set_reduce_kernels(false);
@@ -674,7 +680,7 @@ pub fn release_at_finalize(routine: &CStr, rt: &Runtime, free: bool, host_too: b
 }
 
 /// Allocate from a space: the default space's heap or a created space's.
-fn alloc(routine: &CStr, sp: &Space, size: usize, align: usize, zero: bool) -> *mut c_void {
+fn alloc(routine: &'static CStr, sp: &Space, size: usize, align: usize, zero: bool) -> *mut c_void {
     let rt = runtime::get(routine);
     if size == 0 {
         return std::ptr::null_mut();
@@ -696,7 +702,7 @@ fn alloc(routine: &CStr, sp: &Space, size: usize, align: usize, zero: bool) -> *
     p.cast()
 }
 
-pub fn malloc(routine: &CStr, s: *mut c_void, size: usize) -> *mut c_void {
+pub fn malloc(routine: &'static CStr, s: *mut c_void, size: usize) -> *mut c_void {
     runtime::get(routine);
     match space(routine, s) {
         Some(sp) => alloc(routine, sp, size, 16, false),
@@ -705,7 +711,7 @@ pub fn malloc(routine: &CStr, s: *mut c_void, size: usize) -> *mut c_void {
 }
 
 /// An allocation of `size` bytes aligned to `align` (a power of two, checked by the caller).
-pub fn align(routine: &CStr, s: *mut c_void, align: usize, size: usize) -> *mut c_void {
+pub fn align(routine: &'static CStr, s: *mut c_void, align: usize, size: usize) -> *mut c_void {
     runtime::get(routine);
     match space(routine, s) {
         Some(sp) => alloc(routine, sp, size, align.max(16), false),
@@ -713,7 +719,7 @@ pub fn align(routine: &CStr, s: *mut c_void, align: usize, size: usize) -> *mut 
     }
 }
 
-pub fn calloc(routine: &CStr, s: *mut c_void, count: usize, size: usize) -> *mut c_void {
+pub fn calloc(routine: &'static CStr, s: *mut c_void, count: usize, size: usize) -> *mut c_void {
     runtime::get(routine);
     let Some(sp) = space(routine, s) else { return std::ptr::null_mut() };
     match count.checked_mul(size) {
@@ -724,7 +730,7 @@ pub fn calloc(routine: &CStr, s: *mut c_void, count: usize, size: usize) -> *mut
 
 /// # Safety
 /// `ptr` must be NULL or a block this space's allocation routines returned.
-pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
+pub unsafe fn free(routine: &'static CStr, s: *mut c_void, ptr: *mut c_void) {
     let rt = runtime::get(routine);
     let Some(sp) = space(routine, s) else { return };
     if ptr.is_null() {
@@ -758,7 +764,7 @@ pub unsafe fn free(routine: &CStr, s: *mut c_void, ptr: *mut c_void) {
 /// requires to be equal on every PE, so the heap stays symmetric. Bits that are no defined
 /// hint are ignored with a warning, once per process: the spec says hints only optimize and
 /// the call otherwise behaves as `shmem_malloc`, and public test suites pass such bits.
-pub fn malloc_with_hints(routine: &CStr, size: usize, hints: c_long) -> *mut c_void {
+pub fn malloc_with_hints(routine: &'static CStr, size: usize, hints: c_long) -> *mut c_void {
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     runtime::get(routine);
     if hints & !MALLOC_HINTS != 0 && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {

@@ -182,7 +182,7 @@ pub fn discard(rt: &Runtime, mut p: Prepared) {
 
 /// Exchange every PE's record, map the peers on this host and publish the segment. Collective
 /// over the world; an error here means the PEs did not create spaces in the same order.
-pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, String> {
+pub fn connect(routine: &'static CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, String> {
     let mut rec = (p.seg as u64).to_le_bytes().to_vec();
     rec.extend(crate::symm::peers::encode_segment(
         p.desc.base as u64,
@@ -340,7 +340,7 @@ pub fn connect(routine: &CStr, rt: &Runtime, mut p: Prepared) -> Result<Owned, S
 }
 
 #[cold]
-fn fatal_no_room(routine: &CStr) -> ! {
+fn fatal_no_room(routine: &'static CStr) -> ! {
     crate::error::fatal(routine, "no room in the symmetric heap for a device space's lock words")
 }
 
@@ -361,7 +361,7 @@ fn attach(segments: &SshmemOps, blob: &[u8], len: usize) -> *mut u8 {
 
 /// Every PE's `mine`, through an fcollect on the world team into `buf` (symmetric, `n_pes`
 /// words, not to be reused before the next world barrier: a peer may still read it).
-fn gather_flags(routine: &CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u64> {
+fn gather_flags(routine: &'static CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u64> {
     let n = rt.n_pes as usize;
     // SAFETY: `buf` is symmetric with `n` words (the caller's), `mine` one word.
     unsafe {
@@ -372,7 +372,7 @@ fn gather_flags(routine: &CStr, rt: &Runtime, mine: u64, buf: *mut u8) -> Vec<u6
 }
 
 /// Release a connected segment nobody uses any more (the caller synchronised).
-pub fn release(_routine: &CStr, rt: &Runtime, mut o: Owned) {
+pub fn release(_routine: &'static CStr, rt: &Runtime, mut o: Owned) {
     if let Some(shadow) = o.shadow.take() {
         crate::ops::device::set_shadow(o.seg, std::ptr::null_mut());
         crate::ops::shadow_pin::untrack(o.seg);
