@@ -2,7 +2,9 @@
  * kill9, segv, abort, exit3, return (leave main without shmem_finalize), global_exit5, stop
  * (SIGSTOP), stop_wait (SIGSTOP while PE 0 waits for a flag), stop_get and stop_amo (SIGSTOP
  * while PE 0 reads PE 1's flag with gets or fetching atomics until it is 1), stop_lock (PE 1
- * takes a lock, then SIGSTOP while PE 0 asks for it), exit0_early (exit(0) while PE 0 still needs PE 1), ucx_window (SIGKILL while a
+ * takes a lock, then SIGSTOP while PE 0 asks for it), stop_init (SIGSTOP before shmem_init,
+ * under a PMIx launcher), exit0_init (exit(0) before shmem_init, under a PMIx launcher),
+ * ucx_window (SIGKILL while a
  * shared-memory file named as UCX's posix transport names its own is still linked, as UCX's
  * is for a moment while it starts: it prints the name). The harness checks that oshrun ends
  * the job promptly, naming PE 1 and the right status. */
@@ -20,6 +22,15 @@ static long lock;
 
 int main(void) {
     const char *how = getenv("DEATH");
+    /* stop_init: PE 1 (its PMIx rank) stops before it initializes; the others wait in init. */
+    const char *rank = getenv("PMIX_RANK");
+    if (how && !strcmp(how, "stop_init") && rank && !strcmp(rank, "1")) raise(SIGSTOP);
+    /* exit0_init: PE 1 leaves, status 0, 3 s in, before it initializes; the others wait in
+     * init (srun went on waiting for them for good, 2026-12-06). */
+    if (how && !strcmp(how, "exit0_init") && rank && !strcmp(rank, "1")) {
+        sleep(3);
+        return 0;
+    }
     shmem_init();
     if (how && !strcmp(how, "stop_lock") && shmem_my_pe() == 1) shmem_set_lock(&lock);
     shmem_barrier_all();

@@ -518,7 +518,7 @@ fn pmix_launchers() -> Vec<Launcher> {
 
 /// mpirun and srun do not report a PE stopped by a signal: the liveness watch of the PEs on
 /// its host ends the job after `SHMEM_STOP_TIMEOUT`, naming it, its host and what PE 0 was
-/// blocked in (it hung before, 2026-11-27).
+/// blocked in (it hung before, 2026-11-27), in start-up as well.
 #[test]
 fn a_stopped_pe_ends_a_pmix_launched_job_naming_it() {
     for l in pmix_launchers() {
@@ -545,6 +545,32 @@ fn a_stopped_pe_ends_a_pmix_launched_job_naming_it() {
         assert!(
             r.stderr.contains("; this PE was in shmem_long_wait_until (waiting for ivar at 0x")
                 && r.stderr.contains(" to be == 1; it is 0)"),
+            "{l:?}: {}",
+            r.stderr
+        );
+        assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+        // PE 1 stops before it initializes: the others, in shmem_init's fences, find it (it
+        // hung for good before, 2026-12-06).
+        let r = launch(l, 3, &c_test("death"), &[("DEATH", "stop_init"), ("SHMEM_STOP_TIMEOUT", "1")], T);
+        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("PE 1 (pid")
+                && r.stderr.contains("stopped by a signal")
+                && r.stderr.contains(
+                    "; this PE was in shmem_init (waiting in the launcher's fence for every PE to arrive)"
+                ),
+            "{l:?}: {}",
+            r.stderr
+        );
+        assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+        // PE 1 leaves with status 0 before it initializes, 3 s in, after the others have
+        // found it: they end the job from shmem_init (srun waited for good before, 2026-12-06).
+        let r = launch(l, 3, &c_test("death"), &[("DEATH", "exit0_init")], T);
+        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("PE 1 (pid")
+                && r.stderr.contains("exited during the job's start-up, before every PE had finished shmem_init: the others would wait for ever")
+                && r.stderr.contains("; this PE was in shmem_init (waiting in the launcher's fence"),
             "{l:?}: {}",
             r.stderr
         );

@@ -16,6 +16,15 @@
 //! A peer that has exited (its `/proc` entry is gone, or belongs to a newer process) is no
 //! longer watched: the launcher reports exits. The watch ends when this PE's finalize has
 //! passed its closing fence (every PE arrived), and starts again with a new initialization.
+//!
+//! The first initialization is watched too ([`start_initializing`]): before the PEs have told
+//! each other their pids, the peers are the other children of this PE's parent (the launcher or
+//! its daemon: `mpirun`, `orted`, `slurmstepd`) whose environment names this PE's PMIx
+//! namespace, their PE being their `PMIX_RANK`. Peers still starting are found by looking again
+//! after 1, 2, 4 and then every 8 s (a look reads `/proc`, which a start-up of many PEs on one
+//! host should not pay each tick). A PE that a wrapper started (`mpirun sh -c ...`) has another
+//! parent than its peers and is not found: it is then watched from the end of the
+//! initialization on, as before.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -39,22 +48,81 @@ struct Peer {
 
 /// The state letter and start time of `pid`, from `/proc/<pid>/stat`.
 fn stat(pid: u32) -> Option<(char, u64)> {
+    stat_with_parent(pid).map(|(state, _, start)| (state, start))
+}
+
+/// The state letter, parent pid and start time of `pid`, from `/proc/<pid>/stat`.
+fn stat_with_parent(pid: u32) -> Option<(char, i32, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text)
 }
 
-/// The state (field 3) and start time (field 22) of a `/proc/<pid>/stat` line; the command
-/// name (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
-fn parse_stat(text: &str) -> Option<(char, u64)> {
+/// The state (field 3), parent pid (field 4) and start time (field 22) of a `/proc/<pid>/stat`
+/// line; the command name (field 2) may hold spaces and parentheses, so fields are counted
+/// after its last `)`.
+fn parse_stat(text: &str) -> Option<(char, i32, u64)> {
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let state = fields.first()?.chars().next()?;
+    let parent = fields.get(1)?.parse().ok()?;
     let start = fields.get(19)?.parse().ok()?;
-    Some((state, start))
+    Some((state, parent, start))
+}
+
+/// The PE a process's environment (`/proc/<pid>/environ`, NUL-separated) gives it in PMIx
+/// namespace `ns`, if it names that namespace.
+fn pmix_rank_in(environ: &[u8], ns: &str) -> Option<i32> {
+    let (mut in_ns, mut rank) = (false, None);
+    for var in environ.split(|&b| b == 0) {
+        if let Some(v) = var.strip_prefix(b"PMIX_NAMESPACE=") {
+            in_ns = v == ns.as_bytes();
+        } else if let Some(v) = var.strip_prefix(b"PMIX_RANK=") {
+            rank = std::str::from_utf8(v).ok().and_then(|r| r.parse().ok());
+        }
+    }
+    rank.filter(|_| in_ns)
+}
+
+/// The other processes of this PE's job that its parent started (see the module's text), as
+/// peers not yet seen stopped; those in `known` (by pid) are left out.
+fn siblings(parent: i32, ns: &str, known: &[Peer]) -> Vec<Peer> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me && !known.iter().any(|p| p.pid == pid))
+        .filter_map(|pid| {
+            let (state, ppid, start) = stat_with_parent(pid)?;
+            if ppid != parent || state == 'Z' || state == 'X' {
+                return None;
+            }
+            let pe = pmix_rank_in(&std::fs::read(format!("/proc/{pid}/environ")).ok()?, ns)?;
+            Some(Peer { pe, pid, start, stopped: Duration::ZERO })
+        })
+        .collect()
 }
 
 /// This host's other PEs as the first watch found them: (PE, pid, start time).
 static KNOWN: std::sync::Mutex<Vec<(i32, u32, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Starts the watch of the first initialization, before the PEs know each other's pids; it
+/// ends with [`stop`], which the initialization calls before [`start`].
+pub fn start_initializing(stop_timeout: Duration) {
+    let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
+    debug_assert!(generation % 2 == 1);
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    let Ok(ns) = std::env::var("PMIX_NAMESPACE") else { return };
+    let spawned = std::thread::Builder::new()
+        .name("rshmem-watch".into())
+        .spawn(move || watch(generation, siblings(parent, &ns, &[]), parent, stop_timeout, Some(ns)));
+    if let Err(e) = spawned {
+        crate::log::log(
+            crate::log::WARN,
+            "init",
+            &format!("no liveness watch during start-up (thread: {e})"),
+        );
+    }
+}
 
 /// Starts the watch of this initialization (`stop_timeout` 0: only the parent is watched).
 pub fn start(stop_timeout: Duration) {
@@ -74,7 +142,7 @@ pub fn start(stop_timeout: Duration) {
     let parent = unsafe { libc::getppid() };
     let spawned = std::thread::Builder::new()
         .name("rshmem-watch".into())
-        .spawn(move || watch(generation, peers, parent, stop_timeout));
+        .spawn(move || watch(generation, peers, parent, stop_timeout, None));
     if let Err(e) = spawned {
         crate::log::log(crate::log::WARN, "init", &format!("no liveness watch (thread: {e})"));
     }
@@ -98,12 +166,28 @@ pub fn stop() {
     let _ = GENERATION.fetch_update(Ordering::AcqRel, Ordering::Acquire, |g| (g % 2 == 1).then_some(g + 1));
 }
 
-fn watch(generation: u64, mut peers: Vec<Peer>, parent: i32, stop_timeout: Duration) {
+/// The watcher's loop; `starting`: the PMIx namespace of a first initialization, whose peers
+/// are looked for again now and then.
+fn watch(
+    generation: u64,
+    mut peers: Vec<Peer>,
+    parent: i32,
+    stop_timeout: Duration,
+    starting: Option<String>,
+) {
     let mut last = Instant::now();
+    let (mut ticks, mut next_look, mut look_every) = (0u32, 5u32, 5u32);
     loop {
         std::thread::sleep(TICK);
         if GENERATION.load(Ordering::Acquire) != generation || crate::error::is_exiting() {
             return;
+        }
+        ticks += 1;
+        if let Some(ns) = starting.as_deref().filter(|_| ticks == next_look) {
+            let found = siblings(parent, ns, &peers);
+            peers.extend(found);
+            next_look += look_every;
+            look_every = (look_every * 2).min(40);
         }
         let now = Instant::now();
         let gap = now - last;
@@ -121,8 +205,11 @@ fn watch(generation: u64, mut peers: Vec<Peer>, parent: i32, stop_timeout: Durat
         // A gap much longer than a tick: this PE was stopped or starved itself; what it saw
         // of its peers before says nothing about now.
         let gapless = gap < TICK * 5;
+        let mut left = Vec::new();
         peers.retain_mut(|p| match stat(p.pid) {
-            Some((state, start)) if start == p.start => {
+            Some((state, start))
+                if start == p.start && (starting.is_none() || !matches!(state, 'Z' | 'X')) =>
+            {
                 if state == 'T' && gapless {
                     p.stopped += gap;
                 } else {
@@ -130,9 +217,24 @@ fn watch(generation: u64, mut peers: Vec<Peer>, parent: i32, stop_timeout: Durat
                 }
                 true
             }
-            // Exited (or the pid was reused): the launcher reports exits.
-            _ => false,
+            // Exited (or the pid was reused): the launcher reports exits, except before
+            // the start-up's last fence, which no PE passes without the others.
+            _ => {
+                left.push(format!("PE {} (pid {}, on this host{})", p.pe, p.pid, host_name(p.pe)));
+                false
+            }
         });
+        if starting.is_some() && !left.is_empty() {
+            // All of them: one that ended the job for this reason is gone too by now.
+            crate::error::fatal(
+                c"shmem (liveness watch)",
+                &format!(
+                    "{} exited during the job's start-up, before every PE had finished shmem_init: the others would wait for ever{}",
+                    left.join(" and "),
+                    crate::ops::blocked::describe()
+                ),
+            );
+        }
         if stop_timeout.is_zero() {
             continue;
         }
@@ -143,16 +245,21 @@ fn watch(generation: u64, mut peers: Vec<Peer>, parent: i32, stop_timeout: Durat
                     "PE {} (pid {}, on this host{}) has been stopped by a signal for {:.1} s (SHMEM_STOP_TIMEOUT): the job cannot progress without it{}",
                     p.pe,
                     p.pid,
-                    crate::symm::runtime::boot_if_any()
-                        .and_then(|b| b.host_name(p.pe))
-                        .map(|n| format!(" {n}"))
-                        .unwrap_or_default(),
+                    host_name(p.pe),
                     p.stopped.as_secs_f64(),
                     crate::ops::blocked::describe()
                 ),
             );
         }
     }
+}
+
+/// ` NAME`: the name of `pe`'s host where the bootstrap knows it, else empty.
+fn host_name(pe: i32) -> String {
+    crate::symm::runtime::boot_if_any()
+        .and_then(|b| b.host_name(pe))
+        .map(|n| format!(" {n}"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -163,11 +270,23 @@ mod tests {
     fn stat_lines_are_read_after_the_command_name() {
         let line =
             "1234 (a (weird) name) T 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
-        assert_eq!(parse_stat(line), Some(('T', 98765)));
+        assert_eq!(parse_stat(line), Some(('T', 1, 98765)));
         assert_eq!(parse_stat("1 (x) S 0"), None);
         assert_eq!(parse_stat("garbage"), None);
         // This process, as the kernel writes it: running or sleeping, with a start time.
         let (state, _) = stat(std::process::id()).expect("own /proc entry");
         assert!("RS".contains(state), "{state}");
+    }
+
+    #[test]
+    fn a_peer_is_known_by_its_namespace_and_rank() {
+        let env = b"PATH=/bin\0PMIX_RANK=3\0PMIX_NAMESPACE=prterun-vm-1@1\0";
+        assert_eq!(pmix_rank_in(env, "prterun-vm-1@1"), Some(3));
+        assert_eq!(pmix_rank_in(env, "prterun-vm-1@2"), None, "another job's process");
+        assert_eq!(pmix_rank_in(b"PMIX_NAMESPACE=a\0PMIX_RANK=x\0", "a"), None);
+        assert_eq!(pmix_rank_in(b"PATH=/bin\0", "a"), None, "not a PE");
+        // A child of this test's parent with its namespace: none (nothing here has one).
+        // SAFETY: getppid has no preconditions.
+        assert!(siblings(unsafe { libc::getppid() }, "rshmem-no-such-namespace", &[]).is_empty());
     }
 }

@@ -94,10 +94,16 @@ pub fn init(routine: &'static CStr, requested: i32) -> i32 {
             std::process::exit(1)
         }
     };
+    // A PE stopped before or during start-up leaves the others in a fence of the launcher's:
+    // they watch for it from here on.
+    if let Some(timeout) = pmix_stop_timeout(routine) {
+        crate::ops::watch::start_initializing(timeout);
+    }
     let level = start(routine, boot, requested).unwrap_or_else(|e| fail(routine, &e.to_string()));
     INIT_DEPTH.store(1, Ordering::Relaxed);
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
+    crate::ops::watch::stop();
     start_watch(routine);
     if boot.rank() == 0 {
         report(routine);
@@ -113,7 +119,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     phases.mark("components");
     let mut mem = memory::Memory::create(&job, &comps)?;
     phases.mark("segments");
-    boot.fence().map_err(|e| InitError::boot("fence", e))?;
+    init_fence(routine, boot)?;
     phases.mark("fence 1");
     peers::agree(boot, &mem.agreed)?;
     phases.mark("agreement");
@@ -145,7 +151,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     let heap_base = mem.segs.local(crate::symm::segments::SEG_HEAP).base as u64;
     let mine = layout::publish(boot, unmapped, limits::cpu_mask(), heap_base)?;
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
-    boot.fence().map_err(|e| InitError::boot("fence", e))?;
+    init_fence(routine, boot)?;
     phases.mark("fence 2");
     // Every PE has its mappings: the relay's descriptors go.
     if let Some(r) = mem.relay.take() {
@@ -154,7 +160,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     let local = layout::learn_local(boot, &mine)?;
     if layout::needs_summaries(boot) {
         // The hosts' summaries, which their lowest PEs have just put.
-        boot.fence().map_err(|e| InitError::boot("fence", e))?;
+        init_fence(routine, boot)?;
         phases.mark("host summaries");
     }
     let layout = layout::learn_hosts(boot, local)?;
@@ -214,7 +220,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     teams(routine, rt);
     phases.mark("teams");
     // The closing fence: no PE uses a team (set up above) before every PE has set it up.
-    boot.fence().map_err(|e| InitError::boot("fence", e))?;
+    init_fence(routine, boot)?;
     phases.mark("fence 3");
     crate::ops::spaces::init_gpu(rt);
     phases.mark("gpu");
@@ -406,10 +412,18 @@ fn report(routine: &'static CStr) {
 /// The liveness watch (`ops::watch`) of a PE a PMIx launcher started; oshrun watches its PEs
 /// itself, and a PE alone has nobody to watch.
 fn start_watch(routine: &'static CStr) {
-    if matches!(rshmem_boot::origin(|v| std::env::var(v).ok()), rshmem_boot::Origin::Pmix(_)) {
-        let s = crate::config::get_int("SHMEM_STOP_TIMEOUT").unwrap_or_else(|e| fail(routine, &e));
-        crate::ops::watch::start(std::time::Duration::from_secs(s.max(0) as u64));
+    if let Some(timeout) = pmix_stop_timeout(routine) {
+        crate::ops::watch::start(timeout);
     }
+}
+
+/// `SHMEM_STOP_TIMEOUT` for a PE a PMIx launcher started, or None for any other.
+fn pmix_stop_timeout(routine: &'static CStr) -> Option<std::time::Duration> {
+    if !matches!(rshmem_boot::origin(|v| std::env::var(v).ok()), rshmem_boot::Origin::Pmix(_)) {
+        return None;
+    }
+    let s = crate::config::get_int("SHMEM_STOP_TIMEOUT").unwrap_or_else(|e| fail(routine, &e));
+    Some(std::time::Duration::from_secs(s.max(0) as u64))
 }
 
 /// `shmem_init` after the last `shmem_finalize` kept the runtime (`finalize_keeping`):
@@ -477,6 +491,12 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
             unsafe { crate::ops::ctx::quiet(c"exit", crate::ops::ctx::default()) };
         }
     });
+}
+
+/// A fence of the first initialization, marked for a lost peer's message.
+fn init_fence(routine: &'static CStr, boot: &'static dyn Bootstrap) -> Result<(), InitError> {
+    let _blocked = crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Fence, -1);
+    boot.fence().map_err(|e| InitError::boot("fence", e))
 }
 
 /// The bootstrap's fence for finalize, given up after `limit` (then the job is ended from
