@@ -951,34 +951,84 @@ fn a_slow_link_that_reorders_frames_slows_jobs_but_loses_nothing() {
     assert!(count("forwarded") > 0 && count("reordered") > 0, "{counts}");
 }
 
-/// Every PE of one host killed (SIGKILL) while the job streams across 2 hosts: the job ends,
-/// with a non-zero status, and no PE of the other host lives on.
+/// Every PE of one host killed (SIGKILL) while the job streams across 2 hosts (4 PEs), then
+/// across 4 (8 PEs, host 2's killed): the job ends, with a non-zero status, and no PE of the
+/// other hosts lives on.
 #[test]
 fn every_pe_of_one_host_killed_ends_the_job() {
     let _one = OWN_HOSTS.lock().unwrap_or_else(|e| e.into_inner());
-    let hosts = std::sync::Arc::new(OwnHosts::up("rshmemkill", 2));
+    for (prefix, nhosts, np, victim) in [("rshmemkill", 2, 4, 1), ("rshmemkill4", 4, 8, 2)] {
+        let hosts = std::sync::Arc::new(OwnHosts::up(prefix, nhosts));
+        let env = [
+            ("LIVENESS", "stream"),
+            ("LIVENESS_SECONDS", "60"),
+            ("RSHMEM_HOSTS_PREFIX", prefix),
+            ("RSHMEM_HOSTS_FORWARD", "LIVENESS LIVENESS_SECONDS"),
+        ];
+        let h = hosts.clone();
+        let killer = std::thread::spawn(move || {
+            h.wait_for_pes(nhosts, np, Duration::from_secs(2));
+            for p in h.pids(victim) {
+                if std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.starts_with("c-liveness"))
+                {
+                    // SAFETY: killing the test's own PEs.
+                    unsafe { libc::kill(p, libc::SIGKILL) };
+                }
+            }
+            h.gone_then_clear(nhosts, std::time::Instant::now())
+        });
+        let r = launch_on_hosts(nhosts, np, &[], &c_test("liveness"), &env, T);
+        let gone_after = killer.join().unwrap();
+        assert!(!r.status.success(), "{nhosts} hosts: the job went on without a host's PEs:\n{}", r.stdout);
+        eprintln!(
+            "{nhosts} hosts, host {victim}'s PEs killed: every PE gone {gone_after:?} after; the job said:\n{}",
+            r.stderr
+        );
+        assert!(
+            gone_after < Duration::from_secs(20),
+            "{nhosts} hosts: the other PEs took {gone_after:?} to end"
+        );
+    }
+}
+
+/// A link cut for good among 4 emulated hosts (8 PEs streaming puts, quiets and barriers; host
+/// 2's link) ends the job within the heartbeat timeout (5 s here) plus the grace, naming a PE
+/// on the cut-off host; the 2-host case and the flap are above.
+#[test]
+fn a_cut_link_among_4_hosts_ends_the_job() {
+    let _one = OWN_HOSTS.lock().unwrap_or_else(|e| e.into_inner());
+    let hosts = std::sync::Arc::new(OwnHosts::up("rshmemcut4", 4));
     let env = [
         ("LIVENESS", "stream"),
         ("LIVENESS_SECONDS", "60"),
-        ("RSHMEM_HOSTS_PREFIX", "rshmemkill"),
+        ("RSHMEM_HOSTS_PREFIX", "rshmemcut4"),
         ("RSHMEM_HOSTS_FORWARD", "LIVENESS LIVENESS_SECONDS"),
+        ("SHMEM_MCA_spml_ucx_peer_timeout", "5"),
     ];
     let h = hosts.clone();
-    let killer = std::thread::spawn(move || {
-        h.wait_for_pes(2, 4, Duration::from_secs(2));
-        for p in h.pids(1) {
-            if std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.starts_with("c-liveness")) {
-                // SAFETY: killing the test's own PEs.
-                unsafe { libc::kill(p, libc::SIGKILL) };
-            }
-        }
-        h.gone_then_clear(2, std::time::Instant::now())
+    let cut = std::thread::spawn(move || {
+        h.wait_for_pes(4, 8, Duration::from_secs(3));
+        h.link(2, false);
+        h.gone_then_clear(4, std::time::Instant::now())
     });
-    let r = launch_on_hosts(2, 4, &[], &c_test("liveness"), &env, T);
-    let gone_after = killer.join().unwrap();
-    assert!(!r.status.success(), "the job went on without a host's PEs:\n{}", r.stdout);
-    eprintln!("one host's PEs killed: every PE gone {gone_after:?} after; the job said:\n{}", r.stderr);
-    assert!(gone_after < Duration::from_secs(20), "the other PEs took {gone_after:?} to end");
+    let r = launch_on_hosts(4, 8, &[], &c_test("liveness"), &env, T);
+    let gone_after = cut.join().unwrap();
+    assert!(!r.status.success(), "the job went on across a cut link:\n{}", r.stdout);
+    // hosts.sh: host 2 is 10.213.7.3. Only the other hosts' messages reach mpirun, and they
+    // name a PE there (2026-12-06: "PE 4, on host 10.213.7.3, has not been heard from for
+    // 6.5 s ...").
+    assert!(r.stderr.contains(", on host 10.213.7.3,"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("; this PE was in ") || r.stderr.contains(" failed: "),
+        "no routine or operation named: {}",
+        r.stderr
+    );
+    eprintln!(
+        "cut link among 4 hosts: every PE gone {gone_after:?} after the cut; the job said:\n{}",
+        r.stderr
+    );
+    assert!(gone_after < Duration::from_secs(30), "the PEs took {gone_after:?} to end after the cut");
 }
 
 /// A job past its time under mpirun, srun or across emulated hosts says where each PE is, as
