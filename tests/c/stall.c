@@ -1,6 +1,6 @@
 /* The stall warning: the last PE reaches a barrier (then a reduction) STALL_LATE_MS later than
- * the others, which must wait without failing; with SHMEM_COLL_STALL_WARN=1 and a delay above
- * a second they say so on stderr. */
+ * the others (and PE 1 shmem_init STALL_INIT_MS later), which must wait without failing; with
+ * SHMEM_COLL_STALL_WARN=1 and a delay above a second they say so on stderr. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,14 @@ static void late(void) {
 }
 
 int main(void) {
+    /* STALL_INIT_MS: PE 1 (its rank from oshrun or a PMIx launcher) starts shmem_init that
+     * much later than the others, which wait in the launcher's fence. */
+    const char *rank = getenv("RSHMEM_RANK") ? getenv("RSHMEM_RANK") : getenv("PMIX_RANK");
+    if (getenv("STALL_INIT_MS") && rank && atoi(rank) == 1) {
+        long ms = atol(getenv("STALL_INIT_MS"));
+        struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
     late();

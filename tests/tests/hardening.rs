@@ -298,6 +298,12 @@ fn a_collective_left_waiting_says_so_and_still_completes() {
     // the team's collectives.
     let named = r.stderr.lines().filter(|l| l.contains("): 1 of the team's 3 PEs, PE 2 (entered ")).count();
     assert!(named >= 4, "PEs 0 and 1 name PE 2 in both collectives:\n{}", r.stderr);
+    // PE 1 comes 2.5 s late to shmem_init: the others say they wait in the launcher's fence.
+    let env = [("SHMEM_COLL_STALL_WARN", "1"), ("STALL_LATE_MS", "0"), ("STALL_INIT_MS", "2500")];
+    let r = oshrun(3, &c_test("stall"), &env, T);
+    r.assert_all_pes_ok("stall", 3);
+    let needle = "shmem_init: this PE has waited 1 s in the launcher's fence for the other PEs to arrive: every PE must call shmem_init";
+    assert!(r.stderr.contains(needle), "missing `{needle}`:\n{}", r.stderr);
     // The late PE itself never waited, and the default (60 s) does not speak this early.
     assert!(!r.stderr.contains("rshmem[PE 2] warning rshmem::shmem_barrier_all"), "{}", r.stderr);
     let r = oshrun(2, &c_test("stall"), &[("STALL_LATE_MS", "1200")], T);

@@ -136,7 +136,7 @@ pub const SETTINGS: &[Setting] = &[
         "SHMEM_COLL_STALL_WARN",
         Kind::Int,
         "60",
-        "A PE waiting this many seconds inside one collective says so, naming the team's PEs that have not entered it yet (and again each time the wait doubles): every PE of a team must call the same collectives in the same order, and one that skipped a call leaves the others waiting. Only a warning, since a PE may legitimately be busy that long; 0 never warns",
+        "A PE waiting this many seconds inside one collective says so, naming the team's PEs that have not entered it yet (and again each time the wait doubles): every PE of a team must call the same collectives in the same order, and one that skipped a call leaves the others waiting. shmem_init's fences in the launcher count too. Only a warning, since a PE may legitimately be busy that long; 0 never warns",
     ),
     setting(
         "SHMEM_PEER_MEMORY",

@@ -127,6 +127,49 @@ impl Default for WaitWatch {
     }
 }
 
+/// Runs `fence` (a launcher's fence of the first initialization, which blocks inside the
+/// bootstrap) on a thread of its own while this one warns, after `SHMEM_COLL_STALL_WARN`
+/// seconds and each time the wait doubles, that the other PEs have not all arrived: a PE that
+/// never calls `shmem_init`, or one stopped on another host before it (which no watch sees
+/// before the spml's heartbeats start), would leave the job waiting without a word.
+pub fn fence_warning<E: Send + 'static>(
+    routine: &'static CStr,
+    fence: impl FnOnce() -> Result<(), E> + Send + 'static,
+) -> Result<(), E> {
+    let after = WARN_AFTER_S.load(Ordering::Relaxed);
+    if after == 0 {
+        return fence();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("rshmem-fence".into()).spawn(move || {
+        let _ = tx.send(fence());
+    });
+    if let Err(e) = spawned {
+        crate::error::fatal(routine, &format!("no thread for the launcher's fence: {e}"));
+    }
+    let (mut since, mut next) = (None, 0);
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(250)) {
+            Ok(r) => return r,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => crate::error::fatal(
+                routine,
+                "the launcher's fence ended without an answer (its thread is gone)",
+            ),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some((waited, next_at)) = due(&mut since, &mut next, after) {
+            crate::log::log(
+                crate::log::WARN,
+                &routine.to_string_lossy(),
+                &format!(
+                    "this PE has waited {waited} s in the launcher's fence for the other PEs to arrive: every PE must call {}; one that has not yet (still starting, busy, or stopped on another host, which only the launcher can tell) holds the others (next warning at {next_at} s; SHMEM_COLL_STALL_WARN)",
+                    routine.to_string_lossy()
+                ),
+            );
+        }
+    }
+}
+
 /// The doubling schedule both watches share: the first look starts the clock; a warning is due
 /// once `after` seconds have passed, then each time the wait has doubled. Returns the seconds
 /// waited and when the next warning is due, once one is due now.

@@ -496,7 +496,7 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
 /// A fence of the first initialization, marked for a lost peer's message.
 fn init_fence(routine: &'static CStr, boot: &'static dyn Bootstrap) -> Result<(), InitError> {
     let _blocked = crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Fence, -1);
-    boot.fence().map_err(|e| InitError::boot("fence", e))
+    crate::ops::stall::fence_warning(routine, move || boot.fence()).map_err(|e| InitError::boot("fence", e))
 }
 
 /// The bootstrap's fence for finalize, given up after `limit` (then the job is ended from
