@@ -87,6 +87,7 @@ fn pmix_rank_in(environ: &[u8], ns: &str) -> Option<i32> {
 /// peers not yet seen stopped; those in `known` (by pid) are left out.
 fn siblings(parent: i32, ns: &str, known: &[Peer]) -> Vec<Peer> {
     let me = std::process::id();
+    let own: Option<i32> = std::env::var("PMIX_RANK").ok().and_then(|r| r.parse().ok());
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| pid != me && !known.iter().any(|p| p.pid == pid))
@@ -96,7 +97,8 @@ fn siblings(parent: i32, ns: &str, known: &[Peer]) -> Vec<Peer> {
                 return None;
             }
             let pe = pmix_rank_in(&std::fs::read(format!("/proc/{pid}/environ")).ok()?, ns)?;
-            Some(Peer { pe, pid, start, stopped: Duration::ZERO })
+            // This PE's own rank: a helper its wrapper started beside it, not a peer.
+            (Some(pe) != own).then_some(Peer { pe, pid, start, stopped: Duration::ZERO })
         })
         .collect()
 }
