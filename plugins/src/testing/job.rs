@@ -19,6 +19,11 @@ use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 pub const HEAP_BYTES: usize = 256 * 1024;
+/// A cache line of a simulated heap.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u64; 8]);
+
 /// A wait this long means the algorithm deadlocked: fail loudly rather than hang the test run.
 const DEADLOCK: Duration = Duration::from_secs(60);
 
@@ -319,9 +324,10 @@ pub fn run_job_lagging<F: Fn(c_int, *mut u8) + Sync>(
     let named: Vec<c_int> =
         hosts.iter().map(|h| hosts.iter().position(|x| x == h).unwrap_or(0) as c_int).collect();
     *HOSTS.write().unwrap_or_else(|e| e.into_inner()) = named;
-    let heaps: Vec<*mut [u64]> =
-        (0..n).map(|_| Box::into_raw(vec![0u64; HEAP_BYTES / 8].into_boxed_slice())).collect();
-    let bases: Vec<usize> = heaps.iter().map(|h| h.cast::<u64>() as usize).collect();
+    // Cache-line aligned, as the core's heaps are: a component may require it of its scratch.
+    let heaps: Vec<*mut [Line]> =
+        (0..n).map(|_| Box::into_raw(vec![Line([0; 8]); HEAP_BYTES / 64].into_boxed_slice())).collect();
+    let bases: Vec<usize> = heaps.iter().map(|h| h.cast::<Line>() as usize).collect();
     *HEAPS.write().unwrap_or_else(|e| e.into_inner()) = bases.clone();
     SIGNAL_KIND.lock().unwrap_or_else(|e| e.into_inner()).clear();
     for c in &SENT {

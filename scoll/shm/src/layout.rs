@@ -2,8 +2,11 @@
 //! staging buffers. The team state (`team`) and the settings bounded by it (`tuning`) both
 //! read it.
 
-/// Largest team served: the arrays below have one word per member.
-pub const MAX_PES: usize = 64;
+/// Largest team served: the arrays below have one word per member (a power of two: a wait
+/// word holds a sender's index in `log2 MAX_PES` bits, `place::waiting`). 256 covers the
+/// nodes of 128-192 cores that jobs run a PE per core on; the scratch stays below `hier`'s, so
+/// the core's team slots do not grow.
+pub const MAX_PES: usize = 256;
 /// Signal arrays (offsets in words): SIG "my data / my arrival for call e", MID "my partial
 /// result / my size for call e is ready", ACK "I have finished reading yours for call e".
 pub const SIG: usize = 0;

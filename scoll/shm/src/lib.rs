@@ -1,7 +1,7 @@
 //! scoll "shm": every collective by plain loads and stores on the peers' mapped memory, for
 //! teams whose PEs all share this host (and whose memory the core maps: SHMEM_LOCAL_MAP). No
 //! transport, no atomics and no allocation on the path (a reduction's private buffer grows
-//! once per team). Teams it cannot serve (members on other hosts, more than 64 PEs, the
+//! once per team). Teams it cannot serve (members on other hosts, more than [`MAX_PES`] (256) PEs, the
 //! per-call teams of active-set calls that run on the user's pSync) are declined at
 //! `enable`, and calls on buffers it cannot reach are declined, the same way on every member,
 //! so the next component ("basic") serves them.
@@ -12,6 +12,9 @@ mod place;
 mod protocol;
 mod team;
 mod tuning;
+
+#[cfg(test)]
+mod tests;
 
 pub use layout::{MAX_PES, SCRATCH_BYTES, STAGE_BYTES};
 pub use tuning::Tuning;

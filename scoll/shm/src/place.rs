@@ -41,8 +41,12 @@ pub fn current_cpu() -> u64 {
 }
 
 const FLAG: u64 = 1 << 63;
-const E_BITS: u32 = 55;
+/// A wait word, below the flag: the array (2 bits), the sender (`F_BITS`), the call number.
+const A_SHIFT: u32 = 61;
+const F_BITS: u32 = MAX_PES.trailing_zeros();
+const E_BITS: u32 = A_SHIFT - F_BITS;
 const E_MASK: u64 = (1 << E_BITS) - 1;
+const _: () = assert!(MAX_PES.is_power_of_two() && E_BITS >= 48);
 
 /// The wait word for "array `arr` (a multiple of MAX_PES below 4 * MAX_PES), sender `from`,
 /// call `e`", or 0 (not waiting: others then yield to this PE) when it does not fit.
@@ -51,13 +55,13 @@ pub fn waiting(arr: usize, from: c_int, e: u64) -> u64 {
     if !arr.is_multiple_of(MAX_PES) || a >= 4 || f >= MAX_PES as u64 || e > E_MASK {
         return 0;
     }
-    FLAG | (a as u64) << (E_BITS + 6) | f << E_BITS | e
+    FLAG | (a as u64) << A_SHIFT | f << E_BITS | e
 }
 
 /// The (array, sender, call) of a wait word; None when the member is not waiting.
 pub fn waited(w: u64) -> Option<(usize, c_int, u64)> {
     (w & FLAG != 0).then(|| {
-        let a = (w >> (E_BITS + 6)) & 3;
+        let a = (w >> A_SHIFT) & 3;
         let f = (w >> E_BITS) & (MAX_PES as u64 - 1);
         (a as usize * MAX_PES, f as c_int, w & E_MASK)
     })
@@ -95,7 +99,10 @@ mod tests {
 
     #[test]
     fn wait_words_round_trip_and_what_does_not_fit_reads_as_not_waiting() {
-        for (arr, from, e) in [(0, 0, 1), (MAX_PES, 63, 12345), (3 * MAX_PES, 7, E_MASK)] {
+        let last = MAX_PES as c_int - 1;
+        for (arr, from, e) in
+            [(0, 0, 1), (MAX_PES, 63, 12345), (2 * MAX_PES, last, 9), (3 * MAX_PES, 7, E_MASK)]
+        {
             let w = waiting(arr, from, e);
             assert_ne!(w, 0);
             assert_eq!(waited(w), Some((arr, from, e)));

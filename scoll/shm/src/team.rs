@@ -43,6 +43,27 @@ pub struct Team {
     buf: UnsafeCell<Vec<u128>>,
 }
 
+/// A set of a team's members (indices below [`MAX_PES`]), one bit each.
+#[derive(Clone, Copy, Default)]
+pub struct Members([u64; MAX_PES / 64]);
+
+impl Members {
+    pub fn insert(&mut self, j: c_int) {
+        self.0[j as usize / 64] |= 1 << (j as usize % 64);
+    }
+
+    pub fn contains(&self, j: c_int) -> bool {
+        self.0[j as usize / 64] & 1 << (j as usize % 64) != 0
+    }
+
+    #[cfg(test)]
+    fn of(members: &[c_int]) -> Members {
+        let mut m = Members::default();
+        members.iter().for_each(|&j| m.insert(j));
+        m
+    }
+}
+
 impl Team {
     /// The state for `d`, or None when the component cannot serve the team: not every member
     /// maps every member's memory (`TEAM_MAPPED`, which the core computes alike on all
@@ -84,6 +105,12 @@ impl Team {
             stages: Stages::new(),
             buf: UnsafeCell::new(Vec::new()),
         })
+    }
+
+    /// Take the node for crowded (more PEs than CPUs), as the fake job's core cannot say.
+    #[cfg(test)]
+    pub fn crowd(&mut self) {
+        self.crowded = true;
     }
 
     /// Start a call: its number.
@@ -186,15 +213,16 @@ impl Team {
         }
         // Read once: members' CPU words change as they wait.
         let cpu = place::current_cpu();
-        let near = self.others().filter(|&j| self.cpu_of(j) == cpu).fold(0u64, |m, j| m | 1 << j);
-        for j in self.others().filter(|&j| near & 1 << j != 0) {
+        let mut near = Members::default();
+        self.others().filter(|&j| self.cpu_of(j) == cpu).for_each(|j| near.insert(j));
+        for j in self.others().filter(|&j| near.contains(j)) {
             self.wait_as(c, arr, j, e, true);
         }
         // After a broadcast whose root shares this CPU (and has arrived: it was waited for
         // above), yield to it rather than spin, so that it is the one running when the last
         // member arrives (`lead`).
         let spin = self.far_waits_spin(near);
-        for j in self.others().filter(|&j| near & 1 << j == 0) {
+        for j in self.others().filter(|&j| !near.contains(j)) {
             self.wait_as(c, arr, j, e, spin);
         }
     }
@@ -238,8 +266,8 @@ impl Team {
 
     /// Whether the waits for the members of other CPUs (after those of this CPU, `near`) may
     /// spin: not when a broadcast's root is one of `near` (`lead`).
-    fn far_waits_spin(&self, near: u64) -> bool {
-        !self.lead.get().is_some_and(|r| r != self.me && near & 1 << r != 0)
+    fn far_waits_spin(&self, near: Members) -> bool {
+        !self.lead.get().is_some_and(|r| r != self.me && near.contains(r))
     }
 
     /// The byte count member `j` wrote to this PE's SIZE array.
@@ -396,16 +424,16 @@ mod tests {
         let mut mem = memory(4);
         let t = team(4, 2, &mut mem);
         // No broadcast since the last barrier: far waits spin, no yield at the end.
-        assert!(t.far_waits_spin(1 << 0));
+        assert!(t.far_waits_spin(Members::of(&[0])));
         t.rooted(0);
         // Root 0 is on this CPU (near): waits for the other CPU's members yield instead.
-        assert!(!t.far_waits_spin(1 << 0));
+        assert!(!t.far_waits_spin(Members::of(&[0])));
         // A root on another CPU changes nothing here.
         t.rooted(1);
-        assert!(t.far_waits_spin(1 << 0));
+        assert!(t.far_waits_spin(Members::of(&[0])));
         // Nor does this PE being the root.
         t.rooted(2);
-        assert!(t.far_waits_spin(1 << 0));
+        assert!(t.far_waits_spin(Members::of(&[0])));
         // At the end of barrier 7: yield only to a root on this CPU that is still in it.
         seen(&t, 0, 0, Some((SIG, 2, 7)));
         assert!(t.root_waits_here(0, 0, 7));
@@ -415,9 +443,15 @@ mod tests {
         assert!(!t.root_waits_here(0, 0, 7), "the root has left the barrier");
         seen(&t, 2, 0, Some((SIG, 0, 7)));
         assert!(!t.root_waits_here(2, 0, 7), "this PE is the root");
+        // Members past the first 64 are told apart as well.
+        t.rooted(0);
+        assert!(t.far_waits_spin(Members::of(&[64, 200])));
+        let m = Members::of(&[3, 64, MAX_PES as c_int - 1]);
+        assert!([3, 64, MAX_PES as c_int - 1].iter().all(|&j| m.contains(j)));
+        assert!([0, 2, 63, 65, 128].iter().all(|&j| !m.contains(j)));
         // The end of a barrier consumes the note.
         t.rooted(0);
         t.lead(7);
-        assert!(t.far_waits_spin(1 << 0));
+        assert!(t.far_waits_spin(Members::of(&[0])));
     }
 }
