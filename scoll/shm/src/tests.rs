@@ -60,7 +60,7 @@ fn run_team(n: usize, crowded: bool) -> Vec<String> {
             // SAFETY: `enable` returned this component's team state, not shared yet.
             unsafe { &mut *t.cast::<crate::team::Team>() }.crowd();
         }
-        // SAFETY (every call below): state from enable; symmetric buffers of the layout.
+        // SAFETY: state from enable, on every PE of the running fake job.
         let barrier = || unsafe { (ops().barrier.unwrap())(t) };
         for i in 0..50u64 {
             entered.fetch_add(1, SeqCst);
@@ -74,6 +74,7 @@ fn run_team(n: usize, crowded: bool) -> Vec<String> {
             heap_i64(heap, SRC, 8).iter_mut().enumerate().for_each(|(j, v)| *v = (root * 100 + j) as i64);
             heap_i64(heap, DEST, 8).fill(-1);
             barrier();
+            // SAFETY: state from enable; symmetric buffers of the layout.
             let rc = unsafe {
                 (ops().broadcast.unwrap())(
                     t,
@@ -95,6 +96,7 @@ fn run_team(n: usize, crowded: bool) -> Vec<String> {
                 .for_each(|(j, v)| *v = (pe as usize * 7 + j) as i64);
             heap_i64(heap, DEST, ne).fill(-1);
             barrier();
+            // SAFETY: state from enable; symmetric buffers of the layout.
             let rc = unsafe {
                 (ops().reduce.unwrap())(
                     t,
@@ -117,6 +119,7 @@ fn run_team(n: usize, crowded: bool) -> Vec<String> {
         heap_i64(heap, SRC, 1)[0] = 1000 + pe as i64;
         heap_i64(heap, DEST, n).fill(-1);
         barrier();
+        // SAFETY: state from enable; symmetric buffers of the layout.
         let rc = unsafe {
             (ops().collect.unwrap())(t, heap.wrapping_add(DEST).cast(), heap.wrapping_add(SRC).cast(), 8, 1)
         };
