@@ -21,7 +21,7 @@
 //! each other their pids, the peers are the other children of this PE's parent (the launcher or
 //! its daemon: `mpirun`, `orted`, `slurmstepd`) whose environment names this PE's PMIx
 //! namespace, their PE being their `PMIX_RANK`. Peers still starting are found by looking again
-//! after 1, 2, 4 and then every 8 s (a look reads `/proc`, which a start-up of many PEs on one
+//! 1, 3, 7 and 15 s in, then every 8 s (a look reads `/proc`, which a start-up of many PEs on one
 //! host should not pay each tick). A PE that a wrapper started (`mpirun sh -c ...`) has another
 //! parent than its peers and is not found: it is then watched from the end of the
 //! initialization on, as before.
