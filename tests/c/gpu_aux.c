@@ -12,6 +12,7 @@
 #include <shmemg.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N 256
 
@@ -73,6 +74,10 @@ int main(void) {
 
     /* Host-initiated RMA into the next PE's GPU heap, with a signal behind it. */
     for (int i = 0; i < N; i++) local[i] = me * 1000 + i;
+    /* PE 0 puts late, so PE 1 waits long enough on its device-memory signal word for the
+     * wait to look at the clock and publish the word's value (read through the memheap: a
+     * plain load of device memory there was a SIGSEGV, seen in CI). */
+    if (me == 0) usleep(200 * 1000);
     shmem_putmem_signal(a, local, sizeof local, sig, 1, SHMEM_SIGNAL_ADD, next);
     shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 1);
     shmem_getmem(back, a, sizeof back, me);

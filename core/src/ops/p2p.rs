@@ -123,8 +123,10 @@ pub unsafe fn wait_until_named<T: Copy + PartialOrd + std::fmt::Debug>(
     while !unsafe { holds(ivar, cmp, value) } {
         backoff(&mut i, rt);
         watch.round(i > rt.spin_limit, routine, || {
-            // SAFETY: as `holds`: a valid local address that peers update.
-            let now = unsafe { std::ptr::read_volatile(ivar) };
+            // SAFETY: as `holds`: a valid local address that peers update; `read` goes
+            // through the device memheap for a word of device memory, which the CPU may not
+            // touch (a plain load there was a SIGSEGV under fakecuda, seen in CI).
+            let now = unsafe { read(ivar) };
             let place = rt
                 .segs
                 .locate(ivar as usize)
