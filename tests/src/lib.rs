@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -405,6 +405,19 @@ fn run_bounded(mut cmd: Command, env: &[(&str, &str)], limit: Duration, watched:
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+    // Drained while the job runs: a launcher whose output outgrows a pipe's 64 KiB would
+    // otherwise block in write and look hung (144 PEs logging at debug level did).
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut all);
+            }
+            all
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let mut told = String::new();
     let mut overran = false;
     loop {
@@ -428,7 +441,9 @@ fn run_bounded(mut cmd: Command, env: &[(&str, &str)], limit: Duration, watched:
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let Output { status, stdout, stderr } = child.wait_with_output().expect("collect output");
+    let status = child.wait().expect("wait");
+    // A PE that outlived its launcher may hold the pipes open: what it wrote so far is enough.
+    let (stdout, stderr) = (joined(out, Duration::from_secs(15)), joined(err, Duration::from_secs(15)));
     if !told.is_empty() {
         // The PEs' processes go with their launcher (its daemons, or the liveness watch).
         wait_for_exit(watched.unwrap(), Duration::from_secs(10));
@@ -443,6 +458,19 @@ fn run_bounded(mut cmd: Command, env: &[(&str, &str)], limit: Duration, watched:
         stderr: untag(&String::from_utf8_lossy(&stderr)) + &told,
         elapsed: start.elapsed(),
         overran,
+    }
+}
+
+/// What a pipe-draining thread read, once it ends or `within` has passed (then nothing).
+fn joined(reader: std::thread::JoinHandle<Vec<u8>>, within: Duration) -> Vec<u8> {
+    let start = Instant::now();
+    while !reader.is_finished() && start.elapsed() < within {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if reader.is_finished() {
+        reader.join().unwrap_or_default()
+    } else {
+        b"(the output pipe stayed open after the launcher exited)".to_vec()
     }
 }
 

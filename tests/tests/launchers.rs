@@ -230,6 +230,21 @@ fn teams_across_hosts_use_the_hierarchical_collectives_unless_hosts_are_unmapped
     assert!(p.contains("barrier basic, broadcast basic"), "`{p}`\n{}", r.stderr);
 }
 
+/// Hosts of more than 64 PEs (2 of 72 here) are served by hier, which served at most 64 PEs a
+/// host until 2026-12-06, so that such a job fell to basic's log2 N rounds between hosts from
+/// every PE; the core operations all check out (32 s, debug build, 2026-12-06).
+#[test]
+fn hosts_of_more_than_64_pes_use_the_hierarchical_collectives() {
+    let env = [("SHMEM_LOG_LEVEL", "debug"), ("SHMEM_SYMMETRIC_SIZE", "4M")];
+    let r = launch(Launcher::Hosts(2), 144, &c_test("many"), &env, Duration::from_secs(300));
+    r.assert_all_pes_ok("many", 144);
+    let world: Vec<&str> = r.stderr.lines().filter(|l| l.contains("team (0, 1, 144): ")).collect();
+    assert_eq!(world.len(), 144, "every PE logs the world team's components:\n{}", r.stderr);
+    for l in world {
+        assert!(l.contains("barrier hier>basic, broadcast hier>basic, collect hier>basic"), "`{l}`");
+    }
+}
+
 /// Each PE's operations to PEs on other hosts, and to PEs of its own host, as spml ucx counted
 /// them (`SHMEM_MCA_spml_ucx_traffic=1`), by PE.
 fn traffic(r: &Run, np: usize) -> Vec<(u64, u64)> {

@@ -80,6 +80,10 @@ fn leaders_send_log2_hosts_messages_on_uneven_and_interleaved_hosts() {
         dealt(127, 5),
         dealt(166, 14),
         dealt(257, 64),
+        // At the limits: a host of MAX_LOCAL PEs beside a small one, and MAX_HOSTS hosts.
+        blocks(&[MAX_LOCAL, 2]),
+        blocks(&[1; MAX_HOSTS]),
+        dealt(3 * MAX_HOSTS, MAX_HOSTS),
     ];
     let mut bad = Vec::new();
     for layout in &layouts {

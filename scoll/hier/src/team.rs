@@ -26,8 +26,13 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// Most members on one host, and most hosts, in a team served: one scratch word each.
-pub const MAX_LOCAL: usize = 64;
-pub const MAX_HOSTS: usize = 64;
+/// 256 members, as scoll shm serves on one host, and 128 hosts (64 and 64 until 2026-12-06,
+/// so a team across nodes of 128 cores fell to basic). More hosts need a larger
+/// [`STAGE_AREA`]: each sending host's piece of a staging half must hold at least 64 bytes
+/// (`piece_bytes_for`, checked by a test for every host count), which 17 KiB gives up to 128
+/// hosts (16 KiB: 126), 32 KiB up to 256.
+pub const MAX_LOCAL: usize = 256;
+pub const MAX_HOSTS: usize = 128;
 /// On a group's agent: word `j` is local member `j`'s call number ("I have arrived", "my
 /// block is in place").
 pub const LSIG: usize = 0;
@@ -45,9 +50,29 @@ pub const SIZE: usize = NET + MAX_HOSTS;
 /// ahead cannot overwrite a slot not read yet. The slots share `STAGE_AREA` bytes, so teams on
 /// fewer hosts (fewer steps) get larger slots.
 pub const STAGE: usize = SIZE + 8;
-pub const STAGE_AREA: usize = 16384;
+pub const STAGE_AREA: usize = 17 * 1024;
 pub const SCRATCH_WORDS: usize = STAGE + STAGE_AREA / 8;
 pub const SCRATCH_BYTES: usize = SCRATCH_WORDS * 8;
+
+/// The bytes of one staging slot for a team on `hosts` hosts: one slot per step of an
+/// exchange (the fold of the hosts beyond the largest power of two, then a round of recursive
+/// doubling each), twice over by parity, in whole cache lines.
+pub(crate) fn slot_bytes_for(hosts: usize) -> usize {
+    let rounds = (usize::BITS - 1 - hosts.leading_zeros()) as usize;
+    let folds = !hosts.is_power_of_two();
+    STAGE_AREA / (2 * (rounds + usize::from(folds))) / 64 * 64
+}
+
+/// The bytes of one parity's slots.
+fn half_bytes_of(slot_bytes: usize) -> usize {
+    STAGE_AREA / 2 / slot_bytes * slot_bytes
+}
+
+/// The bytes each of `hosts` sending groups has in a staging half: at least 64 up to
+/// [`MAX_HOSTS`] (a test checks every count).
+pub(crate) fn piece_bytes_for(hosts: usize) -> usize {
+    half_bytes_of(slot_bytes_for(hosts)) / hosts / 64 * 64
+}
 
 pub struct Team {
     pub n: c_int,
@@ -123,9 +148,8 @@ impl Team {
             local.push(p);
         }
         let h = groups.len();
-        let rounds = (usize::BITS - 1 - h.leading_zeros()) as usize;
         let folds = !h.is_power_of_two();
-        let slot_bytes = STAGE_AREA / (2 * (rounds + usize::from(folds))) / 64 * 64;
+        let slot_bytes = slot_bytes_for(h);
         let contiguous = groups.iter().all(|m| m.windows(2).all(|w| w[1] == w[0] + 1));
         Some(Team {
             contiguous,
@@ -292,12 +316,12 @@ impl Team {
     /// Bytes of the slots of one parity ([`Team::slot`]): exchange `x` writes only inside
     /// its parity's half, however it cuts it.
     fn half_bytes(&self) -> usize {
-        STAGE_AREA / 2 / self.slot_bytes * self.slot_bytes
+        half_bytes_of(self.slot_bytes)
     }
 
     /// Bytes each sending group has in a staging half ([`Team::piece`]).
     pub fn piece_bytes(&self) -> usize {
-        self.half_bytes() / self.hosts() / 64 * 64
+        piece_bytes_for(self.hosts())
     }
 
     /// The part of exchange `x`'s staging half that group `k`'s leader sends into, when every

@@ -129,6 +129,19 @@ fn the_descriptor_is_an_scoll_component_between_shm_and_basic() {
     assert_eq!(ops().scratch_needed, SCRATCH_BYTES);
 }
 
+/// A staged exchange (alltoall, scans) cuts a staging half into one piece per host: every
+/// host count served must leave each at least 64 bytes (16 KiB of staging left 0 at 127).
+#[test]
+fn every_host_count_served_gets_staging_pieces_of_64_bytes() {
+    use crate::team::{piece_bytes_for, slot_bytes_for, STAGE_AREA};
+    for hosts in 2..=MAX_HOSTS {
+        let (slot, piece) = (slot_bytes_for(hosts), piece_bytes_for(hosts));
+        assert!(piece >= 64, "{hosts} hosts: pieces of {piece} bytes");
+        assert!(slot >= 64 && slot % 64 == 0, "{hosts} hosts: slots of {slot} bytes");
+        assert!(piece * hosts <= STAGE_AREA / 2, "{hosts} hosts: the pieces overflow a half");
+    }
+}
+
 #[test]
 fn teams_are_cut_by_host_in_order_of_their_lowest_member() {
     let (groups, place) = cut(&[5, 2, 5, 7, 2]);
