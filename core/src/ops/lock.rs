@@ -92,13 +92,12 @@ fn home() -> c_int {
     0
 }
 
-/// The locks this PE holds. The spec's lock is not reentrant, and a ticket lock cleared by a
-/// PE that does not hold it serves a ticket nobody took: the next PE to ask then waits
-/// forever. Both are reported instead (the lock routines each cost a network AMO at least, so
-/// this lookup is not felt).
-fn held() -> std::sync::MutexGuard<'static, Vec<usize>> {
-    static HELD: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-    HELD.lock().unwrap_or_else(|e| e.into_inner())
+/// The locks this PE holds, in this initialization's runtime. The spec's lock is not
+/// reentrant, and a ticket lock cleared by a PE that does not hold it serves a ticket nobody
+/// took: the next PE to ask then waits forever. Both are reported instead (the lock routines
+/// each cost a network AMO at least, so this lookup is not felt).
+fn held(rt: &runtime::Runtime) -> std::sync::MutexGuard<'_, Vec<usize>> {
+    rt.locks_held.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Check the lock's address (naming it `lock`), and that this PE does (`want_held`) or does not
@@ -111,7 +110,7 @@ fn check(rt: &runtime::Runtime, routine: &'static CStr, lock: *mut c_long, want_
             crate::error::ShmemError::Misaligned { what: "lock", addr: lock as usize, align: 8 },
         );
     }
-    let holds = held().contains(&(lock as usize));
+    let holds = held(rt).contains(&(lock as usize));
     if holds && !want_held {
         crate::error::fatal(
             routine,
@@ -143,7 +142,7 @@ pub unsafe fn set_lock(routine: &'static CStr, lock: *mut c_long) {
             format!("lock {lock:p} on PE 0 to be cleared by the PEs that took their tickets first")
         });
     });
-    held().push(lock as usize);
+    held(rt).push(lock as usize);
 }
 
 /// Returns 0 when the lock was free and is now held, 1 otherwise (never waits).
@@ -151,10 +150,11 @@ pub unsafe fn set_lock(routine: &'static CStr, lock: *mut c_long) {
 /// # Safety
 /// As [`set_lock`].
 pub unsafe fn test_lock(routine: &'static CStr, lock: *mut c_long) -> c_int {
-    check(runtime::get(routine), routine, lock, false);
+    let rt = runtime::get(routine);
+    check(rt, routine, lock, false);
     match try_acquire(&Amo { routine, lock }) {
         Some(_) => {
-            held().push(lock as usize);
+            held(rt).push(lock as usize);
             0
         }
         None => 1,
@@ -164,10 +164,11 @@ pub unsafe fn test_lock(routine: &'static CStr, lock: *mut c_long) -> c_int {
 /// # Safety
 /// As [`set_lock`]; the caller holds the lock.
 pub unsafe fn clear_lock(routine: &'static CStr, lock: *mut c_long) {
-    check(runtime::get(routine), routine, lock, true);
+    let rt = runtime::get(routine);
+    check(rt, routine, lock, true);
     // SAFETY: the default context is always live.
     release(&Amo { routine, lock }, || unsafe { crate::ops::ctx::quiet(routine, ctx::default()) });
-    held().retain(|&l| l != lock as usize);
+    held(rt).retain(|&l| l != lock as usize);
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use crate::ops::handles::Ctx;
 use crate::symm::runtime::{self, Runtime};
 use crate::symm::segments::{PeerSeg, SegmentTable};
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where `len` bytes at symmetric `addr` lie, for an operation on `pe`: (segment, offset).
 /// The checks every transfer makes, as a value: a PE of the job, an address some segment
@@ -584,22 +584,23 @@ pub fn host_ptr(rt: &Runtime, addr: *const c_void, pe: c_int) -> *mut c_void {
     }
 }
 
-/// Set when a collective's signal (the core service `atomic_add_u64`) went through the spml
-/// since the core service `quiet` last completed them. Those signals do not make the default
-/// context's next `shmem_quiet` flush the transport: they are not the application's operations,
-/// and the collective that sent them needs no remote completion (its members learn of them by
-/// waiting for them). Before, every barrier's signals made the next barrier's quiet flush: a
-/// round trip plus UCX's acknowledgement, about half of a 2-PE barrier over TCP.
-static SIGNALS_OUT: AtomicBool = AtomicBool::new(false);
-
+/// `Runtime::signals_out` is set when a collective's signal (the core service
+/// `atomic_add_u64`) went through the spml since the core service `quiet` last completed them.
+/// Those signals do not make the default context's next `shmem_quiet` flush the transport: they
+/// are not the application's operations, and the collective that sent them needs no remote
+/// completion (its members learn of them by waiting for them). Before, every barrier's signals
+/// made the next barrier's quiet flush: a round trip plus UCX's acknowledgement, about half of a
+/// 2-PE barrier over TCP.
+///
 /// Quiet the default context, completing the collectives' signals too (the core service
 /// `quiet`, and finalize, which must leave nothing in flight).
 pub(crate) fn quiet_with_signals(routine: &'static CStr) {
+    let rt = runtime::get(routine);
     // SAFETY: the default context is always live.
-    unsafe { crate::ops::ctx::quiet_with(routine, crate::ops::ctx::default(), Some(&SIGNALS_OUT)) }
+    unsafe { crate::ops::ctx::quiet_with(routine, crate::ops::ctx::default(), Some(&rt.signals_out)) }
 }
 
-/// 64-bit atomic add on a symmetric word (used by collectives; see [`SIGNALS_OUT`]).
+/// 64-bit atomic add on a symmetric word (used by collectives; see [`quiet_with_signals`]).
 ///
 /// # Safety
 /// `dest` is checked to be symmetric and must be 8-byte aligned.
@@ -621,7 +622,7 @@ pub unsafe fn atomic_add_u64(routine: &'static CStr, dest: *mut u64, value: u64,
             spml_failed(routine, "atomic add on", pe);
         }
         // After issuing it, so that a quiet that sees the flag covers the add.
-        crate::ops::completion::issued(&SIGNALS_OUT);
+        crate::ops::completion::issued(&rt.signals_out);
     }
 }
 

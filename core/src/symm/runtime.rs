@@ -74,6 +74,11 @@ pub struct Runtime {
     /// The heap of `shmem_malloc` when it is not the init heap (`SHMEM_DEFAULT_SPACE=GPU`):
     /// set once at the end of init, before the program can allocate.
     pub user_heap: OnceLock<UserHeap>,
+    /// The locks this PE holds (`crate::ops::lock`): set, test and clear check them.
+    pub(crate) locks_held: Mutex<Vec<usize>>,
+    /// A collective's signal went through the spml since the core service `quiet` last
+    /// completed them (`crate::ops::rma::atomic_add_u64`).
+    pub(crate) signals_out: AtomicBool,
 }
 
 /// The scoll components, and the split teams this PE has not destroyed (`crate::ops::teams`).

@@ -312,6 +312,8 @@ fn assemble(
         data_seg: Mutex::new(mem.data),
         spml_regs: mem.spml_regs,
         teams,
+        locks_held: Mutex::new(Vec::new()),
+        signals_out: std::sync::atomic::AtomicBool::new(false),
     }))
 }
 
