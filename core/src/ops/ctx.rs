@@ -316,8 +316,9 @@ pub unsafe fn quiet(routine: &'static CStr, ctx: Ctx) {
 }
 
 /// [`quiet`], answering also for `extra`, a flag set after operations that are not the
-/// context's own (the collectives' signals: `Runtime::signals_out`, see `rma::quiet_with_signals`). Whether the spml is
-/// flushed follows `completion`'s rule, which holds when threads share the context.
+/// context's own (the collectives' signals: `Runtime::signals_out`, see
+/// `rma::quiet_with_signals`). Whether the spml is flushed follows `completion`'s rule, which
+/// holds when threads share the context.
 ///
 /// # Safety
 /// As [`quiet`].

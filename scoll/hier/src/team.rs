@@ -70,8 +70,14 @@ fn half_bytes_of(slot_bytes: usize) -> usize {
 
 /// The bytes each of `hosts` sending groups has in a staging half: at least 64 up to
 /// [`MAX_HOSTS`] (a test checks every count).
+#[cfg(test)]
 pub(crate) fn piece_bytes_for(hosts: usize) -> usize {
-    half_bytes_of(slot_bytes_for(hosts)) / hosts / 64 * 64
+    piece_of(half_bytes_of(slot_bytes_for(hosts)), hosts)
+}
+
+/// A staging half of `half` bytes cut into one piece per sending host, in whole cache lines.
+fn piece_of(half: usize, hosts: usize) -> usize {
+    half / hosts / 64 * 64
 }
 
 pub struct Team {
@@ -321,7 +327,7 @@ impl Team {
 
     /// Bytes each sending group has in a staging half ([`Team::piece`]).
     pub fn piece_bytes(&self) -> usize {
-        piece_bytes_for(self.hosts())
+        piece_of(self.half_bytes(), self.hosts())
     }
 
     /// The part of exchange `x`'s staging half that group `k`'s leader sends into, when every
