@@ -614,43 +614,98 @@ fn a_busy_pe_or_a_suspended_job_is_not_taken_for_a_stopped_pe() {
     }
 }
 
-/// A PE whose launcher is killed does not live on: the watch sees its parent gone and exits.
+/// A shell script in `dir` that starts `prog` as a wrapper would (`mpirun wrap.sh`): the shell
+/// stays, the PE's parent, with `before` run first and the PE's status passed on.
+fn wrapper(dir: &std::path::Path, prog: &std::path::Path, before: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("wrap.sh");
+    let text = format!("#!/bin/sh\n{before}\n'{}'\nst=$?\nwait\nexit $st\n", prog.display());
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// PEs that a wrapper started (`mpirun sh -c ...`, `srun job.sh`) have the wrapper for parent,
+/// not the launcher: the start-up watch finds them below the launcher all the same. A PE
+/// stopped before it initializes ends the job (it hung for good before, 2026-12-07), and the
+/// wrappers' helpers that carry the job's environment and end during start-up (a `sleep 1`
+/// beside each PE, while PE 1 starts 3 s late) are not taken for PEs that left.
+#[test]
+fn pes_a_wrapper_started_are_watched_in_start_up() {
+    let scratch = Scratch::new("wrapped");
+    for l in pmix_launchers() {
+        let wrap = wrapper(&scratch.0, &c_test("death"), "");
+        let r = launch(l, 3, &wrap, &[("DEATH", "stop_init"), ("SHMEM_STOP_TIMEOUT", "1")], T);
+        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("PE 1 (pid")
+                && r.stderr.contains("stopped by a signal")
+                && r.stderr.contains(
+                    "; this PE was in shmem_init (waiting in the launcher's fence for every PE to arrive)"
+                ),
+            "{l:?}: {}",
+            r.stderr
+        );
+        assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+        let wrap = wrapper(&scratch.0, &c_test("many"), "sleep 1 &\n[ \"$PMIX_RANK\" = 1 ] && sleep 3");
+        launch(l, 3, &wrap, &[("SHMEM_STOP_TIMEOUT", "1")], T).assert_all_pes_ok("many", 3);
+    }
+}
+
+/// A PE whose launcher is killed does not live on: the watch sees its launcher gone and exits,
+/// whether the launcher started it or a wrapper did (whose shell outlives mpirun).
 #[test]
 fn pes_whose_mpirun_is_killed_exit() {
     let scratch = Scratch::new("orphans");
     let before = leftovers();
-    let mut cmd = std::process::Command::new("mpirun");
-    cmd.envs([("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")])
-        .env("LIVENESS", "orphan")
-        .env("LIVENESS_DIR", &scratch.0)
-        .args(["--oversubscribe", "--bind-to", "none", "-np", "3", "-x", "LIVENESS", "-x", "LIVENESS_DIR"])
-        .arg(c_test("liveness"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut mpirun = cmd.spawn().expect("mpirun starts");
-    let pid_of = |pe: usize| -> Option<i32> {
-        std::fs::read_to_string(scratch.0.join(format!("pe{pe}"))).ok()?.trim().parse().ok()
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while (0..3).any(|pe| pid_of(pe).is_none()) {
-        assert!(std::time::Instant::now() < deadline, "the PEs did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let pids: Vec<i32> = (0..3).map(|pe| pid_of(pe).unwrap()).collect();
-    mpirun.kill().unwrap();
-    mpirun.wait().unwrap();
-    let killed = std::time::Instant::now();
-    // SAFETY: kill with signal 0 only asks whether the process exists.
-    let alive = |p: i32| unsafe { libc::kill(p, 0) } == 0;
-    while pids.iter().any(|&p| alive(p)) {
-        if killed.elapsed() > Duration::from_secs(5) {
-            for &p in &pids {
-                // SAFETY: ending the test's own stray processes.
-                unsafe { libc::kill(p, libc::SIGKILL) };
-            }
-            panic!("PEs {pids:?} outlived their mpirun by 5 s");
+    for wrapped in [false, true] {
+        for pe in 0..3 {
+            let _ = std::fs::remove_file(scratch.0.join(format!("pe{pe}")));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        let prog = if wrapped { wrapper(&scratch.0, &c_test("liveness"), "") } else { c_test("liveness") };
+        let mut cmd = std::process::Command::new("mpirun");
+        cmd.envs([("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")])
+            .env("LIVENESS", "orphan")
+            .env("LIVENESS_DIR", &scratch.0)
+            .args([
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+                "-np",
+                "3",
+                "-x",
+                "LIVENESS",
+                "-x",
+                "LIVENESS_DIR",
+            ])
+            .arg(prog)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut mpirun = cmd.spawn().expect("mpirun starts");
+        let pid_of = |pe: usize| -> Option<i32> {
+            std::fs::read_to_string(scratch.0.join(format!("pe{pe}"))).ok()?.trim().parse().ok()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while (0..3).any(|pe| pid_of(pe).is_none()) {
+            assert!(std::time::Instant::now() < deadline, "the PEs did not start (wrapped: {wrapped})");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let pids: Vec<i32> = (0..3).map(|pe| pid_of(pe).unwrap()).collect();
+        mpirun.kill().unwrap();
+        mpirun.wait().unwrap();
+        let killed = std::time::Instant::now();
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let alive = |p: i32| unsafe { libc::kill(p, 0) } == 0;
+        while pids.iter().any(|&p| alive(p)) {
+            if killed.elapsed() > Duration::from_secs(5) {
+                for &p in &pids {
+                    // SAFETY: ending the test's own stray processes.
+                    unsafe { libc::kill(p, libc::SIGKILL) };
+                }
+                panic!("PEs {pids:?} outlived their mpirun by 5 s (wrapped: {wrapped})");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     assert_nothing_left(&before, "orphaned PEs");
 }

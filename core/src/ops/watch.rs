@@ -10,21 +10,27 @@
 //!   this watcher itself runs without gaps: when the whole job is suspended (Ctrl-Z, a batch
 //!   system's suspend), the watchers are stopped too, and on resumption each finds a gap
 //!   longer than a tick and starts counting again.
-//! - at its own parent: when the process that started this PE (the launcher or its daemon) is
+//! - at its launcher (below): when the process that started this PE's job on this host is
 //!   gone, the PE is an orphan nobody will stop, so it says so and exits.
 //!
 //! A peer that has exited (its `/proc` entry is gone, or belongs to a newer process) is no
 //! longer watched: the launcher reports exits. The watch ends when this PE's finalize has
 //! passed its closing fence (every PE arrived), and starts again with a new initialization.
 //!
+//! The launcher here is the process that started this PE's job on this host (`mpirun`'s or
+//! `srun`'s daemon: `prted`, `orted`, `slurmstepd`): this PE's nearest ancestor whose
+//! environment does not name this PE's PMIx namespace. That is the parent, unless a wrapper
+//! started the PE (`mpirun sh -c '...'`, `srun bash job.sh`, a tool that forks), whose
+//! environment the launcher gave it as it gave the PE's, so the walk passes it.
+//!
 //! The first initialization is watched too ([`start_initializing`]): before the PEs have told
-//! each other their pids, the peers are the other children of this PE's parent (the launcher or
-//! its daemon: `mpirun`, `orted`, `slurmstepd`) whose environment names this PE's PMIx
-//! namespace, their PE being their `PMIX_RANK`. Peers still starting are found by looking again
-//! 1, 3, 7 and 15 s in, then every 8 s (a look reads `/proc`, which a start-up of many PEs on one
-//! host should not pay each tick). A PE that a wrapper started (`mpirun sh -c ...`) has another
-//! parent than its peers and is not found: it is then watched from the end of the
-//! initialization on, as before.
+//! each other their pids, the peers are the launcher's descendants (at most [`DEPTH`] levels
+//! down) whose environment names this PE's PMIx namespace, their PE being their `PMIX_RANK`.
+//! Peers still starting are found by looking again 1, 3, 7 and 15 s in, then every 8 s (a look
+//! reads `/proc`, which a start-up of many PEs on one host should not pay each tick). Of a peer
+//! the launcher started itself, an exit during start-up ends the job; one found below a wrapper
+//! may be a helper the wrapper runs beside the PE (`sh -c 'hostname; ./prog'`), so only its
+//! being stopped counts (the wrapper itself, the launcher's child, is watched for exits).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -44,6 +50,59 @@ struct Peer {
     start: u64,
     /// How long it has been seen stopped, counted in this watcher's gapless ticks.
     stopped: Duration,
+    /// Its exit before the start-up's last fence ends the job: the launcher started it (see
+    /// the module's text).
+    exit_counts: bool,
+}
+
+/// How many levels of wrappers the walk to the launcher, and the look for peers below it,
+/// pass at most.
+const DEPTH: usize = 8;
+
+/// The process that started this PE's job on this host, as the watch knows it.
+#[derive(Clone, Copy)]
+struct Launcher {
+    pid: i32,
+    /// Its start time, so that a reused pid is not taken for it.
+    start: u64,
+    /// It is this PE's parent (no wrapper between them).
+    parent: bool,
+}
+
+impl Launcher {
+    /// The launcher of a PE in PMIx namespace `ns` (see the module's text); without a
+    /// namespace, or where the walk finds nothing better, the parent.
+    fn find(ns: Option<&str>) -> Launcher {
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() };
+        let mut pid = parent;
+        if let Some(ns) = ns {
+            for _ in 0..DEPTH {
+                let named =
+                    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| names_namespace(&env, ns));
+                let up = stat_with_parent(pid as u32).map(|(_, ppid, _)| ppid);
+                match up {
+                    Some(ppid) if named && ppid > 1 => pid = ppid,
+                    _ => break,
+                }
+            }
+        }
+        let start = stat(pid as u32).map_or(0, |(_, start)| start);
+        Launcher { pid, start, parent: pid == parent }
+    }
+
+    /// It has ended: this PE is an orphan (re-parented, or the launcher's pid is gone or now
+    /// another process's).
+    fn gone(&self) -> bool {
+        if self.pid <= 1 {
+            return false;
+        }
+        if self.parent {
+            // SAFETY: getppid has no preconditions.
+            return unsafe { libc::getppid() } != self.pid;
+        }
+        !matches!(stat(self.pid as u32), Some((state, start)) if start == self.start && !matches!(state, 'Z' | 'X'))
+    }
 }
 
 /// The state letter and start time of `pid`, from `/proc/<pid>/stat`.
@@ -69,6 +128,11 @@ fn parse_stat(text: &str) -> Option<(char, i32, u64)> {
     Some((state, parent, start))
 }
 
+/// A process's environment (`/proc/<pid>/environ`, NUL-separated) names PMIx namespace `ns`.
+fn names_namespace(environ: &[u8], ns: &str) -> bool {
+    environ.split(|&b| b == 0).any(|var| var.strip_prefix(b"PMIX_NAMESPACE=") == Some(ns.as_bytes()))
+}
+
 /// The PE a process's environment (`/proc/<pid>/environ`, NUL-separated) gives it in PMIx
 /// namespace `ns`, if it names that namespace.
 fn pmix_rank_in(environ: &[u8], ns: &str) -> Option<i32> {
@@ -83,22 +147,49 @@ fn pmix_rank_in(environ: &[u8], ns: &str) -> Option<i32> {
     rank.filter(|_| in_ns)
 }
 
-/// The other processes of this PE's job that its parent started (see the module's text), as
-/// peers not yet seen stopped; those in `known` (by pid) are left out.
-fn siblings(parent: i32, ns: &str, known: &[Peer]) -> Vec<Peer> {
-    let me = std::process::id();
+/// The other processes of this PE's job below `launcher` (see the module's text), as peers not
+/// yet seen stopped; those in `known` (by pid) are left out.
+fn siblings(launcher: i32, ns: &str, known: &[Peer]) -> Vec<Peer> {
+    let me = std::process::id() as i32;
     let own: Option<i32> = std::env::var("PMIX_RANK").ok().and_then(|r| r.parse().ok());
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me && !known.iter().any(|p| p.pid == pid))
+    // Every live process's parent and start time, to walk up from each to the launcher.
+    let procs: std::collections::HashMap<i32, (i32, u64)> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(|pid| {
-            let (state, ppid, start) = stat_with_parent(pid)?;
-            if ppid != parent || state == 'Z' || state == 'X' {
+            let (state, ppid, start) = stat_with_parent(pid as u32)?;
+            (!matches!(state, 'Z' | 'X')).then_some((pid, (ppid, start)))
+        })
+        .collect();
+    // The launcher's child on the way up from `pid`, if it is at most DEPTH levels below it
+    // and not below this PE (whose own children are its helpers).
+    let below = |mut pid: i32| -> Option<i32> {
+        for _ in 0..DEPTH {
+            let &(ppid, _) = procs.get(&pid)?;
+            if ppid == launcher {
+                return Some(pid);
+            }
+            if ppid == me || ppid <= 1 {
                 return None;
             }
+            pid = ppid;
+        }
+        None
+    };
+    procs
+        .iter()
+        .filter(|&(&pid, _)| pid != me && !known.iter().any(|p| p.pid as i32 == pid))
+        .filter_map(|(&pid, &(ppid, start))| {
+            below(pid)?;
             let pe = pmix_rank_in(&std::fs::read(format!("/proc/{pid}/environ")).ok()?, ns)?;
-            // This PE's own rank: a helper its wrapper started beside it, not a peer.
-            (Some(pe) != own).then_some(Peer { pe, pid, start, stopped: Duration::ZERO })
+            // This PE's own rank: its wrapper or a helper started beside it, not a peer.
+            (Some(pe) != own).then_some(Peer {
+                pe,
+                pid: pid as u32,
+                start,
+                stopped: Duration::ZERO,
+                exit_counts: ppid == launcher,
+            })
         })
         .collect()
 }
@@ -111,12 +202,11 @@ static KNOWN: std::sync::Mutex<Vec<(i32, u32, u64)>> = std::sync::Mutex::new(Vec
 pub fn start_initializing(stop_timeout: Duration) {
     let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
     debug_assert!(generation % 2 == 1);
-    // SAFETY: getppid has no preconditions.
-    let parent = unsafe { libc::getppid() };
     let Ok(ns) = std::env::var("PMIX_NAMESPACE") else { return };
+    let launcher = Launcher::find(Some(&ns));
     let spawned = std::thread::Builder::new()
         .name("rshmem-watch".into())
-        .spawn(move || watch(generation, siblings(parent, &ns, &[]), parent, stop_timeout, Some(ns)));
+        .spawn(move || watch(generation, siblings(launcher.pid, &ns, &[]), launcher, stop_timeout, Some(ns)));
     if let Err(e) = spawned {
         crate::log::log(
             crate::log::WARN,
@@ -133,18 +223,19 @@ pub fn start(stop_timeout: Duration) {
     let local = crate::symm::runtime::last().map_or(&[][..], |rt| rt.hosts.local_peers());
     let peers: Vec<Peer> = local
         .iter()
-        .filter_map(|&(pe, pid)| stat(pid).map(|(_, start)| Peer { pe, pid, start, stopped: Duration::ZERO }))
+        .filter_map(|&(pe, pid)| {
+            stat(pid).map(|(_, start)| Peer { pe, pid, start, stopped: Duration::ZERO, exit_counts: false })
+        })
         .collect();
     let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
     if known.is_empty() {
         *known = peers.iter().map(|p| (p.pe, p.pid, p.start)).collect();
     }
     drop(known);
-    // SAFETY: getppid has no preconditions.
-    let parent = unsafe { libc::getppid() };
+    let launcher = Launcher::find(std::env::var("PMIX_NAMESPACE").ok().as_deref());
     let spawned = std::thread::Builder::new()
         .name("rshmem-watch".into())
-        .spawn(move || watch(generation, peers, parent, stop_timeout, None));
+        .spawn(move || watch(generation, peers, launcher, stop_timeout, None));
     if let Err(e) = spawned {
         crate::log::log(crate::log::WARN, "init", &format!("no liveness watch (thread: {e})"));
     }
@@ -173,7 +264,7 @@ pub fn stop() {
 fn watch(
     generation: u64,
     mut peers: Vec<Peer>,
-    parent: i32,
+    launcher: Launcher,
     stop_timeout: Duration,
     starting: Option<String>,
 ) {
@@ -186,7 +277,7 @@ fn watch(
         }
         ticks += 1;
         if let Some(ns) = starting.as_deref().filter(|_| ticks == next_look) {
-            let found = siblings(parent, ns, &peers);
+            let found = siblings(launcher.pid, ns, &peers);
             peers.extend(found);
             next_look += look_every;
             look_every = (look_every * 2).min(40);
@@ -194,11 +285,11 @@ fn watch(
         let now = Instant::now();
         let gap = now - last;
         last = now;
-        // SAFETY: getppid has no preconditions.
-        if parent > 1 && unsafe { libc::getppid() } != parent {
+        if launcher.gone() {
             crate::log::line(&format!(
-                "{} the process that started this PE (pid {parent}, its launcher) has ended: this PE ends too",
-                crate::log::prefix()
+                "{} the process that started this PE (pid {}, its launcher) has ended: this PE ends too",
+                crate::log::prefix(),
+                launcher.pid
             ));
             // The launcher that would be told is gone: nothing to synchronise with.
             // SAFETY: _exit ends the process at once; nothing of ours needs running.
@@ -222,7 +313,9 @@ fn watch(
             // Exited (or the pid was reused): the launcher reports exits, except before
             // the start-up's last fence, which no PE passes without the others.
             _ => {
-                left.push(format!("PE {} (pid {}, on this host{})", p.pe, p.pid, host_name(p.pe)));
+                if p.exit_counts {
+                    left.push(format!("PE {} (pid {}, on this host{})", p.pe, p.pid, host_name(p.pe)));
+                }
                 false
             }
         });
@@ -290,5 +383,21 @@ mod tests {
         // A child of this test's parent with its namespace: none (nothing here has one).
         // SAFETY: getppid has no preconditions.
         assert!(siblings(unsafe { libc::getppid() }, "rshmem-no-such-namespace", &[]).is_empty());
+    }
+
+    #[test]
+    fn the_launcher_is_the_nearest_ancestor_outside_the_namespace() {
+        assert!(names_namespace(b"A=1\0PMIX_NAMESPACE=job@1\0", "job@1"));
+        assert!(!names_namespace(b"PMIX_NAMESPACE=job@12\0", "job@1"), "another job");
+        assert!(!names_namespace(b"XPMIX_NAMESPACE=job@1\0", "job@1"));
+        // This test's parent names no namespace of ours: it is the launcher, and alive.
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() };
+        for ns in [None, Some("rshmem-no-such-namespace")] {
+            let l = Launcher::find(ns);
+            assert!(l.pid == parent && l.parent && l.start > 0 && !l.gone());
+        }
+        // One further up whose /proc entry is gone (no pid reaches i32::MAX) is gone.
+        assert!(Launcher { pid: i32::MAX, start: 1, parent: false }.gone());
     }
 }
