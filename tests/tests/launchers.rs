@@ -566,18 +566,7 @@ fn a_stopped_pe_ends_a_pmix_launched_job_naming_it() {
         assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
         // PE 1 stops before it initializes: the others, in shmem_init's fences, find it (it
         // hung for good before, 2026-12-06).
-        let r = launch(l, 3, &c_test("death"), &[("DEATH", "stop_init"), ("SHMEM_STOP_TIMEOUT", "1")], T);
-        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
-        assert!(
-            r.stderr.contains("PE 1 (pid")
-                && r.stderr.contains("stopped by a signal")
-                && r.stderr.contains(
-                    "; this PE was in shmem_init (waiting in the launcher's fence for every PE to arrive)"
-                ),
-            "{l:?}: {}",
-            r.stderr
-        );
-        assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+        stopped_before_init_ends_the_job(l, &c_test("death"));
         // PE 1 leaves with status 0 before it initializes, 3 s in, after the others have
         // found it: they end the job from shmem_init (srun waited for good before, 2026-12-06).
         let r = launch(l, 3, &c_test("death"), &[("DEATH", "exit0_init")], T);
@@ -614,6 +603,23 @@ fn a_busy_pe_or_a_suspended_job_is_not_taken_for_a_stopped_pe() {
     }
 }
 
+/// `prog` (tests/c/death.c, or a wrapper of it) on 3 PEs with PE 1 stopped before shmem_init:
+/// the others, in shmem_init's fences, find it and end the job, naming it, within 20 s.
+fn stopped_before_init_ends_the_job(l: Launcher, prog: &std::path::Path) {
+    let r = launch(l, 3, prog, &[("DEATH", "stop_init"), ("SHMEM_STOP_TIMEOUT", "1")], T);
+    assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
+    assert!(
+        r.stderr.contains("PE 1 (pid")
+            && r.stderr.contains("stopped by a signal")
+            && r.stderr.contains(
+                "; this PE was in shmem_init (waiting in the launcher's fence for every PE to arrive)"
+            ),
+        "{l:?}: {}",
+        r.stderr
+    );
+    assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+}
+
 /// A shell script in `dir` that starts `prog` as a wrapper would (`mpirun wrap.sh`): the shell
 /// stays, the PE's parent, with `before` run first and the PE's status passed on.
 fn wrapper(dir: &std::path::Path, prog: &std::path::Path, before: &str) -> std::path::PathBuf {
@@ -635,18 +641,7 @@ fn pes_a_wrapper_started_are_watched_in_start_up() {
     let scratch = Scratch::new("wrapped");
     for l in pmix_launchers() {
         let wrap = wrapper(&scratch.0, &c_test("death"), "");
-        let r = launch(l, 3, &wrap, &[("DEATH", "stop_init"), ("SHMEM_STOP_TIMEOUT", "1")], T);
-        assert_ne!(r.code(), Some(0), "{l:?}: {}", r.stderr);
-        assert!(
-            r.stderr.contains("PE 1 (pid")
-                && r.stderr.contains("stopped by a signal")
-                && r.stderr.contains(
-                    "; this PE was in shmem_init (waiting in the launcher's fence for every PE to arrive)"
-                ),
-            "{l:?}: {}",
-            r.stderr
-        );
-        assert!(r.elapsed < Duration::from_secs(20), "{l:?}: the job took {:?}", r.elapsed);
+        stopped_before_init_ends_the_job(l, &wrap);
         let wrap = wrapper(&scratch.0, &c_test("many"), "sleep 1 &\n[ \"$PMIX_RANK\" = 1 ] && sleep 3");
         launch(l, 3, &wrap, &[("SHMEM_STOP_TIMEOUT", "1")], T).assert_all_pes_ok("many", 3);
     }
