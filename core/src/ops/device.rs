@@ -42,7 +42,7 @@ use crate::symm::runtime::Runtime;
 use crate::symm::segments::{PeerSeg, MAX_SEGMENTS};
 use rshmem_plugin_api::{SpmlViaTarget, AMO_CSWAP, AMO_FETCH, AMO_SET, DT_F32, OP_SUM};
 use std::ffi::{c_int, CStr};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 /// Host lock words per device segment and PE. More spread unrelated words over more locks;
@@ -50,20 +50,6 @@ use std::sync::Mutex;
 pub const LOCKS: usize = 64;
 /// The bytes of host memory a staged transfer moves at a time.
 const STAGE_CHUNK: usize = 1 << 20;
-
-/// Per device segment: the address of its [`LOCKS`] lock words in the default heap
-/// (symmetric: allocated alike on every PE when the space is created).
-static LOCK_WORDS: [AtomicUsize; MAX_SEGMENTS] = [const { AtomicUsize::new(0) }; MAX_SEGMENTS];
-
-/// Record device segment `seg`'s lock words (zeroed, symmetric), before it is published.
-pub(crate) fn set_locks(seg: u32, words: *mut u64) {
-    LOCK_WORDS[seg as usize].store(words as usize, Ordering::Release);
-}
-
-/// Forget segment `seg`'s lock words and return them (to be freed), at release.
-pub(crate) fn take_locks(seg: u32) -> *mut u64 {
-    LOCK_WORDS[seg as usize].swap(0, Ordering::AcqRel) as *mut u64
-}
 
 /// Whether some device segment exists: the host paths then check their buffers.
 #[inline(always)]
@@ -88,23 +74,12 @@ pub fn in_device_segment(rt: &Runtime, addr: *const u8) -> bool {
     active(rt) && rt.segs.lookup(addr as usize).is_some_and(|(seg, _)| rt.segs.device(seg) != 0)
 }
 
-/// Per device segment: every PE of every host maps the copies of all the PEs of its host
-/// (agreed by all PEs when the segment is made, `crate::ops::spaces`).
-static HOST_MAPPED: [AtomicBool; MAX_SEGMENTS] = [const { AtomicBool::new(false) }; MAX_SEGMENTS];
-
-/// Record whether device segment `seg` is mapped between the PEs of every host (agreed).
-pub(crate) fn set_host_mapped(seg: u32, all: bool) {
-    HOST_MAPPED[seg as usize].store(all, Ordering::Release);
-}
-
-/// Some PEs of this host share a GPU without MPS (`crate::ops::gpu_share`, at init; the same
-/// on every PE of the host). Direct collectives then wait for the GPU to switch contexts once
-/// per collective (about 285 µs on an H200, 2026-12-04), which the shadow path mostly does not
-/// at 64 KiB (33-43 µs), so collectives keep to the shadow.
-static SHARED_WITHOUT_MPS: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn set_shared_without_mps(yes: bool) {
-    SHARED_WITHOUT_MPS.store(yes, Ordering::Release);
+/// Record whether some PEs of this host share a GPU without MPS (`crate::ops::gpu_share`, at
+/// init; the same on every PE of the host). Direct collectives then wait for the GPU to switch
+/// contexts once per collective (about 285 µs on an H200, 2026-12-04), which the shadow path
+/// mostly does not at 64 KiB (33-43 µs), so collectives keep to the shadow.
+pub(crate) fn set_shared_without_mps(rt: &Runtime, yes: bool) {
+    rt.gpu_judged.shared_without_mps.store(yes, Ordering::Release);
 }
 
 /// Whether a collective on device buffers `d` and `s` runs device to device between the
@@ -118,11 +93,11 @@ pub fn direct(rt: &Runtime, d: &Shadow, s: &Shadow, mut members: impl Iterator<I
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| crate::config::get_bool("SHMEM_GPU_DIRECT_COLLECTIVES").unwrap_or(true));
     let me = rt.my_pe as c_int;
-    on && !SHARED_WITHOUT_MPS.load(Ordering::Acquire)
+    on && !rt.gpu_judged.shared_without_mps.load(Ordering::Acquire)
         && d.is_device()
         && s.is_device()
-        && HOST_MAPPED[d.seg as usize].load(Ordering::Acquire)
-        && HOST_MAPPED[s.seg as usize].load(Ordering::Acquire)
+        && rt.segs.host_mapped(d.seg)
+        && rt.segs.host_mapped(s.seg)
         && members.all(|pe| pe == me || rt.boot.is_local(pe))
 }
 
@@ -140,10 +115,6 @@ pub unsafe fn copy(rt: &Runtime, routine: &'static CStr, dst: *mut u8, src: *con
     }
 }
 
-/// Every PE's device memheap compiled and runs a reduction kernel (agreed at init,
-/// `crate::ops::spaces`): reductions of mapped teams may then run on the device.
-static REDUCE_KERNELS: AtomicBool = AtomicBool::new(false);
-
 /// The sources one device reduction takes at most (the kernel's parameters).
 pub const REDUCE_SOURCES: usize = 8;
 
@@ -157,8 +128,10 @@ pub fn probe_reduce(rt: &Runtime) -> bool {
     rc == rshmem_plugin_api::RC_OK
 }
 
-pub(crate) fn set_reduce_kernels(all: bool) {
-    REDUCE_KERNELS.store(all, Ordering::Release);
+/// Record whether every PE's device memheap compiled and runs a reduction kernel (agreed at
+/// init, `crate::ops::spaces`): reductions of mapped teams may then run on the device.
+pub(crate) fn set_reduce_kernels(rt: &Runtime, all: bool) {
+    rt.gpu_judged.reduce_kernels.store(all, Ordering::Release);
 }
 
 /// A reduction of `nelems` elements of `dtype` by `op` over `srcs` (the members' mapped
@@ -176,7 +149,8 @@ pub unsafe fn reduce(
     nelems: usize,
     (dtype, op): (u32, u32),
 ) -> bool {
-    if !REDUCE_KERNELS.load(Ordering::Acquire) || srcs.is_empty() || srcs.len() > REDUCE_SOURCES {
+    if !rt.gpu_judged.reduce_kernels.load(Ordering::Acquire) || srcs.is_empty() || srcs.len() > REDUCE_SOURCES
+    {
         return false;
     }
     let Some(g) = rt.gpu.as_ref() else { return false };
@@ -531,7 +505,7 @@ pub unsafe fn amo(
     lock_op: impl Fn(*mut u64, u32, u64, u64) -> u64,
 ) -> u64 {
     let (seg, off, _) = at;
-    let words = LOCK_WORDS[seg as usize].load(Ordering::Acquire) as *mut u64;
+    let words = rt.segs.lock_words(seg);
     if words.is_null() {
         fatal(routine, "a device segment without lock words (internal error)");
     }
@@ -600,15 +574,6 @@ pub unsafe fn load<T: Copy>(rt: &Runtime, routine: &'static CStr, ivar: *const T
     }
 }
 
-/// Per device segment: the base of its host shadow segment (0: none, so no collectives).
-static SHADOWS: [AtomicUsize; MAX_SEGMENTS] = [const { AtomicUsize::new(0) }; MAX_SEGMENTS];
-
-/// Record device segment `seg`'s host shadow (symmetric, [`shadow_len`] bytes), before the
-/// space is handed out; null forgets it (at release).
-pub(crate) fn set_shadow(seg: u32, base: *mut u8) {
-    SHADOWS[seg as usize].store(base as usize, Ordering::Release);
-}
-
 /// Bytes of a device segment's host shadow: the segment's, then for each of `slots` team
 /// scratch slots the `n_pes + 1` words where a variable-size collect into device memory
 /// gathers its sizes ([`Shadow::sizes_words`]).
@@ -648,7 +613,7 @@ impl Shadow {
         if rt.segs.device(seg) == 0 {
             return host;
         }
-        let base = SHADOWS[seg as usize].load(Ordering::Acquire);
+        let base = rt.segs.shadow(seg);
         if base == 0 {
             fatal(
                 routine,
@@ -759,7 +724,7 @@ impl Shadow {
     /// the sizes.
     pub fn sizes_words(&self, rt: &Runtime, slot: usize) -> *mut u64 {
         let seg_len = rt.segs.local(self.seg).len;
-        let base = SHADOWS[self.seg as usize].load(Ordering::Acquire);
+        let base = rt.segs.shadow(self.seg);
         (base + seg_len + slot * (rt.n_pes as usize + 1) * 8) as *mut u64
     }
 }

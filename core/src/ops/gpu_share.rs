@@ -42,7 +42,7 @@ pub fn check(routine: &'static CStr, rt: &Runtime) {
     }
     // Judged from the same records and the same hosts by every PE of this host.
     let host_shares = (0..n).filter(|&pe| local(pe)).any(|pe| sharing(&records, pe, local).is_some());
-    crate::ops::device::set_shared_without_mps(host_shares);
+    crate::ops::device::set_shared_without_mps(rt, host_shares);
 }
 
 /// The warning this PE prints, if any: when it is the lowest-numbered of the PEs on its host

@@ -376,7 +376,7 @@ fn first_barrier(rt: &Runtime, routine: &'static CStr, s: &StreamSlots, stream: 
             ok = queued(routine, "a signal", unsafe { (s.write_u64)(stream, mine.cast(), 0) });
         }
     }
-    let all = !spaces::agree_any(routine, !ok);
+    let all = !spaces::agree_any(rt, routine, !ok);
     if !all && !words.is_null() {
         sync(routine, s, stream);
         // SAFETY: the array allocated above on every PE, unused.

@@ -76,43 +76,29 @@ fn first_use(rt: &Runtime, routine: &'static CStr, pe: c_int, seg: u32) -> PeerS
         .unwrap_or_else(|e| fatal(routine, &format!("reaching PE {pe}: {e}")))
 }
 
-/// How SHMEM_DEBUG's check finds the block holding an address of a space's segment
-/// (`crate::ops::spaces::block_in_space`, set at init: the spaces sit above RMA).
-type SpaceBlocks = fn(u32, usize) -> Option<Option<(usize, usize)>>;
-static SPACE_BLOCKS: std::sync::OnceLock<SpaceBlocks> = std::sync::OnceLock::new();
-
-pub(crate) fn set_space_blocks(f: SpaceBlocks) {
-    let _ = SPACE_BLOCKS.set(f);
-}
-
 /// Under SHMEM_DEBUG: end the job unless `addr..addr+len` of segment `seg` lies inside one live
-/// allocation, when `seg` is a heap (the default one, or a space's) whose memheap can say. A
+/// allocation, when `seg` is a heap (the default one, or a space's: the segment table records
+/// which, `SegmentTable::heap`) whose memheap can say. A
 /// transfer that runs from one array into the next, or into a freed one, stays inside the heap
 /// and is otherwise not caught. Blocks are the allocator's, whose sizes are rounded up to 16
 /// bytes. The global-data segment has no blocks.
 #[cold]
 #[inline(never)]
 fn one_block(rt: &Runtime, routine: &'static CStr, what: &str, seg: u32, addr: usize, len: usize) {
-    let block = if seg == crate::symm::segments::SEG_HEAP {
-        let Some(block_of) = rt.memheap.block_of_slot() else { return };
-        let (mut start, mut size) = (0usize, 0usize);
-        // SAFETY: plugin ABI call on the default heap, with two writable words.
-        let found = unsafe { block_of(rt.heap, addr as *const c_void, &mut start, &mut size) } == 1;
-        found.then_some((start, size))
-    } else {
-        match SPACE_BLOCKS.get().and_then(|f| f(seg, addr)) {
-            Some(b) => b,
-            None => return,
-        }
-    };
-    let Some((start, size)) = block else {
+    let Some((memheap, heap)) = rt.segs.heap(seg) else { return };
+    let Some(block_of) = memheap.block_of_slot() else { return };
+    let (mut start, mut size) = (0usize, 0usize);
+    // SAFETY: plugin ABI call on a heap the segment table records for a live segment (the
+    // memheap's own lock serialises it with allocations), with two writable words.
+    let found = unsafe { block_of(heap, addr as *const c_void, &mut start, &mut size) } == 1;
+    if !found {
         fatal(
             routine,
             &format!(
                 "{what} {addr:#x} is in a symmetric heap but in no live allocation (freed, or never allocated; SHMEM_DEBUG checks this)"
             ),
         );
-    };
+    }
     // The block holds `addr`; saturating all the same, so a component's wrong answer cannot
     // wrap the room around.
     if len > (start + size).saturating_sub(addr) {

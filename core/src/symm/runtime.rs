@@ -79,6 +79,38 @@ pub struct Runtime {
     /// A collective's signal went through the spml since the core service `quiet` last
     /// completed them (`crate::ops::rma::atomic_add_u64`).
     pub(crate) signals_out: AtomicBool,
+    /// The memory spaces made (`crate::ops::spaces`).
+    pub(crate) spaces: SpaceList,
+    /// What init judged of the GPUs, alike on every PE that needs it (`crate::ops::device`);
+    /// the last finalize clears it for the next initialization to judge again.
+    pub(crate) gpu_judged: GpuJudged,
+}
+
+/// The memory spaces `crate::ops::spaces` made, and what their agreements use.
+#[derive(Default)]
+pub struct SpaceList {
+    /// The handles (addresses of `Space` values, never freed) of every space made, destroyed
+    /// or not, predefined GPU spaces included: a handle is recognised only if listed here.
+    pub(crate) made: Mutex<Vec<usize>>,
+    /// The next created space's id (teams split from its team carry it; 0 is the CPU space).
+    pub(crate) next_id: std::sync::atomic::AtomicU64,
+    /// Two symmetric words of the default heap for the agreements of create and destroy.
+    pub(crate) agree: OnceLock<usize>,
+}
+
+impl SpaceList {
+    pub(crate) fn new() -> SpaceList {
+        SpaceList { next_id: std::sync::atomic::AtomicU64::new(1), ..Default::default() }
+    }
+}
+
+/// What init judged of the GPUs (`crate::ops::device`, `crate::ops::gpu_share`).
+#[derive(Default)]
+pub struct GpuJudged {
+    /// Some PEs of this host share a GPU without MPS (the same on every PE of the host).
+    pub(crate) shared_without_mps: AtomicBool,
+    /// Every PE's device memheap compiled and runs a reduction kernel (agreed by all PEs).
+    pub(crate) reduce_kernels: AtomicBool,
 }
 
 /// The scoll components, and the split teams this PE has not destroyed (`crate::ops::teams`).

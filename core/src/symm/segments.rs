@@ -19,6 +19,8 @@
 //! path that loads or stores through `mapped` therefore never touches device memory, and the
 //! paths that go to the spml check the device type first (`crate::ops::device`).
 
+use rshmem_plugin_api::MemheapOps;
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -55,6 +57,18 @@ struct LocalCell {
     cpu_atomics: AtomicBool,
     /// The segment's memory: `MEMHEAP_DEVICE_CPU` (0) or a device type.
     device: AtomicU32,
+    /// When the segment is a heap (the default one, a space's): the memheap over it and its
+    /// heap handle, which SHMEM_DEBUG's check asks which block holds an address. Null else.
+    memheap: AtomicPtr<MemheapOps>,
+    heap: AtomicPtr<c_void>,
+    /// For a device segment: its host shadow's base (0: none, so no collectives on it), ...
+    shadow: AtomicUsize,
+    /// ... the address of its `crate::ops::device::LOCKS` lock words in the default heap
+    /// (symmetric), by which its atomics are emulated (0: none), ...
+    lock_words: AtomicUsize,
+    /// ... and whether every PE of every host maps the copies of all the PEs of its host
+    /// (agreed by all PEs when the segment is made).
+    host_mapped: AtomicBool,
 }
 
 #[derive(Default)]
@@ -154,6 +168,11 @@ impl SegmentTable {
         c.base.store(0, Ordering::Release);
         c.cpu_atomics.store(false, Ordering::Release);
         c.device.store(0, Ordering::Release);
+        c.memheap.store(std::ptr::null_mut(), Ordering::Release);
+        c.heap.store(std::ptr::null_mut(), Ordering::Release);
+        c.shadow.store(0, Ordering::Release);
+        c.lock_words.store(0, Ordering::Release);
+        c.host_mapped.store(false, Ordering::Release);
         for pe in 0..self.n_pes {
             self.set_peer(pe, seg, PeerSeg::default());
             self.set_device_map(pe, seg, std::ptr::null_mut());
@@ -185,6 +204,60 @@ impl SegmentTable {
     #[inline(always)]
     pub fn device(&self, seg: u32) -> u32 {
         self.local[seg as usize].device.load(Ordering::Relaxed)
+    }
+
+    /// Segment `seg` is heap `heap` of `memheap` (set before it is published, or at init).
+    pub fn set_heap(&self, seg: u32, memheap: &'static MemheapOps, heap: *mut c_void) {
+        let c = &self.local[seg as usize];
+        c.heap.store(heap, Ordering::Release);
+        c.memheap.store(memheap as *const MemheapOps as *mut MemheapOps, Ordering::Release);
+    }
+
+    /// The memheap and heap handle of segment `seg`, when it is a heap.
+    pub fn heap(&self, seg: u32) -> Option<(&'static MemheapOps, *mut c_void)> {
+        let c = &self.local[seg as usize];
+        let m = c.memheap.load(Ordering::Acquire);
+        // SAFETY: only `set_heap` stores a non-null pointer, from a `&'static MemheapOps`.
+        (!m.is_null()).then(|| (unsafe { &*m }, c.heap.load(Ordering::Acquire)))
+    }
+
+    /// Device segment `seg`'s host shadow's base (null: none), before the space is handed
+    /// out; null again forgets it.
+    pub fn set_shadow(&self, seg: u32, base: *mut u8) {
+        self.local[seg as usize].shadow.store(base as usize, Ordering::Release);
+    }
+
+    /// The base of device segment `seg`'s host shadow (0: none).
+    #[inline]
+    pub fn shadow(&self, seg: u32) -> usize {
+        self.local[seg as usize].shadow.load(Ordering::Acquire)
+    }
+
+    /// Device segment `seg`'s lock words (zeroed, symmetric), before it is published.
+    pub fn set_lock_words(&self, seg: u32, words: *mut u64) {
+        self.local[seg as usize].lock_words.store(words as usize, Ordering::Release);
+    }
+
+    /// Device segment `seg`'s lock words (null: none).
+    #[inline]
+    pub fn lock_words(&self, seg: u32) -> *mut u64 {
+        self.local[seg as usize].lock_words.load(Ordering::Acquire) as *mut u64
+    }
+
+    /// Forget segment `seg`'s lock words and return them (to be freed), at release.
+    pub fn take_lock_words(&self, seg: u32) -> *mut u64 {
+        self.local[seg as usize].lock_words.swap(0, Ordering::AcqRel) as *mut u64
+    }
+
+    /// Record whether device segment `seg` is mapped between the PEs of every host (agreed).
+    pub fn set_host_mapped(&self, seg: u32, all: bool) {
+        self.local[seg as usize].host_mapped.store(all, Ordering::Release);
+    }
+
+    /// Whether every PE of every host maps its host's copies of device segment `seg`.
+    #[inline]
+    pub fn host_mapped(&self, seg: u32) -> bool {
+        self.local[seg as usize].host_mapped.load(Ordering::Acquire)
     }
 
     /// Where PE `pe`'s copy of device segment `seg` is mapped here (null: not mapped).
@@ -299,6 +372,19 @@ mod tests {
         t.set_cpu_atomics(s, true);
         t.set_device(s, 1);
         t.set_device_map(0, s, 0x5000 as *mut u8);
+        unsafe extern "C" fn create(_: *mut c_void, _: usize) -> *mut c_void {
+            std::ptr::null_mut()
+        }
+        static OPS: MemheapOps = rshmem_plugin_api::heap_slots::table(create, 0);
+        let ops = &OPS;
+        t.set_heap(s, ops, 0x77 as *mut c_void);
+        t.set_shadow(s, 0x6000 as *mut u8);
+        t.set_lock_words(s, 0x7000 as *mut u64);
+        t.set_host_mapped(s, true);
+        let (m, h) = t.heap(s).expect("a heap segment");
+        assert!(std::ptr::eq(m, ops) && h == 0x77 as *mut c_void);
+        assert!(t.heap(0).is_none(), "segment 0 was given no heap");
+        assert_eq!((t.shadow(s), t.lock_words(s) as usize, t.host_mapped(s)), (0x6000, 0x7000, true));
         assert!(t.cpu_atomics(s) && !t.cpu_atomics(0));
         assert_eq!((t.device(s), t.device(0)), (1, 0));
         t.remove(s);
@@ -306,6 +392,12 @@ mod tests {
         assert!(!t.cpu_atomics(s), "a removed segment's atomics rule is reset");
         assert_eq!(t.device(s), 0, "and its device type");
         assert!(t.device_map(0, s).is_null(), "and its device mappings");
+        assert!(t.heap(s).is_none(), "and its heap");
+        assert_eq!(
+            (t.shadow(s), t.lock_words(s) as usize, t.host_mapped(s)),
+            (0, 0, false),
+            "and its device facts"
+        );
         assert_eq!(t.reserve(), Some(s), "a removed id is reused");
         while t.reserve().is_some() {}
         assert_eq!(t.count(), MAX_SEGMENTS);

@@ -41,6 +41,8 @@ impl Memory {
         let segs = SegmentTable::new(job.n_pes as usize);
         let heap_id = segs.add_local(heap_seg.base as usize, heap_seg.size);
         debug_assert_eq!(heap_id, SEG_HEAP);
+        // SHMEM_DEBUG's range check asks the heap's memheap which block holds an address.
+        segs.set_heap(SEG_HEAP, c.memheap, heap);
         let mut spml_regs = Vec::new();
         let blob = &heap_seg.blob[..heap_seg.blob_len];
         spml_regs.push(publish(

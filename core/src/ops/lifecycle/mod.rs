@@ -314,6 +314,8 @@ fn assemble(
         teams,
         locks_held: Mutex::new(Vec::new()),
         signals_out: std::sync::atomic::AtomicBool::new(false),
+        spaces: crate::symm::runtime::SpaceList::new(),
+        gpu_judged: Default::default(),
     }))
 }
 
@@ -330,8 +332,6 @@ fn teams(routine: &'static CStr, rt: &'static Runtime) {
         crate::ops::teams::init_node(routine, rt, rshmem_team_world.state.load(Ordering::Acquire), shared);
     crate::ops::handles::rshmem_team_node.state.store(node, Ordering::Release);
     crate::ops::spaces::init(rt);
-    // RMA sits below the spaces, so it learns how to find a space's blocks here.
-    crate::ops::rma::set_space_blocks(crate::ops::spaces::block_in_space);
     // SAFETY: plugin ABI call on our own segment.
     unsafe { (rt.sshmem.unlink)(&mut *rt.heap_seg.lock().unwrap()) };
     if let Some(d) = rt.data_seg.lock().unwrap().as_mut() {

@@ -31,8 +31,8 @@ use crate::ops::handles::{rshmem_team_world, Team, TeamObj};
 use crate::plugin::memheaps::DeviceMemory;
 use crate::symm::runtime::{self, Runtime};
 use std::ffi::{c_int, c_long, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Mutex;
 
 /// `shmem_device_type_t` values.
 pub const DEVICE_CPU: c_int = 0;
@@ -74,10 +74,8 @@ pub struct Space {
     owned: Mutex<Option<segment::Owned>>,
 }
 
-/// Handles of every space `shmem_space_create` made, destroyed or not. Space values are never
-/// freed (a few dozen bytes each), so a stale handle is recognised rather than dereferenced.
-static CREATED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+// A `Space` is listed in the runtime's spaces (`Runtime::spaces`) and never freed (a few
+// dozen bytes each), so a stale handle is recognised rather than dereferenced.
 
 /// Exported handles: `SHMEM_SPACE_DEFAULT`, `SHMEM_SPACE_CPU`, `SHMEM_SPACE_GPU`,
 /// `SHMEM_TEAM_CPU`, `SHMEM_TEAM_GPU` are these variables (set at init).
@@ -147,7 +145,7 @@ pub fn init(rt: &Runtime) {
     let words = rt.alloc(16, 16).unwrap_or_else(|| {
         crate::error::fatal(c"shmem_init", "no room in the symmetric heap for the space agreement words")
     });
-    let _ = AGREE.set(words as usize);
+    let _ = rt.spaces.agree.set(words as usize);
 }
 
 /// Make `SHMEM_SPACE_GPU` when `SHMEM_ENABLE_GPU_SPACE` or `SHMEM_DEFAULT_SPACE=GPU` asks for
@@ -173,7 +171,7 @@ pub fn init_gpu(rt: &Runtime) {
         "SHMEM_GPU_SYMMETRIC_SIZE"
     };
     let size = crate::config::get_size(var).unwrap_or(256 << 20);
-    let made = if agree_any(c"shmem_init", gpu.is_none()) {
+    let made = if agree_any(rt, c"shmem_init", gpu.is_none()) {
         None
     } else {
         make(c"shmem_init", rt, gpu, size, if default { Kind::Default } else { Kind::Predefined })
@@ -191,7 +189,7 @@ pub fn init_gpu(rt: &Runtime) {
             init_device_shared(rt, sp);
             crate::ops::gpu_share::check(c"shmem_init", rt);
             let kernels = crate::ops::device::probe_reduce(rt);
-            crate::ops::device::set_reduce_kernels(!agree_any(c"shmem_init", !kernels));
+            crate::ops::device::set_reduce_kernels(rt, !agree_any(rt, c"shmem_init", !kernels));
             if default {
                 if sp.caps & CAP_COLLECTIVES == 0 {
                     fatal(c"shmem_init", "SHMEM_DEFAULT_SPACE=GPU, but the GPU space has no collectives (its host shadow could not be made, as logged above): the default space must take them");
@@ -237,7 +235,7 @@ fn init_device_shared(rt: &Runtime, sp: &Space) {
         }
         _ => false,
     };
-    let all = !agree_any(routine, !mine);
+    let all = !agree_any(rt, routine, !mine);
     rshmem_device_team_shared.store(if all { shared } else { std::ptr::null_mut() }, Ordering::Release);
     if !all && rt.my_pe == 0 {
         crate::log::log(
@@ -280,13 +278,10 @@ fn make_default(rt: &Runtime, sp: &'static Space, size: usize) {
     let _ = rt.user_heap.set(heap);
 }
 
-/// The symmetric words `agree_any` reduces over.
-static AGREE: OnceLock<usize> = OnceLock::new();
-
 /// Collective over the world: whether any PE passed `mine = true`. Every PE gets the same
 /// answer, which is what lets a routine that fails on one PE return nonzero on all.
-pub(crate) fn agree_any(routine: &'static CStr, mine: bool) -> bool {
-    let w = *AGREE.get().expect("set at init") as *mut u64;
+pub(crate) fn agree_any(rt: &Runtime, routine: &'static CStr, mine: bool) -> bool {
+    let w = *rt.spaces.agree.get().expect("set at init") as *mut u64;
     // SAFETY: two symmetric u64 words set aside at init; the reduction below is the only user
     // and world collectives are not called concurrently (a spec rule).
     unsafe { w.write_volatile(u64::from(mine)) };
@@ -308,13 +303,13 @@ pub(crate) fn agree_any(routine: &'static CStr, mine: bool) -> bool {
 
 /// The space behind a handle: None for SHMEM_SPACE_INVALID; a clear error, ending the job, for
 /// a destroyed space or a pointer that is no space handle. Handles come from C.
-fn space(routine: &'static CStr, handle: *mut c_void) -> Option<&'static Space> {
+fn space(rt: &Runtime, routine: &'static CStr, handle: *mut c_void) -> Option<&'static Space> {
     if handle.is_null() {
         return None;
     }
     let known = handle == rshmem_space_default.load(Ordering::Acquire)
         || handle == rshmem_space_cpu.load(Ordering::Acquire)
-        || CREATED.lock().unwrap_or_else(|e| e.into_inner()).contains(&(handle as usize));
+        || rt.spaces.made.lock().unwrap_or_else(|e| e.into_inner()).contains(&(handle as usize));
     if !known {
         fatal(routine, &format!("space {handle:p} is not a memory space handle"));
     }
@@ -327,8 +322,8 @@ fn space(routine: &'static CStr, handle: *mut c_void) -> Option<&'static Space> 
 }
 
 pub fn is_available(routine: &'static CStr, s: *mut c_void) -> c_int {
-    runtime::get(routine);
-    c_int::from(space(routine, s).is_none())
+    let rt = runtime::get(routine);
+    c_int::from(space(rt, routine, s).is_none())
 }
 
 pub fn team_is_valid(routine: &'static CStr, team: Team) -> c_int {
@@ -339,8 +334,8 @@ pub fn team_is_valid(routine: &'static CStr, team: Team) -> c_int {
 /// # Safety
 /// `team` must be writable.
 pub unsafe fn get_team(routine: &'static CStr, s: *mut c_void, team: *mut Team) -> c_int {
-    runtime::get(routine);
-    let Some(sp) = space(routine, s) else { return -1 };
+    let rt = runtime::get(routine);
+    let Some(sp) = space(rt, routine, s) else { return -1 };
     if team.is_null() {
         fatal(routine, "team is NULL");
     }
@@ -352,8 +347,8 @@ pub unsafe fn get_team(routine: &'static CStr, s: *mut c_void, team: *mut Team) 
 /// # Safety
 /// `ty` must be writable.
 pub unsafe fn get_device_type(routine: &'static CStr, s: *mut c_void, ty: *mut c_int) -> c_int {
-    runtime::get(routine);
-    let Some(sp) = space(routine, s) else { return -1 };
+    let rt = runtime::get(routine);
+    let Some(sp) = space(rt, routine, s) else { return -1 };
     if ty.is_null() {
         fatal(routine, "type is NULL");
     }
@@ -365,8 +360,8 @@ pub unsafe fn get_device_type(routine: &'static CStr, s: *mut c_void, ty: *mut c
 /// # Safety
 /// `caps` must be writable.
 pub unsafe fn get_caps(routine: &'static CStr, s: *mut c_void, caps: *mut u64) -> c_int {
-    runtime::get(routine);
-    let Some(sp) = space(routine, s) else { return -1 };
+    let rt = runtime::get(routine);
+    let Some(sp) = space(rt, routine, s) else { return -1 };
     if caps.is_null() {
         fatal(routine, "caps is NULL");
     }
@@ -499,7 +494,7 @@ fn make(
         segment::release(routine, rt, owned);
         return None;
     }
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let id = rt.spaces.next_id.fetch_add(1, Ordering::Relaxed);
     if kind != Kind::Default {
         if let Some(t) = crate::ops::teams::state(routine, team) {
             t.space.store(id, Ordering::Release);
@@ -512,6 +507,7 @@ fn make(
         | if collectives { CAP_COLLECTIVES } else { 0 }
         | if direct { CAP_DIRECT_ACCESS } else { 0 }
         | if ident { CAP_IDENT_ADDR } else { 0 };
+    owned.record_heap(rt);
     let sp: &'static Space = Box::leak(Box::new(Space {
         device: if device.is_some() { DEVICE_GPU } else { DEVICE_CPU },
         caps,
@@ -521,7 +517,7 @@ fn make(
         alive: AtomicBool::new(true),
         owned: Mutex::new(Some(owned)),
     }));
-    CREATED.lock().unwrap_or_else(|e| e.into_inner()).push(sp as *const Space as usize);
+    rt.spaces.made.lock().unwrap_or_else(|e| e.into_inner()).push(sp as *const Space as usize);
     Some(sp)
 }
 
@@ -552,7 +548,7 @@ fn connect_agreed(
     made: Result<segment::Prepared, String>,
     then: &str,
 ) -> Option<segment::Owned> {
-    if agree_any(routine, made.is_err()) {
+    if agree_any(rt, routine, made.is_err()) {
         match made {
             Ok(p) => segment::discard(rt, p),
             Err(why) => {
@@ -574,13 +570,13 @@ fn connect_agreed(
 /// `s` must be SHMEM_SPACE_INVALID or a space handle.
 pub unsafe fn destroy(routine: &'static CStr, s: *mut c_void) -> c_int {
     let rt = runtime::get(routine);
-    let Some(sp) = space(routine, s) else { return 0 };
+    let Some(sp) = space(rt, routine, s) else { return 0 };
     if sp.predefined {
         fatal(routine, "the predefined spaces cannot be destroyed");
     }
     // Teams exist per member: one PE may hold a sub-team the others do not, so agree.
     let here = crate::ops::teams::live_in_space(sp.id);
-    if agree_any(routine, here > 0) {
+    if agree_any(rt, routine, here > 0) {
         if here > 0 {
             crate::log::log(
                 crate::log::INFO,
@@ -600,20 +596,6 @@ pub unsafe fn destroy(routine: &'static CStr, s: *mut c_void) -> c_int {
         segment::release(routine, rt, o);
     }
     0
-}
-
-/// Under SHMEM_DEBUG: the live block holding `addr` of segment `seg` in the heap of the space
-/// that owns the segment (Some(None): none holds it). None when no space can say: the segment
-/// is no space's heap (a GPU space's host shadow, say), its memheap has no `block_of`, or
-/// the space is busy in another call (its lock is only tried: an RMA may run while it is held).
-pub fn block_in_space(seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
-    let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    handles.into_iter().find_map(|h| {
-        // SAFETY: CREATED holds pointers to Space values that are never freed.
-        let sp = unsafe { &*(h as *const Space) };
-        let owned = sp.owned.try_lock().ok()?;
-        owned.as_ref()?.block_of(seg, addr)
-    })
 }
 
 /// At the last finalize: give back the device memory of every GPU space still alive (the predefined
@@ -637,9 +619,9 @@ pub fn release_at_finalize(
     fence: impl FnOnce(),
 ) {
     // The next initialization judges the GPUs' sharing and kernels again.
-    crate::ops::device::set_shared_without_mps(false);
-    crate::ops::device::set_reduce_kernels(false);
-    let handles = CREATED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    crate::ops::device::set_shared_without_mps(rt, false);
+    crate::ops::device::set_reduce_kernels(rt, false);
+    let handles = rt.spaces.made.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if host_too {
         // Invalid until the next initialization makes the GPU space again.
         rshmem_space_gpu.store(std::ptr::null_mut(), Ordering::Release);
@@ -649,7 +631,7 @@ pub fn release_at_finalize(
     let mut owned: Vec<segment::Owned> = handles
         .into_iter()
         .filter_map(|h| {
-            // SAFETY: CREATED holds pointers to Space values that are never freed.
+            // SAFETY: the runtime's list holds pointers to Space values that are never freed.
             let sp = unsafe { &*(h as *const Space) };
             if (sp.device == DEVICE_CPU && !host_too) || !sp.alive.swap(false, Ordering::AcqRel) {
                 return None;
@@ -703,8 +685,8 @@ fn alloc(routine: &'static CStr, sp: &Space, size: usize, align: usize, zero: bo
 }
 
 pub fn malloc(routine: &'static CStr, s: *mut c_void, size: usize) -> *mut c_void {
-    runtime::get(routine);
-    match space(routine, s) {
+    let rt = runtime::get(routine);
+    match space(rt, routine, s) {
         Some(sp) => alloc(routine, sp, size, 16, false),
         None => std::ptr::null_mut(),
     }
@@ -712,16 +694,16 @@ pub fn malloc(routine: &'static CStr, s: *mut c_void, size: usize) -> *mut c_voi
 
 /// An allocation of `size` bytes aligned to `align` (a power of two, checked by the caller).
 pub fn align(routine: &'static CStr, s: *mut c_void, align: usize, size: usize) -> *mut c_void {
-    runtime::get(routine);
-    match space(routine, s) {
+    let rt = runtime::get(routine);
+    match space(rt, routine, s) {
         Some(sp) => alloc(routine, sp, size, align.max(16), false),
         None => std::ptr::null_mut(),
     }
 }
 
 pub fn calloc(routine: &'static CStr, s: *mut c_void, count: usize, size: usize) -> *mut c_void {
-    runtime::get(routine);
-    let Some(sp) = space(routine, s) else { return std::ptr::null_mut() };
+    let rt = runtime::get(routine);
+    let Some(sp) = space(rt, routine, s) else { return std::ptr::null_mut() };
     match count.checked_mul(size) {
         Some(n) => alloc(routine, sp, n, 16, true),
         None => std::ptr::null_mut(),
@@ -732,7 +714,7 @@ pub fn calloc(routine: &'static CStr, s: *mut c_void, count: usize, size: usize)
 /// `ptr` must be NULL or a block this space's allocation routines returned.
 pub unsafe fn free(routine: &'static CStr, s: *mut c_void, ptr: *mut c_void) {
     let rt = runtime::get(routine);
-    let Some(sp) = space(routine, s) else { return };
+    let Some(sp) = space(rt, routine, s) else { return };
     if ptr.is_null() {
         return;
     }

@@ -302,12 +302,12 @@ pub fn connect(routine: &'static CStr, rt: &Runtime, mut p: Prepared) -> Result<
             Some(l) => {
                 // SAFETY: a fresh block of `words` u64s; nobody takes a lock before the barrier below.
                 unsafe { std::ptr::write_bytes(l, 0, words * 8) };
-                crate::ops::device::set_locks(seg, l.cast());
+                rt.segs.set_lock_words(seg, l.cast());
             }
             None => fatal_no_room(routine),
         }
         rt.segs.set_device(seg, makers.device);
-        crate::ops::device::set_host_mapped(seg, (0..n).all(|pe| flags[pe] & 1 != 0));
+        rt.segs.set_host_mapped(seg, (0..n).all(|pe| flags[pe] & 1 != 0));
     }
     rt.segs.set_cpu_atomics(seg, all_mapped && !device);
     if reachable {
@@ -374,13 +374,13 @@ fn gather_flags(routine: &'static CStr, rt: &Runtime, mine: u64, buf: *mut u8) -
 /// Release a connected segment nobody uses any more (the caller synchronised).
 pub fn release(_routine: &'static CStr, rt: &Runtime, mut o: Owned) {
     if let Some(shadow) = o.shadow.take() {
-        crate::ops::device::set_shadow(o.seg, std::ptr::null_mut());
+        rt.segs.set_shadow(o.seg, std::ptr::null_mut());
         crate::ops::shadow_pin::untrack(o.seg);
         release(_routine, rt, *shadow);
     }
+    // Taken before the segment's facts are cleared with it.
+    let locks = rt.segs.take_lock_words(o.seg);
     rt.segs.remove(o.seg);
-    crate::ops::device::set_host_mapped(o.seg, false);
-    let locks = crate::ops::device::take_locks(o.seg);
     // SAFETY: plugin ABI calls releasing what `prepare` and `connect` made, now unused
     // everywhere; the lock words are a block of the default heap freed alike on every PE.
     unsafe {
@@ -419,7 +419,7 @@ impl Owned {
     /// Give device segment `self` its host shadow `shadow` (agreed: on every PE), so that
     /// collectives run on it.
     pub fn set_shadow(&mut self, rt: &Runtime, shadow: Owned) {
-        crate::ops::device::set_shadow(self.seg, shadow.desc.base.cast());
+        rt.segs.set_shadow(self.seg, shadow.desc.base.cast());
         crate::ops::shadow_pin::track(rt, self.seg, shadow.desc.base.cast(), shadow.desc.size);
         self.shadow = Some(Box::new(shadow));
     }
@@ -431,15 +431,11 @@ impl Owned {
         (unsafe { (self.makers.heap.alloc)(self.heap, size, align) }) as *mut u8
     }
 
-    /// Under SHMEM_DEBUG: the live block of this space's heap holding `addr` of segment `seg`
-    /// (Some(None): none holds it), or None when `seg` is not this space's or its memheap has
-    /// no `block_of`.
-    pub fn block_of(&self, seg: u32, addr: usize) -> Option<Option<(usize, usize)>> {
-        let f = self.makers.heap.block_of_slot().filter(|_| seg == self.seg)?;
-        let (mut start, mut len) = (0usize, 0usize);
-        // SAFETY: plugin ABI call on the space's heap, with two writable words.
-        let found = unsafe { f(self.heap, addr as *const c_void, &mut start, &mut len) } == 1;
-        Some(found.then_some((start, len)))
+    /// Record in the segment table that the segment is this heap, which SHMEM_DEBUG's check
+    /// of a transfer's range asks (a space's own segment; not a host shadow, whose heap holds
+    /// no allocations). Cleared with the segment at release.
+    pub fn record_heap(&self, rt: &Runtime) {
+        rt.segs.set_heap(self.seg, self.makers.heap, self.heap);
     }
 
     /// Whether the segment is device memory (zeroed through the device memheap's `copy`).
