@@ -50,6 +50,10 @@ pub enum ShmemError {
     BadValue { what: &'static str, value: i64, expected: &'static str },
     /// The spml failed an operation with a peer.
     Spml { op: &'static str, pe: i32 },
+    /// Something that never was a memory space handle.
+    NotASpace { addr: usize },
+    /// A memory space that `shmem_space_destroy` destroyed.
+    SpaceDestroyed { addr: usize },
 }
 
 impl fmt::Display for ShmemError {
@@ -100,6 +104,10 @@ impl fmt::Display for ShmemError {
             }
             ShmemError::BadValue { what, value, expected } => write!(f, "{what}={value} is not {expected}"),
             ShmemError::Spml { op, pe } => write!(f, "{op} PE {pe} failed in the spml"),
+            ShmemError::NotASpace { addr } => write!(f, "space {addr:#x} is not a memory space handle"),
+            ShmemError::SpaceDestroyed { addr } => {
+                write!(f, "space {addr:#x} was destroyed by shmem_space_destroy and cannot be used")
+            }
         }
     }
 }

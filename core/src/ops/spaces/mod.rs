@@ -26,10 +26,10 @@
 
 mod segment;
 
-use crate::error::fatal;
+use crate::error::{fatal, ShmemError};
 use crate::ops::handles::{rshmem_team_world, Team, TeamObj};
 use crate::plugin::memheaps::DeviceMemory;
-use crate::symm::runtime::{self, Runtime};
+use crate::symm::runtime::{self, Runtime, SpaceList};
 use std::ffi::{c_int, c_long, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
@@ -304,21 +304,33 @@ pub(crate) fn agree_any(rt: &Runtime, routine: &'static CStr, mine: bool) -> boo
 /// The space behind a handle: None for SHMEM_SPACE_INVALID; a clear error, ending the job, for
 /// a destroyed space or a pointer that is no space handle. Handles come from C.
 fn space(rt: &Runtime, routine: &'static CStr, handle: *mut c_void) -> Option<&'static Space> {
+    let predefined = [&rshmem_space_default, &rshmem_space_cpu].map(|h| h.load(Ordering::Acquire));
+    resolve(&rt.spaces, &predefined, handle).unwrap_or_else(|e| crate::error::fail(routine, e))
+}
+
+/// The space behind `handle`: None for SHMEM_SPACE_INVALID (NULL); an error for a handle that
+/// is neither one of the `predefined` nor listed as made, or a destroyed space. Only a listed
+/// handle is dereferenced.
+fn resolve(
+    spaces: &SpaceList,
+    predefined: &[*mut c_void],
+    handle: *mut c_void,
+) -> Result<Option<&'static Space>, ShmemError> {
     if handle.is_null() {
-        return None;
+        return Ok(None);
     }
-    let known = handle == rshmem_space_default.load(Ordering::Acquire)
-        || handle == rshmem_space_cpu.load(Ordering::Acquire)
-        || rt.spaces.made.lock().unwrap_or_else(|e| e.into_inner()).contains(&(handle as usize));
+    let addr = handle as usize;
+    let known =
+        predefined.contains(&handle) || spaces.made.lock().unwrap_or_else(|e| e.into_inner()).contains(&addr);
     if !known {
-        fatal(routine, &format!("space {handle:p} is not a memory space handle"));
+        return Err(ShmemError::NotASpace { addr });
     }
     // SAFETY: known handles point at Space values that are never freed.
     let sp = unsafe { &*(handle as *const Space) };
     if !sp.alive.load(Ordering::Acquire) {
-        fatal(routine, &format!("space {handle:p} was destroyed by shmem_space_destroy and cannot be used"));
+        return Err(ShmemError::SpaceDestroyed { addr });
     }
-    Some(sp)
+    Ok(Some(sp))
 }
 
 pub fn is_available(routine: &'static CStr, s: *mut c_void) -> c_int {
@@ -763,5 +775,49 @@ pub fn malloc_with_hints(routine: &'static CStr, size: usize, hints: c_long) -> 
         crate::ops::heap::malloc(routine, size)
     } else {
         crate::ops::heap::malloc_isolated(routine, size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaked(alive: bool) -> *mut c_void {
+        let sp = Box::leak(Box::new(Space {
+            device: DEVICE_CPU,
+            caps: 0,
+            team: std::ptr::null(),
+            id: 7,
+            predefined: false,
+            alive: AtomicBool::new(alive),
+            owned: Mutex::new(None),
+        }));
+        sp as *mut Space as *mut c_void
+    }
+
+    #[test]
+    fn a_handle_is_resolved_only_when_listed_and_alive() {
+        let spaces = SpaceList::new();
+        let (live, dead, predefined) = (leaked(true), leaked(false), leaked(true));
+        spaces.made.lock().unwrap().extend([live as usize, dead as usize]);
+        let cpu = [predefined];
+        assert!(matches!(resolve(&spaces, &cpu, std::ptr::null_mut()), Ok(None)), "SHMEM_SPACE_INVALID");
+        assert_eq!(resolve(&spaces, &cpu, live).unwrap().map(|s| s.id), Some(7));
+        assert!(resolve(&spaces, &cpu, predefined).unwrap().is_some(), "a predefined space");
+        let e = resolve(&spaces, &cpu, dead).err();
+        assert_eq!(e, Some(ShmemError::SpaceDestroyed { addr: dead as usize }));
+        assert!(e.unwrap().to_string().contains("was destroyed by shmem_space_destroy"));
+        // Never listed: refused without being read (an address of nothing at all).
+        let stray = 0x10 as *mut c_void;
+        let e = resolve(&spaces, &cpu, stray).err();
+        assert_eq!(e, Some(ShmemError::NotASpace { addr: 0x10 }));
+        assert_eq!(e.unwrap().to_string(), "space 0x10 is not a memory space handle");
+    }
+
+    #[test]
+    fn created_spaces_are_numbered_from_one() {
+        let spaces = SpaceList::new();
+        assert_eq!(spaces.next_id.fetch_add(1, Ordering::Relaxed), 1, "0 is the CPU space's");
+        assert!(spaces.agree.get().is_none() && spaces.made.lock().unwrap().is_empty());
     }
 }
