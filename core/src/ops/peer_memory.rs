@@ -16,30 +16,21 @@
 
 use crate::symm::runtime::Runtime;
 use rshmem_plugin_api::{footprint, SpmlOps, SpmlPeerMemory};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-/// `SHMEM_PEER_MEMORY` as read at init: 0 (no report), 1 (PE 0), 2 (every PE).
-static WHO: AtomicUsize = AtomicUsize::new(0);
-static MAPPED_PEERS: AtomicUsize = AtomicUsize::new(0);
-static MAPPING_GREW: AtomicU64 = AtomicU64::new(0);
-static AFTER_INIT: AtomicU64 = AtomicU64::new(0);
-
-/// `SHMEM_PEER_MEMORY`'s value, read with the other settings (`Job`).
-pub fn configure(v: i64) -> Result<(), String> {
-    let who = match v {
-        0..=2 => v as usize,
-        _ => {
-            return Err(format!("SHMEM_PEER_MEMORY={v}: use 0 (no report), 1 (PE 0 reports) or 2 (every PE)"))
-        }
-    };
-    WHO.store(who, Ordering::Relaxed);
-    Ok(())
+/// `SHMEM_PEER_MEMORY`'s value, read with the other settings (`Job`): who prints the report.
+pub fn who(v: i64) -> Result<usize, String> {
+    match v {
+        0..=2 => Ok(v as usize),
+        _ => Err(format!("SHMEM_PEER_MEMORY={v}: use 0 (no report), 1 (PE 0 reports) or 2 (every PE)")),
+    }
 }
 
-/// When a report is wanted, have the spml measure from now on (before `connect`, which may
-/// make endpoints). Returns whether this PE measures.
-pub fn arm(spml: &SpmlOps) -> bool {
-    if !armed() {
+/// When a report is wanted (`who` nonzero), have the spml measure from now on (before
+/// `connect`, which may make endpoints). Returns whether this PE measures, and so whether
+/// start-up measures its mapping phases.
+pub fn arm(who: usize, spml: &SpmlOps) -> bool {
+    if who == 0 {
         return false;
     }
     if let Some(slot) = spml.peer_memory_slot() {
@@ -49,21 +40,10 @@ pub fn arm(spml: &SpmlOps) -> bool {
     true
 }
 
-/// Whether the report was asked for (so start-up measures its mapping phases).
-pub fn armed() -> bool {
-    WHO.load(Ordering::Relaxed) != 0
-}
-
-/// What the phases that map this host's `peers` peers added to private memory.
-pub fn mapped(peers: usize, grew: u64) {
-    MAPPED_PEERS.store(peers, Ordering::Relaxed);
-    MAPPING_GREW.store(grew, Ordering::Relaxed);
-}
-
 /// The end of `shmem_init`.
-pub fn init_done() {
-    if armed() {
-        AFTER_INIT.store(footprint::private_bytes(), Ordering::Relaxed);
+pub fn init_done(rt: &Runtime) {
+    if rt.peer_memory.who != 0 {
+        rt.peer_memory.after_init.store(footprint::private_bytes(), Ordering::Relaxed);
     }
 }
 
@@ -87,13 +67,14 @@ fn text(rt: &Runtime, spml: &SpmlPeerMemory, now: u64) -> String {
     let bytes = seg_bytes + host_bytes + spml.table_bytes;
     let resident = seg_resident + host_resident + spml.table_resident;
     let n = rt.n_pes.max(1) as u64;
-    let mapped = MAPPED_PEERS.load(Ordering::Relaxed) as u64;
+    let pm = &rt.peer_memory;
+    let mapped = pm.mapped_peers as u64;
     let lines = [
         format!(
             "peer memory (SHMEM_PEER_MEMORY): {} PEs, {} others on this host; private memory {} after init, {} now",
             rt.n_pes,
             rt.hosts.local_peers().len(),
-            kib(AFTER_INIT.load(Ordering::Relaxed)),
+            kib(pm.after_init.load(Ordering::Relaxed)),
             kib(now)
         ),
         format!(
@@ -109,7 +90,7 @@ fn text(rt: &Runtime, spml: &SpmlPeerMemory, now: u64) -> String {
         ),
         format!(
             "  peers on this host mapped at start-up: {mapped}: {}",
-            each(MAPPING_GREW.load(Ordering::Relaxed), mapped)
+            each(pm.mapping_grew, mapped)
         ),
         format!(
             "  peers reached through the spml, on this host: {} ({} endpoints): {}",
@@ -131,7 +112,7 @@ fn text(rt: &Runtime, spml: &SpmlPeerMemory, now: u64) -> String {
 /// At the last `shmem_finalize`, every PE having arrived and before the spml is suspended:
 /// print the report where the setting asks for it.
 pub fn report(rt: &Runtime) {
-    let who = WHO.load(Ordering::Relaxed);
+    let who = rt.peer_memory.who;
     if who == 0 || (who == 1 && rt.my_pe != 0) {
         return;
     }

@@ -84,6 +84,20 @@ pub struct Runtime {
     /// What init judged of the GPUs, alike on every PE that needs it (`crate::ops::device`);
     /// the last finalize clears it for the next initialization to judge again.
     pub(crate) gpu_judged: GpuJudged,
+    /// What `SHMEM_PEER_MEMORY`'s report prints besides the tables (`crate::ops::peer_memory`).
+    pub(crate) peer_memory: PeerMemory,
+}
+
+/// `SHMEM_PEER_MEMORY` and what start-up measured for its report (`crate::ops::peer_memory`).
+#[derive(Default)]
+pub struct PeerMemory {
+    /// 0: no report, 1: PE 0 reports, 2: every PE.
+    pub(crate) who: usize,
+    /// This host's peers mapped at start-up, and what mapping them added to private memory.
+    pub(crate) mapped_peers: usize,
+    pub(crate) mapping_grew: u64,
+    /// Private memory at the end of `shmem_init`.
+    pub(crate) after_init: std::sync::atomic::AtomicU64,
 }
 
 /// The memory spaces `crate::ops::spaces` made, and what their agreements use.

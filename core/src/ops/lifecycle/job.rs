@@ -25,6 +25,8 @@ pub struct Job {
     pub name_tag: String,
     /// The services table the components call back into.
     pub core: *const CoreServices,
+    /// `SHMEM_PEER_MEMORY`: who prints the report (`crate::ops::peer_memory`).
+    pub peer_memory: usize,
 }
 
 impl Job {
@@ -47,13 +49,26 @@ impl Job {
         crate::ops::stall::configure(int("SHMEM_COLL_STALL_WARN")?.max(0) as u64);
         crate::ops::stall::configure_waits(int("SHMEM_WAIT_STALL_WARN")?.max(0) as u64);
         crate::ops::perturb::configure(int("SHMEM_PERTURB")?.clamp(0, u32::MAX as i64) as u32);
-        crate::ops::peer_memory::configure(int("SHMEM_PEER_MEMORY")?).map_err(InitError::Setting)?;
+        let peer_memory =
+            crate::ops::peer_memory::who(int("SHMEM_PEER_MEMORY")?).map_err(InitError::Setting)?;
         let local_map = setting(crate::config::get_bool("SHMEM_LOCAL_MAP"))?;
         let active_set_teams = setting(crate::config::get_bool("SHMEM_ACTIVE_SET_TEAMS"))?;
         let relay = setting(crate::config::get_bool("SHMEM_LOCAL_MAP_RELAY"))?;
         let name_tag = format!("{}-{}", boot.job_id(), bootstrap::secret::random_hex(6));
         let core = services::table(my_pe, n_pes, boot.local_rank(), boot.local_size(), &name_tag);
-        Ok(Job { boot, my_pe, n_pes, heap_size, debug, local_map, active_set_teams, relay, name_tag, core })
+        Ok(Job {
+            boot,
+            my_pe,
+            n_pes,
+            heap_size,
+            debug,
+            local_map,
+            active_set_teams,
+            relay,
+            name_tag,
+            core,
+            peer_memory,
+        })
     }
 
     /// The PEs of this host other than this one.

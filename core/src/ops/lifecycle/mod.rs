@@ -123,7 +123,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     phases.mark("fence 1");
     peers::agree(boot, &mem.agreed)?;
     phases.mark("agreement");
-    let measuring = crate::ops::peer_memory::arm(comps.spml);
+    let measuring = crate::ops::peer_memory::arm(job.peer_memory, comps.spml);
     peers::connect(&comps)?;
     phases.mark("spml connect");
     let before_mapping = if measuring { rshmem_plugin_api::footprint::private_bytes() } else { 0 };
@@ -131,12 +131,13 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     phases.mark("relay");
     let mut peers = peers::learn(&job, &comps, &mem, relayed)?;
     phases.mark("peer segments");
+    let mut peer_memory = crate::symm::runtime::PeerMemory { who: job.peer_memory, ..Default::default() };
     if measuring {
-        let grew = rshmem_plugin_api::footprint::private_bytes().saturating_sub(before_mapping);
+        peer_memory.mapping_grew =
+            rshmem_plugin_api::footprint::private_bytes().saturating_sub(before_mapping);
         let heap = crate::symm::segments::SEG_HEAP;
-        let mapped =
+        peer_memory.mapped_peers =
             job.host_peers().filter(|&pe| !mem.segs.peer(pe as usize, heap).mapped.is_null()).count();
-        crate::ops::peer_memory::mapped(mapped, grew);
     }
     log_selection(&job, &comps, &mem.segs);
 
@@ -213,7 +214,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     }
     let hosts =
         crate::symm::hosts::Hosts::new(layout.of, layout.here_mapped, layout.all_mapped, layout.peers);
-    let placed = Placed { hosts, node_cpus, heap_align: layout.heap_align, crowded };
+    let placed = Placed { hosts, node_cpus, heap_align: layout.heap_align, crowded, peer_memory };
     runtime::publish(assemble(job, comps, mem, &peers, placed, requested));
     phases.mark("hosts and runtime");
     let rt: &'static Runtime = get(routine);
@@ -225,7 +226,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     crate::ops::spaces::init_gpu(rt);
     phases.mark("gpu");
     give_back_init_garbage();
-    crate::ops::peer_memory::init_done();
+    crate::ops::peer_memory::init_done(rt);
     if crate::log::enabled(crate::log::DEBUG, "init") {
         crate::log::log(crate::log::DEBUG, "init", &phases.summary());
     }
@@ -259,6 +260,8 @@ struct Placed {
     heap_align: usize,
     /// This host runs more PEs than it has CPUs.
     crowded: bool,
+    /// `SHMEM_PEER_MEMORY`'s start-up figures.
+    peer_memory: crate::symm::runtime::PeerMemory,
 }
 
 /// The runtime the operations read, from the phases' values.
@@ -316,6 +319,7 @@ fn assemble(
         signals_out: std::sync::atomic::AtomicBool::new(false),
         spaces: crate::symm::runtime::SpaceList::new(),
         gpu_judged: Default::default(),
+        peer_memory: placed.peer_memory,
     }))
 }
 
