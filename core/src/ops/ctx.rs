@@ -62,7 +62,7 @@ pub unsafe fn create(routine: &'static CStr, options: c_long, out: *mut Ctx) -> 
     // Last, with release: a thread that sees the context live sees it filled in.
     c.live.store(true, Ordering::Release);
     let p: Ctx = c;
-    live().push(p as usize);
+    live(rt).push(p as usize);
     // SAFETY: checked non-null.
     unsafe { *out = p };
     0
@@ -148,12 +148,9 @@ fn dead(routine: &'static CStr, ctx: Ctx) -> ! {
     crate::error::fail(routine, e)
 }
 
-/// The contexts created and not destroyed yet: destroying one twice (or something that was
-/// never a context) is reported instead of freeing memory again. Create and destroy are rare;
-/// operations on a context do not consult this.
-fn live() -> std::sync::MutexGuard<'static, Vec<usize>> {
-    static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+/// The contexts created and not destroyed yet (`Runtime::ctxs_live`).
+fn live(rt: &runtime::Runtime) -> std::sync::MutexGuard<'_, Vec<usize>> {
+    rt.ctxs_live.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Make `c`'s own spml context (cold path of the first spml operation on a created context);
@@ -195,7 +192,7 @@ pub unsafe fn destroy(routine: &'static CStr, ctx: Ctx) {
     }
     let rt = runtime::get(routine);
     {
-        let mut l = live();
+        let mut l = live(rt);
         match l.iter().position(|&p| p == ctx as usize) {
             Some(i) => {
                 l.swap_remove(i);
@@ -222,7 +219,7 @@ pub unsafe fn destroy(routine: &'static CStr, ctx: Ctx) {
 /// private one still live is the program's error (the spec leaves it undefined: its owning
 /// thread may be using it).
 pub fn destroy_team_contexts(routine: &'static CStr, team: Team) {
-    let on_team: Vec<usize> = live()
+    let on_team: Vec<usize> = live(runtime::get(routine))
         .iter()
         .copied()
         // SAFETY: contexts in the live list are live objects.
@@ -244,7 +241,7 @@ pub fn destroy_team_contexts(routine: &'static CStr, team: Team) {
 /// behaviour) and goes too, so that the library initialized again starts without it.
 /// Returns how many there were.
 pub fn destroy_all(routine: &'static CStr) -> usize {
-    let left: Vec<usize> = live().clone();
+    let left: Vec<usize> = live(runtime::get(routine)).clone();
     for &p in &left {
         // SAFETY: a live context; the list's lock is not held, and every PE has finalized.
         unsafe { destroy(routine, p as Ctx) };

@@ -81,6 +81,11 @@ pub struct Runtime {
     pub(crate) signals_out: AtomicBool,
     /// The memory spaces made (`crate::ops::spaces`).
     pub(crate) spaces: SpaceList,
+    /// The contexts created and not destroyed yet (`crate::ops::ctx`; addresses of their
+    /// objects in the context table): destroying one twice, or something that was never a
+    /// context, is reported instead of freeing memory again. Create and destroy are rare;
+    /// operations on a context do not consult this.
+    pub(crate) ctxs_live: Mutex<Vec<usize>>,
     /// What init judged of the GPUs, alike on every PE that needs it (`crate::ops::device`);
     /// the last finalize clears it for the next initialization to judge again.
     pub(crate) gpu_judged: GpuJudged,

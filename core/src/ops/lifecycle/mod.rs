@@ -318,6 +318,7 @@ fn assemble(
         locks_held: Mutex::new(Vec::new()),
         signals_out: std::sync::atomic::AtomicBool::new(false),
         spaces: crate::symm::runtime::SpaceList::new(),
+        ctxs_live: Mutex::new(Vec::new()),
         gpu_judged: Default::default(),
         peer_memory: placed.peer_memory,
     }))
