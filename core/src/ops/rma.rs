@@ -88,8 +88,11 @@ fn one_block(rt: &Runtime, routine: &'static CStr, what: &str, seg: u32, addr: u
     let Some((memheap, heap)) = rt.segs.heap(seg) else { return };
     let Some(block_of) = memheap.block_of_slot() else { return };
     let (mut start, mut size) = (0usize, 0usize);
-    // SAFETY: plugin ABI call on a heap the segment table records for a live segment (the
-    // memheap's own lock serialises it with allocations), with two writable words.
+    // SAFETY: plugin ABI call, with two writable words, on the heap the segment table records
+    // for the segment this transfer's address is in. The memheap's own lock serialises it with
+    // allocations. A space's release clears the record before it destroys the heap, and a
+    // space is destroyed collectively, when no transfer into it may still be running (the
+    // spec's rule; one that broke it could find the heap just destroyed here).
     let found = unsafe { block_of(heap, addr as *const c_void, &mut start, &mut size) } == 1;
     if !found {
         fatal(
