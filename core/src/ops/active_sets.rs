@@ -49,11 +49,6 @@ const BUSY: u64 = 1 << 62;
 const MULTI: u64 = 1 << 61;
 const _: () = assert!(SLOTS < 61, "slot bits must stay below the flags");
 
-/// Agreements under way on this PE. Only one that starts while no other is under way may take
-/// a slot: two at once (other threads, other pSyncs) could otherwise both read the same slot
-/// as free here. They cannot wait for each other instead: each waits for other PEs too.
-static AGREEING: AtomicUsize = AtomicUsize::new(0);
-
 type Key = ((c_int, c_int, c_int), usize);
 
 #[derive(Default)]
@@ -64,11 +59,21 @@ struct Cache {
     used: u64,
 }
 
-static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+/// This PE's active-set teams and agreements, one per initialization (`crate::ops::state`).
+#[derive(Default)]
+pub(crate) struct Agreements {
+    /// Agreements under way on this PE. Only one that starts while no other is under way may
+    /// take a slot: two at once (other threads, other pSyncs) could otherwise both read the
+    /// same slot as free here. They cannot wait for each other instead: each waits for other
+    /// PEs too.
+    agreeing: AtomicUsize,
+    cache: Mutex<Cache>,
+}
 
-fn with_cache<R>(f: impl FnOnce(&mut Cache) -> R) -> R {
-    let mut g = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    f(g.get_or_insert_with(Cache::default))
+impl Agreements {
+    fn with_cache<R>(&self, f: impl FnOnce(&mut Cache) -> R) -> R {
+        f(&mut self.cache.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// The team a call runs on: a cached one, or one built on the pSync for this call.
@@ -113,7 +118,8 @@ pub fn team(
     if let Some(t) = recent(key) {
         return ActiveSetTeam::Cached(t);
     }
-    let known = with_cache(|c| c.teams.get(&key).copied());
+    let state = &crate::ops::state::of(rt).active_sets;
+    let known = state.with_cache(|c| c.teams.get(&key).copied());
     let once = || {
         let scolls = crate::ops::teams::ephemeral_scolls();
         TeamState::create_ephemeral(rt, psync.cast(), COMPONENT_BYTES, triplet, scolls)
@@ -131,29 +137,29 @@ pub fn team(
     let eph = once();
     let (start, stride, size) = triplet;
     let pair = format!("active set ({start}, {stride}, {size}) with pSync {psync:p}");
-    let alone = AGREEING.fetch_add(1, Ordering::AcqRel) == 0;
+    let alone = state.agreeing.fetch_add(1, Ordering::AcqRel) == 0;
     let agreed = agree(routine, rt, &eph, psync, alone, standing.is_some());
     let slot = match agreed {
         Ok(Choice::Slot(slot)) => {
             // Taken before the count drops, so the next agreement here sees it used.
-            with_cache(|c| c.used |= 1 << slot);
+            state.with_cache(|c| c.used |= 1 << slot);
             slot
         }
         Ok(Choice::Standing) => {
-            AGREEING.fetch_sub(1, Ordering::AcqRel);
+            state.agreeing.fetch_sub(1, Ordering::AcqRel);
             let t = standing.expect("only offered with a standing team");
             crate::log::log(crate::log::DEBUG, "team", &format!("{pair}: runs on the team of the same PEs"));
-            with_cache(|c| c.teams.insert(key, Some(t)));
+            state.with_cache(|c| c.teams.insert(key, Some(t)));
             return ActiveSetTeam::Cached(t);
         }
         Err(why) => {
-            AGREEING.fetch_sub(1, Ordering::AcqRel);
+            state.agreeing.fetch_sub(1, Ordering::AcqRel);
             crate::log::log(crate::log::DEBUG, "team", &format!("{pair}: runs on its pSync ({why})"));
-            with_cache(|c| c.teams.insert(key, None));
+            state.with_cache(|c| c.teams.insert(key, None));
             return ActiveSetTeam::Once(Box::new(eph));
         }
     };
-    AGREEING.fetch_sub(1, Ordering::AcqRel);
+    state.agreeing.fetch_sub(1, Ordering::AcqRel);
     crate::log::log(
         crate::log::DEBUG,
         "team",
@@ -167,7 +173,7 @@ pub fn team(
     eph.barrier(routine);
     let t: &'static TeamState =
         Box::leak(Box::new(TeamState::create(routine, rt, pool_slot, triplet, crate::ops::teams::scolls())));
-    with_cache(|c| c.teams.insert(key, Some(t)));
+    state.with_cache(|c| c.teams.insert(key, Some(t)));
     ActiveSetTeam::Cached(t)
 }
 
@@ -212,7 +218,7 @@ fn agree(
     alone: bool,
     standing: bool,
 ) -> Result<Choice, &'static str> {
-    let mine = with_cache(|c| c.used)
+    let mine = crate::ops::state::of(rt).active_sets.with_cache(|c| c.used)
         | if rt.active_set_teams { 0 } else { NO_CACHE }
         | if alone { 0 } else { BUSY }
         | if rt.thread_level() >= crate::ops::THREAD_MULTIPLE { MULTI } else { 0 };

@@ -232,45 +232,51 @@ struct Stage {
     pinned: bool,
 }
 
-// SAFETY: a Stage owns its buffer outright; it moves between threads only through STAGES.
+// SAFETY: a Stage owns its buffer outright; it moves between threads only through `Stages`.
 unsafe impl Send for Stage {}
 
-/// The staging buffers not in use. A staged transfer takes one for its duration and gives it
-/// back, so there are as many as threads have staged at once, each made once: page-locked
-/// memory is costly to make, and a device copies it at full speed where pageable memory goes
-/// through the driver's own bounce buffer. A lock, but not on a hot path: staging happens only
-/// where the spml cannot move device memory, and each transfer then pays a device copy.
-static STAGES: Mutex<Vec<Stage>> = Mutex::new(Vec::new());
+/// The staging buffers not in use, one list per initialization
+/// (`crate::ops::state::OpsState::stages`). A staged transfer takes one for its duration and
+/// gives it back, so there are as many as threads have staged at once, each made once:
+/// page-locked memory is costly to make, and a device copies it at full speed where pageable
+/// memory goes through the driver's own bounce buffer. A lock, but not on a hot path: staging
+/// happens only where the spml cannot move device memory, and each transfer then pays a
+/// device copy.
+#[derive(Default)]
+pub(crate) struct Stages(Mutex<Vec<Stage>>);
 
-fn take_stage(rt: &Runtime) -> Stage {
-    if let Some(s) = STAGES.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-        return s;
+impl Stages {
+    fn take(&self, rt: &Runtime) -> Stage {
+        if let Some(s) = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return s;
+        }
+        let host = rt.gpu.as_ref().and_then(|g| g.host);
+        // SAFETY: plugin ABI call; the buffer is handed back through `free` at finalize.
+        let pinned = host.map_or(std::ptr::null_mut(), |h| unsafe { (h.alloc)(STAGE_CHUNK) }.cast::<u8>());
+        if !pinned.is_null() {
+            return Stage { ptr: pinned, pinned: true };
+        }
+        let ptr = Box::into_raw(vec![0u8; STAGE_CHUNK].into_boxed_slice()).cast::<u8>();
+        Stage { ptr, pinned: false }
     }
-    let host = rt.gpu.as_ref().and_then(|g| g.host);
-    // SAFETY: plugin ABI call; the buffer is handed back through `free` at finalize.
-    let pinned = host.map_or(std::ptr::null_mut(), |h| unsafe { (h.alloc)(STAGE_CHUNK) }.cast::<u8>());
-    if !pinned.is_null() {
-        return Stage { ptr: pinned, pinned: true };
-    }
-    let ptr = Box::into_raw(vec![0u8; STAGE_CHUNK].into_boxed_slice()).cast::<u8>();
-    Stage { ptr, pinned: false }
-}
 
-fn give_stage(s: Stage) {
-    STAGES.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    fn give(&self, s: Stage) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    }
 }
 
 /// Free every staging buffer (finalize, once no transfer runs): the pinned ones through the
 /// memheap while it still can.
 pub fn release_stages(rt: &Runtime) {
-    let stages = std::mem::take(&mut *STAGES.lock().unwrap_or_else(|e| e.into_inner()));
+    let stages =
+        std::mem::take(&mut *crate::ops::state::of(rt).stages.0.lock().unwrap_or_else(|e| e.into_inner()));
     for s in stages {
         match rt.gpu.as_ref().and_then(|g| g.host) {
             // SAFETY: plugin ABI call; the buffer came from `alloc` and is freed once.
             Some(h) if s.pinned => unsafe { (h.free)(s.ptr.cast()) },
             // A pinned buffer without its memheap cannot happen; leaking it is harmless.
             _ if s.pinned => {}
-            // SAFETY: made by `take_stage` from a boxed slice of STAGE_CHUNK bytes.
+            // SAFETY: made by `Stages::take` from a boxed slice of STAGE_CHUNK bytes.
             _ => drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(s.ptr, STAGE_CHUNK)) }),
         }
     }
@@ -279,14 +285,15 @@ pub fn release_stages(rt: &Runtime) {
 /// Walk `len` bytes in chunks of at most [`STAGE_CHUNK`]: `f(stage, done, n)` moves bytes
 /// `done..done + n` through a staging buffer `stage`.
 fn in_stages(rt: &Runtime, len: usize, mut f: impl FnMut(*mut u8, usize, usize)) {
-    let s = take_stage(rt);
+    let stages = &crate::ops::state::of(rt).stages;
+    let s = stages.take(rt);
     let mut done = 0;
     while done < len {
         let n = (len - done).min(STAGE_CHUNK);
         f(s.ptr, done, n);
         done += n;
     }
-    give_stage(s);
+    stages.give(s);
 }
 
 /// Where PE `pe`'s copy of device segment `seg` is mapped here (None: host memory, or not
@@ -668,12 +675,12 @@ impl Shadow {
     /// that each stay inside one page-locked range (`crate::ops::shadow_pin`).
     fn copy_pieces(&self, rt: &Runtime, routine: &'static CStr, off: usize, len: usize, to_device: bool) {
         use crate::ops::shadow_pin;
-        shadow_pin::ensure(self.seg, self.host.wrapping_add(off), len);
+        shadow_pin::ensure(rt, self.seg, self.host.wrapping_add(off), len);
         let mut at = off;
         while at < off + len {
             let host = self.host.wrapping_add(at);
             let device = self.device.wrapping_add(at);
-            let n = shadow_pin::piece(self.seg, host, off + len - at);
+            let n = shadow_pin::piece(rt, self.seg, host, off + len - at);
             let (dst, src) =
                 if to_device { (device, host.cast_const()) } else { (host, device.cast_const()) };
             // SAFETY: both ranges lie in their segments (the caller checked `off..off + len`):

@@ -32,9 +32,9 @@ pub fn split(requested: c_int) -> (c_int, c_int) {
     (requested & !DEVICE_BITS, requested & DEVICE_BITS)
 }
 
-/// Record the device bits asked for, before init makes the GPU heap.
-pub fn ask(device_bits: c_int) {
-    spaces::ask_gpu_heap(device_bits & DEVICE_HOST_INIT != 0);
+/// Whether the device bits ask init for the GPU heap.
+pub fn asks_gpu_heap(device_bits: c_int) -> bool {
+    device_bits & DEVICE_HOST_INIT != 0
 }
 
 /// The device bits `provided` carries after init: `SHMEM_DEVICE_HOST_INIT` when asked for and

@@ -29,6 +29,7 @@ pub mod shadow_pin;
 pub mod signal;
 pub mod spaces;
 pub mod stall;
+pub(crate) mod state;
 pub mod team;
 pub mod teams;
 pub mod wait;

@@ -38,7 +38,6 @@ use rshmem_plugin_api::{
     STREAM_WAIT_GE,
 };
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::Mutex;
 
 /// `SHMEM_CMP_*` (shmem.h).
 const CMP_EQ: c_int = 1;
@@ -338,8 +337,9 @@ pub fn quiet(routine: &'static CStr, stream: *mut c_void) {
     let _ = stream;
 }
 
-/// The stream barrier's state: one per initialization, made by the first stream barrier.
-struct Barrier {
+/// The stream barrier's state: one per initialization, made by the first stream barrier
+/// (`crate::ops::state::OpsState::stream_barrier`).
+pub(crate) struct Barrier {
     /// The GPU space it was made in (`SHMEM_SPACE_GPU`'s handle; a later initialization's GPU
     /// space is another value, space values never being freed, so a stale state is recognised).
     space: usize,
@@ -352,8 +352,6 @@ struct Barrier {
 
 // SAFETY: the pointer is a symmetric GPU-space address, only passed to the memheap.
 unsafe impl Send for Barrier {}
-
-static BARRIER: Mutex<Option<Barrier>> = Mutex::new(None);
 
 /// Collective (first call): the barrier's array in the GPU space, where every PE maps every
 /// PE's copy and its device queues stream memory operations; the same answer on every PE.
@@ -415,7 +413,7 @@ pub unsafe fn barrier_all(routine: &'static CStr, stream: *mut c_void) {
     // The host's own operations before the barrier complete now.
     // SAFETY: the default context is always live.
     unsafe { ctx::quiet(routine, ctx::default()) };
-    let mut state = BARRIER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut state = crate::ops::state::of(rt).stream_barrier.lock().unwrap_or_else(|e| e.into_inner());
     // The state of an earlier initialization: its GPU space went at that finalize.
     if state.as_ref().is_some_and(|b| b.space != spaces::gpu_space() as usize) {
         *state = None;

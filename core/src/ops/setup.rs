@@ -4,8 +4,7 @@ use crate::symm::runtime;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 pub fn init(routine: &'static CStr, level: c_int) {
-    crate::ops::gpu_aux::ask(0);
-    crate::ops::lifecycle::init(routine, level);
+    crate::ops::lifecycle::init(routine, level, false);
 }
 
 /// # Safety
@@ -23,8 +22,7 @@ pub unsafe fn init_thread(routine: &'static CStr, requested: c_int, provided: *m
         ));
         return -1;
     }
-    crate::ops::gpu_aux::ask(device);
-    let level = crate::ops::lifecycle::init(routine, requested);
+    let level = crate::ops::lifecycle::init(routine, requested, crate::ops::gpu_aux::asks_gpu_heap(device));
     if !provided.is_null() {
         // SAFETY: checked non-null; writable by contract.
         unsafe { *provided = level | crate::ops::gpu_aux::granted(device) };
@@ -116,5 +114,5 @@ pub unsafe fn info_get_name(_routine: &'static CStr, name: *mut c_char) {
 pub fn no_op(_routine: &'static CStr) {}
 
 pub fn start_pes(routine: &'static CStr, _npes: c_int) {
-    crate::ops::lifecycle::init(routine, crate::ops::THREAD_SINGLE);
+    crate::ops::lifecycle::init(routine, crate::ops::THREAD_SINGLE, false);
 }

@@ -34,8 +34,80 @@ struct Pins {
     lock: Mutex<()>,
 }
 
-/// Per device segment: its shadow's chunks (null: not tracked).
-static PINS: [AtomicPtr<Pins>; MAX_SEGMENTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_SEGMENTS];
+/// Per device segment: its shadow's chunks (null: not tracked). One table per initialization
+/// (`crate::ops::state::OpsState::pins`).
+pub(crate) struct Pinned([AtomicPtr<Pins>; MAX_SEGMENTS]);
+
+impl Pinned {
+    pub(crate) fn new() -> Pinned {
+        Pinned([const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_SEGMENTS])
+    }
+
+    fn set(&self, seg: u32, pins: Option<Box<Pins>>) {
+        let p = pins.map_or(std::ptr::null_mut(), Box::into_raw);
+        release(self.0[seg as usize].swap(p, Ordering::AcqRel));
+    }
+
+    /// Segment `seg`'s tracked shadow and the offset of `host` in it, when `host` lies there.
+    fn tracked(&self, seg: u32, host: *const u8) -> Option<(&Pins, usize)> {
+        let p = self.0[seg as usize].load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a tracked shadow's chunks live until `untrack`, which runs only once no
+        // collective uses the shadow (see there), and the callers run inside such a collective.
+        let pins: &Pins = unsafe { &*p };
+        let off = (host as usize).wrapping_sub(pins.base);
+        (off < pins.len).then_some((pins, off))
+    }
+
+    /// Page-lock the chunks of segment `seg`'s shadow that `[host, host + len)` reaches and
+    /// that are not yet, before a copy between them and the device.
+    fn ensure(&self, seg: u32, host: *const u8, len: usize) {
+        let Some((pins, off)) = self.tracked(seg, host).filter(|_| len > 0) else { return };
+        let last = (off + len - 1).min(pins.len - 1) / CHUNK;
+        for c in off / CHUNK..=last {
+            if pins.chunks[c].load(Ordering::Acquire) != UNPINNED {
+                continue;
+            }
+            let _held = pins.lock.lock().unwrap_or_else(|e| e.into_inner());
+            if pins.chunks[c].load(Ordering::Acquire) != UNPINNED {
+                continue;
+            }
+            let n = CHUNK.min(pins.len - c * CHUNK);
+            // SAFETY: plugin ABI call on a page-aligned range of this PE's own shadow (`track`),
+            // which stays mapped until `untrack` unlocks it.
+            if unsafe { (pins.slots.register)((pins.base + c * CHUNK) as *mut c_void, n) } == RC_OK {
+                pins.chunks[c].store(PINNED, Ordering::Release);
+                continue;
+            }
+            for s in pins.chunks.iter() {
+                let _ = s.compare_exchange(UNPINNED, REFUSED, Ordering::AcqRel, Ordering::Acquire);
+            }
+            crate::log::log(
+                crate::log::WARN,
+                "GPU space",
+                &format!(
+                    "the device memheap could not page-lock {n} bytes of a GPU space's host shadow (SHMEM_GPU_PIN_SHADOW): collectives on that space copy through pageable memory, more slowly"
+                ),
+            );
+            return;
+        }
+    }
+
+    /// See [`piece`].
+    fn piece(&self, seg: u32, host: *const u8, len: usize) -> usize {
+        self.tracked(seg, host).map_or(len, |(_, off)| len.min(CHUNK - off % CHUNK))
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        for seg in 0..MAX_SEGMENTS {
+            self.set(seg as u32, None);
+        }
+    }
+}
 
 /// Track the shadow `[base, base + len)` (page aligned, this PE's own mapping) of device
 /// segment `seg`, where the device memheap can page-lock memory and the setting allows.
@@ -48,21 +120,20 @@ pub fn track(rt: &Runtime, seg: u32, base: *mut u8, len: usize) {
     let len = len.next_multiple_of(crate::symm::static_data::page_size());
     let chunks = (0..len.div_ceil(CHUNK)).map(|_| AtomicU8::new(UNPINNED)).collect();
     let pins = Box::new(Pins { base: base as usize, len, slots, chunks, lock: Mutex::new(()) });
-    let old = PINS[seg as usize].swap(Box::into_raw(pins), Ordering::AcqRel);
-    release(old);
+    crate::ops::state::of(rt).pins.set(seg, Some(pins));
 }
 
 /// Stop tracking segment `seg`'s shadow, unlocking what was locked: before the shadow is
 /// unmapped, once no collective runs on it (the space is being destroyed, or the job ends).
-pub fn untrack(seg: u32) {
-    release(PINS[seg as usize].swap(std::ptr::null_mut(), Ordering::AcqRel));
+pub fn untrack(rt: &Runtime, seg: u32) {
+    crate::ops::state::of(rt).pins.set(seg, None);
 }
 
 fn release(p: *mut Pins) {
     if p.is_null() {
         return;
     }
-    // SAFETY: made by `Box::into_raw` in `track` and just taken out of the table, so no
+    // SAFETY: made by `Box::into_raw` in `Pinned::set` and just taken out of the table, so no
     // other reference is made from now on; none is in use (the callers' contract).
     let pins = unsafe { Box::from_raw(p) };
     for (c, state) in pins.chunks.iter().enumerate() {
@@ -73,59 +144,18 @@ fn release(p: *mut Pins) {
     }
 }
 
-/// Segment `seg`'s tracked shadow and the offset of `host` in it, when `host` lies there.
-fn tracked(seg: u32, host: *const u8) -> Option<(&'static Pins, usize)> {
-    let p = PINS[seg as usize].load(Ordering::Acquire);
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: a tracked shadow's chunks live until `untrack`, which runs only once no
-    // collective uses the shadow (see there), and the callers run inside such a collective.
-    let pins: &'static Pins = unsafe { &*p };
-    let off = (host as usize).wrapping_sub(pins.base);
-    (off < pins.len).then_some((pins, off))
-}
-
 /// Page-lock the chunks of segment `seg`'s shadow that `[host, host + len)` reaches and that
 /// are not yet, before a copy between them and the device.
-pub fn ensure(seg: u32, host: *const u8, len: usize) {
-    let Some((pins, off)) = tracked(seg, host).filter(|_| len > 0) else { return };
-    let last = (off + len - 1).min(pins.len - 1) / CHUNK;
-    for c in off / CHUNK..=last {
-        if pins.chunks[c].load(Ordering::Acquire) != UNPINNED {
-            continue;
-        }
-        let _held = pins.lock.lock().unwrap_or_else(|e| e.into_inner());
-        if pins.chunks[c].load(Ordering::Acquire) != UNPINNED {
-            continue;
-        }
-        let n = CHUNK.min(pins.len - c * CHUNK);
-        // SAFETY: plugin ABI call on a page-aligned range of this PE's own shadow (`track`),
-        // which stays mapped until `untrack` unlocks it.
-        if unsafe { (pins.slots.register)((pins.base + c * CHUNK) as *mut c_void, n) } == RC_OK {
-            pins.chunks[c].store(PINNED, Ordering::Release);
-            continue;
-        }
-        for s in pins.chunks.iter() {
-            let _ = s.compare_exchange(UNPINNED, REFUSED, Ordering::AcqRel, Ordering::Acquire);
-        }
-        crate::log::log(
-            crate::log::WARN,
-            "GPU space",
-            &format!(
-                "the device memheap could not page-lock {n} bytes of a GPU space's host shadow (SHMEM_GPU_PIN_SHADOW): collectives on that space copy through pageable memory, more slowly"
-            ),
-        );
-        return;
-    }
+pub fn ensure(rt: &Runtime, seg: u32, host: *const u8, len: usize) {
+    crate::ops::state::of(rt).pins.ensure(seg, host, len)
 }
 
 /// How much of a copy of `[host, host + len)` may go in one piece from `host`: up to the end
 /// of its chunk where segment `seg`'s shadow is tracked, since a driver refuses a copy that
 /// runs past the page-locked range it starts in (CUDA: `CUDA_ERROR_INVALID_VALUE`, seen on an
 /// H200 for a 2 MiB fcollect), else all of it.
-pub fn piece(seg: u32, host: *const u8, len: usize) -> usize {
-    tracked(seg, host).map_or(len, |(_, off)| len.min(CHUNK - off % CHUNK))
+pub fn piece(rt: &Runtime, seg: u32, host: *const u8, len: usize) -> usize {
+    crate::ops::state::of(rt).pins.piece(seg, host, len)
 }
 
 #[cfg(test)]
@@ -152,48 +182,58 @@ mod tests {
         RC_OK
     }
 
-    fn track_at(seg: u32, base: usize, len: usize) {
+    fn track_at(t: &Pinned, seg: u32, base: usize, len: usize) {
         let slots = PinSlots { register, unregister };
         let chunks = (0..len.div_ceil(CHUNK)).map(|_| AtomicU8::new(UNPINNED)).collect();
-        let pins = Box::new(Pins { base, len, slots, chunks, lock: Mutex::new(()) });
-        release(PINS[seg as usize].swap(Box::into_raw(pins), Ordering::AcqRel));
+        t.set(seg, Some(Box::new(Pins { base, len, slots, chunks, lock: Mutex::new(()) })));
     }
 
     #[test]
     fn chunks_are_locked_once_as_copies_reach_them_and_unlocked_at_release() {
+        let t = Pinned::new();
         let base = 1usize << 30; // never dereferenced
         let len = 5 * CHUNK + 4096;
-        track_at(3, base, len);
+        track_at(&t, 3, base, len);
         let at = |off: usize| (base + off) as *const u8;
-        ensure(3, at(10), 8);
+        t.ensure(3, at(10), 8);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 1, "the first chunk only");
-        ensure(3, at(100), 64);
+        t.ensure(3, at(100), 64);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 1, "locked once");
-        ensure(3, at(CHUNK - 4), 8);
+        t.ensure(3, at(CHUNK - 4), 8);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 2, "a copy across a boundary locks both chunks");
-        ensure(3, at(5 * CHUNK), 4096);
+        t.ensure(3, at(5 * CHUNK), 4096);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 3, "the short last chunk");
-        ensure(3, at(len), 8);
-        ensure(3, at(0).wrapping_sub(8), 8);
+        t.ensure(3, at(len), 8);
+        t.ensure(3, at(0).wrapping_sub(8), 8);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 3, "outside the shadow: nothing");
-        assert_eq!(piece(3, at(10), 8), 8);
-        assert_eq!(piece(3, at(CHUNK - 4), 100), 4, "a piece ends where its chunk does");
-        assert_eq!(piece(3, at(CHUNK), 3 * CHUNK), CHUNK);
-        untrack(3);
+        assert_eq!(t.piece(3, at(10), 8), 8);
+        assert_eq!(t.piece(3, at(CHUNK - 4), 100), 4, "a piece ends where its chunk does");
+        assert_eq!(t.piece(3, at(CHUNK), 3 * CHUNK), CHUNK);
+        t.set(3, None);
         assert_eq!(UNREGISTERED.load(Ordering::SeqCst), 3, "every locked chunk unlocked");
-        assert_eq!(piece(3, at(CHUNK - 4), 100), 100, "untracked: one piece");
-        ensure(3, at(3 * CHUNK), 8);
+        assert_eq!(t.piece(3, at(CHUNK - 4), 100), 100, "untracked: one piece");
+        t.ensure(3, at(3 * CHUNK), 8);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 3, "untracked: nothing");
 
         // A refusal stops the tries on that shadow.
         REFUSE_AT.store(4, Ordering::SeqCst);
-        track_at(3, base, len);
-        ensure(3, at(0), 8);
-        ensure(3, at(CHUNK), 8);
+        track_at(&t, 3, base, len);
+        t.ensure(3, at(0), 8);
+        t.ensure(3, at(CHUNK), 8);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 4);
-        ensure(3, at(2 * CHUNK), 3 * CHUNK);
+        t.ensure(3, at(2 * CHUNK), 3 * CHUNK);
         assert_eq!(REGISTERED.load(Ordering::SeqCst), 4, "refused, then not tried again");
-        untrack(3);
+        t.set(3, None);
         assert_eq!(UNREGISTERED.load(Ordering::SeqCst), 4, "only the locked chunk unlocked");
+
+        // Each runtime has its own table, and one dropped unlocks what it still holds.
+        REFUSE_AT.store(usize::MAX, Ordering::SeqCst);
+        let other = Pinned::new();
+        track_at(&other, 3, base, len);
+        other.ensure(3, at(0), 8);
+        assert_eq!(REGISTERED.load(Ordering::SeqCst), 5);
+        assert_eq!(t.piece(3, at(CHUNK - 4), 100), 100, "the first table tracks nothing");
+        drop(other);
+        assert_eq!(UNREGISTERED.load(Ordering::SeqCst), 5, "dropping the table unlocked its chunk");
     }
 }

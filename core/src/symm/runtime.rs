@@ -91,6 +91,11 @@ pub struct Runtime {
     pub(crate) gpu_judged: GpuJudged,
     /// What `SHMEM_PEER_MEMORY`'s report prints besides the tables (`crate::ops::peer_memory`).
     pub(crate) peer_memory: PeerMemory,
+    /// What the layer above keeps per initialization (`crate::ops::state::OpsState`: the
+    /// active-set agreements, the stream barrier, the staging buffers, the page-locked
+    /// shadows). This layer cannot name that layer's types, so the value is held as `Any`,
+    /// made by start-up, and `crate::ops::state::of` is the one place that knows its type.
+    pub(crate) above: Box<dyn std::any::Any + Send + Sync>,
 }
 
 /// `SHMEM_PEER_MEMORY` and what start-up measured for its report (`crate::ops::peer_memory`).

@@ -71,8 +71,10 @@ impl Phases {
     }
 }
 
-/// `shmem_init` / `shmem_init_thread`. Returns the provided thread level.
-pub fn init(routine: &'static CStr, requested: i32) -> i32 {
+/// `shmem_init` / `shmem_init_thread` at thread level `requested`; `gpu_heap`: asked for the
+/// GPU heap (`SHMEM_DEVICE_HOST_INIT`, `crate::ops::gpu_aux`). Returns the provided thread
+/// level.
+pub fn init(routine: &'static CStr, requested: i32, gpu_heap: bool) -> i32 {
     let _g = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if runtime::is_initialized() {
         INIT_DEPTH.fetch_add(1, Ordering::Relaxed);
@@ -80,7 +82,7 @@ pub fn init(routine: &'static CStr, requested: i32) -> i32 {
     }
     if runtime::is_finalized() {
         if let Some(rt) = runtime::dormant() {
-            return resume(routine, rt, requested);
+            return resume(routine, rt, requested, gpu_heap);
         }
         fail(
             routine,
@@ -99,7 +101,7 @@ pub fn init(routine: &'static CStr, requested: i32) -> i32 {
     if let Some(timeout) = pmix_stop_timeout(routine) {
         crate::ops::watch::start_initializing(timeout);
     }
-    let level = start(routine, boot, requested).unwrap_or_else(|e| fail(routine, &e.to_string()));
+    let level = start(routine, boot, requested, gpu_heap).unwrap_or_else(|e| fail(routine, &e.to_string()));
     INIT_DEPTH.store(1, Ordering::Relaxed);
     // SAFETY: registering an extern "C" fn with glibc's on_exit.
     unsafe { on_exit(at_exit, std::ptr::null_mut()) };
@@ -112,7 +114,12 @@ pub fn init(routine: &'static CStr, requested: i32) -> i32 {
 }
 
 /// A first initialization, phase by phase. Returns the provided thread level.
-fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -> Result<i32, InitError> {
+fn start(
+    routine: &'static CStr,
+    boot: &'static dyn Bootstrap,
+    requested: i32,
+    gpu_heap: bool,
+) -> Result<i32, InitError> {
     let mut phases = Phases::new();
     let job = Job::new(boot)?;
     let comps = Components::open(&job, requested)?;
@@ -223,7 +230,7 @@ fn start(routine: &'static CStr, boot: &'static dyn Bootstrap, requested: i32) -
     // The closing fence: no PE uses a team (set up above) before every PE has set it up.
     init_fence(routine, boot)?;
     phases.mark("fence 3");
-    crate::ops::spaces::init_gpu(rt);
+    crate::ops::spaces::init_gpu(rt, gpu_heap);
     phases.mark("gpu");
     give_back_init_garbage();
     crate::ops::peer_memory::init_done(rt);
@@ -319,6 +326,7 @@ fn assemble(
         signals_out: std::sync::atomic::AtomicBool::new(false),
         spaces: crate::symm::runtime::SpaceList::new(),
         ctxs_live: Mutex::new(Vec::new()),
+        above: Box::new(crate::ops::state::OpsState::new()),
         gpu_judged: Default::default(),
         peer_memory: placed.peer_memory,
     }))
@@ -437,7 +445,7 @@ fn pmix_stop_timeout(routine: &'static CStr) -> Option<std::time::Duration> {
 /// collective, like the first initialization. The components, connections, heaps and
 /// predefined teams are the first initialization's; what the program made in between was
 /// released at that finalize; the GPU space is made again. Returns the provided thread level.
-fn resume(routine: &'static CStr, rt: &'static Runtime, requested: i32) -> i32 {
+fn resume(routine: &'static CStr, rt: &'static Runtime, requested: i32, gpu_heap: bool) -> i32 {
     let suspend = rt.spml.suspend_slot().expect("a runtime is kept only with an spml that can be suspended");
     rt.boot.resume();
     // SAFETY: plugin ABI call; the spml was suspended by the last finalize.
@@ -458,7 +466,7 @@ fn resume(routine: &'static CStr, rt: &'static Runtime, requested: i32) -> i32 {
     // with collectives. A PE of this host that left instead would leave this fence waiting
     // under a PMIx launcher: it is looked for while waiting.
     fence_checking(routine, rt, None, true);
-    crate::ops::spaces::init_gpu(rt);
+    crate::ops::spaces::init_gpu(rt, gpu_heap);
     INIT_DEPTH.store(1, Ordering::Relaxed);
     start_watch(routine);
     if crate::log::enabled(crate::log::INFO, "init") {

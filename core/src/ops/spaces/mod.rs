@@ -103,15 +103,6 @@ pub fn check_config() -> Result<(), String> {
     }
 }
 
-/// The initialization in progress was asked for the GPU heap by `shmem_init_thread`'s
-/// `SHMEM_DEVICE_HOST_INIT` (`crate::ops::gpu_aux`).
-static GPU_HEAP_ASKED: AtomicBool = AtomicBool::new(false);
-
-/// Record whether the initialization to come is asked for the GPU heap.
-pub fn ask_gpu_heap(yes: bool) {
-    GPU_HEAP_ASKED.store(yes, Ordering::Release);
-}
-
 /// `SHMEM_SPACE_GPU`: the GPU space, or NULL where none was made.
 pub fn gpu_space() -> *mut c_void {
     rshmem_space_gpu.load(Ordering::Acquire)
@@ -152,9 +143,10 @@ pub fn init(rt: &Runtime) {
 /// it: collective over the world, so init calls it once every PE has its teams ready (after
 /// init's closing fence). As the default space it takes `shmem_malloc`, its team is the world
 /// team, and a GPU space that cannot be made ends the job (the proposal: init fails).
-pub fn init_gpu(rt: &Runtime) {
+/// `host_init`: `shmem_init_thread` asked for the GPU heap (`SHMEM_DEVICE_HOST_INIT`,
+/// `crate::ops::gpu_aux`), which makes it too.
+pub fn init_gpu(rt: &Runtime, host_init: bool) {
     let default = gpu_is_default();
-    let host_init = GPU_HEAP_ASKED.load(Ordering::Acquire);
     if crate::config::raw("SHMEM_ENABLE_GPU_SPACE").is_empty() && !default && !host_init {
         return;
     }

@@ -375,7 +375,7 @@ fn gather_flags(routine: &'static CStr, rt: &Runtime, mine: u64, buf: *mut u8) -
 pub fn release(_routine: &'static CStr, rt: &Runtime, mut o: Owned) {
     if let Some(shadow) = o.shadow.take() {
         rt.segs.set_shadow(o.seg, std::ptr::null_mut());
-        crate::ops::shadow_pin::untrack(o.seg);
+        crate::ops::shadow_pin::untrack(rt, o.seg);
         release(_routine, rt, *shadow);
     }
     // Taken before the segment's facts are cleared with it.
