@@ -54,6 +54,24 @@ pub enum ShmemError {
     NotASpace { addr: usize },
     /// A memory space that `shmem_space_destroy` destroyed.
     SpaceDestroyed { addr: usize },
+    /// A NULL pointer where the routine writes its result, or reads a required argument.
+    NullArg { what: &'static str },
+    /// A predefined object given to a routine that destroys (`SHMEM_CTX_DEFAULT`, ...).
+    CannotDestroy { what: &'static str },
+    /// A bit mask with bits outside the values the routine knows.
+    UnknownBits { what: &'static str, value: u64, known: &'static str },
+    /// A NULL pointer that another argument says is to be read.
+    NullButSelected { what: &'static str, selected_by: &'static str },
+    /// A count that must not be negative.
+    Negative { what: &'static str, value: i64 },
+    /// Entry `index` of list `what` is not a PE of the job.
+    ListPeOutOfRange { what: &'static str, index: usize, pe: i32, n_pes: i32 },
+    /// A context that is not among the live ones (destroyed, or never made).
+    CtxNotLive { addr: usize },
+    /// A private context of a team, still live when the team is destroyed.
+    PrivateCtxOutlivesTeam { addr: usize },
+    /// A block that is not a live allocation of the memory space it is given back to.
+    NotFromSpace { addr: usize },
 }
 
 impl fmt::Display for ShmemError {
@@ -107,6 +125,27 @@ impl fmt::Display for ShmemError {
             ShmemError::NotASpace { addr } => write!(f, "space {addr:#x} is not a memory space handle"),
             ShmemError::SpaceDestroyed { addr } => {
                 write!(f, "space {addr:#x} was destroyed by shmem_space_destroy and cannot be used")
+            }
+            ShmemError::NullArg { what } => write!(f, "{what} is NULL"),
+            ShmemError::CannotDestroy { what } => write!(f, "{what} cannot be destroyed"),
+            ShmemError::UnknownBits { what, value, known } => {
+                write!(f, "{what} {value:#x} has bits that are not {known} values")
+            }
+            ShmemError::NullButSelected { what, selected_by } => write!(f, "{what} is NULL but {selected_by}"),
+            ShmemError::Negative { what, value } => write!(f, "{what} is {value}; it must not be negative"),
+            ShmemError::ListPeOutOfRange { what, index, pe, n_pes } => {
+                write!(f, "{what}[{index}] = {pe} is not a PE (the job has {n_pes} PEs)")
+            }
+            ShmemError::CtxNotLive { addr } => write!(
+                f,
+                "ctx {addr:#x} is not a live context: destroyed already, or never created by shmem_ctx_create / shmem_team_create_ctx"
+            ),
+            ShmemError::PrivateCtxOutlivesTeam { addr } => write!(
+                f,
+                "ctx {addr:#x}, created from this team with SHMEM_CTX_PRIVATE, must be destroyed (shmem_ctx_destroy) before the team"
+            ),
+            ShmemError::NotFromSpace { addr } => {
+                write!(f, "ptr {addr:#x} was not allocated from this space (or was already freed)")
             }
         }
     }
@@ -227,6 +266,39 @@ mod tests {
                 "cmp=9 is not one of the SHMEM_CMP_* constants",
             ),
             (ShmemError::Spml { op: "put to", pe: 2 }, "put to PE 2 failed in the spml"),
+            (ShmemError::NullArg { what: "new_team" }, "new_team is NULL"),
+            (ShmemError::CannotDestroy { what: "SHMEM_CTX_DEFAULT" }, "SHMEM_CTX_DEFAULT cannot be destroyed"),
+            (
+                ShmemError::UnknownBits { what: "config_mask", value: 0x6, known: "SHMEM_TEAM_*" },
+                "config_mask 0x6 has bits that are not SHMEM_TEAM_* values",
+            ),
+            (
+                ShmemError::NullButSelected {
+                    what: "config",
+                    selected_by: "config_mask selects SHMEM_TEAM_NUM_CONTEXTS",
+                },
+                "config is NULL but config_mask selects SHMEM_TEAM_NUM_CONTEXTS",
+            ),
+            (
+                ShmemError::Negative { what: "config->num_contexts", value: -1 },
+                "config->num_contexts is -1; it must not be negative",
+            ),
+            (
+                ShmemError::ListPeOutOfRange { what: "target_pes", index: 1, pe: 99, n_pes: 2 },
+                "target_pes[1] = 99 is not a PE (the job has 2 PEs)",
+            ),
+            (
+                ShmemError::CtxNotLive { addr: 0x40 },
+                "ctx 0x40 is not a live context: destroyed already, or never created by shmem_ctx_create / shmem_team_create_ctx",
+            ),
+            (
+                ShmemError::PrivateCtxOutlivesTeam { addr: 0x40 },
+                "ctx 0x40, created from this team with SHMEM_CTX_PRIVATE, must be destroyed (shmem_ctx_destroy) before the team",
+            ),
+            (
+                ShmemError::NotFromSpace { addr: 0x40 },
+                "ptr 0x40 was not allocated from this space (or was already freed)",
+            ),
         ];
         for (e, text) in cases {
             assert_eq!(e.to_string(), text);

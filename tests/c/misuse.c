@@ -10,7 +10,9 @@
  * put_signal_private_sig; locks: clear_unheld_lock, set_lock_twice, lock_private;
  * pe_quiet_null, pe_quiet_bad_pe; strided: iput_past_end, iget_not_symmetric; PEs passing
  * different arguments to a collective: split_mismatch, split_2d_mismatch
- * (negative_num_contexts: a team config asking for -1 contexts), and under
+ * (negative_num_contexts: a team config asking for -1 contexts), arguments the team, context
+ * and space routines refuse (split_unknown_mask, split_null_config, split_null_out,
+ * destroy_world, destroy_default_ctx, space_null_caps, destroy_cpu_space), and under
  * SHMEM_DEBUG=1 malloc_mismatch, broadcast_mismatch, reduce_mismatch, and their active-set
  * forms (with a pSync) as_broadcast_mismatch, as_to_all_mismatch, as_fcollect_mismatch; and
  * under SHMEM_DEBUG=1 transfers that stay in the heap but leave their allocation:
@@ -54,6 +56,18 @@ int main(void) {
         shmem_team_config_t cfg = {.num_contexts = -1};
         shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), &cfg, SHMEM_TEAM_NUM_CONTEXTS, &team);
     }
+    if (how && !strcmp(how, "split_unknown_mask")) {
+        shmem_team_config_t cfg = {.num_contexts = 1};
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), &cfg, 6, &team);
+    }
+    if (how && !strcmp(how, "split_null_config"))
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, SHMEM_TEAM_NUM_CONTEXTS, &team);
+    if (how && !strcmp(how, "split_null_out"))
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, 0, NULL);
+    if (how && !strcmp(how, "destroy_world")) shmem_team_destroy(SHMEM_TEAM_WORLD);
+    if (how && !strcmp(how, "destroy_default_ctx")) shmem_ctx_destroy(SHMEM_CTX_DEFAULT);
+    if (how && !strcmp(how, "space_null_caps")) shmem_space_get_caps(SHMEM_SPACE_CPU, NULL);
+    if (how && !strcmp(how, "destroy_cpu_space")) shmem_space_destroy(SHMEM_SPACE_CPU);
     if (how && !strcmp(how, "malloc_mismatch")) shmem_malloc(first ? 64 : 128);
     if (how && !strcmp(how, "broadcast_mismatch"))
         shmem_broadcastmem(SHMEM_TEAM_WORLD, sym, sym + 4096, first ? 8 : 16, 0);

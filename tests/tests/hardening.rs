@@ -142,6 +142,22 @@ fn bad_handles_buffers_waits_and_locks_are_reported_naming_the_argument() {
             "negative_num_contexts",
             "shmem_team_split_strided: config->num_contexts is -1; it must not be negative",
         ),
+        (
+            "split_unknown_mask",
+            "shmem_team_split_strided: config_mask 0x6 has bits that are not SHMEM_TEAM_* values",
+        ),
+        (
+            "split_null_config",
+            "shmem_team_split_strided: config is NULL but config_mask selects SHMEM_TEAM_NUM_CONTEXTS",
+        ),
+        ("split_null_out", "shmem_team_split_strided: new_team is NULL"),
+        (
+            "destroy_world",
+            "shmem_team_destroy: SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEMX_TEAM_NODE cannot be destroyed",
+        ),
+        ("destroy_default_ctx", "shmem_ctx_destroy: SHMEM_CTX_DEFAULT cannot be destroyed"),
+        ("space_null_caps", "shmem_space_get_caps: caps is NULL"),
+        ("destroy_cpu_space", "shmem_space_destroy: the predefined spaces cannot be destroyed"),
     ] {
         let r = misuse(how, "1");
         r.assert_fails_saying(needle);

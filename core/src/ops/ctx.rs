@@ -7,7 +7,7 @@
 //! operations. PRIVATE and SERIALIZED let the spml skip locking; NOSTORE and session hints
 //! only permit optimisations that are not made.
 
-use crate::error::fatal;
+use crate::error::{fail, fatal, ShmemError};
 use crate::ops::completion;
 use crate::ops::handles::{
     index_in, rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Slots, Team, CTX_SLOTS, CTX_TABLE,
@@ -32,7 +32,7 @@ const KNOWN_OPTIONS: c_long = 0b111; // SERIALIZED | PRIVATE | NOSTORE
 pub unsafe fn create(routine: &'static CStr, options: c_long, out: *mut Ctx) -> c_int {
     let rt = runtime::get(routine);
     if out.is_null() {
-        fatal(routine, "ctx is NULL");
+        fail(routine, ShmemError::NullArg { what: "ctx" });
     }
     if options & !KNOWN_OPTIONS != 0 {
         // SAFETY: checked non-null.
@@ -188,18 +188,10 @@ pub unsafe fn destroy(routine: &'static CStr, ctx: Ctx) {
         return;
     }
     if std::ptr::eq(ctx, default()) {
-        fatal(routine, "SHMEM_CTX_DEFAULT cannot be destroyed");
+        fail(routine, ShmemError::CannotDestroy { what: "SHMEM_CTX_DEFAULT" });
     }
     let rt = runtime::get(routine);
-    {
-        let mut l = live(rt);
-        match l.iter().position(|&p| p == ctx as usize) {
-            Some(i) => {
-                l.swap_remove(i);
-            }
-            None => fatal(routine, &format!("ctx {ctx:p} is not a live context: destroyed already, or never created by shmem_ctx_create / shmem_team_create_ctx")),
-        }
-    }
+    forget(&mut live(rt), ctx as usize).unwrap_or_else(|e| fail(routine, e));
     // SAFETY: a live context (just checked).
     unsafe { quiet(routine, ctx) };
     // SAFETY: as above; the object stays allocated (in the graveyard) after this call.
@@ -213,6 +205,13 @@ pub unsafe fn destroy(routine: &'static CStr, ctx: Ctx) {
     }
     obj.live.store(false, Ordering::Release);
     SLOTS.bury(index_in(&CTX_TABLE, ctx).expect("a live context is in the table"));
+}
+
+/// Take context `ctx` (an address) off the list of live ones, or say it is not there.
+fn forget(live: &mut Vec<usize>, ctx: usize) -> Result<(), ShmemError> {
+    let i = live.iter().position(|&p| p == ctx).ok_or(ShmemError::CtxNotLive { addr: ctx })?;
+    live.swap_remove(i);
+    Ok(())
 }
 
 /// Destroy every shareable context created from `team` (as `shmem_team_destroy` must); a
@@ -229,7 +228,7 @@ pub fn destroy_team_contexts(routine: &'static CStr, team: Team) {
         // SAFETY: as above; the list's lock is not held, and only this thread destroys them.
         let c = unsafe { &*(p as Ctx) };
         if c.options.load(Ordering::Relaxed) & SHMEM_CTX_PRIVATE != 0 {
-            fatal(routine, &format!("ctx {:p}, created from this team with SHMEM_CTX_PRIVATE, must be destroyed (shmem_ctx_destroy) before the team", p as Ctx));
+            fail(routine, ShmemError::PrivateCtxOutlivesTeam { addr: p });
         }
         // SAFETY: a live context of this team.
         unsafe { destroy(routine, p as Ctx) };
@@ -352,18 +351,21 @@ pub unsafe fn pe_quiet(routine: &'static CStr, ctx: Ctx, target_pes: *const c_in
     }
     let rt = runtime::get(routine);
     if target_pes.is_null() {
-        crate::error::fail(
-            routine,
-            crate::error::ShmemError::NullArray { what: "target_pes", count_arg: "npes", count: npes },
-        );
+        fail(routine, ShmemError::NullArray { what: "target_pes", count_arg: "npes", count: npes });
     }
     // SAFETY: non-null, and `npes` ints by the caller's contract.
     let pes = unsafe { std::slice::from_raw_parts(target_pes, npes) };
-    if let Some((i, pe)) = pes.iter().enumerate().find(|(_, &pe)| pe < 0 || pe >= rt.n_pes) {
-        fatal(routine, &format!("target_pes[{i}] = {pe} is not a PE (the job has {} PEs)", rt.n_pes));
-    }
+    check_pes("target_pes", pes, rt.n_pes).unwrap_or_else(|e| fail(routine, e));
     // SAFETY: caller.
     unsafe { quiet(routine, ctx) }
+}
+
+/// Every entry of list `what` is a PE of a job of `n_pes`.
+fn check_pes(what: &'static str, pes: &[c_int], n_pes: c_int) -> Result<(), ShmemError> {
+    match pes.iter().enumerate().find(|(_, &pe)| pe < 0 || pe >= n_pes) {
+        Some((index, &pe)) => Err(ShmemError::ListPeOutOfRange { what, index, pe, n_pes }),
+        None => Ok(()),
+    }
 }
 
 /// `shmem_fence`: operations to each PE are delivered in order.
@@ -412,4 +414,35 @@ pub(crate) unsafe fn spml_handle(ctx: Ctx) -> *mut c_void {
         return make_spml_ctx(c);
     }
     c.spml.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_leaves_the_live_list_once() {
+        let mut live = vec![0x40, 0x80, 0xc0];
+        assert_eq!(forget(&mut live, 0x80), Ok(()));
+        assert_eq!(live.len(), 2);
+        assert_eq!(forget(&mut live, 0x80), Err(ShmemError::CtxNotLive { addr: 0x80 }), "twice");
+        assert_eq!(forget(&mut live, 0x1234), Err(ShmemError::CtxNotLive { addr: 0x1234 }), "never made");
+        assert_eq!(forget(&mut live, 0x40), Ok(()));
+        assert_eq!(forget(&mut live, 0xc0), Ok(()));
+        assert!(live.is_empty());
+    }
+
+    #[test]
+    fn a_list_of_pes_names_its_first_entry_outside_the_job() {
+        assert_eq!(check_pes("target_pes", &[0, 3, 1], 4), Ok(()));
+        assert_eq!(check_pes("target_pes", &[], 4), Ok(()));
+        assert_eq!(
+            check_pes("target_pes", &[0, 4, -1], 4),
+            Err(ShmemError::ListPeOutOfRange { what: "target_pes", index: 1, pe: 4, n_pes: 4 })
+        );
+        assert_eq!(
+            check_pes("target_pes", &[2, -1], 4),
+            Err(ShmemError::ListPeOutOfRange { what: "target_pes", index: 1, pe: -1, n_pes: 4 })
+        );
+    }
 }

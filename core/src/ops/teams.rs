@@ -6,7 +6,7 @@
 //! `team.rs`) that none of them uses: the union of their used-slot masks, by one OR reduction
 //! over the parent ([`or_all`]).
 
-use crate::error::fatal;
+use crate::error::{fail, fatal, ShmemError};
 use crate::ops::handles::{index_in, is_predefined, Ctx, Slots, Team, TeamObj, TEAM_SLOTS, TEAM_TABLE};
 use crate::ops::team::{TeamState, MAX_TEAMS};
 use crate::symm::runtime;
@@ -412,22 +412,40 @@ fn refuse_split(routine: &'static CStr, parent: &TeamState, why: &str) -> c_int 
     -1
 }
 
-fn config_of<'a>(routine: &'static CStr, config: *const TeamConfig, mask: c_long) -> Option<&'a TeamConfig> {
+/// The configuration a split's `config` and `config_mask` give: None when the mask selects
+/// nothing (the configuration is then not read, and may be NULL).
+fn config_of(config: Option<&TeamConfig>, mask: c_long) -> Result<Option<&TeamConfig>, ShmemError> {
     if mask & !TEAM_NUM_CONTEXTS != 0 {
-        fatal(routine, &format!("config_mask {mask:#x} has bits that are not SHMEM_TEAM_* values"));
+        return Err(ShmemError::UnknownBits {
+            what: "config_mask",
+            value: mask as u64,
+            known: "SHMEM_TEAM_*",
+        });
     }
     if mask & TEAM_NUM_CONTEXTS == 0 {
-        return None;
+        return Ok(None);
     }
-    if config.is_null() {
-        fatal(routine, "config is NULL but config_mask selects SHMEM_TEAM_NUM_CONTEXTS");
-    }
-    // SAFETY: checked non-null; readable by contract.
-    let c = unsafe { &*config };
+    let c = config.ok_or(ShmemError::NullButSelected {
+        what: "config",
+        selected_by: "config_mask selects SHMEM_TEAM_NUM_CONTEXTS",
+    })?;
     if c.num_contexts < 0 {
-        fatal(routine, &format!("config->num_contexts is {}; it must not be negative", c.num_contexts));
+        return Err(ShmemError::Negative { what: "config->num_contexts", value: c.num_contexts.into() });
     }
-    Some(c)
+    Ok(Some(c))
+}
+
+/// [`config_of`] of a C caller's pointer, or the end of the job naming `routine`.
+///
+/// # Safety
+/// `config` must be NULL or readable for the call's duration ('a).
+unsafe fn c_config_of<'a>(
+    routine: &'static CStr,
+    config: *const TeamConfig,
+    mask: c_long,
+) -> Option<&'a TeamConfig> {
+    // SAFETY: NULL or readable, by the caller's contract.
+    config_of(unsafe { config.as_ref() }, mask).unwrap_or_else(|e| fail(routine, e))
 }
 
 /// `shmem_team_split_strided`.
@@ -447,7 +465,7 @@ pub unsafe fn split_strided(
 ) -> c_int {
     runtime::get(routine);
     if new_team.is_null() {
-        fatal(routine, "new_team is NULL");
+        fail(routine, ShmemError::NullArg { what: "new_team" });
     }
     let Some(p) = state(routine, parent) else {
         // SAFETY: checked non-null.
@@ -471,7 +489,8 @@ pub unsafe fn split_strided(
         );
         return refuse_split(routine, p, &why);
     }
-    let cfg = config_of(routine, config, mask);
+    // SAFETY: NULL or readable, by contract.
+    let cfg = unsafe { c_config_of(routine, config, mask) };
     let world = (p.pe_of(start), p.desc.stride * stride, size);
     let me = p.desc.my_index;
     let member = crate::ops::team::index_in(me, start, stride, size).is_some();
@@ -503,8 +522,11 @@ pub unsafe fn split_2d(
     yteam: *mut Team,
 ) -> c_int {
     runtime::get(routine);
-    if xteam.is_null() || yteam.is_null() {
-        fatal(routine, "xaxis_team and yaxis_team must not be NULL");
+    if xteam.is_null() {
+        fail(routine, ShmemError::NullArg { what: "xaxis_team" });
+    }
+    if yteam.is_null() {
+        fail(routine, ShmemError::NullArg { what: "yaxis_team" });
     }
     let Some(p) = state(routine, parent) else {
         // SAFETY: checked non-null.
@@ -534,11 +556,15 @@ pub unsafe fn split_2d(
     let (pstart, pstride) = (p.desc.start, p.desc.stride);
     let row = (pstart + y * xrange * pstride, pstride, row_len);
     let col = (pstart + x * pstride, pstride * xrange, col_len);
-    let xt = match split(routine, p, Some(row), config_of(routine, xconfig, xmask)) {
+    // SAFETY: NULL or readable, by contract.
+    let xcfg = unsafe { c_config_of(routine, xconfig, xmask) };
+    let xt = match split(routine, p, Some(row), xcfg) {
         Ok(t) => t,
         Err(why) => return refuse_split(routine, p, &why),
     };
-    let yt = match split(routine, p, Some(col), config_of(routine, yconfig, ymask)) {
+    // SAFETY: NULL or readable, by contract.
+    let ycfg = unsafe { c_config_of(routine, yconfig, ymask) };
+    let yt = match split(routine, p, Some(col), ycfg) {
         Ok(t) => t,
         Err(why) => {
             // Every PE got a row team: destroying them is collective per row, and all do it.
@@ -565,7 +591,10 @@ pub unsafe fn destroy(routine: &'static CStr, team: Team) {
         return;
     }
     if is_predefined(team) {
-        fatal(routine, "SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEMX_TEAM_NODE cannot be destroyed");
+        fail(
+            routine,
+            ShmemError::CannotDestroy { what: "SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEMX_TEAM_NODE" },
+        );
     }
     let Some(t) = state(routine, team) else { return };
     crate::ops::ctx::destroy_team_contexts(routine, team);
@@ -614,7 +643,7 @@ pub fn release_all() -> usize {
 pub unsafe fn create_ctx(routine: &'static CStr, team: Team, options: c_long, ctx: *mut Ctx) -> c_int {
     runtime::get(routine);
     if ctx.is_null() {
-        fatal(routine, "ctx is NULL");
+        fail(routine, ShmemError::NullArg { what: "ctx" });
     }
     let Some(t) = state(routine, team) else {
         // SAFETY: checked non-null.
@@ -636,7 +665,37 @@ pub unsafe fn create_ctx(routine: &'static CStr, team: Team, options: c_long, ct
 
 #[cfg(test)]
 mod tests {
-    use super::shared_triplet;
+    use super::{config_of, shared_triplet, ShmemError, TeamConfig, TEAM_NUM_CONTEXTS};
+
+    #[test]
+    fn a_split_reads_its_configuration_only_where_the_mask_selects_it() {
+        let n = |r: Result<Option<&TeamConfig>, ShmemError>| r.map(|c| c.map(|c| c.num_contexts));
+        let two = TeamConfig { num_contexts: 2 };
+        assert_eq!(n(config_of(None, 0)), Ok(None), "nothing selected: NULL is fine");
+        assert_eq!(n(config_of(Some(&two), 0)), Ok(None), "nothing selected: not read");
+        assert_eq!(n(config_of(Some(&two), TEAM_NUM_CONTEXTS)), Ok(Some(2)));
+        assert_eq!(n(config_of(Some(&TeamConfig { num_contexts: 0 }), TEAM_NUM_CONTEXTS)), Ok(Some(0)));
+        assert_eq!(
+            n(config_of(None, TEAM_NUM_CONTEXTS)),
+            Err(ShmemError::NullButSelected {
+                what: "config",
+                selected_by: "config_mask selects SHMEM_TEAM_NUM_CONTEXTS"
+            })
+        );
+        assert_eq!(
+            n(config_of(Some(&TeamConfig { num_contexts: -1 }), TEAM_NUM_CONTEXTS)),
+            Err(ShmemError::Negative { what: "config->num_contexts", value: -1 })
+        );
+        for mask in [2, 1 | 4, -1] {
+            assert!(
+                matches!(
+                    n(config_of(Some(&two), mask)),
+                    Err(ShmemError::UnknownBits { what: "config_mask", .. })
+                ),
+                "{mask:#x}"
+            );
+        }
+    }
 
     #[test]
     fn shared_team_of_a_host() {

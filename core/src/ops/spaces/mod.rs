@@ -26,7 +26,7 @@
 
 mod segment;
 
-use crate::error::{fatal, ShmemError};
+use crate::error::{fail, fatal, ShmemError};
 use crate::ops::handles::{rshmem_team_world, Team, TeamObj};
 use crate::plugin::memheaps::DeviceMemory;
 use crate::symm::runtime::{self, Runtime, SpaceList};
@@ -341,7 +341,7 @@ pub unsafe fn get_team(routine: &'static CStr, s: *mut c_void, team: *mut Team) 
     let rt = runtime::get(routine);
     let Some(sp) = space(rt, routine, s) else { return -1 };
     if team.is_null() {
-        fatal(routine, "team is NULL");
+        fail(routine, ShmemError::NullArg { what: "team" });
     }
     // SAFETY: checked non-null; writable by contract.
     unsafe { *team = sp.team };
@@ -354,7 +354,7 @@ pub unsafe fn get_device_type(routine: &'static CStr, s: *mut c_void, ty: *mut c
     let rt = runtime::get(routine);
     let Some(sp) = space(rt, routine, s) else { return -1 };
     if ty.is_null() {
-        fatal(routine, "type is NULL");
+        fail(routine, ShmemError::NullArg { what: "type" });
     }
     // SAFETY: checked non-null; writable by contract.
     unsafe { *ty = sp.device };
@@ -367,7 +367,7 @@ pub unsafe fn get_caps(routine: &'static CStr, s: *mut c_void, caps: *mut u64) -
     let rt = runtime::get(routine);
     let Some(sp) = space(rt, routine, s) else { return -1 };
     if caps.is_null() {
-        fatal(routine, "caps is NULL");
+        fail(routine, ShmemError::NullArg { what: "caps" });
     }
     // SAFETY: checked non-null; writable by contract.
     unsafe { *caps = sp.caps };
@@ -387,8 +387,12 @@ pub unsafe fn create(
     team_out: *mut Team,
 ) -> c_int {
     let rt = runtime::get(routine);
-    if config.is_null() || space_out.is_null() || team_out.is_null() {
-        fatal(routine, "config, space and team must not be NULL");
+    for (what, null) in
+        [("config", config.is_null()), ("space", space_out.is_null()), ("team", team_out.is_null())]
+    {
+        if null {
+            fail(routine, ShmemError::NullArg { what });
+        }
     }
     // SAFETY: checked non-null; readable by contract.
     let cfg = unsafe { &*config };
@@ -576,7 +580,7 @@ pub unsafe fn destroy(routine: &'static CStr, s: *mut c_void) -> c_int {
     let rt = runtime::get(routine);
     let Some(sp) = space(rt, routine, s) else { return 0 };
     if sp.predefined {
-        fatal(routine, "the predefined spaces cannot be destroyed");
+        fail(routine, ShmemError::CannotDestroy { what: "the predefined spaces" });
     }
     // Teams exist per member: one PE may hold a sub-team the others do not, so agree.
     let here = crate::ops::teams::live_in_space(sp.id);
@@ -733,7 +737,7 @@ pub unsafe fn free(routine: &'static CStr, s: *mut c_void, ptr: *mut c_void) {
     let guard = sp.owned.lock().unwrap_or_else(|e| e.into_inner());
     let o = guard.as_ref().expect("a live created space owns its segment");
     if !o.owns(rt, ptr) {
-        fatal(routine, &format!("ptr {ptr:p} was not allocated from this space (or was already freed)"));
+        fail(routine, ShmemError::NotFromSpace { addr: ptr as usize });
     }
     drop(guard);
     crate::ops::coll::barrier_all(routine);
