@@ -18,6 +18,11 @@ pub struct SpaceConfig {
     pub flags: c_int,
 }
 pub const DEVICE_CPU: c_int = 0;
+pub const DEVICE_GPU: c_int = 1;
+/// `SHMEM_DEVICE_HOST_INIT` and `SHMEM_DEVICE_KERNEL_INIT` (shmemg.h), OR'd with a thread level.
+pub const DEVICE_HOST_INIT: c_int = 1 << 8;
+pub const DEVICE_BITS: c_int = DEVICE_HOST_INIT | (1 << 9);
+pub const SPACE_CAP_RMA: u64 = 0x1;
 pub const SPACE_CAP_WORLD_ACCESS: u64 = 0x10;
 
 pub const THREAD_SINGLE: c_int = 0;
@@ -37,11 +42,13 @@ extern "C" {
     pub static mut rshmem_team_world: u8;
     pub static mut rshmem_team_shared: u8;
     pub static rshmem_space_cpu: RawSpace;
+    pub static rshmem_space_gpu: RawSpace;
 
     pub fn shmem_space_create(config: *const SpaceConfig, space: *mut RawSpace, team: *mut RawTeam) -> c_int;
     pub fn shmem_space_destroy(space: RawSpace) -> c_int;
     pub fn shmem_space_malloc(space: RawSpace, size: usize) -> *mut c_void;
     pub fn shmem_space_free(space: RawSpace, ptr: *mut c_void);
+    pub fn shmem_space_calloc(space: RawSpace, count: usize, size: usize) -> *mut c_void;
     /// Zero when the space is available (a status, as the proposal has it).
     pub fn shmem_space_is_available(space: RawSpace) -> c_int;
     pub fn shmem_space_get_device_type(space: RawSpace, ty: *mut c_int) -> c_int;

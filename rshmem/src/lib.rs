@@ -219,6 +219,32 @@
 //! });
 //! ```
 //!
+//! Loading or storing an element of a device array on this PE's CPU (device memory is reached
+//! only through the library: [`DeviceSymm::to_vec`], [`DeviceSymm::write_from`], a context).
+//! ```compile_fail,E0599
+//! let shmem = rshmem::Shmem::init_with_gpu_heap(rshmem::ThreadLevel::Single).unwrap();
+//! let gpu = shmem.gpu_space().unwrap();
+//! shmem.scope(|s| {
+//!     let x = s.alloc_device::<u64>(&gpu, 4).unwrap();
+//!     x.write(0, 1);
+//! });
+//! ```
+//! ```compile_fail,E0599
+//! let shmem = rshmem::Shmem::init_with_gpu_heap(rshmem::ThreadLevel::Single).unwrap();
+//! let gpu = shmem.gpu_space().unwrap();
+//! shmem.scope(|s| {
+//!     let mut x = s.alloc_device::<u64>(&gpu, 4).unwrap();
+//!     let _ = x.exclusive(|local| local[0] = 1);
+//! });
+//! ```
+//!
+//! A device array outliving the scope that made it.
+//! ```compile_fail
+//! let shmem = rshmem::Shmem::init_with_gpu_heap(rshmem::ThreadLevel::Single).unwrap();
+//! let gpu = shmem.gpu_space().unwrap();
+//! let kept = shmem.scope(|s| s.alloc_device::<u64>(&gpu, 4).unwrap());
+//! ```
+//!
 //! A second runtime, or a team split outside a scope, is a run-time [`Error`] or not
 //! expressible: `Scope::split_strided` is the only way to make a team.
 //!
@@ -234,6 +260,7 @@ use shmem as _;
 
 mod amo;
 mod ctx;
+mod device;
 mod error;
 mod ffi;
 mod lock;
@@ -247,6 +274,7 @@ mod threads;
 pub use amo::{AtomicInt, Cmp};
 pub use bytemuck::{Pod, Zeroable};
 pub use ctx::{Ctx, CtxOptions, Nbi, OwnedCtx, SignalOp};
+pub use device::{DeviceSymm, GpuSpace};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use runtime::{Shmem, ThreadLevel};

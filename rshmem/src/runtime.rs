@@ -86,17 +86,30 @@ impl Shmem {
     /// `shmem_init_thread`. The runtime and its handles stay on the initialising thread; at
     /// [`ThreadLevel::Multiple`], [`Shmem::threads`] gives what other threads may share.
     pub fn init_thread(level: ThreadLevel) -> Result<Shmem> {
+        Shmem::start(level, 0)
+    }
+
+    /// `shmem_init_thread` asking for the GPU heap too (the GPU auxiliary specification's
+    /// `SHMEM_DEVICE_HOST_INIT`): the library then makes its GPU space, which
+    /// [`Shmem::gpu_space`] gives, where this PE's GPU and memheap allow (`None` there
+    /// otherwise; the library's log says why). Without a GPU this is [`Shmem::init_thread`].
+    pub fn init_with_gpu_heap(level: ThreadLevel) -> Result<Shmem> {
+        Shmem::start(level, ffi::DEVICE_HOST_INIT)
+    }
+
+    fn start(level: ThreadLevel, device_bits: c_int) -> Result<Shmem> {
         if LIVE.swap(true, Ordering::AcqRel) {
             return Err(Error::AlreadyInitialized);
         }
         let mut provided: c_int = 0;
         // SAFETY: plain C call; `provided` is a valid out-pointer.
-        let rc = unsafe { ffi::shmem_init_thread(level.raw(), &mut provided) };
+        let rc = unsafe { ffi::shmem_init_thread(level.raw() | device_bits, &mut provided) };
         if rc != 0 {
             LIVE.store(false, Ordering::Release);
             return Err(Error::Declined { routine: "Shmem::init_thread", code: rc });
         }
-        let provided = ThreadLevel::from_raw(provided);
+        // The device bits ride above the thread level in `provided`.
+        let provided = ThreadLevel::from_raw(provided & !ffi::DEVICE_BITS);
         // SAFETY: plain C calls on an initialised library.
         let (me, n_pes) = unsafe { (ffi::shmem_my_pe() as usize, ffi::shmem_n_pes() as usize) };
         let mut agree_team: ffi::RawTeam = std::ptr::null_mut();

@@ -95,6 +95,26 @@ impl<'rt> Scope<'rt> {
         hints: Hints,
         space: Option<(ffi::RawSpace, Option<&'s OwnedList>)>,
     ) -> Result<Symm<'s, T>> {
+        let (p, id) = self.block::<T>(routine, len, hints, space, false)?;
+        Ok(match p {
+            // SAFETY: a live, aligned, symmetric block of `len` elements of host memory,
+            // released only when this scope ends (`block`).
+            Some(p) => unsafe { Symm::from_raw(self.rt, p, len, id) },
+            None => Symm::empty(self.rt, id),
+        })
+    }
+
+    /// The collective block of an allocation, zeroed, after the agreement on its length (None
+    /// for zero bytes), and the allocation's number. `device`: the space is device memory,
+    /// which the library zeroes (this PE's CPU cannot touch it).
+    pub(crate) fn block<'s, T: bytemuck::Pod>(
+        &'s self,
+        routine: &'static str,
+        len: usize,
+        hints: Hints,
+        space: Option<(ffi::RawSpace, Option<&'s OwnedList>)>,
+        device: bool,
+    ) -> Result<(Option<std::ptr::NonNull<T>>, u64)> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .filter(|b| *b <= i64::MAX as usize)
@@ -104,7 +124,10 @@ impl<'rt> Scope<'rt> {
         // The hints and whether a space is named travel with the tag, so a plain allocation
         // agrees with one without hints (`shmem_malloc_with_hints(size, 0)` is `shmem_malloc`),
         // and with no other.
-        let tag = TAG_ALLOC | (i64::from(hint_bits) << 8) | (i64::from(space.is_some()) << 16);
+        let tag = TAG_ALLOC
+            | (i64::from(hint_bits) << 8)
+            | (i64::from(space.is_some()) << 16)
+            | (i64::from(device) << 17);
         if !self.rt.agree([tag, bytes as i64, align as i64]) {
             if !self.rt.agree([TAG_ALLOC, bytes as i64, align as i64]) {
                 return Err(Error::Length {
@@ -116,7 +139,7 @@ impl<'rt> Scope<'rt> {
             }
             return Err(Error::Invalid {
                 routine,
-                what: format!("hints {hints:?}, or whether a space is named, differ between PEs"),
+                what: format!("hints {hints:?}, or whether a space is named, or which, differ between PEs"),
             });
         }
         // What the library aligns a block to when it takes no alignment: spaces to 16 bytes,
@@ -139,9 +162,14 @@ impl<'rt> Scope<'rt> {
         let id = self.rt.allocations.get();
         self.rt.allocations.set(id + 1);
         if bytes == 0 {
-            return Ok(Symm::empty(self.rt, id));
+            return Ok((None, id));
         }
-        let p = if let Some((sp, _)) = space {
+        let p = if let (Some((sp, _)), true) = (space, device) {
+            // SAFETY: a live device space every PE reaches (`GpuSpace`); collective allocation
+            // over the world, its team's members, with the same size on every PE (agreed);
+            // the library zeroes it.
+            unsafe { ffi::shmem_space_calloc(sp, len, std::mem::size_of::<T>()) }
+        } else if let Some((sp, _)) = space {
             // SAFETY: a live space every PE reaches (`Space::checked`); collective allocation
             // over the world, its team's members, with the same size on every PE (agreed).
             unsafe { ffi::shmem_space_malloc(sp, bytes) }
@@ -162,16 +190,19 @@ impl<'rt> Scope<'rt> {
             "{routine}: the library returned a block aligned below {align} bytes"
         );
         // Zeroed, then a barrier so that no PE writes into another's array before it is zeroed.
-        // SAFETY: a fresh block of `bytes` bytes, not yet reachable by any other PE's handle.
-        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+        if !device {
+            // SAFETY: a fresh block of `bytes` bytes of host memory, not yet reachable by any
+            // other PE's handle.
+            unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+        }
         self.rt.barrier_all();
         match space {
             Some((sp, list)) => list.unwrap_or(&self.owned).borrow_mut().push(Owned::SpaceMemory(sp, p)),
             None => self.own(Owned::Memory(p)),
         }
-        // SAFETY: `p` is non-NULL (checked), a live, aligned (asserted), symmetric block of
-        // `len` elements, released only when this scope ends.
-        Ok(unsafe { Symm::from_raw(self.rt, std::ptr::NonNull::new_unchecked(p.cast()), len, id) })
+        // `p` is non-NULL (checked), a live, aligned (asserted), symmetric block of `len`
+        // elements, released only when this scope ends.
+        Ok((std::ptr::NonNull::new(p.cast()), id))
     }
 
     /// A distributed lock, collectively (a symmetric allocation of one word, zeroed: free).

@@ -119,7 +119,7 @@ impl<'s, T: bytemuck::Pod> Symm<'s, T> {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 

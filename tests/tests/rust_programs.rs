@@ -120,3 +120,44 @@ fn the_histogram_kernel_counts_every_update_in_rust_and_in_c() {
         }
     }
 }
+
+/// Device memory from Rust (`rshmem/examples/device.rs`): on the stand-in CUDA driver, whose
+/// device memory this PE's CPU cannot touch (a load or store there faults), every PE's device
+/// arrays are written, read, put to, signalled and added into through the library only, and
+/// every allocation and IPC mapping is given back at the end. Without a GPU the same program
+/// finds no GPU space and says so.
+#[test]
+fn device_arrays_are_reached_only_through_the_library() {
+    let prog = example("device");
+    let np = nps().into_iter().find(|&k| k >= 2).unwrap_or(2);
+    let plain = job(np, &prog, &[], TIMEOUT);
+    plain.assert_ok("device (no GPU)");
+    assert_eq!(plain.stdout.matches("no GPU space here").count(), np, "{}", plain.stdout);
+    if Launcher::from_env() != Launcher::Oshrun {
+        return; // the stand-in driver's variables reach the PEs under oshrun
+    }
+    for (np, more) in configurations() {
+        let base = [
+            ("LD_LIBRARY_PATH", fakecuda()),
+            ("SHMEM_GPU_SYMMETRIC_SIZE", "4M"),
+            ("SHMEM_MCA_memheap", "cuda,cpu"),
+            ("FAKECUDA_STATS", "1"),
+            ("RSHMEM_EXPECT_GPU", "1"),
+        ];
+        let r = job(np, &prog, &[base.as_slice(), &more].concat(), TIMEOUT);
+        r.assert_all_pes_ok("device", np);
+        let stats: Vec<&str> = r.stderr.lines().filter_map(|l| l.strip_prefix("fakecuda stats: ")).collect();
+        assert_eq!(stats.len(), np, "one line per PE: {}", r.stderr);
+        for st in stats {
+            let w: Vec<&str> = st.split_whitespace().collect();
+            let n = |k: &str| -> u64 {
+                let i = w.iter().position(|x| *x == k).unwrap_or_else(|| panic!("no {k}: {st}"));
+                w[i + 1].parse().unwrap()
+            };
+            assert!(n("alloc") >= 1 && n("copies") >= 4, "the device was used: {st}");
+            assert_eq!(n("alloc"), n("free"), "every allocation freed: {st}");
+            assert_eq!(n("ipc_open"), n("ipc_close"), "every IPC mapping closed: {st}");
+            assert_eq!(n("context_errors"), 0, "{st}");
+        }
+    }
+}

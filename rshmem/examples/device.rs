@@ -1,0 +1,81 @@
+//! Arrays in device memory through the Rust API, every result checked: the GPU heap asked for at
+//! init, each PE's own elements written and read through the library, a ring of gets and puts
+//! between PEs' device arrays, put-with-signal and a wait on a device signal word, `p`/`g`, a
+//! fetch-add of every PE into one device word, a sum and a broadcast over the world team from
+//! device array to device array, and an out-of-bounds put refused. Without a GPU
+//! space it says so and exits 0, unless `RSHMEM_EXPECT_GPU=1` (tests on the stand-in driver),
+//! which makes that a failure.
+//!
+//! `oshrun -np 2 target/release/examples/device`
+
+use rshmem::{Cmp, Error, Op, Shmem, SignalOp, ThreadLevel};
+
+const N: usize = 64;
+
+fn main() -> Result<(), Error> {
+    let shmem = Shmem::init_with_gpu_heap(ThreadLevel::Single)?;
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let Some(gpu) = shmem.gpu_space() else {
+        assert!(std::env::var("RSHMEM_EXPECT_GPU").is_err(), "PE {me}: no GPU space");
+        println!("device: PE {me}: no GPU space here (no GPU, or no GPU memheap): nothing to do");
+        return Ok(());
+    };
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    let value = |pe: usize, i: usize| (pe * 1000 + i) as u64;
+    shmem.scope(|s| {
+        let x = s.alloc_device::<u64>(&gpu, N)?;
+        let inbox = s.alloc_device::<u64>(&gpu, N)?;
+        let sig = s.alloc_device::<u64>(&gpu, 1)?;
+        let sum = s.alloc_device::<i64>(&gpu, 1)?;
+        assert_eq!(x.to_vec(), vec![0; N], "PE {me}: a device array starts zeroed");
+
+        // This PE's own elements, through the device.
+        let mine: Vec<u64> = (0..N).map(|i| value(me, i)).collect();
+        x.write_from(0, &mine)?;
+        assert_eq!(x.to_vec(), mine, "PE {me}: own elements read back");
+        shmem.barrier_all();
+
+        // A get from the next PE's device array, and single elements both ways.
+        let mut got = vec![0u64; N];
+        shmem.get(&mut got, &x, 0, next)?;
+        assert_eq!(got, (0..N).map(|i| value(next, i)).collect::<Vec<_>>(), "PE {me}: get from PE {next}");
+        assert_eq!(shmem.g(&x, N - 1, prev)?, value(prev, N - 1), "PE {me}: g from PE {prev}");
+
+        // A put with a signal into the next PE's inbox; wait for the previous PE's.
+        shmem.put_signal(&inbox, 0, &mine, &sig, 0, 1, SignalOp::Add, next)?;
+        assert_eq!(sig.signal_wait_until(0, Cmp::Ge, 1), 1, "PE {me}: one signal");
+        assert_eq!(inbox.to_vec(), (0..N).map(|i| value(prev, i)).collect::<Vec<_>>(), "PE {me}: inbox");
+
+        // Every PE adds into PE 0's word; `p` marks this PE's slot in the next PE's array.
+        shmem.atomic_fetch_add(&sum, 0, me as i64 + 1, 0)?;
+        shmem.p(&x, me, u64::MAX, next)?;
+        shmem.barrier_all();
+        if me == 0 {
+            let want = (n * (n + 1) / 2) as i64;
+            sum.wait_until(0, Cmp::Eq, want);
+            assert_eq!(sum.to_vec(), vec![want], "PE 0: every PE's fetch-add");
+        }
+        assert_eq!(x.to_vec()[prev], u64::MAX, "PE {me}: PE {prev}'s p");
+
+        // Collectives on the world team, device array to device array: a sum of every PE's
+        // elements, and a broadcast of PE 0's (through the GPU space's host shadow, or device
+        // to device where every PE maps every PE's device memory).
+        let total = s.alloc_device::<u64>(&gpu, N)?;
+        x.write_from(0, &mine)?;
+        shmem.barrier_all();
+        shmem.world().reduce(Op::Sum, &total, &x)?;
+        let want: Vec<u64> = (0..N).map(|i| (0..n).map(|pe| value(pe, i)).sum()).collect();
+        assert_eq!(total.to_vec(), want, "PE {me}: the sum of every PE's device array");
+        shmem.world().broadcast(&inbox, &x, 0)?;
+        assert_eq!(inbox.to_vec(), (0..N).map(|i| value(0, i)).collect::<Vec<_>>(), "PE {me}: broadcast");
+
+        // Bounds are checked before the library is called.
+        match shmem.put(&x, N - 1, &[1, 2], next) {
+            Err(Error::OutOfBounds { .. }) => {}
+            other => panic!("PE {me}: an out-of-bounds put gave {other:?}"),
+        }
+        shmem.barrier_all();
+        println!("device: PE {me} ok");
+        Ok(())
+    })
+}

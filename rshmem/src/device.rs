@@ -1,0 +1,144 @@
+//! Arrays in device memory: the library's GPU space (`SHMEM_SPACE_GPU`, the GPU auxiliary
+//! specification's GPU heap).
+//!
+//! This PE's CPU may not load or store device memory, so a [`DeviceSymm`] has no local
+//! element access at all, not even by value: its own PE's elements are read and written
+//! through the library, as any PE's are ([`DeviceSymm::to_vec`], [`DeviceSymm::write_from`],
+//! or a context's `get`/`put` with this PE as the target), which copies with the device. It is
+//! a [`crate::Remote`] array, so every context operation takes it (put, get, `p`, `g`, atomics,
+//! put-with-signal), and this PE waits on its own words ([`DeviceSymm::wait_until`],
+//! [`DeviceSymm::signal_wait_until`]) through the library, which reads them with the device.
+//! The world's collectives and those of teams split from it take it too: the library copies
+//! through the GPU space's host shadow, or device to device where every PE maps every PE's
+//! device memory. Under `SHMEM_GPU_COLLECTIVES=0` the GPU space has no collectives, and the
+//! library ends the job naming the routine instead.
+
+use std::ffi::c_int;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::scope::{Hints, Scope};
+use crate::symm::{sealed, Remote};
+use crate::Shmem;
+
+/// The GPU space as this API allocates from it: live, of device memory, reached by every PE.
+/// Made by [`Shmem::gpu_space`]; predefined, so never destroyed while the runtime lives.
+pub struct GpuSpace<'a> {
+    raw: ffi::RawSpace,
+    _rt: &'a Shmem,
+}
+
+impl Shmem {
+    /// `SHMEM_SPACE_GPU`, when the library made it (initialized by
+    /// [`Shmem::init_with_gpu_heap`], or with `SHMEM_ENABLE_GPU_SPACE=1`) and every PE reaches
+    /// it; `None` otherwise (no GPU, no GPU memheap: the library's log says why). The same
+    /// answer on every PE: the library makes the GPU space on every PE or on none.
+    pub fn gpu_space(&self) -> Option<GpuSpace<'_>> {
+        // SAFETY: a variable the library sets at init and never changes until finalize; read
+        // only, while this runtime (which borrows nothing past finalize) lives.
+        let raw = unsafe { (&raw const ffi::rshmem_space_gpu).read() };
+        if raw.is_null() {
+            return None;
+        }
+        let (mut device, mut caps): (c_int, u64) = (-1, 0);
+        // SAFETY: a space handle the library gave out; valid out-pointers.
+        let ok = unsafe {
+            ffi::shmem_space_is_available(raw) == 0
+                && ffi::shmem_space_get_device_type(raw, &mut device) == 0
+                && ffi::shmem_space_get_caps(raw, &mut caps) == 0
+        };
+        let wanted = ffi::SPACE_CAP_RMA | ffi::SPACE_CAP_WORLD_ACCESS;
+        (ok && device == ffi::DEVICE_GPU && caps & wanted == wanted).then_some(GpuSpace { raw, _rt: self })
+    }
+}
+
+impl GpuSpace<'_> {
+    /// The space's capabilities (`shmem_space_get_caps`: `SHMEM_SPACE_CAP_*` bits).
+    pub fn caps(&self) -> u64 {
+        let mut caps = 0;
+        // SAFETY: a live space (predefined, for the runtime's life); a valid out-pointer.
+        unsafe { ffi::shmem_space_get_caps(self.raw, &mut caps) };
+        caps
+    }
+}
+
+impl<'rt> Scope<'rt> {
+    /// `shmem_space_calloc` in the GPU space: a symmetric array of `len` zeroed elements of
+    /// device memory, collectively, with the same agreement on the length as
+    /// [`Scope::alloc`] ([`Error::Length`] on every PE when the PEs pass different lengths).
+    /// Freed when this scope ends.
+    pub fn alloc_device<'s, T: bytemuck::Pod>(
+        &'s self,
+        space: &GpuSpace<'s>,
+        len: usize,
+    ) -> Result<DeviceSymm<'s, T>> {
+        let (p, _) =
+            self.block::<T>("Scope::alloc_device", len, Hints::default(), Some((space.raw, None)), true)?;
+        Ok(DeviceSymm { ptr: p.unwrap_or(NonNull::dangling()), len, rt: self.rt, _owns: PhantomData })
+    }
+}
+
+/// `len` elements of `T` in the GPU space, made by [`Scope::alloc_device`] and freed when
+/// that scope ends. No local access: see the module's documentation.
+///
+/// Not `Send` nor `Sync` (see [`Shmem`]).
+pub struct DeviceSymm<'s, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    rt: &'s Shmem,
+    _owns: PhantomData<*mut T>,
+}
+
+impl<T: bytemuck::Pod> DeviceSymm<'_, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// This PE's elements, copied from the device now (a get from this PE on the default
+    /// context).
+    pub fn to_vec(&self) -> Vec<T> {
+        let mut v = vec![T::zeroed(); self.len];
+        self.rt.get(&mut v, self, 0, self.rt.my_pe()).unwrap_or_else(|e| panic!("DeviceSymm::to_vec: {e}"));
+        v
+    }
+
+    /// Writes `values` into this PE's elements from `offset`, through the device (a put to
+    /// this PE on the default context, complete when this returns).
+    pub fn write_from(&self, offset: usize, values: &[T]) -> Result<()> {
+        self.rt.put(self, offset, values, self.rt.my_pe())?;
+        self.rt.quiet();
+        Ok(())
+    }
+}
+
+impl<T> sealed::Sealed for DeviceSymm<'_, T> {}
+
+impl<T: bytemuck::Pod> Remote<T> for DeviceSymm<'_, T> {
+    #[inline]
+    fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(Error::OutOfBounds { routine, offset, len, array_len: self.len });
+        }
+        // An address only: the library is given it and reaches the device memory behind it.
+        Ok(self.ptr.as_ptr().wrapping_add(offset))
+    }
+
+    #[inline]
+    fn elements(&self) -> usize {
+        self.len
+    }
+}
+
+impl<T: bytemuck::Pod + std::fmt::Debug> std::fmt::Debug for DeviceSymm<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceSymm").field("len", &self.len).finish_non_exhaustive()
+    }
+}
