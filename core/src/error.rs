@@ -72,6 +72,22 @@ pub enum ShmemError {
     PrivateCtxOutlivesTeam { addr: usize },
     /// A block that is not a live allocation of the memory space it is given back to.
     NotFromSpace { addr: usize },
+    /// A block that no symmetric allocation routine returned, or one already freed.
+    NotAllocated { what: &'static str, addr: usize },
+    /// Strides below `least` (1: they must be positive; else the block size).
+    StridesBelow { dst: i64, sst: i64, least: i64 },
+    /// Two buffers that overlap without being the same one.
+    Overlap { what: &'static str },
+    /// An active set (`PE_start`, `logPE_stride`, `PE_size`) that is no set of PEs.
+    BadActiveSet { start: i32, log_stride: i32, size: i32 },
+    /// An active set whose last PE is beyond the job.
+    ActiveSetPastEnd { start: i32, log_stride: i32, size: i32, last: i64, n_pes: i32 },
+    /// This PE called a collective on an active set it is not in.
+    NotInActiveSet { pe: i32 },
+    /// A pSync that is not a symmetric array of the size the routine needs.
+    BadPsync,
+    /// A root that is not an index of the active set.
+    RootOutsideActiveSet { root: i32, size: i32 },
 }
 
 impl fmt::Display for ShmemError {
@@ -146,6 +162,30 @@ impl fmt::Display for ShmemError {
             ),
             ShmemError::NotFromSpace { addr } => {
                 write!(f, "ptr {addr:#x} was not allocated from this space (or was already freed)")
+            }
+            ShmemError::NotAllocated { what, addr } => write!(
+                f,
+                "{what} {addr:#x} was not returned by a symmetric allocation routine (or was already freed)"
+            ),
+            ShmemError::StridesBelow { dst, sst, least: 1 } => {
+                write!(f, "the strides must be positive (dst={dst}, sst={sst})")
+            }
+            ShmemError::StridesBelow { dst, sst, least } => {
+                write!(f, "strides must be at least the block size {least} (dst={dst}, sst={sst})")
+            }
+            ShmemError::Overlap { what } => write!(f, "{what} overlap without being the same array"),
+            ShmemError::BadActiveSet { start, log_stride, size } => write!(
+                f,
+                "invalid active set: PE_start={start}, logPE_stride={log_stride}, PE_size={size}"
+            ),
+            ShmemError::ActiveSetPastEnd { start, log_stride, size, last, n_pes } => write!(
+                f,
+                "the active set PE_start={start}, logPE_stride={log_stride}, PE_size={size} reaches PE {last}, beyond the {n_pes} PEs"
+            ),
+            ShmemError::NotInActiveSet { pe } => write!(f, "PE {pe} is not in the active set it was called with"),
+            ShmemError::BadPsync => write!(f, "pSync must be a symmetric array of SHMEM_*_SYNC_SIZE longs"),
+            ShmemError::RootOutsideActiveSet { root, size } => {
+                write!(f, "PE_root {root} is not an index of the active set (size {size})")
             }
         }
     }
@@ -298,6 +338,33 @@ mod tests {
             (
                 ShmemError::NotFromSpace { addr: 0x40 },
                 "ptr 0x40 was not allocated from this space (or was already freed)",
+            ),
+            (
+                ShmemError::NotAllocated { what: "ptr", addr: 0x40 },
+                "ptr 0x40 was not returned by a symmetric allocation routine (or was already freed)",
+            ),
+            (
+                ShmemError::StridesBelow { dst: 0, sst: 2, least: 1 },
+                "the strides must be positive (dst=0, sst=2)",
+            ),
+            (
+                ShmemError::StridesBelow { dst: 4, sst: 2, least: 3 },
+                "strides must be at least the block size 3 (dst=4, sst=2)",
+            ),
+            (ShmemError::Overlap { what: "dest and source" }, "dest and source overlap without being the same array"),
+            (
+                ShmemError::BadActiveSet { start: 0, log_stride: 31, size: 2 },
+                "invalid active set: PE_start=0, logPE_stride=31, PE_size=2",
+            ),
+            (
+                ShmemError::ActiveSetPastEnd { start: 1, log_stride: 1, size: 3, last: 5, n_pes: 4 },
+                "the active set PE_start=1, logPE_stride=1, PE_size=3 reaches PE 5, beyond the 4 PEs",
+            ),
+            (ShmemError::NotInActiveSet { pe: 1 }, "PE 1 is not in the active set it was called with"),
+            (ShmemError::BadPsync, "pSync must be a symmetric array of SHMEM_*_SYNC_SIZE longs"),
+            (
+                ShmemError::RootOutsideActiveSet { root: 3, size: 2 },
+                "PE_root 3 is not an index of the active set (size 2)",
             ),
         ];
         for (e, text) in cases {

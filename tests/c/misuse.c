@@ -12,7 +12,8 @@
  * different arguments to a collective: split_mismatch, split_2d_mismatch
  * (negative_num_contexts: a team config asking for -1 contexts), arguments the team, context
  * and space routines refuse (split_unknown_mask, split_null_config, split_null_out,
- * destroy_world, destroy_default_ctx, space_null_caps, destroy_cpu_space), and under
+ * destroy_world, destroy_default_ctx, space_null_caps, destroy_cpu_space, as_past_end,
+ * as_negative_nreduce, as_private_psync, alltoalls_zero_stride, free_not_allocated), and under
  * SHMEM_DEBUG=1 malloc_mismatch, broadcast_mismatch, reduce_mismatch, and their active-set
  * forms (with a pSync) as_broadcast_mismatch, as_to_all_mismatch, as_fcollect_mismatch; and
  * under SHMEM_DEBUG=1 transfers that stay in the heap but leave their allocation:
@@ -84,7 +85,14 @@ int main(void) {
                                   (long *)(sym + 8192), psync);
         if (!strcmp(how, "as_fcollect_mismatch"))
             shmem_fcollect64(sym, sym + 4096, first ? 1 : 2, 0, 0, 2, psync);
+        if (!strcmp(how, "as_past_end")) shmem_barrier(0, 0, shmem_n_pes() + 1, psync);
+        if (!strcmp(how, "as_negative_nreduce"))
+            shmem_long_sum_to_all((long *)sym, (long *)(sym + 4096), -1, 0, 0, 2, (long *)(sym + 8192), psync);
+        if (!strcmp(how, "as_private_psync")) shmem_barrier(0, 0, 2, (long *)&how);
     }
+    if (how && !strcmp(how, "alltoalls_zero_stride"))
+        shmem_alltoallsmem(SHMEM_TEAM_WORLD, sym, sym + 4096, 0, 1, 1);
+    if (how && !strcmp(how, "free_not_allocated")) shmem_free(sym + 8);
     /* Under SHMEM_DEBUG: a put that runs from one allocation into the next, and a get and an
      * atomic on a freed one (all inside the heap). */
     long *arr = shmem_malloc(8 * sizeof(long)), *next = shmem_malloc(8 * sizeof(long));

@@ -158,6 +158,14 @@ fn bad_handles_buffers_waits_and_locks_are_reported_naming_the_argument() {
         ("destroy_default_ctx", "shmem_ctx_destroy: SHMEM_CTX_DEFAULT cannot be destroyed"),
         ("space_null_caps", "shmem_space_get_caps: caps is NULL"),
         ("destroy_cpu_space", "shmem_space_destroy: the predefined spaces cannot be destroyed"),
+        (
+            "as_past_end",
+            "shmem_barrier: the active set PE_start=0, logPE_stride=0, PE_size=3 reaches PE 2, beyond the 2 PEs",
+        ),
+        ("as_negative_nreduce", "shmem_long_sum_to_all: nreduce is -1; it must not be negative"),
+        ("as_private_psync", "shmem_barrier: pSync must be a symmetric array of SHMEM_*_SYNC_SIZE longs"),
+        ("alltoalls_zero_stride", "shmem_alltoallsmem: the strides must be positive (dst=0, sst=1)"),
+        ("free_not_allocated", "shmem_free: ptr 0x"),
     ] {
         let r = misuse(how, "1");
         r.assert_fails_saying(needle);

@@ -1,6 +1,6 @@
 //! Collectives: entry points that check arguments, then run the team's resolved scoll table.
 
-use crate::error::fatal;
+use crate::error::{fail, ShmemError};
 use crate::ops::handles::Team;
 use crate::ops::team::TeamState;
 use crate::symm::runtime;
@@ -124,9 +124,7 @@ pub unsafe fn alltoall(
     sst: isize,
 ) -> c_int {
     let Some(t) = team_state(routine, team) else { return -1 };
-    if dst <= 0 || sst <= 0 {
-        fatal(routine, &format!("the strides must be positive (dst={dst}, sst={sst})"));
-    }
+    crate::ops::rma::check_strides(dst, sst, 1).unwrap_or_else(|e| fail(routine, e));
     crate::ops::teams::debug_require_same_args(
         routine,
         t,
@@ -167,14 +165,36 @@ pub unsafe fn reduce(
     let nbytes = total(routine, nelems, size);
     crate::ops::teams::debug_require_same_args(routine, t, "nelems", &[nelems as i64]);
     check_range(routine, "source", source as usize, nbytes);
-    let (d, s) = (dest as usize, source as usize);
-    if d != s && d < s + nbytes && s < d + nbytes {
-        fatal(routine, "dest and source overlap without being the same array");
-    }
+    check_overlap(dest as usize, source as usize, nbytes).unwrap_or_else(|e| fail(routine, e));
     if nbytes == 0 {
         return 0; // as in `broadcast`
     }
     // SAFETY: the source checked against its segment above, dest held by the caller's contract.
     unsafe { t.reduce(routine, dest.cast(), source.cast(), nelems, dtype, op, kind) };
     0
+}
+
+/// `dest` and `source` ranges of `nbytes` each: the same range, or apart.
+pub(crate) fn check_overlap(dest: usize, source: usize, nbytes: usize) -> Result<(), ShmemError> {
+    if dest != source && dest < source.saturating_add(nbytes) && source < dest.saturating_add(nbytes) {
+        return Err(ShmemError::Overlap { what: "dest and source" });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_the_same_or_apart() {
+        assert_eq!(check_overlap(0x1000, 0x1000, 64), Ok(()), "the same array (in place)");
+        assert_eq!(check_overlap(0x1000, 0x1040, 64), Ok(()), "adjacent");
+        assert_eq!(check_overlap(0x1040, 0x1000, 64), Ok(()), "adjacent, the other way");
+        assert_eq!(check_overlap(0x1000, 0x1008, 0), Ok(()), "nothing moves");
+        let overlap = Err(ShmemError::Overlap { what: "dest and source" });
+        assert_eq!(check_overlap(0x1000, 0x103f, 64), overlap);
+        assert_eq!(check_overlap(0x103f, 0x1000, 64), overlap);
+        assert_eq!(check_overlap(usize::MAX - 8, usize::MAX - 16, 64), overlap, "no wrap at the top");
+    }
 }

@@ -4,7 +4,7 @@
 //! Allocation is deterministic, so the same call sequence yields the same offsets on every PE;
 //! each routine synchronises as the spec requires.
 
-use crate::error::fatal;
+use crate::error::{fail, ShmemError};
 use crate::symm::runtime::{self, Runtime};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::Ordering;
@@ -154,14 +154,9 @@ fn count_used(rt: &Runtime, p: *mut c_void, add: bool) {
     }
 }
 
-fn check_owned(routine: &'static CStr, rt: &Runtime, ptr: *mut c_void, what: &str) {
+fn check_owned(routine: &'static CStr, rt: &Runtime, ptr: *mut c_void, what: &'static str) {
     if usable(rt, ptr) == 0 {
-        fatal(
-            routine,
-            &format!(
-                "{what} {ptr:p} was not returned by a symmetric allocation routine (or was already freed)"
-            ),
-        );
+        fail(routine, ShmemError::NotAllocated { what, addr: ptr as usize });
     }
 }
 
@@ -193,7 +188,7 @@ pub unsafe fn free_in_init_heap(routine: &'static CStr, ptr: *mut c_void) {
     let rt = runtime::get(routine);
     // SAFETY: plugin ABI call; only looks the pointer up.
     if unsafe { (rt.memheap.usable_size)(rt.heap, ptr) } == 0 {
-        fatal(routine, &format!("ptr {ptr:p} was not allocated from this space (or was already freed)"));
+        fail(routine, ShmemError::NotFromSpace { addr: ptr as usize });
     }
     crate::ops::coll::barrier_all(routine);
     // SAFETY: a live block of the init heap (checked), unused everywhere (the barrier).

@@ -6,12 +6,35 @@
 //! returned on every PE, which is what lets the user reuse it. pWrk arrays are not needed:
 //! reductions keep their work space locally.
 
-use crate::error::fatal;
+use crate::error::{fail, ShmemError};
 use crate::ops::team::TeamState;
 use crate::symm::runtime;
 use std::ffi::{c_int, c_long, c_void, CStr};
 
 use crate::ops::active_sets::PSYNC_BYTES;
+
+/// The active set `PE_start`, `logPE_stride`, `PE_size` of a job of `n_pes` as a team's
+/// (start, stride, size), checked: a set of PEs of the job, with PE `me` in it.
+fn active_set(
+    (start, log_stride, size): (c_int, c_int, c_int),
+    me: c_int,
+    n_pes: c_int,
+) -> Result<(c_int, c_int, c_int), ShmemError> {
+    if !(0..31).contains(&log_stride) || size < 1 || start < 0 {
+        return Err(ShmemError::BadActiveSet { start, log_stride, size });
+    }
+    let stride = 1i64 << log_stride;
+    let last = i64::from(start) + stride * (i64::from(size) - 1);
+    if last >= i64::from(n_pes) {
+        return Err(ShmemError::ActiveSetPastEnd { start, log_stride, size, last, n_pes });
+    }
+    // Below n_pes, so an int.
+    let triplet = (start, stride as c_int, size);
+    if crate::ops::team::index_in(me, triplet.0, triplet.1, triplet.2).is_none() {
+        return Err(ShmemError::NotInActiveSet { pe: me });
+    }
+    Ok(triplet)
+}
 
 /// Run `f` on the active set's team (this PE must be a member). Under SHMEM_DEBUG the members
 /// first compare `same` (what the arguments are, and this PE's values; none for a barrier), as
@@ -24,29 +47,10 @@ fn on_active_set<R>(
     f: impl FnOnce(&TeamState) -> R,
 ) -> R {
     let rt = runtime::get(routine);
-    if !(0..31).contains(&log_stride) || size < 1 || start < 0 {
-        fatal(
-            routine,
-            &format!("invalid active set: PE_start={start}, logPE_stride={log_stride}, PE_size={size}"),
-        );
-    }
-    let stride = 1i64 << log_stride;
-    let last = i64::from(start) + stride * (i64::from(size) - 1);
-    if last >= i64::from(rt.n_pes) {
-        fatal(
-            routine,
-            &format!(
-                "the active set PE_start={start}, logPE_stride={log_stride}, PE_size={size} reaches PE {last}, beyond the {} PEs",
-                rt.n_pes
-            ),
-        );
-    }
+    let triplet =
+        active_set((start, log_stride, size), rt.my_pe, rt.n_pes).unwrap_or_else(|e| fail(routine, e));
     if psync.is_null() || !rt.segs.contains_range(psync as usize, PSYNC_BYTES) {
-        fatal(routine, "pSync must be a symmetric array of SHMEM_*_SYNC_SIZE longs");
-    }
-    let triplet = (start, stride as c_int, size);
-    if crate::ops::team::index_in(rt.my_pe, start, stride as c_int, size).is_none() {
-        fatal(routine, &format!("PE {} is not in the active set it was called with", rt.my_pe));
+        fail(routine, ShmemError::BadPsync);
     }
     let t = crate::ops::active_sets::team(routine, rt, psync, triplet, || standing_team(routine, triplet));
     let (what, args) = same;
@@ -113,10 +117,7 @@ pub unsafe fn broadcast(
     let same = [nelems as i64, root.into()];
     on_active_set(routine, (start, log_stride, pe_size), psync, ("nelems and PE_root", &same), |t| {
         if !(0..t.desc.size).contains(&root) {
-            fatal(
-                routine,
-                &format!("PE_root {root} is not an index of the active set (size {})", t.desc.size),
-            );
+            fail(routine, ShmemError::RootOutsideActiveSet { root, size: t.desc.size });
         }
         // SAFETY: the buffers are this function's caller's to vouch for (its # Safety).
         unsafe { t.broadcast_keep_root(routine, dest, source, nbytes, root) };
@@ -163,9 +164,7 @@ pub unsafe fn alltoall(
     (start, log_stride, pe_size): (c_int, c_int, c_int),
     psync: *mut c_long,
 ) {
-    if dst <= 0 || sst <= 0 {
-        fatal(routine, &format!("the strides must be positive (dst={dst}, sst={sst})"));
-    }
+    crate::ops::rma::check_strides(dst, sst, 1).unwrap_or_else(|e| fail(routine, e));
     let same = [nelems as i64, dst as i64, sst as i64];
     on_active_set(routine, (start, log_stride, pe_size), psync, ("nelems and strides", &same), |t| {
         // SAFETY: as in `broadcast`.
@@ -190,7 +189,7 @@ pub unsafe fn to_all(
     psync: *mut c_long,
 ) {
     if nreduce < 0 {
-        fatal(routine, &format!("nreduce {nreduce} is negative"));
+        fail(routine, ShmemError::Negative { what: "nreduce", value: nreduce.into() });
     }
     let n = nreduce as usize;
     crate::ops::coll::check_range(
@@ -203,4 +202,32 @@ pub unsafe fn to_all(
         // SAFETY: the source checked above; dest the caller's to vouch for (# Safety).
         unsafe { t.reduce(routine, dest, source, n, dtype, op, rshmem_plugin_api::REDUCE_ALL) }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_active_set_is_a_set_of_the_jobs_pes_with_the_caller_in_it() {
+        assert_eq!(active_set((0, 0, 4), 3, 4), Ok((0, 1, 4)));
+        assert_eq!(active_set((1, 1, 3), 5, 8), Ok((1, 2, 3)), "PEs 1, 3, 5");
+        assert_eq!(active_set((2, 0, 1), 2, 3), Ok((2, 1, 1)), "one PE");
+        for bad in [(0, 31, 2), (0, -1, 2), (0, 0, 0), (-1, 0, 2)] {
+            let (start, log_stride, size) = bad;
+            assert_eq!(
+                active_set(bad, 0, 4),
+                Err(ShmemError::BadActiveSet { start, log_stride, size }),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            active_set((1, 1, 3), 1, 5),
+            Err(ShmemError::ActiveSetPastEnd { start: 1, log_stride: 1, size: 3, last: 5, n_pes: 5 })
+        );
+        // A huge stride does not wrap around to a PE inside the job.
+        assert!(matches!(active_set((0, 30, 3), 0, 4), Err(ShmemError::ActiveSetPastEnd { .. })));
+        assert_eq!(active_set((1, 1, 3), 2, 8), Err(ShmemError::NotInActiveSet { pe: 2 }), "PE 2 is between");
+        assert_eq!(active_set((1, 1, 3), 7, 8), Err(ShmemError::NotInActiveSet { pe: 7 }), "PE 7 is past it");
+    }
 }

@@ -5,7 +5,7 @@
 //! then yield at once on an oversubscribed node, and drive spml progress when some peer is
 //! reached only through it.
 
-use crate::error::fatal;
+use crate::error::{fail, ShmemError};
 use crate::ops::wait::{backoff, compare};
 use crate::symm::runtime;
 use std::ffi::{c_int, CStr};
@@ -39,7 +39,7 @@ fn check(routine: &'static CStr, cmp: c_int) {
 /// was a SIGSEGV inside the library).
 fn check_indices(routine: &'static CStr, indices: *mut usize, n: usize) {
     if n > 0 && indices.is_null() {
-        fatal(routine, &format!("indices is NULL but nelems is {n} (up to {n} indices are written there)"));
+        fail(routine, ShmemError::NullArray { what: "indices", count_arg: "nelems", count: n });
     }
 }
 

@@ -521,10 +521,18 @@ pub unsafe fn ibget(
     unsafe { blocks::<true>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
 }
 
-fn check_block_strides(routine: &'static CStr, dst: isize, sst: isize, bsize: usize) {
-    if dst < bsize as isize || sst < bsize as isize {
-        fatal(routine, &format!("strides must be at least the block size {bsize} (dst={dst}, sst={sst})"));
+/// Strides (in elements) of at least `least`: 1 where they must be positive, the block size
+/// for the block-strided routines.
+pub(crate) fn check_strides(dst: isize, sst: isize, least: isize) -> Result<(), ShmemError> {
+    if dst < least || sst < least {
+        return Err(ShmemError::StridesBelow { dst: dst as i64, sst: sst as i64, least: least as i64 });
     }
+    Ok(())
+}
+
+fn check_block_strides(routine: &'static CStr, dst: isize, sst: isize, bsize: usize) {
+    let least = isize::try_from(bsize).unwrap_or(isize::MAX);
+    check_strides(dst, sst, least).unwrap_or_else(|e| fail(routine, e));
 }
 
 /// `shmem_ptr`: a local address for `pe`'s copy of symmetric `addr`, or NULL. For an object
@@ -692,7 +700,8 @@ pub unsafe fn put_signal_u64(
 
 #[cfg(test)]
 mod tests {
-    use super::{check_local, locate_target, transfer_len};
+    use super::{check_local, check_strides, locate_target, transfer_len};
+    use crate::error::ShmemError;
     use crate::error::ShmemError::*;
     use crate::symm::segments::SegmentTable;
 
@@ -754,5 +763,14 @@ mod tests {
     fn a_length_that_overflows_is_refused() {
         assert_eq!(transfer_len(3, 8), Ok(24));
         assert_eq!(transfer_len(usize::MAX / 2, 4), Err(LengthOverflow));
+    }
+
+    #[test]
+    fn strides_below_their_least_are_named() {
+        assert_eq!(check_strides(1, 1, 1), Ok(()));
+        assert_eq!(check_strides(0, 1, 1), Err(ShmemError::StridesBelow { dst: 0, sst: 1, least: 1 }));
+        assert_eq!(check_strides(2, -3, 1), Err(ShmemError::StridesBelow { dst: 2, sst: -3, least: 1 }));
+        assert_eq!(check_strides(4, 4, 4), Ok(()), "a stride of the block size");
+        assert_eq!(check_strides(4, 3, 4), Err(ShmemError::StridesBelow { dst: 4, sst: 3, least: 4 }));
     }
 }
