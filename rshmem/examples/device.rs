@@ -2,7 +2,8 @@
 //! init, each PE's own elements written and read through the library, a ring of gets and puts
 //! between PEs' device arrays, put-with-signal and a wait on a device signal word, `p`/`g`, a
 //! fetch-add of every PE into one device word, a sum and a broadcast over the world team from
-//! device array to device array, and an out-of-bounds put refused. Without a GPU
+//! device array to device array, and an out-of-bounds put refused; then a GPU space of its own,
+//! made and destroyed with a scope, and one of sizes that differ between PEs refused. Without a GPU
 //! space it says so and exits 0, unless `RSHMEM_EXPECT_GPU=1` (tests on the stand-in driver),
 //! which makes that a failure.
 //!
@@ -75,7 +76,23 @@ fn main() -> Result<(), Error> {
             other => panic!("PE {me}: an out-of-bounds put gave {other:?}"),
         }
         shmem.barrier_all();
-        println!("device: PE {me} ok");
-        Ok(())
-    })
+        Ok::<(), Error>(())
+    })?;
+
+    // A GPU space of its own, made and destroyed with a scope (its arrays freed first).
+    shmem.scope(|s| {
+        let space = s.create_gpu_space(1 << 20)?;
+        let y = s.alloc_device::<u32>(&space, 256)?;
+        shmem.put(&y, 0, &[me as u32 + 7; 256], next)?;
+        shmem.barrier_all();
+        assert_eq!(y.to_vec(), vec![prev as u32 + 7; 256], "PE {me}: a created GPU space");
+        match s.create_gpu_space(if me == 0 { 1 << 20 } else { 2 << 20 }) {
+            Err(Error::Length { .. }) if n > 1 => {}
+            Ok(_) if n == 1 => {}
+            other => panic!("PE {me}: GPU spaces of different sizes gave {:?}", other.map(|sp| sp.caps())),
+        }
+        Ok::<(), Error>(())
+    })?;
+    println!("device: PE {me} ok");
+    Ok(())
 }

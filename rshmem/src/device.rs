@@ -19,16 +19,23 @@ use std::ptr::NonNull;
 
 use crate::error::{Error, Result};
 use crate::ffi;
-use crate::scope::{Hints, Scope};
+use crate::scope::{Hints, Owned, OwnedList, Scope};
 use crate::symm::{sealed, Remote};
 use crate::Shmem;
 
-/// The GPU space as this API allocates from it: live, of device memory, reached by every PE.
-/// Made by [`Shmem::gpu_space`]; predefined, so never destroyed while the runtime lives.
+/// A GPU space as this API allocates from it: live, of device memory, reached by every PE.
+/// The predefined one ([`Shmem::gpu_space`]), never destroyed while the runtime lives, or one
+/// made by [`Scope::create_gpu_space`], destroyed when that scope ends, after its arrays.
 pub struct GpuSpace<'a> {
     raw: ffi::RawSpace,
+    /// The list of the scope that made the space, where its arrays go, so that they are freed
+    /// before it is destroyed; `None` for the predefined space.
+    owner: Option<&'a OwnedList>,
     _rt: &'a Shmem,
 }
+
+/// Agreement tag of a GPU space's creation.
+const TAG_GPU_SPACE: i64 = 4;
 
 impl Shmem {
     /// `SHMEM_SPACE_GPU`, when the library made it (initialized by
@@ -39,6 +46,14 @@ impl Shmem {
         // SAFETY: a variable the library sets at init and never changes until finalize; read
         // only, while this runtime (which borrows nothing past finalize) lives.
         let raw = unsafe { (&raw const ffi::rshmem_space_gpu).read() };
+        GpuSpace::checked(self, raw, None)
+    }
+}
+
+impl<'a> GpuSpace<'a> {
+    /// A space this API can use as a GPU space: live, of device memory, with RMA, reached by
+    /// every PE. `None` for the invalid handle and for any other space.
+    fn checked(rt: &'a Shmem, raw: ffi::RawSpace, owner: Option<&'a OwnedList>) -> Option<GpuSpace<'a>> {
         if raw.is_null() {
             return None;
         }
@@ -50,7 +65,11 @@ impl Shmem {
                 && ffi::shmem_space_get_caps(raw, &mut caps) == 0
         };
         let wanted = ffi::SPACE_CAP_RMA | ffi::SPACE_CAP_WORLD_ACCESS;
-        (ok && device == ffi::DEVICE_GPU && caps & wanted == wanted).then_some(GpuSpace { raw, _rt: self })
+        (ok && device == ffi::DEVICE_GPU && caps & wanted == wanted).then_some(GpuSpace {
+            raw,
+            owner,
+            _rt: rt,
+        })
     }
 }
 
@@ -65,23 +84,60 @@ impl GpuSpace<'_> {
 }
 
 impl<'rt> Scope<'rt> {
+    /// `shmem_space_create` of a GPU space of `size` bytes of device memory per PE,
+    /// collectively over the world: every PE calls it with the same `size` (compared first:
+    /// [`Error::Length`] on every PE otherwise). The space is destroyed when the scope ends,
+    /// after every array allocated from it. [`Error::Declined`] on every PE when the library
+    /// cannot make it (no GPU memheap on some PE, peers that cannot reach each other's device
+    /// memory): the library answers alike on every PE.
+    pub fn create_gpu_space<'s>(&'s self, size: usize) -> Result<GpuSpace<'s>> {
+        const ROUTINE: &str = "Scope::create_gpu_space";
+        if !self.rt.agree([TAG_GPU_SPACE, size as i64, 0]) {
+            return Err(Error::Length {
+                routine: ROUTINE,
+                what: "size (it differs between PEs)",
+                got: size,
+                want: size,
+            });
+        }
+        let config = ffi::SpaceConfig { device_type: ffi::DEVICE_GPU, size, flags: 0 };
+        let (mut raw, mut team): (ffi::RawSpace, ffi::RawTeam) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: a readable config, valid out-pointers; collective over the world, with the
+        // same config on every PE (agreed above).
+        let rc = unsafe { ffi::shmem_space_create(&config, &mut raw, &mut team) };
+        if rc != 0 || raw.is_null() {
+            return Err(Error::Declined { routine: ROUTINE, code: rc });
+        }
+        self.own(Owned::Space(raw));
+        // A space the library made on every PE is one every PE reaches; were it not one this
+        // API takes, it is destroyed with the scope all the same.
+        GpuSpace::checked(self.rt, raw, Some(self.owned_list()))
+            .ok_or(Error::Declined { routine: ROUTINE, code: rc })
+    }
+
     /// `shmem_space_calloc` in the GPU space: a symmetric array of `len` zeroed elements of
     /// device memory, collectively, with the same agreement on the length as
     /// [`Scope::alloc`] ([`Error::Length`] on every PE when the PEs pass different lengths).
-    /// Freed when this scope ends.
+    /// Freed when the scope that made the space ends, before the space is destroyed (for the
+    /// predefined GPU space, when this scope ends); it lives no longer than either.
     pub fn alloc_device<'s, T: bytemuck::Pod>(
         &'s self,
         space: &GpuSpace<'s>,
         len: usize,
     ) -> Result<DeviceSymm<'s, T>> {
-        let (p, _) =
-            self.block::<T>("Scope::alloc_device", len, Hints::default(), Some((space.raw, None)), true)?;
+        let (p, _) = self.block::<T>(
+            "Scope::alloc_device",
+            len,
+            Hints::default(),
+            Some((space.raw, space.owner)),
+            true,
+        )?;
         Ok(DeviceSymm { ptr: p.unwrap_or(NonNull::dangling()), len, rt: self.rt, _owns: PhantomData })
     }
 }
 
-/// `len` elements of `T` in the GPU space, made by [`Scope::alloc_device`] and freed when
-/// that scope ends. No local access: see the module's documentation.
+/// `len` elements of `T` in a GPU space, made by [`Scope::alloc_device`] and freed when
+/// the scope that made the space ends (see there). No local access: see the module's documentation.
 ///
 /// Not `Send` nor `Sync` (see [`Shmem`]).
 pub struct DeviceSymm<'s, T> {

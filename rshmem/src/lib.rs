@@ -238,6 +238,18 @@
 //! });
 //! ```
 //!
+//! An array of a GPU space outliving the scope that made the space, as for host spaces.
+//! ```compile_fail
+//! let shmem = rshmem::Shmem::init_with_gpu_heap(rshmem::ThreadLevel::Single).unwrap();
+//! shmem.scope(|outer| {
+//!     let kept = shmem.scope(|inner| {
+//!         let space = inner.create_gpu_space(1 << 20).unwrap();
+//!         outer.alloc_device::<u64>(&space, 4).unwrap()
+//!     });
+//!     kept.to_vec();
+//! });
+//! ```
+//!
 //! A device array outliving the scope that made it.
 //! ```compile_fail
 //! let shmem = rshmem::Shmem::init_with_gpu_heap(rshmem::ThreadLevel::Single).unwrap();
