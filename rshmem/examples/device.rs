@@ -3,7 +3,8 @@
 //! between PEs' device arrays, put-with-signal and a wait on a device signal word, `p`/`g`, a
 //! fetch-add of every PE into one device word, a sum and a broadcast over the world team from
 //! device array to device array, and an out-of-bounds put refused; then a GPU space of its own,
-//! made and destroyed with a scope, and one of sizes that differ between PEs refused. Without a GPU
+//! made and destroyed with a scope, and one of sizes that differ between PEs refused; then, at
+//! `SHMEM_THREAD_MULTIPLE`, threads putting and adding into device arrays through shared views. Without a GPU
 //! space it says so and exits 0, unless `RSHMEM_EXPECT_GPU=1` (tests on the stand-in driver),
 //! which makes that a failure.
 //!
@@ -14,7 +15,7 @@ use rshmem::{Cmp, Error, Op, Shmem, SignalOp, ThreadLevel};
 const N: usize = 64;
 
 fn main() -> Result<(), Error> {
-    let shmem = Shmem::init_with_gpu_heap(ThreadLevel::Single)?;
+    let shmem = Shmem::init_with_gpu_heap(ThreadLevel::Multiple)?;
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
     let Some(gpu) = shmem.gpu_space() else {
         assert!(std::env::var("RSHMEM_EXPECT_GPU").is_err(), "PE {me}: no GPU space");
@@ -93,6 +94,49 @@ fn main() -> Result<(), Error> {
         }
         Ok::<(), Error>(())
     })?;
+    // Threads (where the library provides SHMEM_THREAD_MULTIPLE): each puts into its own slot
+    // of the next PE's device array and adds into PE 0's device counter through a shared view,
+    // half of them on a context of their own.
+    if let Ok(threads) = shmem.threads() {
+        const THREADS: usize = 4;
+        shmem.scope(|s| {
+            let slots = s.alloc_device::<u64>(&gpu, THREADS)?;
+            let count = s.alloc_device::<u64>(&gpu, 1)?;
+            let (slots_v, count_v) = (threads.share_device(&slots), threads.share_device(&count));
+            std::thread::scope(|ts| {
+                let handles: Vec<_> = (0..THREADS)
+                    .map(|t| {
+                        let threads = &threads;
+                        ts.spawn(move || -> Result<(), Error> {
+                            let own = if t % 2 == 0 { Some(threads.ctx(Default::default())?) } else { None };
+                            let put = |v: u64| match &own {
+                                Some(c) => c.p(&slots_v, t, v, next),
+                                None => threads.p(&slots_v, t, v, next),
+                            };
+                            put(value(me, t))?;
+                            threads.atomic_add(&count_v, 0, 1u64, 0)?;
+                            if let Some(c) = &own {
+                                c.quiet();
+                            }
+                            Ok(())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().try_for_each(|h| h.join().expect("a thread panicked"))
+            })?;
+            shmem.barrier_all();
+            assert_eq!(
+                slots.to_vec(),
+                (0..THREADS).map(|t| value(prev, t)).collect::<Vec<_>>(),
+                "PE {me}: threads' puts"
+            );
+            if me == 0 {
+                count.wait_until(0, Cmp::Eq, (n * THREADS) as u64);
+            }
+            println!("device: PE {me}: {THREADS} threads put and added through shared views");
+            Ok::<(), Error>(())
+        })?;
+    }
     println!("device: PE {me} ok");
     Ok(())
 }

@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 
 use crate::ctx::Ctx;
-use crate::device::DeviceSymm;
+use crate::device::{DeviceSymm, SharedDevice};
 use crate::error::Result;
 use crate::ffi::{self, AmoFns};
 use crate::symm::{at, Remote, Shared, Symm};
@@ -198,3 +198,4 @@ macro_rules! local_waits {
 local_waits!(Symm, "Symm");
 local_waits!(Shared, "Shared");
 local_waits!(DeviceSymm, "DeviceSymm");
+local_waits!(SharedDevice, "SharedDevice");

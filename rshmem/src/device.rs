@@ -198,3 +198,61 @@ impl<T: bytemuck::Pod + std::fmt::Debug> std::fmt::Debug for DeviceSymm<'_, T> {
         f.debug_struct("DeviceSymm").field("len", &self.len).finish_non_exhaustive()
     }
 }
+
+/// A view of a [`DeviceSymm`] that the threads of a [`crate::Threads`] runtime share (`Send`,
+/// `Sync` and `Copy`; the array is neither), from [`crate::Threads::share_device`]: the target
+/// and source of any thread's context operations, and this PE's words to wait on. Like the
+/// array it has no local access; the array stays borrowed while the view lives.
+pub struct SharedDevice<'a, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+// SAFETY: a view never touches the memory itself: it hands its address to the library's
+// routines, which are thread-safe under SHMEM_THREAD_MULTIPLE, the only level at which a view
+// is made (`Threads::share_device`). The block lives for 'a (the view borrows its array).
+unsafe impl<T: bytemuck::Pod> Send for SharedDevice<'_, T> {}
+// SAFETY: as for Send: every method takes `&self` and is safe to call from threads at once.
+unsafe impl<T: bytemuck::Pod> Sync for SharedDevice<'_, T> {}
+
+impl<T> Clone for SharedDevice<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedDevice<'_, T> {}
+
+impl<'a, T: bytemuck::Pod> SharedDevice<'a, T> {
+    pub(crate) fn of(a: &'a DeviceSymm<'_, T>) -> SharedDevice<'a, T> {
+        SharedDevice { ptr: a.ptr, len: a.len, _borrow: PhantomData }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<T> sealed::Sealed for SharedDevice<'_, T> {}
+
+impl<T: bytemuck::Pod> Remote<T> for SharedDevice<'_, T> {
+    #[inline]
+    fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(Error::OutOfBounds { routine, offset, len, array_len: self.len });
+        }
+        // An address only, as for `DeviceSymm`.
+        Ok(self.ptr.as_ptr().wrapping_add(offset))
+    }
+
+    #[inline]
+    fn elements(&self) -> usize {
+        self.len
+    }
+}

@@ -250,6 +250,18 @@
 //! });
 //! ```
 //!
+//! A device array (not its view) used from another thread.
+//! ```compile_fail,E0277
+//! let shmem = rshmem::Shmem::init_with_gpu_heap(rshmem::ThreadLevel::Multiple).unwrap();
+//! let gpu = shmem.gpu_space().unwrap();
+//! shmem.scope(|s| {
+//!     let x = s.alloc_device::<u64>(&gpu, 4).unwrap();
+//!     std::thread::scope(|ts| {
+//!         ts.spawn(|| x.len());
+//!     });
+//! });
+//! ```
+//!
 //! A device array outliving the scope that made it.
 //! ```compile_fail
 //! let shmem = rshmem::Shmem::init_with_gpu_heap(rshmem::ThreadLevel::Single).unwrap();
@@ -286,7 +298,7 @@ mod threads;
 pub use amo::{AtomicInt, Cmp};
 pub use bytemuck::{Pod, Zeroable};
 pub use ctx::{Ctx, CtxOptions, Nbi, OwnedCtx, SignalOp};
-pub use device::{DeviceSymm, GpuSpace};
+pub use device::{DeviceSymm, GpuSpace, SharedDevice};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use runtime::{Shmem, ThreadLevel};

@@ -7,6 +7,7 @@
 //! context, and reach symmetric arrays through [`Shared`] views.
 
 use crate::ctx::{Ctx, CtxOptions, OwnedCtx};
+use crate::device::{DeviceSymm, SharedDevice};
 use crate::error::{Error, Result};
 use crate::symm::{Shared, Symm};
 use crate::team::Collectives;
@@ -58,6 +59,14 @@ impl<'rt> Threads<'rt> {
     /// borrowed while the view lives.
     pub fn share<'a, T: bytemuck::Pod>(&self, array: &'a Symm<'_, T>) -> Shared<'a, T> {
         Shared::of(array)
+    }
+
+    /// A view of device array `array` that threads may share (`Send` and `Sync`): the target
+    /// and source of their contexts' operations, and this PE's words to wait on, all through
+    /// the library (no local access, as for the array). The array stays borrowed while the
+    /// view lives.
+    pub fn share_device<'a, T: bytemuck::Pod>(&self, array: &'a DeviceSymm<'_, T>) -> SharedDevice<'a, T> {
+        SharedDevice::of(array)
     }
 
     /// `shmem_ctx_create` for a thread: a context over the world team that may move to another

@@ -147,6 +147,8 @@ fn device_arrays_are_reached_only_through_the_library() {
         ];
         let r = job(np, &prog, &[base.as_slice(), &more].concat(), TIMEOUT);
         r.assert_all_pes_ok("device", np);
+        let threaded = r.stdout.matches("threads put and added through shared views").count();
+        assert_eq!(threaded, np, "every PE ran its threads part: {}", r.stdout);
         let stats: Vec<&str> = r.stderr.lines().filter_map(|l| l.strip_prefix("fakecuda stats: ")).collect();
         assert_eq!(stats.len(), np, "one line per PE: {}", r.stderr);
         for st in stats {

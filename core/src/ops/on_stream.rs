@@ -99,7 +99,10 @@ fn mapped(
 /// (the only memory a stream's memory operations reach without registering it).
 fn device_word(rt: &Runtime, routine: &'static CStr, sig: *const u64, pe: c_int) -> Option<*mut u64> {
     if !(sig as usize).is_multiple_of(8) {
-        fatal(routine, &format!("sig_addr {sig:p} is not aligned to 8 bytes"));
+        crate::error::fail(
+            routine,
+            crate::error::ShmemError::Misaligned { what: "sig_addr", addr: sig as usize, align: 8 },
+        );
     }
     let (seg, off, _) = rma::target(rt, routine, "sig_addr", sig as usize, 8, pe);
     if rt.segs.device(seg) == 0 {
@@ -111,9 +114,7 @@ fn device_word(rt: &Runtime, routine: &'static CStr, sig: *const u64, pe: c_int)
 
 /// The bytes of `nelems` elements of `size` bytes (the typed forms), or the end of the job.
 pub fn bytes(routine: &'static CStr, nelems: usize, size: usize) -> usize {
-    nelems
-        .checked_mul(size)
-        .unwrap_or_else(|| fatal(routine, "nelems times the element size overflows size_t"))
+    rma::transfer_len(nelems, size).unwrap_or_else(|e| crate::error::fail(routine, e))
 }
 
 /// `shmemx_putmem_on_stream`.
