@@ -70,6 +70,17 @@ fn main() -> Result<(), Error> {
         assert_eq!(total.to_vec(), want, "PE {me}: the sum of every PE's device array");
         shmem.world().broadcast(&inbox, &x, 0)?;
         assert_eq!(inbox.to_vec(), (0..N).map(|i| value(0, i)).collect::<Vec<_>>(), "PE {me}: broadcast");
+        // The same on the GPU space's own team (SHMEM_DEVICE_TEAM_WORLD).
+        let team = gpu.team();
+        assert_eq!((team.my_pe(), team.n_pes()), (me, n), "PE {me}: the GPU space's team is every PE");
+        total.write_from(0, &[0; N])?;
+        team.sync();
+        team.reduce(Op::Max, &total, &x)?;
+        assert_eq!(
+            total.to_vec(),
+            (0..N).map(|i| value(n - 1, i)).collect::<Vec<_>>(),
+            "PE {me}: max on the GPU team"
+        );
 
         // Bounds are checked before the library is called.
         match shmem.put(&x, N - 1, &[1, 2], next) {
@@ -87,6 +98,13 @@ fn main() -> Result<(), Error> {
         shmem.put(&y, 0, &[me as u32 + 7; 256], next)?;
         shmem.barrier_all();
         assert_eq!(y.to_vec(), vec![prev as u32 + 7; 256], "PE {me}: a created GPU space");
+        let z = s.alloc_device::<u32>(&space, 256)?;
+        space.team().broadcast(&z, &y, n - 1)?;
+        assert_eq!(
+            z.to_vec(),
+            vec![(n + n - 2) as u32 % n as u32 + 7; 256],
+            "PE {me}: broadcast on the space's team"
+        );
         match s.create_gpu_space(if me == 0 { 1 << 20 } else { 2 << 20 }) {
             Err(Error::Length { .. }) if n > 1 => {}
             Ok(_) if n == 1 => {}

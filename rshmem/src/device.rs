@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::ffi;
 use crate::scope::{Hints, Owned, OwnedList, Scope};
 use crate::symm::{sealed, Remote};
+use crate::team::Team;
 use crate::Shmem;
 
 /// A GPU space as this API allocates from it: live, of device memory, reached by every PE.
@@ -28,6 +29,8 @@ use crate::Shmem;
 /// made by [`Scope::create_gpu_space`], destroyed when that scope ends, after its arrays.
 pub struct GpuSpace<'a> {
     raw: ffi::RawSpace,
+    /// The space's team (`shmem_space_get_team`): the world's PEs, a team of its own.
+    team: ffi::RawTeam,
     /// The list of the scope that made the space, where its arrays go, so that they are freed
     /// before it is destroyed; `None` for the predefined space.
     owner: Option<&'a OwnedList>,
@@ -57,23 +60,32 @@ impl<'a> GpuSpace<'a> {
         if raw.is_null() {
             return None;
         }
-        let (mut device, mut caps): (c_int, u64) = (-1, 0);
+        let (mut device, mut caps, mut team): (c_int, u64, ffi::RawTeam) = (-1, 0, std::ptr::null_mut());
         // SAFETY: a space handle the library gave out; valid out-pointers.
         let ok = unsafe {
             ffi::shmem_space_is_available(raw) == 0
                 && ffi::shmem_space_get_device_type(raw, &mut device) == 0
                 && ffi::shmem_space_get_caps(raw, &mut caps) == 0
+                && ffi::shmem_space_get_team(raw, &mut team) == 0
         };
         let wanted = ffi::SPACE_CAP_RMA | ffi::SPACE_CAP_WORLD_ACCESS;
-        (ok && device == ffi::DEVICE_GPU && caps & wanted == wanted).then_some(GpuSpace {
+        (ok && !team.is_null() && device == ffi::DEVICE_GPU && caps & wanted == wanted).then_some(GpuSpace {
             raw,
+            team,
             owner,
             _rt: rt,
         })
     }
 }
 
-impl GpuSpace<'_> {
+impl<'a> GpuSpace<'a> {
+    /// The space's team: every PE, as a team of its own (for the predefined space,
+    /// `SHMEM_DEVICE_TEAM_WORLD`). Its collectives take the space's arrays; it is the
+    /// library's, destroyed with the space, so it is not lent to threads.
+    pub fn team(&self) -> Team<'a> {
+        Team::from_raw(self._rt, self.team)
+    }
+
     /// The space's capabilities (`shmem_space_get_caps`: `SHMEM_SPACE_CAP_*` bits).
     pub fn caps(&self) -> u64 {
         let mut caps = 0;
