@@ -82,6 +82,14 @@ fn main() -> Result<(), Error> {
             "PE {me}: max on the GPU team"
         );
 
+        // Device addresses for the program's own kernels: its own copy's is the array's, and a
+        // peer's, where mapped, is another.
+        assert!(x.device_ptr(me)?.is_some(), "PE {me}: its own copy's device address");
+        if let Some(p) = x.device_ptr(next)?.filter(|_| n > 1) {
+            assert_ne!(Some(p), x.device_ptr(me)?, "PE {me}: PE {next}'s copy is elsewhere");
+        }
+        assert!(matches!(x.device_ptr(n), Err(Error::BadPe { .. })), "PE {me}: a PE outside the job");
+
         // Bounds are checked before the library is called.
         match shmem.put(&x, N - 1, &[1, 2], next) {
             Err(Error::OutOfBounds { .. }) => {}

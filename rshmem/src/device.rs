@@ -170,6 +170,20 @@ impl<T: bytemuck::Pod> DeviceSymm<'_, T> {
         self.len == 0
     }
 
+    /// `shmem_ptr`: the device address of `pe`'s copy of this array, where this process maps
+    /// it (this PE's own always; a peer's on this host through the driver's IPC), for the
+    /// program's own kernels and device copies (cudarc, a kernel launch); `None` where `pe`'s
+    /// copy is reached only through the library. An address, not a reference: what a kernel
+    /// does with it is the kernel's business, and it is valid until the array is freed.
+    pub fn device_ptr(&self, pe: usize) -> Result<Option<NonNull<T>>> {
+        let pe = self.rt.checked_pe("DeviceSymm::device_ptr", pe)?;
+        if self.len == 0 {
+            return Ok(None);
+        }
+        // SAFETY: a live symmetric block of this runtime; the library only looks it up.
+        Ok(NonNull::new(unsafe { ffi::shmem_ptr(self.ptr.as_ptr().cast(), pe) }.cast()))
+    }
+
     /// This PE's elements, copied from the device now (a get from this PE on the default
     /// context).
     pub fn to_vec(&self) -> Vec<T> {

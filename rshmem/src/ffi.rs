@@ -54,6 +54,7 @@ extern "C" {
     pub fn shmem_space_get_device_type(space: RawSpace, ty: *mut c_int) -> c_int;
     pub fn shmem_space_get_caps(space: RawSpace, caps: *mut u64) -> c_int;
     pub fn shmem_space_get_team(space: RawSpace, team: *mut RawTeam) -> c_int;
+    pub fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void;
 
     pub fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int;
     pub fn shmem_finalize();
