@@ -836,3 +836,38 @@ fn describe_laggards(team: *const c_void) -> Option<String> {
         listed.join(", ")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::index_in;
+
+    #[test]
+    fn a_pe_finds_its_index_in_teams_of_odd_strides_and_sizes() {
+        // Every third PE from 1, five of them: 1, 4, 7, 10, 13.
+        for (i, pe) in [1, 4, 7, 10, 13].into_iter().enumerate() {
+            assert_eq!(index_in(pe, 1, 3, 5), Some(i as i32), "PE {pe}");
+        }
+        for pe in [0, 2, 3, 5, 16, -2] {
+            assert_eq!(index_in(pe, 1, 3, 5), None, "PE {pe} is not a member");
+        }
+        // A stride of 0 (a team of one PE repeated is one PE) and a negative stride.
+        assert_eq!(index_in(6, 6, 0, 1), Some(0));
+        assert_eq!(index_in(7, 6, 0, 1), None);
+        assert_eq!(index_in(2, 8, -3, 3), Some(2), "8, 5, 2");
+        assert_eq!(index_in(11, 8, -3, 3), None, "before the start, the other way");
+        // Sizes at the edges of the job's numbers: no overflow far out.
+        assert_eq!(index_in(i32::MAX, 0, 1, i32::MAX), None, "one past the last member");
+        assert_eq!(index_in(i32::MAX - 1, 0, 1, i32::MAX), Some(i32::MAX - 1));
+        assert_eq!(index_in(i32::MIN, i32::MAX, 1 << 30, 4), None);
+        // Awkward sizes, every member found at its index and nothing past the end.
+        for size in [1, 2, 3, 5, 14, 127, 128, 129, 166, 255, 256, 257] {
+            for stride in [1, 2, 7] {
+                let start = 3;
+                for i in 0..size {
+                    assert_eq!(index_in(start + i * stride, start, stride, size), Some(i));
+                }
+                assert_eq!(index_in(start + size * stride, start, stride, size), None, "{size} {stride}");
+            }
+        }
+    }
+}
