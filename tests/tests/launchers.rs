@@ -209,6 +209,38 @@ fn pes_on_other_hosts_are_reached_through_the_network() {
     assert!(r.elapsed < Duration::from_secs(20), "job took {:?}", r.elapsed);
 }
 
+/// A PE alone on its host that stops before `shmem_init` leaves the others in the launcher's
+/// fence, where no watch can tell it from a PE still starting (the spml's heartbeats begin only
+/// at the end of init): with `SHMEM_INIT_TIMEOUT` the waiting PE ends the job, saying why,
+/// where before it waited for good. A start-up within the limit is untouched.
+/// `SHMEM_STOP_TIMEOUT=0`: the emulated hosts share one process table, so the start-up watch
+/// would see PE 1 stopped on the other "host", which on real hosts it cannot (measured
+/// 2026-12-07 with the stop watch off: without the setting the job was still waiting at 20 s,
+/// with it it ended in 6.3 s).
+#[test]
+fn init_timeout_ends_a_start_up_left_waiting_by_a_pe_alone_on_its_host() {
+    let env = [
+        ("DEATH", "stop_init"),
+        ("SHMEM_INIT_TIMEOUT", "3"),
+        ("SHMEM_STOP_TIMEOUT", "0"),
+        ("RSHMEM_HOSTS_FORWARD", "DEATH"),
+    ];
+    let r = launch(Launcher::Hosts(2), 2, &c_test("death"), &env, T);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "rshmem[PE 0] shmem_init: this PE has waited 3 s in the launcher's fence for the other PEs to arrive (SHMEM_INIT_TIMEOUT)"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(r.elapsed < Duration::from_secs(30), "the job took {:?}", r.elapsed);
+    // PE 1 starting 1.5 s late, within the limit: every PE is ok.
+    let env =
+        [("SHMEM_INIT_TIMEOUT", "10"), ("STALL_INIT_MS", "1500"), ("RSHMEM_HOSTS_FORWARD", "STALL_INIT_MS")];
+    launch(Launcher::Hosts(2), 2, &c_test("stall"), &env, T).assert_all_pes_ok("stall", 2);
+}
+
 /// The components the core logged for the world team of 4 PEs (`SHMEM_LOG_LEVEL=debug`).
 fn world_providers(r: &Run) -> String {
     r.stderr.lines().find(|l| l.contains("team (0, 1, 4): ")).map(str::to_string).unwrap_or_default()

@@ -139,6 +139,12 @@ pub const SETTINGS: &[Setting] = &[
         "A PE waiting this many seconds inside one collective says so, naming the team's PEs that have not entered it yet (and again each time the wait doubles): every PE of a team must call the same collectives in the same order, and one that skipped a call leaves the others waiting. shmem_init's fences in the launcher count too. Only a warning, since a PE may legitimately be busy that long; 0 never warns",
     ),
     setting(
+        "SHMEM_INIT_TIMEOUT",
+        Kind::Int,
+        "0",
+        "A PE that has waited this many seconds in one of shmem_init's fences in the launcher for the other PEs ends the job, saying so: for jobs where a PE stopped or hung before or during its shmem_init must not leave the others waiting, in the one case no watch can tell from a PE still starting (a PE alone on its host, across hosts). Set it above the job's longest start-up (512 PEs on 2 cores take 80 s); 0 (the default) never ends it, and SHMEM_COLL_STALL_WARN still warns",
+    ),
+    setting(
         "SHMEM_PEER_MEMORY",
         Kind::Int,
         "0",

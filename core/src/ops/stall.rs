@@ -131,13 +131,15 @@ impl Default for WaitWatch {
 /// bootstrap) on a thread of its own while this one warns, after `SHMEM_COLL_STALL_WARN`
 /// seconds and each time the wait doubles, that the other PEs have not all arrived: a PE that
 /// never calls `shmem_init`, or one stopped on another host before it (which no watch sees
-/// before the spml's heartbeats start), would leave the job waiting without a word.
+/// before the spml's heartbeats start), would leave the job waiting without a word. After
+/// `limit` seconds (`SHMEM_INIT_TIMEOUT`; 0: never) the wait ends the job instead.
 pub fn fence_warning<E: Send + 'static>(
     routine: &'static CStr,
+    limit: u64,
     fence: impl FnOnce() -> Result<(), E> + Send + 'static,
 ) -> Result<(), E> {
     let after = WARN_AFTER_S.load(Ordering::Relaxed);
-    if after == 0 {
+    if after == 0 && limit == 0 {
         return fence();
     }
     let (tx, rx) = std::sync::mpsc::channel();
@@ -147,6 +149,7 @@ pub fn fence_warning<E: Send + 'static>(
     if let Err(e) = spawned {
         crate::error::fatal(routine, &format!("no thread for the launcher's fence: {e}"));
     }
+    let start = Instant::now();
     let (mut since, mut next) = (None, 0);
     loop {
         match rx.recv_timeout(std::time::Duration::from_millis(250)) {
@@ -157,13 +160,21 @@ pub fn fence_warning<E: Send + 'static>(
             ),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if let Some((waited, next_at)) = due(&mut since, &mut next, after) {
+        let name = routine.to_string_lossy();
+        if limit > 0 && start.elapsed().as_secs() >= limit {
+            crate::error::fatal(
+                routine,
+                &format!(
+                    "this PE has waited {limit} s in the launcher's fence for the other PEs to arrive (SHMEM_INIT_TIMEOUT): every PE must call {name}, and one has not (still starting, busy, or stopped, which only the launcher can tell); the job ends"
+                ),
+            );
+        }
+        if let Some((waited, next_at)) = due(&mut since, &mut next, after).filter(|_| after > 0) {
             crate::log::log(
                 crate::log::WARN,
-                &routine.to_string_lossy(),
+                &name,
                 &format!(
-                    "this PE has waited {waited} s in the launcher's fence for the other PEs to arrive: every PE must call {}; one that has not yet (still starting, busy, or stopped on another host, which only the launcher can tell) holds the others (next warning at {next_at} s; SHMEM_COLL_STALL_WARN)",
-                    routine.to_string_lossy()
+                    "this PE has waited {waited} s in the launcher's fence for the other PEs to arrive: every PE must call {name}; one that has not yet (still starting, busy, or stopped on another host, which only the launcher can tell) holds the others (next warning at {next_at} s; SHMEM_COLL_STALL_WARN)"
                 ),
             );
         }

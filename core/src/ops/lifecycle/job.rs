@@ -27,6 +27,9 @@ pub struct Job {
     pub core: *const CoreServices,
     /// `SHMEM_PEER_MEMORY`: who prints the report (`crate::ops::peer_memory`).
     pub peer_memory: usize,
+    /// `SHMEM_INIT_TIMEOUT`: seconds of waiting in one of start-up's fences that end the job
+    /// (0: none).
+    pub init_timeout: u64,
 }
 
 impl Job {
@@ -51,6 +54,7 @@ impl Job {
         crate::ops::perturb::configure(int("SHMEM_PERTURB")?.clamp(0, u32::MAX as i64) as u32);
         let peer_memory =
             crate::ops::peer_memory::who(int("SHMEM_PEER_MEMORY")?).map_err(InitError::Setting)?;
+        let init_timeout = int("SHMEM_INIT_TIMEOUT")?.max(0) as u64;
         let local_map = setting(crate::config::get_bool("SHMEM_LOCAL_MAP"))?;
         let active_set_teams = setting(crate::config::get_bool("SHMEM_ACTIVE_SET_TEAMS"))?;
         let relay = setting(crate::config::get_bool("SHMEM_LOCAL_MAP_RELAY"))?;
@@ -68,6 +72,7 @@ impl Job {
             name_tag,
             core,
             peer_memory,
+            init_timeout,
         })
     }
 

@@ -122,11 +122,12 @@ fn start(
 ) -> Result<i32, InitError> {
     let mut phases = Phases::new();
     let job = Job::new(boot)?;
+    let fence_limit = job.init_timeout;
     let comps = Components::open(&job, requested)?;
     phases.mark("components");
     let mut mem = memory::Memory::create(&job, &comps)?;
     phases.mark("segments");
-    init_fence(routine, boot)?;
+    init_fence(routine, boot, fence_limit)?;
     phases.mark("fence 1");
     peers::agree(boot, &mem.agreed)?;
     phases.mark("agreement");
@@ -159,7 +160,7 @@ fn start(
     let heap_base = mem.segs.local(crate::symm::segments::SEG_HEAP).base as u64;
     let mine = layout::publish(boot, unmapped, limits::cpu_mask(), heap_base)?;
     // Everyone has mapped everything: drop the names so nothing leaks if the job dies.
-    init_fence(routine, boot)?;
+    init_fence(routine, boot, fence_limit)?;
     phases.mark("fence 2");
     // Every PE has its mappings: the relay's descriptors go.
     if let Some(r) = mem.relay.take() {
@@ -168,7 +169,7 @@ fn start(
     let local = layout::learn_local(boot, &mine)?;
     if layout::needs_summaries(boot) {
         // The hosts' summaries, which their lowest PEs have just put.
-        init_fence(routine, boot)?;
+        init_fence(routine, boot, fence_limit)?;
         phases.mark("host summaries");
     }
     let layout = layout::learn_hosts(boot, local)?;
@@ -228,7 +229,7 @@ fn start(
     teams(routine, rt);
     phases.mark("teams");
     // The closing fence: no PE uses a team (set up above) before every PE has set it up.
-    init_fence(routine, boot)?;
+    init_fence(routine, boot, fence_limit)?;
     phases.mark("fence 3");
     crate::ops::spaces::init_gpu(rt, gpu_heap);
     phases.mark("gpu");
@@ -508,10 +509,12 @@ extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
     });
 }
 
-/// A fence of the first initialization, marked for a lost peer's message.
-fn init_fence(routine: &'static CStr, boot: &'static dyn Bootstrap) -> Result<(), InitError> {
+/// A fence of the first initialization, marked for a lost peer's message; `limit` seconds
+/// (`SHMEM_INIT_TIMEOUT`, 0: none) of waiting in it end the job.
+fn init_fence(routine: &'static CStr, boot: &'static dyn Bootstrap, limit: u64) -> Result<(), InitError> {
     let _blocked = crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Fence, -1);
-    crate::ops::stall::fence_warning(routine, move || boot.fence()).map_err(|e| InitError::boot("fence", e))
+    crate::ops::stall::fence_warning(routine, limit, move || boot.fence())
+        .map_err(|e| InitError::boot("fence", e))
 }
 
 /// The bootstrap's fence for finalize, given up after `limit` (then the job is ended from
