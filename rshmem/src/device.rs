@@ -203,27 +203,28 @@ impl<T: bytemuck::Pod> DeviceSymm<'_, T> {
 
 impl<T> sealed::Sealed for DeviceSymm<'_, T> {}
 
-impl<T: bytemuck::Pod> Remote<T> for DeviceSymm<'_, T> {
-    #[inline]
-    fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
-        if offset.checked_add(len).is_none_or(|end| end > self.len) {
-            return Err(Error::OutOfBounds { routine, offset, len, array_len: self.len });
+/// The `Remote` side of a device array and of its view: checked ranges of addresses only,
+/// which the library is given and reaches the device memory behind.
+macro_rules! device_remote {
+    ($ty:ident) => {
+        impl<T: bytemuck::Pod> Remote<T> for $ty<'_, T> {
+            #[inline]
+            fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
+                if offset.checked_add(len).is_none_or(|end| end > self.len) {
+                    return Err(Error::OutOfBounds { routine, offset, len, array_len: self.len });
+                }
+                Ok(self.ptr.as_ptr().wrapping_add(offset))
+            }
+
+            #[inline]
+            fn elements(&self) -> usize {
+                self.len
+            }
         }
-        // An address only: the library is given it and reaches the device memory behind it.
-        Ok(self.ptr.as_ptr().wrapping_add(offset))
-    }
-
-    #[inline]
-    fn elements(&self) -> usize {
-        self.len
-    }
+    };
 }
-
-impl<T: bytemuck::Pod + std::fmt::Debug> std::fmt::Debug for DeviceSymm<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceSymm").field("len", &self.len).finish_non_exhaustive()
-    }
-}
+device_remote!(DeviceSymm);
+device_remote!(SharedDevice);
 
 /// A view of a [`DeviceSymm`] that the threads of a [`crate::Threads`] runtime share (`Send`,
 /// `Sync` and `Copy`; the array is neither), from [`crate::Threads::share_device`]: the target
@@ -266,19 +267,3 @@ impl<'a, T: bytemuck::Pod> SharedDevice<'a, T> {
 }
 
 impl<T> sealed::Sealed for SharedDevice<'_, T> {}
-
-impl<T: bytemuck::Pod> Remote<T> for SharedDevice<'_, T> {
-    #[inline]
-    fn checked_range(&self, routine: &'static str, offset: usize, len: usize) -> Result<*mut T> {
-        if offset.checked_add(len).is_none_or(|end| end > self.len) {
-            return Err(Error::OutOfBounds { routine, offset, len, array_len: self.len });
-        }
-        // An address only, as for `DeviceSymm`.
-        Ok(self.ptr.as_ptr().wrapping_add(offset))
-    }
-
-    #[inline]
-    fn elements(&self) -> usize {
-        self.len
-    }
-}
