@@ -138,7 +138,7 @@ pub fn team(
     let (start, stride, size) = triplet;
     let pair = format!("active set ({start}, {stride}, {size}) with pSync {psync:p}");
     let alone = state.agreeing.fetch_add(1, Ordering::AcqRel) == 0;
-    let agreed = agree(routine, rt, &eph, psync, alone, standing.is_some());
+    let agreed = agree(routine, rt, state, &eph, psync, alone, standing.is_some());
     let slot = match agreed {
         Ok(Choice::Slot(slot)) => {
             // Taken before the count drops, so the next agreement here sees it used.
@@ -210,15 +210,17 @@ fn remember(key: Key, t: &'static TeamState) {
 /// The active-set slot every member of `eph` has free (the lowest), or why none is taken: no
 /// slot is free on every member, a member does not cache, or a member is agreeing on another
 /// pair at once (`alone` false here). Collective over the members; leaves the pSync all zeros.
+#[allow(clippy::too_many_arguments)]
 fn agree(
     routine: &'static CStr,
     rt: &Runtime,
+    state: &Agreements,
     eph: &TeamState,
     psync: *mut c_long,
     alone: bool,
     standing: bool,
 ) -> Result<Choice, &'static str> {
-    let mine = crate::ops::state::of(rt).active_sets.with_cache(|c| c.used)
+    let mine = state.with_cache(|c| c.used)
         | if rt.active_set_teams { 0 } else { NO_CACHE }
         | if alone { 0 } else { BUSY }
         | if rt.thread_level() >= crate::ops::THREAD_MULTIPLE { MULTI } else { 0 };

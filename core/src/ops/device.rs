@@ -263,14 +263,16 @@ impl Stages {
     fn give(&self, s: Stage) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(s);
     }
+
+    fn drain(&self) -> Vec<Stage> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// Free every staging buffer (finalize, once no transfer runs): the pinned ones through the
 /// memheap while it still can.
 pub fn release_stages(rt: &Runtime) {
-    let stages =
-        std::mem::take(&mut *crate::ops::state::of(rt).stages.0.lock().unwrap_or_else(|e| e.into_inner()));
-    for s in stages {
+    for s in crate::ops::state::of(rt).stages.drain() {
         match rt.gpu.as_ref().and_then(|g| g.host) {
             // SAFETY: plugin ABI call; the buffer came from `alloc` and is freed once.
             Some(h) if s.pinned => unsafe { (h.free)(s.ptr.cast()) },

@@ -169,7 +169,10 @@ pub fn fence_warning<E: Send + 'static>(
                 ),
             );
         }
-        if let Some((waited, next_at)) = due(&mut since, &mut next, after).filter(|_| after > 0) {
+        if after == 0 {
+            continue;
+        }
+        if let Some((waited, next_at)) = due(&mut since, &mut next, after) {
             crate::log::log(
                 crate::log::WARN,
                 &name,
