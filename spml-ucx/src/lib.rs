@@ -391,7 +391,9 @@ unsafe extern "C" fn connect() -> c_int {
         // SAFETY: the core's table, valid while the plugin is loaded.
         let local = |pe: usize| unsafe { (c.pe_is_local)(pe as c_int) } != 0;
         let me = c.my_pe.max(0) as usize;
-        let watched = ucx::heartbeat::targets(me, u.n_pes(), |pe| !local(pe));
+        let here: Vec<usize> = (0..u.n_pes()).filter(|&pe| pe == me || local(pe)).collect();
+        let watched = ucx::heartbeat::targets(me, u.n_pes(), &here);
+        u.heartbeat_send_early(&watched);
         let book = ucx::AddrBook::new(
             u.n_pes(),
             Vec::new(),

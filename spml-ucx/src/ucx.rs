@@ -1008,6 +1008,14 @@ impl Ucx {
         self.health.overdue()
     }
 
+    /// Heartbeats to `targets` from now on, until the plan is made
+    /// ([`heartbeat::Heartbeat::send_early`]); nothing when there are no heartbeats.
+    pub fn heartbeat_send_early(&self, targets: &[usize]) {
+        if let Some(hb) = self.heartbeat.get() {
+            hb.send_early(targets.to_vec());
+        }
+    }
+
     /// Where `pe` is, for messages ([`heartbeat::where_is`]).
     pub fn where_is(&self, pe: usize) -> String {
         heartbeat::where_is(self.heartbeat.get().copied(), pe)

@@ -241,6 +241,26 @@ fn init_timeout_ends_a_start_up_left_waiting_by_a_pe_alone_on_its_host() {
     launch(Launcher::Hosts(2), 2, &c_test("stall"), &env, T).assert_all_pes_ok("stall", 2);
 }
 
+/// A PE that is not among its host's first is watched by heartbeats from another host too:
+/// PE 3 of 2 hosts of 4, stopped, is named by the PEs of the other host whose heartbeat
+/// sources it is (spml-ucx/src/ucx/heartbeat.rs; where the targets fall changed on 2026-12-07).
+/// `SHMEM_STOP_TIMEOUT=0`: the emulated hosts share one process table, and the stop watch of
+/// PE 3's own host would find it first.
+#[test]
+fn a_stopped_pe_of_any_place_on_its_host_is_found_from_another_host() {
+    let env = [
+        ("DEATH", "stop"),
+        ("DEATH_PE", "3"),
+        ("SHMEM_STOP_TIMEOUT", "0"),
+        ("SHMEM_MCA_spml_ucx_peer_timeout", "3"),
+        ("RSHMEM_HOSTS_FORWARD", "DEATH DEATH_PE"),
+    ];
+    let r = launch(Launcher::Hosts(2), 8, &c_test("death"), &env, T);
+    assert_ne!(r.code(), Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("PE 3, on host rshmem-h0, has not been heard from for "), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(40), "the job took {:?}", r.elapsed);
+}
+
 /// The components the core logged for the world team of 4 PEs (`SHMEM_LOG_LEVEL=debug`).
 fn world_providers(r: &Run) -> String {
     r.stderr.lines().find(|l| l.contains("team (0, 1, 4): ")).map(str::to_string).unwrap_or_default()

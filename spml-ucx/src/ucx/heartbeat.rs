@@ -3,16 +3,26 @@
 //! minutes, and a stopped process's kernel still acknowledges; so without this a job across
 //! hosts hung on either (2026-11-27).
 //!
-//! Each PE sends, every `interval`, a small active message to the first [`FANOUT`] PEs after it
-//! (in world order, wrapping) that are on other hosts, from the progress thread, whatever the
-//! application does; each PE expects them from the PEs whose targets it is. A source silent for
+//! Each PE sends, every `interval`, a small active message to its [`FANOUT`] targets on other
+//! hosts, from the progress thread, whatever the application does; each PE expects them from
+//! its sources, the PEs whose targets it is. A PE's targets are consecutive PEs of the list of
+//! PEs on other hosts (in world order from the PE on, wrapping), starting at the place of that
+//! list proportional to the PE's place among its host's PEs: PE `i` of a host of `L` starts at
+//! place `i * M / L` of the `M` PEs elsewhere. So a host's PEs spread their targets over all the
+//! other PEs, whatever the hosts' sizes and the placement (blocks, round robin), and a PE has
+//! about `FANOUT` sources. Until 2026-12-07 the targets were the first PEs after a PE on other
+//! hosts: with PEs in blocks, every PE of a host targeted the next host's first two PEs, each of
+//! which took a connection at start-up and heartbeats from every PE of a host (64 at 512 PEs
+//! over 8 hosts of 64, 128 on nodes of 128 cores), and the other PEs none. A source silent for
 //! `timeout` is recorded as an endpoint failure of that peer, and the usual path ends the job
 //! after [`super::PEER_FAILURE_GRACE`], naming it (`message`). Silence counts only across this
 //! PE's own gapless ticks: a PE that was itself stopped, or starved of CPU, starts counting
 //! again, so a whole job suspended and resumed is no failure. Nothing is watched within a host
 //! (the core's liveness watch and the launchers cover that) or while finalizing.
 //!
-//! Cost: `FANOUT` messages of 8 bytes per interval per PE, whatever the job's size.
+//! Cost: `FANOUT` messages of 8 bytes per interval per PE, whatever the job's size, and as many
+//! received with hosts of equal sizes in blocks (a few more otherwise: the unit tests); the
+//! plan costs O(N log^2 N) per PE, once.
 
 use super::handler::{am_handler, set_handler, Wire};
 use super::Channel;
@@ -48,21 +58,48 @@ pub struct Plan {
     pub sources: Vec<usize>,
 }
 
-/// The plan of PE `me` for hosts `host[pe]`: each PE's targets are the first [`FANOUT`] PEs
-/// after it on other hosts.
+/// The plan of PE `me` for hosts `host[pe]`: each PE's [`targets`] from its host's PEs.
+/// O(N log^2 N), once.
 pub fn plan(me: usize, host: &[c_int]) -> Plan {
     let n = host.len();
-    let targets_of = |p: usize| targets(p, n, |q| host[q] != host[p]);
-    let targets = targets_of(me);
-    let sources = (0..n).filter(|&p| p != me && targets_of(p).contains(&me)).collect();
-    Plan { targets, sources }
+    let mut members = std::collections::HashMap::<c_int, Vec<usize>>::new();
+    for (pe, &h) in host.iter().enumerate() {
+        members.entry(h).or_default().push(pe);
+    }
+    let targets_of = |p: usize| targets(p, n, &members[&host[p]]);
+    let sources = (0..n).filter(|&p| host[p] != host[me] && targets_of(p).contains(&me)).collect();
+    Plan { targets: targets_of(me), sources }
 }
 
-/// The PEs `me` sends heartbeats to: the first [`FANOUT`] after it in world order, wrapping,
-/// that are on another host (`elsewhere`). Known before the host table is (from the bootstrap's
-/// "local" alone), so `connect` makes their endpoints at start-up.
-pub fn targets(me: usize, n: usize, elsewhere: impl Fn(usize) -> bool) -> Vec<usize> {
-    (1..n).map(|k| (me + k) % n).filter(|&q| elsewhere(q)).take(FANOUT).collect()
+/// The heartbeat targets of PE `me` of `n`, whose host's PEs are `mine` (in world order, `me`
+/// among them): [`FANOUT`] consecutive PEs of the list of PEs on other hosts in world order
+/// from `me` on, wrapping, from the place proportional to `me`'s among `mine`. Known before the
+/// host table is (from the bootstrap's "local" alone), so `connect` makes their endpoints at
+/// start-up. O(log^2 N) per target.
+pub fn targets(me: usize, n: usize, mine: &[usize]) -> Vec<usize> {
+    let Ok(i) = mine.binary_search(&me) else { return Vec::new() };
+    let here = mine.len();
+    let elsewhere = n - here;
+    // PEs elsewhere among 0..x.
+    let before = |x: usize| x - mine.partition_point(|&p| p < x);
+    // The r-th PE elsewhere in world order (0-based): the x with `before(x) == r` that is not
+    // of this host, i.e. the least x with `before(x + 1) > r`.
+    let nth = |r: usize| {
+        let (mut lo, mut hi) = (0, n - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if before(mid + 1) > r {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    };
+    // The list starts after `me`: its place `j` is overall place `(before(me + 1) + j) % elsewhere`.
+    let first = before(me + 1);
+    let start = (i as u128 * elsewhere as u128 / here as u128) as usize;
+    (0..FANOUT.min(elsewhere)).map(|k| nth((first + start + k) % elsewhere)).collect()
 }
 
 /// The peer the heartbeats found silent, and for how long (ms), for the message.
@@ -117,6 +154,9 @@ pub struct Heartbeat {
     /// The header sent: it must stay valid until UCX is done with a send.
     header: Header,
     plan: OnceLock<Plan>,
+    /// The targets `connect` found (from the bootstrap's "local", the plan's own), sent to
+    /// until the plan is made.
+    early: OnceLock<Vec<usize>>,
 }
 
 impl Heartbeat {
@@ -133,6 +173,7 @@ impl Heartbeat {
             heard: unsafe { Box::<[AtomicU64]>::new_zeroed_slice(n_pes).assume_init() },
             header: Header { from: me as u64 },
             plan: OnceLock::new(),
+            early: OnceLock::new(),
         }
     }
 
@@ -151,6 +192,15 @@ impl Heartbeat {
 
     fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64 + 1
+    }
+
+    /// Send to `targets` (this PE's [`targets`], which `connect` made endpoints to) from now
+    /// until the plan is made. A PE counts its sources' silence from its first look, once its
+    /// own init has published the host table; on a crowded host a source can be many seconds
+    /// behind, still in init, and it must be heard meanwhile (every PE has passed `connect`
+    /// before any PE's init ends).
+    pub fn send_early(&self, targets: Vec<usize>) {
+        let _ = self.early.set(targets);
     }
 
     /// Whether `pe` is on another host than this PE (false while the hosts are not known yet).
@@ -201,11 +251,16 @@ impl Heartbeat {
         t.next = now + self.interval;
         let gap = now - t.last;
         t.last = now;
-        let plan = self.plan()?;
         if finalizing {
             t.seen.clear();
             return None;
         }
+        let Some(plan) = self.plan() else {
+            for &pe in self.early.get().into_iter().flatten() {
+                self.send(chan, pe);
+            }
+            return None;
+        };
         for &pe in &plan.targets {
             self.send(chan, pe);
         }
@@ -279,21 +334,69 @@ am_handler!(on_heartbeat, |hb: &Heartbeat, m: Message<Header>| {
 mod tests {
     use super::*;
 
+    /// How many sources each PE of `hosts` has (how many PEs connect to it at start-up and
+    /// send it heartbeats), checking on the way that every PE has FANOUT targets (watchers)
+    /// elsewhere, or every PE elsewhere when there are fewer.
+    fn source_counts(hosts: &[c_int]) -> Vec<usize> {
+        let plans: Vec<Plan> = (0..hosts.len()).map(|me| plan(me, hosts)).collect();
+        for (me, p) in plans.iter().enumerate() {
+            let elsewhere = hosts.iter().filter(|&&h| h != hosts[me]).count();
+            assert_eq!(p.targets.len(), FANOUT.min(elsewhere), "PE {me}: {p:?}");
+            for &q in &p.targets {
+                assert_ne!(hosts[q], hosts[me], "PE {me}'s target {q} is on its host");
+                assert!(plans[q].sources.contains(&me), "PE {q} does not expect PE {me}");
+            }
+        }
+        plans.iter().map(|p| p.sources.len()).collect()
+    }
+
     #[test]
     fn every_pe_has_watchers_on_other_hosts() {
         // Two hosts of two PEs each, in blocks.
         let hosts = [0, 0, 2, 2];
         assert_eq!(plan(0, &hosts), Plan { targets: vec![2, 3], sources: vec![2, 3] });
-        assert_eq!(plan(3, &hosts), Plan { targets: vec![0, 1], sources: vec![0, 1] });
+        assert_eq!(plan(3, &hosts), Plan { targets: vec![1, 0], sources: vec![0, 1] });
         // Four hosts, PEs dealt round robin, and a host of one PE.
-        let hosts = [0, 1, 2, 3, 0, 1, 2, 3, 8];
-        for me in 0..hosts.len() {
-            let p = plan(me, &hosts);
-            assert_eq!(p.targets.len(), FANOUT, "{me}");
-            assert!(p.targets.iter().chain(&p.sources).all(|&q| hosts[q] != hosts[me]), "{me}: {p:?}");
-            assert!(!p.sources.is_empty(), "PE {me} has no watcher");
-        }
+        source_counts(&[0, 1, 2, 3, 0, 1, 2, 3, 8]);
         // One host: nothing to watch.
         assert_eq!(plan(1, &[0, 0, 0]), Plan { targets: vec![], sources: vec![] });
+    }
+
+    /// Hosts of 64 PEs in blocks: every PE has FANOUT sources; 8 hosts dealt round robin: at
+    /// most 2 * FANOUT. Targets taken from the next PE on gave each host's first two PEs the 64
+    /// PEs of the host before as sources (and the other PEs none).
+    #[test]
+    fn heartbeats_spread_evenly_over_hosts_in_blocks_and_round_robin() {
+        let blocks: Vec<c_int> = (0..8 * 64).map(|pe| (pe / 64 * 64) as c_int).collect();
+        let counts = source_counts(&blocks);
+        assert!(counts.iter().all(|&k| k == FANOUT), "{counts:?}");
+        // PE 5 of host 1 starts at place 5 * 448 / 64 = 35 of the PEs elsewhere after it.
+        assert_eq!(targets(64 + 5, 512, &(64..128).collect::<Vec<_>>()), vec![128 + 35, 128 + 36]);
+        let dealt: Vec<c_int> = (0..8 * 64).map(|pe| (pe % 8) as c_int).collect();
+        let counts = source_counts(&dealt);
+        assert!(counts.iter().all(|&k| k <= 2 * FANOUT), "{counts:?}");
+        let counts = source_counts(&[0, 0, 0, 3, 3, 3]);
+        assert!(counts.iter().all(|&k| k == FANOUT), "{counts:?}");
+    }
+
+    /// Hosts of uneven sizes (issue 51's awkward sizes among them): no PE has more sources than
+    /// a few times what the smallest hosts' share makes unavoidable.
+    #[test]
+    fn uneven_hosts_spread_their_heartbeats_too() {
+        let layouts: Vec<Vec<usize>> =
+            vec![vec![5, 1, 7], vec![1, 1], vec![3, 14, 127, 2], vec![128, 1, 129], vec![166, 5, 1, 255, 3]];
+        for sizes in layouts {
+            let mut hosts = Vec::new();
+            for (h, &k) in sizes.iter().enumerate() {
+                hosts.extend(std::iter::repeat_n(h as c_int, k));
+            }
+            let counts = source_counts(&hosts);
+            // A host of L PEs sends FANOUT * L heartbeats to the n - L PEs elsewhere: that many
+            // sources per PE is unavoidable, a few times it is the bound (targets from the next
+            // PE on gave one PE of the host of 2 in [3, 14, 127, 2] 127 sources; this gives 15).
+            let need = sizes.iter().map(|&l| (FANOUT * l).div_ceil(hosts.len() - l)).max().unwrap();
+            let most = *counts.iter().max().unwrap();
+            assert!(most <= 2 * need, "{sizes:?}: a PE has {most} sources");
+        }
     }
 }
