@@ -393,7 +393,6 @@ unsafe extern "C" fn connect() -> c_int {
         let me = c.my_pe.max(0) as usize;
         let here: Vec<usize> = (0..u.n_pes()).filter(|&pe| pe == me || local(pe)).collect();
         let watched = ucx::heartbeat::targets(me, u.n_pes(), &here);
-        u.heartbeat_send_early(&watched);
         let book = ucx::AddrBook::new(
             u.n_pes(),
             Vec::new(),
@@ -406,6 +405,9 @@ unsafe extern "C" fn connect() -> c_int {
             log(LOG_ERROR, &e);
             return RC_ERROR;
         }
+        // After the endpoints exist: the progress thread's first send would otherwise make one
+        // itself while `connect_book` makes the same.
+        u.heartbeat_send_early(&watched);
         // Only with progress threads: a peer that finished its own wire-up waits in the core's
         // bootstrap fence without progressing UCX, and could not answer us.
         if !watched.is_empty() && u.progress_thread_running() && !u.wireup(ucx::WIREUP_TIMEOUT) {

@@ -34,7 +34,8 @@ int main(void) {
     shmem_init();
     if (how && !strcmp(how, "stop_lock") && shmem_my_pe() == 1) shmem_set_lock(&lock);
     shmem_barrier_all();
-    /* DEATH_PE: the PE that ends instead of PE 1 (kill9 and the stops only). */
+    /* DEATH_PE: the PE that ends instead of PE 1, for kill9 and stop (the other modes have PE 0
+     * wait on PE 1 itself). */
     const char *who = getenv("DEATH_PE");
     int dying = who ? atoi(who) : 1;
     if (how && shmem_my_pe() == dying) {
