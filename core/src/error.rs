@@ -88,6 +88,59 @@ pub enum ShmemError {
     BadPsync,
     /// A root that is not an index of the active set.
     RootOutsideActiveSet { root: i32, size: i32 },
+    /// Under `SHMEM_DEBUG`: an address in a symmetric heap that no live allocation holds.
+    NotInBlock { what: &'static str, addr: usize },
+    /// Under `SHMEM_DEBUG`: a range that runs past the end of the allocation (`size` bytes at
+    /// `start`) holding its first byte.
+    PastBlock { what: &'static str, addr: usize, len: usize, start: usize, size: usize },
+    /// A strided transfer whose extent (the stride times the count) does not fit a `size_t`.
+    StrideOverflow { what: &'static str, stride: i64 },
+    /// A strided transfer whose blocks, `span` bytes from `addr`, run past its segment's end.
+    StridedPastEnd {
+        what: &'static str,
+        addr: usize,
+        stride: i64,
+        span: usize,
+        nblocks: usize,
+        bsize: usize,
+        room: usize,
+    },
+    /// A lock this PE holds already: asking again would wait for itself.
+    LockHeld { addr: usize },
+    /// A lock this PE does not hold, given to a routine that releases it.
+    LockNotHeld { addr: usize },
+    /// The spml failed to complete a context's outstanding operations.
+    QuietFailed,
+    /// The symmetric heap has no room for `what`, which the library itself keeps there.
+    NoRoom { what: &'static str },
+    /// No scoll component provides `what` for a team.
+    NoScoll { what: &'static str },
+    /// Every scoll component declined collective `op`.
+    AllDeclined { op: &'static str },
+    /// A hint with bits (`unknown`) that are no `SHMEM_HINT_*` value.
+    UnknownHint { hint: i64, unknown: i64 },
+    /// The thread that waits in the launcher's fence ended without an answer.
+    FenceNoAnswer,
+    /// This PE waited `limit_s` in the launcher's fence of `routine` (`SHMEM_INIT_TIMEOUT`).
+    FenceTimeout { limit_s: u64, routine: &'static CStr },
+    /// A state the library's own code should never reach (a bug in rshmem, named by `what`).
+    Internal { what: &'static str },
+    /// A device memheap's operation `what` failed (the memheap logged why).
+    DeviceOp { what: &'static str },
+    /// Queuing a copy of `len` bytes to or from device memory failed.
+    DeviceCopy { len: usize },
+    /// The device stopped taking the stream memory operations it took before.
+    StreamRefused,
+    /// A collective's buffer in device memory that no GPU space holds.
+    DeviceOutsideSpace { what: &'static str, addr: usize },
+    /// A collective's buffer in a GPU space that has no host shadow for collectives.
+    NoDeviceShadow { what: &'static str, addr: usize },
+    /// A collective's device buffer that runs past the end of its GPU space.
+    PastDeviceSpace { what: &'static str, addr: usize, end: usize },
+    /// A GPU-heap routine called where this PE has no GPU heap.
+    NoGpuHeap,
+    /// An alignment that is not a power of two multiple of `sizeof(void *)`.
+    BadAlignment { alignment: usize },
 }
 
 impl fmt::Display for ShmemError {
@@ -187,6 +240,70 @@ impl fmt::Display for ShmemError {
             ShmemError::RootOutsideActiveSet { root, size } => {
                 write!(f, "PE_root {root} is not an index of the active set (size {size})")
             }
+            ShmemError::NotInBlock { what, addr } => write!(
+                f,
+                "{what} {addr:#x} is in a symmetric heap but in no live allocation (freed, or never allocated; SHMEM_DEBUG checks this)"
+            ),
+            ShmemError::PastBlock { what, addr, len, start, size } => write!(
+                f,
+                "{what} {addr:#x}+{len} runs past the end of its allocation, {size} bytes at {start:#x} (SHMEM_DEBUG checks this)"
+            ),
+            ShmemError::StrideOverflow { what, stride } => {
+                write!(f, "{what}'s stride {stride} times the element count overflows")
+            }
+            ShmemError::StridedPastEnd { what, addr, stride, span, nblocks, bsize, room } => write!(
+                f,
+                "{what} {addr:#x} with stride {stride} spans {span} bytes over {nblocks} block(s) of {bsize} element(s) but its symmetric segment has {room} bytes left from there"
+            ),
+            ShmemError::LockHeld { addr } => write!(
+                f,
+                "this PE already holds lock {addr:#x} (the lock is not reentrant: it would wait for itself)"
+            ),
+            ShmemError::LockNotHeld { addr } => write!(
+                f,
+                "lock {addr:#x} is not held by this PE (shmem_set_lock or shmem_test_lock first)"
+            ),
+            ShmemError::QuietFailed => write!(f, "the spml failed to complete outstanding operations"),
+            ShmemError::NoRoom { what } => write!(f, "the symmetric heap has no room for {what}"),
+            ShmemError::NoScoll { what } => write!(f, "no scoll component provides {what} for the team"),
+            ShmemError::AllDeclined { op } => write!(f, "every scoll component declined {op}"),
+            ShmemError::UnknownHint { hint, unknown } => write!(
+                f,
+                "hint {hint:#x} has bits {unknown:#x} that are no SHMEM_HINT_* value (shmemx.h defines bits 0-4 and 16-18)"
+            ),
+            ShmemError::FenceNoAnswer => {
+                write!(f, "the launcher's fence ended without an answer (its thread is gone)")
+            }
+            ShmemError::Internal { what } => write!(f, "{what} (internal error)"),
+            ShmemError::DeviceOp { what } => write!(f, "{what} failed (the memheap said why above)"),
+            ShmemError::DeviceCopy { len } => {
+                write!(f, "queuing a copy of {len} bytes to or from device memory failed")
+            }
+            ShmemError::StreamRefused => write!(f, "the device stopped taking stream memory operations"),
+            ShmemError::DeviceOutsideSpace { what, addr } => write!(
+                f,
+                "{what} {addr:#x} is device memory outside every GPU space: collectives take symmetric buffers"
+            ),
+            ShmemError::NoDeviceShadow { what, addr } => write!(
+                f,
+                "{what} {addr:#x} is in a GPU space without SHMEM_SPACE_CAP_COLLECTIVES (made under SHMEM_GPU_COLLECTIVES=0, or its host shadow could not be made): run collectives on host (CPU space) buffers"
+            ),
+            ShmemError::PastDeviceSpace { what, addr, end } => {
+                write!(f, "{what} {addr:#x}+{end} runs past the end of its GPU space")
+            }
+            ShmemError::NoGpuHeap => write!(
+                f,
+                "there is no GPU heap: initialize with shmem_init_thread(SHMEM_THREAD_... | SHMEM_DEVICE_HOST_INIT, &provided) and check that provided has SHMEM_DEVICE_HOST_INIT (or set SHMEM_ENABLE_GPU_SPACE=1); init's log says why a GPU heap could not be made"
+            ),
+            ShmemError::BadAlignment { alignment } => write!(
+                f,
+                "alignment={alignment} is not a power of two that is a multiple of sizeof(void *)"
+            ),
+            ShmemError::FenceTimeout { limit_s, routine } => write!(
+                f,
+                "this PE has waited {limit_s} s in the launcher's fence for the other PEs to arrive (SHMEM_INIT_TIMEOUT): every PE must call {}, and one has not (still starting, busy, or stopped, which only the launcher can tell); the job ends",
+                routine.to_string_lossy()
+            ),
         }
     }
 }
@@ -365,6 +482,46 @@ mod tests {
             (
                 ShmemError::RootOutsideActiveSet { root: 3, size: 2 },
                 "PE_root 3 is not an index of the active set (size 2)",
+            ),
+            (
+                ShmemError::StridedPastEnd {
+                    what: "dest",
+                    addr: 0x1000,
+                    stride: 4,
+                    span: 96,
+                    nblocks: 3,
+                    bsize: 2,
+                    room: 64,
+                },
+                "dest 0x1000 with stride 4 spans 96 bytes over 3 block(s) of 2 element(s) but its symmetric segment has 64 bytes left from there",
+            ),
+            (ShmemError::LockNotHeld { addr: 0x40 }, "lock 0x40 is not held by this PE (shmem_set_lock or shmem_test_lock first)"),
+            (ShmemError::QuietFailed, "the spml failed to complete outstanding operations"),
+            (ShmemError::NoRoom { what: "team scratch space" }, "the symmetric heap has no room for team scratch space"),
+            (
+                ShmemError::NoScoll { what: "barrier and broadcast" },
+                "no scoll component provides barrier and broadcast for the team",
+            ),
+            (ShmemError::AllDeclined { op: "reduce" }, "every scoll component declined reduce"),
+            (
+                ShmemError::FenceTimeout { limit_s: 3, routine: c"shmem_init" },
+                "this PE has waited 3 s in the launcher's fence for the other PEs to arrive (SHMEM_INIT_TIMEOUT): every PE must call shmem_init, and one has not (still starting, busy, or stopped, which only the launcher can tell); the job ends",
+            ),
+            (
+                ShmemError::Internal { what: "a device segment without lock words" },
+                "a device segment without lock words (internal error)",
+            ),
+            (
+                ShmemError::DeviceOp { what: "waiting for the stream" },
+                "waiting for the stream failed (the memheap said why above)",
+            ),
+            (
+                ShmemError::PastDeviceSpace { what: "dest", addr: 0x7000, end: 72 },
+                "dest 0x7000+72 runs past the end of its GPU space",
+            ),
+            (
+                ShmemError::BadAlignment { alignment: 12 },
+                "alignment=12 is not a power of two that is a multiple of sizeof(void *)",
             ),
         ];
         for (e, text) in cases {

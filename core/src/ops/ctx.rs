@@ -7,7 +7,7 @@
 //! operations. PRIVATE and SERIALIZED let the spml skip locking; NOSTORE and session hints
 //! only permit optimisations that are not made.
 
-use crate::error::{fail, fatal, ShmemError};
+use crate::error::{fail, ShmemError};
 use crate::ops::completion;
 use crate::ops::handles::{
     index_in, rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Slots, Team, CTX_SLOTS, CTX_TABLE,
@@ -335,7 +335,7 @@ pub(crate) unsafe fn quiet_with(routine: &'static CStr, ctx: Ctx, extra: Option<
         unsafe { (rt.spml.quiet)(c.spml.load(Ordering::Relaxed)) }
     });
     if rc != 0 {
-        fatal(routine, "the spml failed to complete outstanding operations");
+        fail(routine, ShmemError::QuietFailed);
     }
 }
 

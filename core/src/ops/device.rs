@@ -35,7 +35,7 @@
 //!
 //! None of this costs a job without device memory more than one relaxed load per operation.
 
-use crate::error::fatal;
+use crate::error::{fail, fatal, ShmemError};
 use crate::ops::ctx::through_spml;
 use crate::ops::handles::Ctx;
 use crate::symm::runtime::Runtime;
@@ -107,7 +107,7 @@ pub fn direct(rt: &Runtime, d: &Shadow, s: &Shadow, mut members: impl Iterator<I
 /// `dst` writable and `src` readable for `len` bytes, each host memory or the memheap's.
 pub unsafe fn copy(rt: &Runtime, routine: &'static CStr, dst: *mut u8, src: *const u8, len: usize) {
     let Some(g) = rt.gpu.as_ref() else {
-        fatal(routine, "device memory without a device memheap (internal error)")
+        fail(routine, ShmemError::Internal { what: "device memory without a device memheap" })
     };
     // SAFETY: plugin ABI call under the caller's contract.
     if unsafe { (g.copy)(dst.cast(), src.cast(), len) } != 0 {
@@ -160,11 +160,11 @@ pub unsafe fn reduce(
     match unsafe { f(stream, dst.cast(), srcs.as_ptr().cast(), srcs.len(), nelems, dtype, op) } {
         rshmem_plugin_api::RC_OK => {}
         rshmem_plugin_api::RC_UNSUPPORTED => return false,
-        _ => fatal(routine, "a reduction on the device failed (the memheap said why above)"),
+        _ => fail(routine, ShmemError::DeviceOp { what: "a reduction on the device" }),
     }
     // SAFETY: plugin ABI call on the default stream.
     if nelems > 0 && unsafe { (s.sync)(stream) } != rshmem_plugin_api::RC_OK {
-        fatal(routine, "waiting for a reduction on the device failed");
+        fail(routine, ShmemError::DeviceOp { what: "waiting for a reduction on the device" });
     }
     true
 }
@@ -192,12 +192,12 @@ pub unsafe fn copy_all(
     for (dst, src, len) in copies {
         // SAFETY: plugin ABI call under the caller's contract; NULL is the default stream.
         if unsafe { (s.copy)(stream, dst.cast(), src.cast(), len) } != rshmem_plugin_api::RC_OK {
-            fatal(routine, &format!("queuing a copy of {len} bytes to or from device memory failed"));
+            fail(routine, ShmemError::DeviceCopy { len });
         }
     }
     // SAFETY: plugin ABI call on the default stream.
     if unsafe { (s.sync)(stream) } != rshmem_plugin_api::RC_OK {
-        fatal(routine, "waiting for copies to or from device memory failed");
+        fail(routine, ShmemError::DeviceOp { what: "waiting for copies to or from device memory" });
     }
 }
 
@@ -516,7 +516,7 @@ pub unsafe fn amo(
     let (seg, off, _) = at;
     let words = rt.segs.lock_words(seg);
     if words.is_null() {
-        fatal(routine, "a device segment without lock words (internal error)");
+        fail(routine, ShmemError::Internal { what: "a device segment without lock words" });
     }
     let lock = words.wrapping_add((off / 8) % LOCKS);
     let token = rt.my_pe as u64 + 1;
@@ -608,14 +608,17 @@ impl Shadow {
     /// `addr`, of which a collective uses `len` bytes (0 when not known yet), as a collective
     /// runs on it. Ends the job when `addr` is device memory without a shadow (a GPU space
     /// made under SHMEM_GPU_COLLECTIVES=0), or the range leaves its segment.
-    pub fn of(rt: &Runtime, routine: &'static CStr, what: &str, addr: *const u8, len: usize) -> Shadow {
+    pub fn of(
+        rt: &Runtime,
+        routine: &'static CStr,
+        what: &'static str,
+        addr: *const u8,
+        len: usize,
+    ) -> Shadow {
         let host = Shadow { host: addr as *mut u8, device: std::ptr::null_mut(), seg: 0, room: 0 };
         let Some((seg, off, room)) = rt.segs.locate(addr as usize) else {
             if is_device(rt, addr) {
-                fatal(
-                    routine,
-                    &format!("{what} {addr:p} is device memory outside every GPU space: collectives take symmetric buffers"),
-                );
+                fail(routine, ShmemError::DeviceOutsideSpace { what, addr: addr as usize });
             }
             return host;
         };
@@ -624,12 +627,7 @@ impl Shadow {
         }
         let base = rt.segs.shadow(seg);
         if base == 0 {
-            fatal(
-                routine,
-                &format!(
-                    "{what} {addr:p} is in a GPU space without SHMEM_SPACE_CAP_COLLECTIVES (made under SHMEM_GPU_COLLECTIVES=0, or its host shadow could not be made): run collectives on host (CPU space) buffers"
-                ),
-            );
+            fail(routine, ShmemError::NoDeviceShadow { what, addr: addr as usize });
         }
         let s = Shadow { host: (base + off) as *mut u8, device: addr as *mut u8, seg, room };
         s.check(routine, what, 0, len);
@@ -651,16 +649,10 @@ impl Shadow {
         (!base.is_null()).then(|| base.wrapping_add(off))
     }
 
-    fn check(&self, routine: &'static CStr, what: &str, off: usize, len: usize) {
+    fn check(&self, routine: &'static CStr, what: &'static str, off: usize, len: usize) {
         if self.is_device() && off.checked_add(len).is_none_or(|end| end > self.room) {
-            fatal(
-                routine,
-                &format!(
-                    "{what} {:p}+{} runs past the end of its GPU space",
-                    self.device,
-                    off.saturating_add(len)
-                ),
-            );
+            let (addr, end) = (self.device as usize, off.saturating_add(len));
+            fail(routine, ShmemError::PastDeviceSpace { what, addr, end });
         }
     }
 

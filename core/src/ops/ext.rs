@@ -2,7 +2,7 @@
 //! rows in `gen/extensions.rs` over the spec's own operations): wall-clock time, the node's
 //! name, heap queries and OSHMEM's hint-based allocation. docs/extensions.md lists them all.
 
-use crate::error::fatal;
+use crate::error::{fail, ShmemError};
 use crate::symm::runtime;
 use std::ffi::{c_char, c_long, c_void, CStr, CString};
 use std::sync::atomic::Ordering;
@@ -63,12 +63,10 @@ const ISOLATING_HINTS: c_long = HINT_PSYNC | HINT_PWORK | HINT_ATOMICS;
 
 /// What `shmemx_malloc_with_hint` does with `hint`: `Ok(true)` for a cache-line-isolated
 /// block, `Ok(false)` for a plain one, `Err` naming bits that are no hint.
-pub fn hint_isolates(hint: c_long) -> Result<bool, String> {
+pub fn hint_isolates(hint: c_long) -> Result<bool, ShmemError> {
     let unknown = hint & !(PLACEMENT_HINTS | ISOLATING_HINTS);
     if unknown != 0 {
-        return Err(format!(
-            "hint {hint:#x} has bits {unknown:#x} that are no SHMEM_HINT_* value (shmemx.h defines bits 0-4 and 16-18)"
-        ));
+        return Err(ShmemError::UnknownHint { hint, unknown });
     }
     Ok(hint & ISOLATING_HINTS != 0)
 }
@@ -77,7 +75,7 @@ pub fn hint_isolates(hint: c_long) -> Result<bool, String> {
 pub fn malloc_with_hint(routine: &'static CStr, size: usize, hint: c_long) -> *mut c_void {
     runtime::get(routine);
     match hint_isolates(hint) {
-        Err(e) => fatal(routine, &e),
+        Err(e) => fail(routine, e),
         Ok(true) => crate::ops::heap::malloc_isolated(routine, size),
         Ok(false) => crate::ops::heap::malloc(routine, size),
     }
@@ -94,7 +92,11 @@ mod tests {
         assert_eq!(hint_isolates(HINT_ATOMICS), Ok(true));
         assert_eq!(hint_isolates(HINT_PSYNC | HINT_HIGH_BW_MEM), Ok(true));
         let e = hint_isolates(1 << 5 | HINT_PWORK).unwrap_err();
-        assert!(e.contains("0x20"), "{e}");
+        assert_eq!(e, ShmemError::UnknownHint { hint: 1 << 5 | HINT_PWORK, unknown: 1 << 5 });
+        assert!(
+            e.to_string().starts_with("hint 0x20020 has bits 0x20 that are no SHMEM_HINT_* value"),
+            "{e}"
+        );
     }
 
     #[test]

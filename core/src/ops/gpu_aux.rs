@@ -15,7 +15,7 @@
 //! - Host-initiated RMA, atomics, signals, waits and collectives on GPU-heap memory are the GPU
 //!   space's (`crate::ops::device`).
 
-use crate::error::fatal;
+use crate::error::{fail, ShmemError};
 use crate::ops::spaces;
 use std::ffi::{c_int, c_void, CStr};
 
@@ -52,10 +52,7 @@ fn heap(routine: &'static CStr) -> *mut c_void {
     crate::symm::runtime::get(routine);
     let s = spaces::gpu_space();
     if s.is_null() {
-        fatal(
-            routine,
-            "there is no GPU heap: initialize with shmem_init_thread(SHMEM_THREAD_... | SHMEM_DEVICE_HOST_INIT, &provided) and check that provided has SHMEM_DEVICE_HOST_INIT (or set SHMEM_ENABLE_GPU_SPACE=1); init's log says why a GPU heap could not be made",
-        );
+        fail(routine, ShmemError::NoGpuHeap);
     }
     s
 }
@@ -83,10 +80,7 @@ pub fn calloc(routine: &'static CStr, count: usize, size: usize) -> *mut c_void 
 pub fn align(routine: &'static CStr, alignment: usize, size: usize) -> *mut c_void {
     let s = heap(routine);
     if !alignment.is_power_of_two() || !alignment.is_multiple_of(std::mem::size_of::<*const c_void>()) {
-        fatal(
-            routine,
-            &format!("alignment={alignment} is not a power of two that is a multiple of sizeof(void *)"),
-        );
+        fail(routine, ShmemError::BadAlignment { alignment });
     }
     if size == 0 {
         return std::ptr::null_mut();

@@ -25,7 +25,10 @@ pub fn check(routine: &'static CStr, rt: &Runtime) {
         }
     }
     let Some(all) = rt.alloc(n * RECORD, 8) else {
-        crate::error::fatal(routine, "no room in the symmetric heap to compare the PEs' GPUs")
+        crate::error::fail(
+            routine,
+            crate::error::ShmemError::NoRoom { what: "the words that compare the PEs' GPUs" },
+        )
     };
     // SAFETY: `all` is a symmetric block of n records (allocated alike on every PE); `mine` one.
     unsafe {

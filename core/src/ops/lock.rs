@@ -111,19 +111,18 @@ fn check(rt: &runtime::Runtime, routine: &'static CStr, lock: *mut c_long, want_
         );
     }
     let holds = held(rt).contains(&(lock as usize));
-    if holds && !want_held {
-        crate::error::fatal(
-            routine,
-            &format!(
-                "this PE already holds lock {lock:p} (the lock is not reentrant: it would wait for itself)"
-            ),
-        );
+    if let Err(e) = holding(lock as usize, holds, want_held) {
+        crate::error::fail(routine, e);
     }
-    if !holds && want_held {
-        crate::error::fatal(
-            routine,
-            &format!("lock {lock:p} is not held by this PE (shmem_set_lock or shmem_test_lock first)"),
-        );
+}
+
+/// Whether a routine that wants this PE to hold the lock at `addr` (`want_held`: clear) or
+/// not to (set, test) may go on, given whether it `holds` it.
+fn holding(addr: usize, holds: bool, want_held: bool) -> Result<(), crate::error::ShmemError> {
+    match (holds, want_held) {
+        (true, false) => Err(crate::error::ShmemError::LockHeld { addr }),
+        (false, true) => Err(crate::error::ShmemError::LockNotHeld { addr }),
+        _ => Ok(()),
     }
 }
 
@@ -199,6 +198,20 @@ mod tests {
                 Ordering::SeqCst
             }
         }
+    }
+
+    /// Set and test refuse a lock this PE holds, clear one it does not: each would otherwise
+    /// wait for itself or release another PE's lock.
+    #[test]
+    fn a_lock_is_asked_for_only_when_free_and_cleared_only_when_held() {
+        use crate::error::ShmemError::{LockHeld, LockNotHeld};
+        assert_eq!(holding(0x40, false, false), Ok(()));
+        assert_eq!(holding(0x40, true, true), Ok(()));
+        assert_eq!(holding(0x40, true, false), Err(LockHeld { addr: 0x40 }));
+        assert_eq!(holding(0x40, false, true), Err(LockNotHeld { addr: 0x40 }));
+        assert!(LockHeld { addr: 0x40 }
+            .to_string()
+            .contains("already holds lock 0x40 (the lock is not reentrant"));
     }
 
     impl Word for Shared {

@@ -30,7 +30,7 @@
 //! holds, but the host thread waits for it. A proxy thread that does such operations when the
 //! stream reaches them, without holding up the caller, is the next step (docs/extensions.md).
 
-use crate::error::fatal;
+use crate::error::{fail, fatal, ShmemError};
 use crate::ops::{coll, ctx, rma, signal, spaces};
 use crate::symm::runtime::{self, Runtime};
 use rshmem_plugin_api::{
@@ -64,11 +64,11 @@ fn slots(rt: &Runtime, routine: &'static CStr) -> StreamSlots {
 }
 
 /// A slot's answer: true when queued, false when the device cannot (the caller falls back).
-fn queued(routine: &'static CStr, what: &str, rc: c_int) -> bool {
+fn queued(routine: &'static CStr, what: &'static str, rc: c_int) -> bool {
     match rc {
         RC_OK => true,
         RC_UNSUPPORTED => false,
-        _ => fatal(routine, &format!("queuing {what} on the stream failed (the memheap said why above)")),
+        _ => fail(routine, ShmemError::DeviceOp { what }),
     }
 }
 
@@ -76,7 +76,7 @@ fn queued(routine: &'static CStr, what: &str, rc: c_int) -> bool {
 fn sync(routine: &'static CStr, s: &StreamSlots, stream: *mut c_void) {
     // SAFETY: plugin ABI call; the stream is the program's (its contract).
     if unsafe { (s.sync)(stream) } != RC_OK {
-        fatal(routine, "waiting for the stream failed (the memheap said why above)");
+        fail(routine, ShmemError::DeviceOp { what: "waiting for the stream" });
     }
 }
 
@@ -364,7 +364,7 @@ fn first_barrier(rt: &Runtime, routine: &'static CStr, s: &StreamSlots, stream: 
     let mut ok = !words.is_null();
     if ok {
         let Some((seg, off)) = rt.segs.lookup(words as usize) else {
-            fatal(routine, "the stream barrier's array is not symmetric (internal error)")
+            fail(routine, ShmemError::Internal { what: "the stream barrier's array is not symmetric" })
         };
         ok = (0..n).all(|pe| !rt.segs.device_map(pe, seg).is_null());
         if ok {
@@ -428,7 +428,7 @@ pub unsafe fn barrier_all(routine: &'static CStr, stream: *mut c_void) {
     b.epoch += 1;
     let epoch = b.epoch;
     let Some((seg, off)) = rt.segs.lookup(words as usize) else {
-        fatal(routine, "the stream barrier's array is gone (internal error)")
+        fail(routine, ShmemError::Internal { what: "the stream barrier's array is gone" })
     };
     // This PE's own slot is neither written nor waited for: its stream reaches its own barrier
     // by being there.
@@ -466,7 +466,7 @@ pub unsafe fn barrier_all(routine: &'static CStr, stream: *mut c_void) {
             }
         };
         if !queued(routine, "a barrier signal or wait", rc) {
-            fatal(routine, "the device stopped taking stream memory operations");
+            fail(routine, ShmemError::StreamRefused);
         }
     }
 }

@@ -84,7 +84,7 @@ fn first_use(rt: &Runtime, routine: &'static CStr, pe: c_int, seg: u32) -> PeerS
 /// bytes. The global-data segment has no blocks.
 #[cold]
 #[inline(never)]
-fn one_block(rt: &Runtime, routine: &'static CStr, what: &str, seg: u32, addr: usize, len: usize) {
+fn one_block(rt: &Runtime, routine: &'static CStr, what: &'static str, seg: u32, addr: usize, len: usize) {
     let Some((memheap, heap)) = rt.segs.heap(seg) else { return };
     let Some(block_of) = memheap.block_of_slot() else { return };
     let (mut start, mut size) = (0usize, 0usize);
@@ -94,24 +94,26 @@ fn one_block(rt: &Runtime, routine: &'static CStr, what: &str, seg: u32, addr: u
     // space is destroyed collectively, when no transfer into it may still be running (the
     // spec's rule; one that broke it could find the heap just destroyed here).
     let found = unsafe { block_of(heap, addr as *const c_void, &mut start, &mut size) } == 1;
-    if !found {
-        fatal(
-            routine,
-            &format!(
-                "{what} {addr:#x} is in a symmetric heap but in no live allocation (freed, or never allocated; SHMEM_DEBUG checks this)"
-            ),
-        );
+    if let Err(e) = in_block(what, addr, len, found.then_some((start, size))) {
+        fail(routine, e);
     }
+}
+
+/// Whether `addr..addr+len` lies inside `block` (start, size), the live allocation the memheap
+/// found holding `addr` (`None`: none holds it).
+pub(crate) fn in_block(
+    what: &'static str,
+    addr: usize,
+    len: usize,
+    block: Option<(usize, usize)>,
+) -> Result<(), ShmemError> {
+    let Some((start, size)) = block else { return Err(ShmemError::NotInBlock { what, addr }) };
     // The block holds `addr`; saturating all the same, so a component's wrong answer cannot
     // wrap the room around.
     if len > (start + size).saturating_sub(addr) {
-        fatal(
-            routine,
-            &format!(
-                "{what} {addr:#x}+{len} runs past the end of its allocation, {size} bytes at {start:#x} (SHMEM_DEBUG checks this)"
-            ),
-        );
+        return Err(ShmemError::PastBlock { what, addr, len, start, size });
     }
+    Ok(())
 }
 
 /// Check `len` bytes at `addr` of this PE's own symmetric memory (a wait's or a test's
@@ -421,6 +423,22 @@ pub unsafe fn iget(
     unsafe { ibget(routine, ctx, dest, src, dst, sst, 1, nelems, size, pe) }
 }
 
+/// The bytes the remote side of a block-strided transfer spans: `nblocks` (at least 1) blocks
+/// of `bsize` elements of `size` bytes, `stride` (checked positive) elements apart.
+pub(crate) fn strided_span(
+    what: &'static str,
+    stride: i64,
+    nblocks: usize,
+    bsize: usize,
+    size: usize,
+) -> Result<usize, ShmemError> {
+    (nblocks - 1)
+        .checked_mul(stride as usize)
+        .and_then(|e| e.checked_add(bsize))
+        .and_then(|e| e.checked_mul(size))
+        .ok_or(ShmemError::StrideOverflow { what, stride })
+}
+
 /// The block-strided loop shared by `ibput` (`GET = false`) and `ibget`: `nblocks` blocks of
 /// `bsize` elements; block `b` starts at element `b*sst` of `src` and lands at element `b*dst`
 /// of `dest`.
@@ -448,21 +466,21 @@ unsafe fn blocks<const GET: bool>(
     // than the block that first falls outside.
     let (what, remote, stride) =
         if GET { ("source", src as usize, sst) } else { ("dest", dest as usize, dst) };
-    let span = (nblocks - 1)
-        .checked_mul(stride as usize)
-        .and_then(|e| e.checked_add(bsize))
-        .and_then(|e| e.checked_mul(size))
-        .unwrap_or_else(|| {
-            fatal(routine, &format!("{what}'s stride {stride} times the element count overflows"))
-        });
+    let span = strided_span(what, stride as i64, nblocks, bsize, size).unwrap_or_else(|e| fail(routine, e));
     let rt = runtime::get(routine);
     match rt.segs.locate(remote) {
         None => fail(routine, ShmemError::NotSymmetric { what, addr: remote }),
-        Some((_, _, room)) if span > room => fatal(
+        Some((_, _, room)) if span > room => fail(
             routine,
-            &format!(
-                "{what} {remote:#x} with stride {stride} spans {span} bytes over {nblocks} block(s) of {bsize} element(s) but its symmetric segment has {room} bytes left from there"
-            ),
+            ShmemError::StridedPastEnd {
+                what,
+                addr: remote,
+                stride: stride as i64,
+                span,
+                nblocks,
+                bsize,
+                room,
+            },
         ),
         Some(_) => {}
     }
@@ -700,7 +718,7 @@ pub unsafe fn put_signal_u64(
 
 #[cfg(test)]
 mod tests {
-    use super::{check_local, check_strides, locate_target, transfer_len};
+    use super::{check_local, check_strides, in_block, locate_target, strided_span, transfer_len};
     use crate::error::ShmemError;
     use crate::error::ShmemError::*;
     use crate::symm::segments::SegmentTable;
@@ -711,6 +729,39 @@ mod tests {
         t.add_local(0x1000, 0x100);
         t.add_local(0x8000, 0x10);
         t
+    }
+
+    /// SHMEM_DEBUG's check that a transfer stays inside the one allocation holding its start.
+    #[test]
+    fn a_debug_transfer_stays_inside_its_allocation() {
+        assert_eq!(in_block("dest", 0x1010, 0x30, Some((0x1000, 0x40))), Ok(()));
+        assert_eq!(
+            in_block("dest", 0x1010, 0x31, Some((0x1000, 0x40))),
+            Err(PastBlock { what: "dest", addr: 0x1010, len: 0x31, start: 0x1000, size: 0x40 })
+        );
+        assert_eq!(in_block("source", 0x1010, 8, None), Err(NotInBlock { what: "source", addr: 0x1010 }));
+        // A memheap that names a block ending before the address: no room, not a wrap-around.
+        assert!(matches!(in_block("dest", 0x2000, 1, Some((0x1000, 0x10))), Err(PastBlock { .. })));
+        assert!(PastBlock { what: "dest", addr: 0x1010, len: 0x31, start: 0x1000, size: 64 }
+            .to_string()
+            .contains("runs past the end of its allocation, 64 bytes at 0x1000"));
+    }
+
+    /// The bytes a block-strided transfer's remote side spans, and strides whose span
+    /// overflows.
+    #[test]
+    fn a_strided_span_is_counted_or_overflows() {
+        // 3 blocks of 2 four-byte elements, 5 elements apart: the last block starts at 10.
+        assert_eq!(strided_span("dest", 5, 3, 2, 4), Ok(48));
+        assert_eq!(strided_span("dest", 5, 1, 2, 4), Ok(8));
+        assert_eq!(
+            strided_span("source", i64::MAX, 3, 1, 8),
+            Err(StrideOverflow { what: "source", stride: i64::MAX })
+        );
+        assert_eq!(
+            strided_span("dest", 1 << 40, 1 << 22, 1, 8),
+            Err(StrideOverflow { what: "dest", stride: 1 << 40 })
+        );
     }
 
     /// The checks every put, get and atomic makes before it moves a byte, without a job.

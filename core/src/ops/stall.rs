@@ -154,20 +154,14 @@ pub fn fence_warning<E: Send + 'static>(
     loop {
         match rx.recv_timeout(std::time::Duration::from_millis(250)) {
             Ok(r) => return r,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => crate::error::fatal(
-                routine,
-                "the launcher's fence ended without an answer (its thread is gone)",
-            ),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                crate::error::fail(routine, crate::error::ShmemError::FenceNoAnswer)
+            }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
         let name = routine.to_string_lossy();
         if limit > 0 && start.elapsed().as_secs() >= limit {
-            crate::error::fatal(
-                routine,
-                &format!(
-                    "this PE has waited {limit} s in the launcher's fence for the other PEs to arrive (SHMEM_INIT_TIMEOUT): every PE must call {name}, and one has not (still starting, busy, or stopped, which only the launcher can tell); the job ends"
-                ),
-            );
+            crate::error::fail(routine, crate::error::ShmemError::FenceTimeout { limit_s: limit, routine });
         }
         if after == 0 {
             continue;

@@ -77,7 +77,7 @@ pub fn init_pool(routine: &'static CStr, rt: &Runtime, scolls: &[(&'static Scoll
     let slot_bytes = slot_bytes(scolls);
     let slots = MAX_TEAMS + ACTIVE_SET_SLOTS;
     let base = rt.alloc(slots * slot_bytes, 64).unwrap_or_else(|| {
-        crate::error::fatal(routine, "the symmetric heap has no room for team scratch space")
+        crate::error::fail(routine, crate::error::ShmemError::NoRoom { what: "team scratch space" })
     });
     // SAFETY: freshly allocated symmetric memory of that size.
     unsafe { std::ptr::write_bytes(base, 0, slots * slot_bytes) };
@@ -162,7 +162,7 @@ impl TeamState {
             w.store(0, Ordering::Relaxed);
         }
         if t.barrier.is_empty() || t.broadcast.is_empty() {
-            crate::error::fatal(routine, "no scoll component provides barrier and broadcast for the team");
+            crate::error::fail(routine, crate::error::ShmemError::NoScoll { what: "barrier and broadcast" });
         }
         if crate::log::enabled(crate::log::DEBUG, "team") {
             crate::log::log(crate::log::DEBUG, "team", &t.providers());
@@ -335,7 +335,7 @@ impl TeamState {
                 rc => crate::error::fatal(routine, &format!("scoll {name} {op} failed (code {rc})")),
             }
         }
-        crate::error::fatal(routine, &format!("every scoll component declined {op}"))
+        crate::error::fail(routine, crate::error::ShmemError::AllDeclined { op })
     }
 
     pub fn barrier(&self, routine: &'static CStr) {

@@ -133,9 +133,9 @@ pub fn init(rt: &Runtime) {
     rshmem_space_cpu.store(default, Ordering::Release);
     rshmem_team_cpu.store(&rshmem_team_world as *const TeamObj as *mut TeamObj, Ordering::Release);
     // Two symmetric words for the agreements of create and destroy (same order on every PE).
-    let words = rt.alloc(16, 16).unwrap_or_else(|| {
-        crate::error::fatal(c"shmem_init", "no room in the symmetric heap for the space agreement words")
-    });
+    let words = rt
+        .alloc(16, 16)
+        .unwrap_or_else(|| fail(c"shmem_init", ShmemError::NoRoom { what: "the space agreement words" }));
     let _ = rt.spaces.agree.set(words as usize);
 }
 

@@ -341,7 +341,7 @@ pub fn connect(routine: &'static CStr, rt: &Runtime, mut p: Prepared) -> Result<
 
 #[cold]
 fn fatal_no_room(routine: &'static CStr) -> ! {
-    crate::error::fatal(routine, "no room in the symmetric heap for a device space's lock words")
+    crate::error::fail(routine, crate::error::ShmemError::NoRoom { what: "a device space's lock words" })
 }
 
 /// Map a same-host peer's device segment through the device memheap (null when it cannot).
