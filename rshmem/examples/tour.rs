@@ -327,6 +327,29 @@ fn main() -> Result<(), Error> {
         assert_eq!(shmem.g(&grid, 0, next)?, (next * 16 + 15) as u32);
         shmem.barrier_all();
 
+        // An epoch over part of an array: this PE updates its interior (elements 0..12) as a
+        // &mut [T] while its neighbour puts into its halo (12..16), which stays reachable.
+        {
+            let (mut interior, halo) = grid.split_at_mut(12);
+            interior.exclusive(|local| {
+                local.iter_mut().for_each(|x| *x += 1);
+                shmem.put(&halo, 0, &[me as u32; 4], next)
+            })??;
+            shmem.barrier_all();
+            assert_eq!(halo.to_vec(), vec![prev as u32; 4]);
+            assert_eq!(shmem.g(&interior, 0, next)?, (next * 16 + 15) as u32 + 1);
+            // The parts of a part, and PEs that name different parts all get an error.
+            let (mut low, mut high) = interior.split_at_mut(6);
+            assert_eq!(low.len() + high.len(), 12);
+            let r = if me % 2 == 0 { low.exclusive(|_| ()) } else { high.exclusive(|_| ()) };
+            assert_eq!(r.is_err(), n > 1, "{r:?}");
+            assert!(matches!(
+                shmem.put(&high, 5, &[0u32; 2], next),
+                Err(Error::OutOfBounds { offset: 5, len: 2, array_len: 6, .. })
+            ));
+        }
+        shmem.barrier_all();
+
         // A lock: a get, an increment and a put of PE 0's counter are one step only under it.
         let lock = s.lock()?;
         let count = s.alloc::<u64>(1)?;

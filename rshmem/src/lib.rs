@@ -116,6 +116,30 @@
 //!     }).unwrap();
 //! });
 //! ```
+//! nor, while an epoch holds part of an array, can the whole array (which the part is in) be
+//! named:
+//! ```compile_fail,E0499
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let mut a = s.alloc::<u64>(4).unwrap();
+//!     let (mut low, _high) = a.split_at_mut(2);
+//!     low.exclusive(|local| {
+//!         local[0] = 1;
+//!         let _ = a.split_at_mut(1);
+//!     }).unwrap();
+//! });
+//! ```
+//! ```compile_fail,E0502
+//! let shmem = rshmem::Shmem::init().unwrap();
+//! shmem.scope(|s| {
+//!     let mut a = s.alloc::<u64>(4).unwrap();
+//!     let (mut low, _high) = a.split_at_mut(2);
+//!     low.exclusive(|local| {
+//!         local[0] = 1;
+//!         shmem.put(&a, 0, &[2], 0).unwrap();
+//!     }).unwrap();
+//! });
+//! ```
 //! and outside it there is no slice to hold:
 //! ```compile_fail,E0599
 //! let shmem = rshmem::Shmem::init().unwrap();

@@ -43,7 +43,7 @@ impl ThreadLevel {
 static LIVE: AtomicBool = AtomicBool::new(false);
 
 /// Words of the agreement scratch: a max-reduction over `AGREE_WORDS` values.
-pub(crate) const AGREE_WORDS: usize = 6;
+pub(crate) const AGREE_WORDS: usize = 8;
 
 /// Words of the team scratch ([`Shmem::over_team`]): this many sources, then as many results.
 pub(crate) const TEAM_WORDS: usize = 2;
@@ -206,15 +206,18 @@ impl Shmem {
 
     /// A collective agreement on `values`: every PE passes its own, and every PE learns whether
     /// all passed the same. Runs on the private team, so it can only meet another agreement.
-    pub(crate) fn agree(&self, values: [i64; AGREE_WORDS / 2]) -> bool {
+    pub(crate) fn agree<const N: usize>(&self, values: [i64; N]) -> bool {
+        const { assert!(N <= AGREE_WORDS / 2) };
         let src = self.agree_buf;
         // SAFETY: the scratch has 2 * AGREE_WORDS words; the sources are written only here,
         // between agreements, and the results only by the reduction below.
         let dest = unsafe { src.add(AGREE_WORDS) };
-        for (i, v) in values.iter().enumerate() {
+        // Every agreement reduces every word, whatever its N: the words past N are zero.
+        let padded = (0..AGREE_WORDS / 2).map(|i| values.get(i).copied().unwrap_or(0));
+        for (i, v) in padded.enumerate() {
             // SAFETY: within the scratch (i < AGREE_WORDS / 2); volatile, as other PEs read it.
             unsafe {
-                src.add(2 * i).write_volatile(*v);
+                src.add(2 * i).write_volatile(v);
                 src.add(2 * i + 1).write_volatile(v.wrapping_neg());
             }
         }

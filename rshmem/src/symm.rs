@@ -17,8 +17,11 @@ pub struct Symm<'s, T> {
     ptr: NonNull<T>,
     len: usize,
     /// Which collective allocation of the runtime this is (the same on every PE, unlike the
-    /// address): what an exclusive epoch agrees on.
+    /// address): what an exclusive epoch agrees on, with `offset`.
     id: u64,
+    /// Where this array starts in its allocation, in elements: 0, or where a part of one
+    /// ([`Symm::split_at_mut`]) starts.
+    offset: usize,
     pub(crate) rt: &'s Shmem,
     _owns: PhantomData<*mut T>,
 }
@@ -27,11 +30,11 @@ impl<'s, T: bytemuck::Pod> Symm<'s, T> {
     /// # Safety
     /// `ptr` is a live, aligned, symmetric block of `len` elements that outlives `'s`.
     pub(crate) unsafe fn from_raw(rt: &'s Shmem, ptr: NonNull<T>, len: usize, id: u64) -> Symm<'s, T> {
-        Symm { ptr, len, id, rt, _owns: PhantomData }
+        Symm { ptr, len, id, offset: 0, rt, _owns: PhantomData }
     }
 
     pub(crate) fn empty(rt: &'s Shmem, id: u64) -> Symm<'s, T> {
-        Symm { ptr: NonNull::dangling(), len: 0, id, rt, _owns: PhantomData }
+        Symm { ptr: NonNull::dangling(), len: 0, id, offset: 0, rt, _owns: PhantomData }
     }
 
     /// The number of elements.
@@ -96,21 +99,45 @@ impl<'s, T: bytemuck::Pod> Symm<'s, T> {
         }
     }
 
+    /// The array as two arrays, elements `..mid` and `mid..`, for as long as they are borrowed
+    /// (as `<[T]>::split_at_mut`; panics if `mid > len`). Each is an array of its own: a
+    /// target and source of every operation, a collective's buffer, and an exclusive epoch's
+    /// array, so this PE can hold one part as a `&mut [T]` while other PEs put into the other
+    /// (a halo exchange around a local update of the interior). Every PE splits its own copy;
+    /// an epoch over a part agrees on the allocation, the part's start and its length, so it
+    /// begins only when every PE names the same part.
+    pub fn split_at_mut(&mut self, mid: usize) -> (Symm<'_, T>, Symm<'_, T>) {
+        assert!(mid <= self.len, "Symm::split_at_mut: mid {mid} is past the length {}", self.len);
+        let part = |ptr: NonNull<T>, offset: usize, len: usize| Symm {
+            ptr,
+            len,
+            id: self.id,
+            offset: self.offset + offset,
+            rt: self.rt,
+            _owns: PhantomData,
+        };
+        // SAFETY: mid <= len (checked), so the second part starts in the block or one past it.
+        let second = unsafe { self.ptr.add(mid) };
+        (part(self.ptr, 0, mid), part(second, mid, self.len - mid))
+    }
+
     /// A collective epoch in which this PE has its copy as a `&mut [T]`: every PE calls it for
-    /// the same array (checked: [`Error::EpochMismatch`] on every PE otherwise). On entry every
-    /// PE's operations have completed and every PE is inside; no PE can name this array while
-    /// its `&mut self` is taken, so no remote write lands during `f`; on exit every PE waits
+    /// the same array (checked: [`Error::EpochMismatch`] on every PE otherwise; for a part of
+    /// an array, the same part). On entry every PE's operations have completed and every PE is
+    /// inside; no PE can name this array while its `&mut self` is taken, so no remote write
+    /// lands in it during `f` (a part's other parts stay reachable); on exit every PE waits
     /// until all have left `f`.
     pub fn exclusive<R>(&mut self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         const TAG_EPOCH: i64 = 2;
         self.rt.quiet_all();
-        if !self.rt.agree([TAG_EPOCH, self.id as i64, self.len as i64]) {
+        if !self.rt.agree([TAG_EPOCH, self.id as i64, self.offset as i64, self.len as i64]) {
             return Err(Error::EpochMismatch { routine: "Symm::exclusive" });
         }
         // SAFETY: the block is live for 's and this is the only reference made to it: the
         // local handle is borrowed mutably, and every other PE is inside the same epoch with
         // its own handle borrowed mutably, its earlier operations completed (quiet, then the
-        // agreement, which nobody leaves before everybody entered).
+        // agreement, which nobody leaves before everybody entered). For a part, every PE's
+        // whole array is borrowed by its split, and its other parts cover other elements.
         let slice = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) };
         let r = f(slice);
         // SAFETY: the private team of a live runtime; collective over it.
