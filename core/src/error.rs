@@ -141,6 +141,9 @@ pub enum ShmemError {
     NoGpuHeap,
     /// An alignment that is not a power of two multiple of `sizeof(void *)`.
     BadAlignment { alignment: usize },
+    /// A routine called with no live runtime: before `shmem_init`, or after the last
+    /// `shmem_finalize` (`finalized`).
+    NotInitialized { finalized: bool },
 }
 
 impl fmt::Display for ShmemError {
@@ -299,6 +302,9 @@ impl fmt::Display for ShmemError {
                 f,
                 "alignment={alignment} is not a power of two that is a multiple of sizeof(void *)"
             ),
+            ShmemError::NotInitialized { finalized } => {
+                write!(f, "called {}", if finalized { "after shmem_finalize" } else { "before shmem_init" })
+            }
             ShmemError::FenceTimeout { limit_s, routine } => write!(
                 f,
                 "this PE has waited {limit_s} s in the launcher's fence for the other PEs to arrive (SHMEM_INIT_TIMEOUT): every PE must call {}, and one has not (still starting, busy, or stopped, which only the launcher can tell); the job ends",
@@ -309,6 +315,24 @@ impl fmt::Display for ShmemError {
 }
 
 impl std::error::Error for ShmemError {}
+
+/// What a caller that cannot hand an error back (a C routine returns `void`) does with an
+/// outcome: the value, or the end of the job for its error, named by `routine`. The
+/// operations that return their errors (`ops::rma`, `ops::amo`, `ops::signal`: their `END`
+/// instantiations) are ended this way by their C-shaped wrappers and the core services.
+pub trait OrEnd<T> {
+    fn or_end(self, routine: &'static CStr) -> T;
+}
+
+impl<T> OrEnd<T> for Result<T, ShmemError> {
+    #[inline(always)]
+    fn or_end(self, routine: &'static CStr) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => fail(routine, e),
+        }
+    }
+}
 
 /// End the job for `err`, met in `routine`.
 #[cold]

@@ -7,6 +7,7 @@ use crate::ctx::Ctx;
 use crate::device::{DeviceSymm, SharedDevice};
 use crate::error::Result;
 use crate::ffi::{self, AmoFns};
+use crate::ops::{self, Amo};
 use crate::symm::{at, Remote, Shared, Symm};
 
 mod sealed {
@@ -14,7 +15,7 @@ mod sealed {
 }
 
 /// The integer types with OpenSHMEM atomics, waits and tests: `i32`, `i64`, `u32`, `u64`.
-pub trait AtomicInt: bytemuck::Pod + sealed::Sealed {
+pub trait AtomicInt: bytemuck::Pod + Amo + sealed::Sealed {
     #[doc(hidden)]
     const C: AmoFns<Self>;
     #[doc(hidden)]
@@ -56,31 +57,30 @@ impl Cmp {
     }
 }
 
-/// One fetching atomic: checks the element and the PE, then calls the C entry point.
+/// One fetching atomic: checks the element and the PE, then calls the core's `op`.
 macro_rules! fetching {
-    ($(#[$doc:meta])* $name:ident, $slot:ident, $routine:literal) => {
+    ($(#[$doc:meta])* $name:ident, $op:ident, $routine:literal, $c_routine:literal) => {
         $(#[$doc])*
         #[inline]
         pub fn $name<T: AtomicInt>(&self, dest: &impl Remote<T>, i: usize, value: T, pe: usize) -> Result<T> {
             let d = at(dest, $routine, i)?;
             let pe = self.checked_pe($routine, pe)?;
             // SAFETY: a checked element of a live symmetric array, a PE in range.
-            Ok(unsafe { (T::C.$slot)(self.raw(), d, value, pe) })
+            unsafe { ops::rmw::<T, true>($c_routine, self.raw(), d, ops::$op, value, pe) }
         }
     };
 }
 
-/// One non-fetching atomic: checks the element and the PE, then calls the C entry point.
+/// One non-fetching atomic: checks the element and the PE, then calls the core's `op`.
 macro_rules! posting {
-    ($(#[$doc:meta])* $name:ident, $slot:ident, $routine:literal) => {
+    ($(#[$doc:meta])* $name:ident, $op:ident, $routine:literal, $c_routine:literal) => {
         $(#[$doc])*
         #[inline]
         pub fn $name<T: AtomicInt>(&self, dest: &impl Remote<T>, i: usize, value: T, pe: usize) -> Result<()> {
             let d = at(dest, $routine, i)?;
             let pe = self.checked_pe($routine, pe)?;
             // SAFETY: a checked element of a live symmetric array, a PE in range.
-            unsafe { (T::C.$slot)(self.raw(), d, value, pe) };
-            Ok(())
+            unsafe { ops::rmw::<T, false>($c_routine, self.raw(), d, ops::$op, value, pe) }.map(|_| ())
         }
     };
 }
@@ -93,16 +93,28 @@ impl Ctx {
         let s = at(src, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: a checked element of a live symmetric array, a PE in range.
-        Ok(unsafe { (T::C.fetch)(self.raw(), s, pe) })
+        unsafe { ops::fetch(c"Ctx::atomic_fetch", self.raw(), s, pe) }
+    }
+
+    /// `shmem_atomic_set`: writes `dest[i]` on `pe` atomically.
+    #[inline]
+    pub fn atomic_set<T: AtomicInt>(
+        &self,
+        dest: &impl Remote<T>,
+        i: usize,
+        value: T,
+        pe: usize,
+    ) -> Result<()> {
+        const ROUTINE: &str = "Ctx::atomic_set";
+        let d = at(dest, ROUTINE, i)?;
+        let pe = self.checked_pe(ROUTINE, pe)?;
+        // SAFETY: a checked element of a live symmetric array, a PE in range.
+        unsafe { ops::rmw::<T, false>(c"Ctx::atomic_set", self.raw(), d, ops::SET, value, pe) }.map(|_| ())
     }
 
     posting!(
-        /// `shmem_atomic_set`: writes `dest[i]` on `pe` atomically.
-        atomic_set, set, "Ctx::atomic_set"
-    );
-    posting!(
         /// `shmem_atomic_add`: adds `value` to `dest[i]` on `pe`.
-        atomic_add, add, "Ctx::atomic_add"
+        atomic_add, ADD, "Ctx::atomic_add", c"Ctx::atomic_add"
     );
 
     /// `shmem_atomic_inc`: adds one to `dest[i]` on `pe`.
@@ -132,28 +144,28 @@ impl Ctx {
         let d = at(dest, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: as `atomic_fetch`.
-        Ok(unsafe { (T::C.compare_swap)(self.raw(), d, cond, value, pe) })
+        unsafe { ops::compare_swap(c"Ctx::atomic_compare_swap", self.raw(), d, cond, value, pe) }
     }
 
     fetching!(
         /// `shmem_atomic_swap`: sets `dest[i]` on `pe` to `value`; returns the value before.
-        atomic_swap, swap, "Ctx::atomic_swap"
+        atomic_swap, SWAP, "Ctx::atomic_swap", c"Ctx::atomic_swap"
     );
     fetching!(
         /// `shmem_atomic_fetch_add`: adds `value` to `dest[i]` on `pe`; returns the value before.
-        atomic_fetch_add, fetch_add, "Ctx::atomic_fetch_add"
+        atomic_fetch_add, ADD, "Ctx::atomic_fetch_add", c"Ctx::atomic_fetch_add"
     );
     fetching!(
         /// `shmem_atomic_fetch_and`: `dest[i] &= value` on `pe`; returns the value before.
-        atomic_fetch_and, fetch_and, "Ctx::atomic_fetch_and"
+        atomic_fetch_and, AMO_AND, "Ctx::atomic_fetch_and", c"Ctx::atomic_fetch_and"
     );
     fetching!(
         /// `shmem_atomic_fetch_or`: `dest[i] |= value` on `pe`; returns the value before.
-        atomic_fetch_or, fetch_or, "Ctx::atomic_fetch_or"
+        atomic_fetch_or, AMO_OR, "Ctx::atomic_fetch_or", c"Ctx::atomic_fetch_or"
     );
     fetching!(
         /// `shmem_atomic_fetch_xor`: `dest[i] ^= value` on `pe`; returns the value before.
-        atomic_fetch_xor, fetch_xor, "Ctx::atomic_fetch_xor"
+        atomic_fetch_xor, AMO_XOR, "Ctx::atomic_fetch_xor", c"Ctx::atomic_fetch_xor"
     );
 }
 

@@ -1,12 +1,13 @@
 //! Contexts and the transfers on them: put, get, single elements, put-with-signal, and
 //! non-blocking transfers whose buffers stay borrowed until the context's quiet.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::marker::PhantomData;
 use std::mem::size_of;
 
 use crate::error::{Error, Result};
 use crate::ffi;
+use crate::ops;
 use crate::symm::{at, Remote};
 use crate::Shmem;
 
@@ -92,8 +93,16 @@ impl Ctx {
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: `d` is a checked range of a live symmetric array; `src` is a live slice of
         // the same byte length; `pe` is in range.
-        unsafe { ffi::shmem_ctx_putmem(self.raw, d.cast(), src.as_ptr().cast(), size_of_val(src), pe) };
-        Ok(())
+        unsafe {
+            ops::rma::<false, false>(
+                c"Ctx::put",
+                self.raw,
+                d.cast(),
+                src.as_ptr().cast(),
+                size_of_val(src),
+                pe,
+            )
+        }
     }
 
     /// `shmem_ctx_getmem`: copies `src[offset..offset + dest.len()]` of `pe` into `dest`.
@@ -110,8 +119,16 @@ impl Ctx {
         let pe = self.checked_pe(ROUTINE, pe)?;
         // SAFETY: as in `put`; `dest` is exclusively borrowed local memory, and any bytes are
         // a valid T.
-        unsafe { ffi::shmem_ctx_getmem(self.raw, dest.as_mut_ptr().cast(), s.cast(), size_of_val(dest), pe) };
-        Ok(())
+        unsafe {
+            ops::rma::<true, false>(
+                c"Ctx::get",
+                self.raw,
+                dest.as_mut_ptr().cast(),
+                s.cast(),
+                size_of_val(dest),
+                pe,
+            )
+        }
     }
 
     /// `shmem_ctx_<type>_p`: writes one element, `dest[i]` on `pe`.
@@ -120,18 +137,8 @@ impl Ctx {
         const ROUTINE: &str = "Ctx::p";
         let d = at(dest, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
-        // SAFETY: a checked element of a live symmetric array; the sized entry points get the
-        // same bytes as an integer of T's width (T is Pod, so any width-sized bytes are fine).
-        unsafe {
-            match size_of::<T>() {
-                1 => ffi::shmem_ctx_int8_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
-                2 => ffi::shmem_ctx_int16_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
-                4 => ffi::shmem_ctx_int32_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
-                8 => ffi::shmem_ctx_int64_p(self.raw, d.cast(), std::mem::transmute_copy(&value), pe),
-                n => ffi::shmem_ctx_putmem(self.raw, d.cast(), (&raw const value).cast(), n, pe),
-            }
-        }
-        Ok(())
+        // SAFETY: a checked element of a live symmetric array, a PE in range.
+        unsafe { ops::p(c"Ctx::p", self.raw, d, value, pe) }
     }
 
     /// `shmem_ctx_<type>_g`: reads one element, `src[i]` on `pe`.
@@ -140,20 +147,8 @@ impl Ctx {
         const ROUTINE: &str = "Ctx::g";
         let s = at(src, ROUTINE, i)?;
         let pe = self.checked_pe(ROUTINE, pe)?;
-        // SAFETY: as in `p`; the integer read back is T's bytes.
-        unsafe {
-            Ok(match size_of::<T>() {
-                1 => std::mem::transmute_copy(&ffi::shmem_ctx_int8_g(self.raw, s.cast(), pe)),
-                2 => std::mem::transmute_copy(&ffi::shmem_ctx_int16_g(self.raw, s.cast(), pe)),
-                4 => std::mem::transmute_copy(&ffi::shmem_ctx_int32_g(self.raw, s.cast(), pe)),
-                8 => std::mem::transmute_copy(&ffi::shmem_ctx_int64_g(self.raw, s.cast(), pe)),
-                _ => {
-                    let mut v = T::zeroed();
-                    ffi::shmem_ctx_getmem(self.raw, (&raw mut v).cast(), s.cast(), size_of::<T>(), pe);
-                    v
-                }
-            })
-        }
+        // SAFETY: as in `p`; any bytes read are a valid T (Pod).
+        unsafe { ops::g(c"Ctx::g", self.raw, s, pe) }
     }
 
     /// `shmem_ctx_putmem_signal`: puts `src` into `dest[offset..]` on `pe`, then updates
@@ -180,18 +175,17 @@ impl Ctx {
         };
         // SAFETY: checked ranges of live symmetric arrays, a live source slice, `pe` in range.
         unsafe {
-            ffi::shmem_ctx_putmem_signal(
+            ops::put_signal(
+                c"Ctx::put_signal",
                 self.raw,
                 d.cast(),
                 src.as_ptr().cast(),
                 size_of_val(src),
                 sig,
-                value,
-                op,
+                (value, op),
                 pe,
             )
-        };
-        Ok(())
+        }
     }
 
     /// `shmem_ctx_iput`: `nelems` elements of `src`, every `src_stride`-th from the first, into
@@ -208,7 +202,7 @@ impl Ctx {
         nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        self.put_blocks("Ctx::iput", dest, offset, (dest_stride, src_stride), src, (1, nelems), pe)
+        self.put_blocks(c"Ctx::iput", dest, offset, (dest_stride, src_stride), src, (1, nelems), pe)
     }
 
     /// `shmem_ctx_iget`: `nelems` elements of `src` on `pe`, every `src_stride`-th from
@@ -224,7 +218,7 @@ impl Ctx {
         nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        self.get_blocks("Ctx::iget", dest, src, offset, (dest_stride, src_stride), (1, nelems), pe)
+        self.get_blocks(c"Ctx::iget", dest, src, offset, (dest_stride, src_stride), (1, nelems), pe)
     }
 
     /// `shmem_ctx_ibput`: `nblocks` blocks of `bsize` elements, block `k` of `src` starting
@@ -242,7 +236,7 @@ impl Ctx {
         nblocks: usize,
         pe: usize,
     ) -> Result<()> {
-        self.put_blocks("Ctx::ibput", dest, offset, (dest_stride, src_stride), src, (bsize, nblocks), pe)
+        self.put_blocks(c"Ctx::ibput", dest, offset, (dest_stride, src_stride), src, (bsize, nblocks), pe)
     }
 
     /// `shmem_ctx_ibget`: `nblocks` blocks of `bsize` elements of `src` on `pe`, block `k`
@@ -260,16 +254,15 @@ impl Ctx {
         nblocks: usize,
         pe: usize,
     ) -> Result<()> {
-        self.get_blocks("Ctx::ibget", dest, src, offset, (dest_stride, src_stride), (bsize, nblocks), pe)
+        self.get_blocks(c"Ctx::ibget", dest, src, offset, (dest_stride, src_stride), (bsize, nblocks), pe)
     }
 
     /// The strided puts: `(bsize, nblocks)` blocks at `(dest_stride, src_stride)`, checked,
-    /// through the sized block entry point of T's width (a block of one element is an
-    /// `iput`), else a put per block.
+    /// then the core's block-strided put (a block of one element is an `iput`).
     #[allow(clippy::too_many_arguments)]
     fn put_blocks<T: bytemuck::Pod>(
         &self,
-        routine: &'static str,
+        c_routine: &'static std::ffi::CStr,
         dest: &impl Remote<T>,
         offset: usize,
         (dest_stride, src_stride): (usize, usize),
@@ -277,6 +270,7 @@ impl Ctx {
         (bsize, nblocks): (usize, usize),
         pe: usize,
     ) -> Result<()> {
+        let routine = c_routine.to_str().unwrap_or("Ctx");
         let (dst, sst) = block_strides(routine, dest_stride, src_stride, bsize)?;
         let d = dest.checked_range(routine, offset, block_span(routine, nblocks, dest_stride, bsize)?)?;
         let need = block_span(routine, nblocks, src_stride, bsize)?;
@@ -284,35 +278,27 @@ impl Ctx {
             return Err(Error::Length { routine, what: "src.len()", got: src.len(), want: need });
         }
         let pe = self.checked_pe(routine, pe)?;
-        match ffi::strided(size_of::<T>()) {
-            // SAFETY: both spans checked above against live memory (a symmetric array and a
-            // slice); strides at least bsize and within isize; `pe` in range.
-            Some(f) => unsafe {
-                (f.ibput)(self.raw, d.cast(), src.as_ptr().cast(), dst, sst, bsize, nblocks, pe)
-            },
-            None => {
-                for k in 0..nblocks {
-                    // SAFETY: block k of each checked span.
-                    unsafe {
-                        ffi::shmem_ctx_putmem(
-                            self.raw,
-                            d.add(k * dest_stride).cast(),
-                            src.as_ptr().add(k * src_stride).cast(),
-                            bsize * size_of::<T>(),
-                            pe,
-                        )
-                    }
-                }
-            }
+        // SAFETY: both spans checked above against live memory (a symmetric array and a
+        // slice); strides at least bsize and within isize; `pe` in range.
+        unsafe {
+            ops::blocks::<false>(
+                c_routine,
+                self.raw,
+                d.cast(),
+                src.as_ptr().cast(),
+                (dst, sst),
+                (bsize, nblocks),
+                size_of::<T>(),
+                pe,
+            )
         }
-        Ok(())
     }
 
     /// The strided gets, as [`Ctx::put_blocks`].
     #[allow(clippy::too_many_arguments)]
     fn get_blocks<T: bytemuck::Pod>(
         &self,
-        routine: &'static str,
+        c_routine: &'static std::ffi::CStr,
         dest: &mut [T],
         src: &impl Remote<T>,
         offset: usize,
@@ -320,6 +306,7 @@ impl Ctx {
         (bsize, nblocks): (usize, usize),
         pe: usize,
     ) -> Result<()> {
+        let routine = c_routine.to_str().unwrap_or("Ctx");
         let (dst, sst) = block_strides(routine, dest_stride, src_stride, bsize)?;
         let s = src.checked_range(routine, offset, block_span(routine, nblocks, src_stride, bsize)?)?;
         let need = block_span(routine, nblocks, dest_stride, bsize)?;
@@ -327,27 +314,19 @@ impl Ctx {
             return Err(Error::Length { routine, what: "dest.len()", got: dest.len(), want: need });
         }
         let pe = self.checked_pe(routine, pe)?;
-        match ffi::strided(size_of::<T>()) {
-            // SAFETY: as `put_blocks`; `dest` is exclusively borrowed local memory, any bytes a T.
-            Some(f) => unsafe {
-                (f.ibget)(self.raw, dest.as_mut_ptr().cast(), s.cast(), dst, sst, bsize, nblocks, pe)
-            },
-            None => {
-                for k in 0..nblocks {
-                    // SAFETY: block k of each checked span.
-                    unsafe {
-                        ffi::shmem_ctx_getmem(
-                            self.raw,
-                            dest.as_mut_ptr().add(k * dest_stride).cast(),
-                            s.add(k * src_stride).cast(),
-                            bsize * size_of::<T>(),
-                            pe,
-                        )
-                    }
-                }
-            }
+        // SAFETY: as `put_blocks`; `dest` is exclusively borrowed local memory, any bytes a T.
+        unsafe {
+            ops::blocks::<true>(
+                c_routine,
+                self.raw,
+                dest.as_mut_ptr().cast(),
+                s.cast(),
+                (dst, sst),
+                (bsize, nblocks),
+                size_of::<T>(),
+                pe,
+            )
         }
-        Ok(())
     }
 
     /// `shmem_ctx_quiet`: every operation issued on this context is complete.
@@ -401,9 +380,15 @@ impl<'n, 'env> Nbi<'n, 'env> {
         // SAFETY: as `Ctx::put`; `src` is borrowed until the region's end, which quiets the
         // context before the borrow ends.
         unsafe {
-            ffi::shmem_ctx_putmem_nbi(self.ctx.raw, d.cast(), src.as_ptr().cast(), size_of_val(src), pe)
-        };
-        Ok(())
+            ops::rma::<false, true>(
+                c"Nbi::put",
+                self.ctx.raw,
+                d.cast(),
+                src.as_ptr().cast(),
+                size_of_val(src),
+                pe,
+            )
+        }
     }
 
     /// `shmem_ctx_getmem_nbi`: `dest` is filled by the region's end, and borrowed until then.
@@ -419,15 +404,15 @@ impl<'n, 'env> Nbi<'n, 'env> {
         let pe = self.ctx.checked_pe(ROUTINE, pe)?;
         // SAFETY: as `Ctx::get`; `dest` is exclusively borrowed until the region's quiet.
         unsafe {
-            ffi::shmem_ctx_getmem_nbi(
+            ops::rma::<true, true>(
+                c"Nbi::get",
                 self.ctx.raw,
-                dest.as_mut_ptr().cast::<c_void>(),
+                dest.as_mut_ptr().cast(),
                 s.cast(),
                 size_of_val(dest),
                 pe,
             )
-        };
-        Ok(())
+        }
     }
 }
 

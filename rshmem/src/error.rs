@@ -25,6 +25,9 @@ pub enum Error {
     EpochMismatch { routine: &'static str },
     /// An argument outside its domain (a team shape, a root PE, an element count).
     Invalid { routine: &'static str, what: String },
+    /// The library failed the operation, for the reason `cause` says (the core's own value:
+    /// a transfer the transport failed, a context destroyed meanwhile, ...).
+    Failed { routine: &'static str, cause: shmem::error::ShmemError },
 }
 
 impl fmt::Display for Error {
@@ -64,6 +67,7 @@ impl fmt::Display for Error {
                 "{routine}: the PEs entered the epoch with different arrays (every PE must name the same one)"
             ),
             Error::Invalid { routine, what } => write!(f, "{routine}: {what}"),
+            Error::Failed { routine, cause } => write!(f, "{routine}: {cause}"),
         }
     }
 }

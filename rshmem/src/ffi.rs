@@ -1,6 +1,8 @@
 //! The C entry points this crate calls, as the core exports them (`core/include/shmem.h`). The
 //! core is linked into the program (`use shmem as _` in lib.rs), so these resolve to it at link
-//! time; every safe wrapper in this crate checks its arguments before it calls one.
+//! time; every safe wrapper in this crate checks its arguments before it calls one. The
+//! transfers, atomics and signals go to the core's operations instead (`crate::ops`), which
+//! return their errors as values.
 
 use std::ffi::{c_int, c_long, c_void};
 
@@ -76,20 +78,6 @@ extern "C" {
     pub fn shmem_ctx_destroy(ctx: RawCtx);
     pub fn shmem_ctx_quiet(ctx: RawCtx);
     pub fn shmem_ctx_fence(ctx: RawCtx);
-    pub fn shmem_ctx_putmem(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
-    pub fn shmem_ctx_getmem(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
-    pub fn shmem_ctx_putmem_nbi(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
-    pub fn shmem_ctx_getmem_nbi(ctx: RawCtx, dest: *mut c_void, src: *const c_void, nbytes: usize, pe: c_int);
-    pub fn shmem_ctx_putmem_signal(
-        ctx: RawCtx,
-        dest: *mut c_void,
-        src: *const c_void,
-        nbytes: usize,
-        sig_addr: *mut u64,
-        signal: u64,
-        sig_op: c_int,
-        pe: c_int,
-    );
     pub fn shmem_signal_fetch(sig_addr: *const u64) -> u64;
     pub fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, value: u64) -> u64;
 
@@ -161,126 +149,32 @@ extern "C" {
     ) -> c_int;
 }
 
-/// A block-strided transfer by element width: `shmem_ctx_{ibput,ibget}{8,...,128}(ctx, dest,
-/// src, dst, sst, bsize, nblocks, pe)`.
-pub type BlockFn =
-    unsafe extern "C" fn(RawCtx, *mut c_void, *const c_void, isize, isize, usize, usize, c_int);
-
-/// The block-strided entry points of one element width (a block of one element is an
-/// `iput` or `iget`).
-pub struct Strided {
-    pub ibput: BlockFn,
-    pub ibget: BlockFn,
-}
-
-macro_rules! strided_fns {
-    ($($w:literal => $ibput:ident $ibget:ident;)*) => {
-        extern "C" {
-            $(
-                fn $ibput(
-                    ctx: RawCtx, d: *mut c_void, s: *const c_void, dst: isize, sst: isize, b: usize, n: usize, pe: c_int,
-                );
-                fn $ibget(
-                    ctx: RawCtx, d: *mut c_void, s: *const c_void, dst: isize, sst: isize, b: usize, n: usize, pe: c_int,
-                );
-            )*
-        }
-
-        /// The strided entry points for elements of `width` bytes, if the API has that width.
-        pub fn strided(width: usize) -> Option<Strided> {
-            match width {
-                $($w => Some(Strided { ibput: $ibput, ibget: $ibget }),)*
-                _ => None,
-            }
-        }
-    };
-}
-strided_fns! {
-    1 => shmem_ctx_ibput8 shmem_ctx_ibget8;
-    2 => shmem_ctx_ibput16 shmem_ctx_ibget16;
-    4 => shmem_ctx_ibput32 shmem_ctx_ibget32;
-    8 => shmem_ctx_ibput64 shmem_ctx_ibget64;
-    16 => shmem_ctx_ibput128 shmem_ctx_ibget128;
-}
-
-/// The fixed-size single-element transfers, by width (`shmem_ctx_int{8,16,32,64}_{p,g}`).
-macro_rules! sized_pg {
-    ($($t:ty => $p:ident, $g:ident;)*) => {
-        extern "C" {
-            $(
-                pub fn $p(ctx: RawCtx, dest: *mut $t, value: $t, pe: c_int);
-                pub fn $g(ctx: RawCtx, src: *const $t, pe: c_int) -> $t;
-            )*
-        }
-    };
-}
-sized_pg! {
-    i8 => shmem_ctx_int8_p, shmem_ctx_int8_g;
-    i16 => shmem_ctx_int16_p, shmem_ctx_int16_g;
-    i32 => shmem_ctx_int32_p, shmem_ctx_int32_g;
-    i64 => shmem_ctx_int64_p, shmem_ctx_int64_g;
-}
-
-/// The C entry points of one integer type's atomics, waits and tests, as a table of function
-/// pointers (`crate::amo::AtomicInt::C`): one type, one row.
+/// The C entry points of one integer type's waits and tests on this PE's own elements, as a
+/// table of function pointers (`crate::amo::AtomicInt::C`): one type, one row. (The atomics
+/// themselves go to the core directly, `crate::ops`.)
 pub struct AmoFns<T> {
-    pub fetch: unsafe extern "C" fn(RawCtx, *const T, c_int) -> T,
-    pub set: unsafe extern "C" fn(RawCtx, *mut T, T, c_int),
-    pub swap: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
-    pub compare_swap: unsafe extern "C" fn(RawCtx, *mut T, T, T, c_int) -> T,
-    pub fetch_add: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
-    pub add: unsafe extern "C" fn(RawCtx, *mut T, T, c_int),
-    pub fetch_and: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
-    pub fetch_or: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
-    pub fetch_xor: unsafe extern "C" fn(RawCtx, *mut T, T, c_int) -> T,
     pub wait_until: unsafe extern "C" fn(*mut T, c_int, T),
     pub test: unsafe extern "C" fn(*mut T, c_int, T) -> c_int,
 }
 
 macro_rules! amo_fns {
-    ($($t:ty, $name:ident: $fetch:ident $set:ident $swap:ident $cswap:ident $fadd:ident $add:ident
-       $fand:ident $for:ident $fxor:ident $wait:ident $test:ident;)*) => {
+    ($($t:ty, $name:ident: $wait:ident $test:ident;)*) => {
         extern "C" {
             $(
-                fn $fetch(ctx: RawCtx, src: *const $t, pe: c_int) -> $t;
-                fn $set(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int);
-                fn $swap(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
-                fn $cswap(ctx: RawCtx, dest: *mut $t, cond: $t, v: $t, pe: c_int) -> $t;
-                fn $fadd(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
-                fn $add(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int);
-                fn $fand(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
-                fn $for(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
-                fn $fxor(ctx: RawCtx, dest: *mut $t, v: $t, pe: c_int) -> $t;
                 fn $wait(ivar: *mut $t, cmp: c_int, v: $t);
                 fn $test(ivar: *mut $t, cmp: c_int, v: $t) -> c_int;
             )*
         }
         $(
-            pub const $name: AmoFns<$t> = AmoFns {
-                fetch: $fetch, set: $set, swap: $swap, compare_swap: $cswap, fetch_add: $fadd,
-                add: $add, fetch_and: $fand, fetch_or: $for, fetch_xor: $fxor, wait_until: $wait,
-                test: $test,
-            };
+            pub const $name: AmoFns<$t> = AmoFns { wait_until: $wait, test: $test };
         )*
     };
 }
 amo_fns! {
-    i32, AMO_I32: shmem_ctx_int32_atomic_fetch shmem_ctx_int32_atomic_set shmem_ctx_int32_atomic_swap
-        shmem_ctx_int32_atomic_compare_swap shmem_ctx_int32_atomic_fetch_add shmem_ctx_int32_atomic_add
-        shmem_ctx_int32_atomic_fetch_and shmem_ctx_int32_atomic_fetch_or shmem_ctx_int32_atomic_fetch_xor
-        shmem_int32_wait_until shmem_int32_test;
-    i64, AMO_I64: shmem_ctx_int64_atomic_fetch shmem_ctx_int64_atomic_set shmem_ctx_int64_atomic_swap
-        shmem_ctx_int64_atomic_compare_swap shmem_ctx_int64_atomic_fetch_add shmem_ctx_int64_atomic_add
-        shmem_ctx_int64_atomic_fetch_and shmem_ctx_int64_atomic_fetch_or shmem_ctx_int64_atomic_fetch_xor
-        shmem_int64_wait_until shmem_int64_test;
-    u32, AMO_U32: shmem_ctx_uint32_atomic_fetch shmem_ctx_uint32_atomic_set shmem_ctx_uint32_atomic_swap
-        shmem_ctx_uint32_atomic_compare_swap shmem_ctx_uint32_atomic_fetch_add shmem_ctx_uint32_atomic_add
-        shmem_ctx_uint32_atomic_fetch_and shmem_ctx_uint32_atomic_fetch_or shmem_ctx_uint32_atomic_fetch_xor
-        shmem_uint32_wait_until shmem_uint32_test;
-    u64, AMO_U64: shmem_ctx_uint64_atomic_fetch shmem_ctx_uint64_atomic_set shmem_ctx_uint64_atomic_swap
-        shmem_ctx_uint64_atomic_compare_swap shmem_ctx_uint64_atomic_fetch_add shmem_ctx_uint64_atomic_add
-        shmem_ctx_uint64_atomic_fetch_and shmem_ctx_uint64_atomic_fetch_or shmem_ctx_uint64_atomic_fetch_xor
-        shmem_uint64_wait_until shmem_uint64_test;
+    i32, AMO_I32: shmem_int32_wait_until shmem_int32_test;
+    i64, AMO_I64: shmem_int64_wait_until shmem_int64_test;
+    u32, AMO_U32: shmem_uint32_wait_until shmem_uint32_test;
+    u64, AMO_U64: shmem_uint64_wait_until shmem_uint64_test;
 }
 
 /// A reduction entry point: `int shmem_<type>_<op>_reduce(team, dest, source, nreduce)`.

@@ -301,10 +301,9 @@
 //! PE numbers against the team of the context or team used ([`Error::BadPe`]), element ranges
 //! against the array ([`Error::OutOfBounds`]), collective lengths ([`Error::Length`]), array
 //! lengths across PEs at allocation, and the array of an exclusive epoch across PEs
-//! ([`Error::EpochMismatch`]).
-
-// The core, linked into the program: the C entry points `ffi` declares are its.
-use shmem as _;
+//! ([`Error::EpochMismatch`]). What only the library can find (a transfer or an atomic the
+//! transport failed) comes back from the core as [`Error::Failed`], holding its
+//! [`ShmemError`]; a C program's routine would end the job there.
 
 mod amo;
 mod ctx;
@@ -312,6 +311,7 @@ mod device;
 mod error;
 mod ffi;
 mod lock;
+mod ops;
 mod runtime;
 mod scope;
 mod space;
@@ -327,6 +327,8 @@ pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use runtime::{Shmem, ThreadLevel};
 pub use scope::{Hints, Scope};
+/// Why the library failed an operation ([`Error::Failed`]): the core's error values.
+pub use shmem::error::ShmemError;
 pub use space::Space;
 pub use symm::{Remote, Shared, Symm};
 pub use team::{Collectives, Op, Reduce, Scan, Team};

@@ -9,6 +9,7 @@
 )]
 
 use super::{boundary, ComplexD, ComplexF, LongDouble};
+use crate::error::OrEnd;
 use crate::ops::handles::{Ctx, Team};
 use crate::ops::{
     amo, coll, ctx, ext, gpu_aux, heap, legacy, lock, on_stream, p2p, rma, setup, signal, spaces, teams,

@@ -6,14 +6,16 @@
 //! emulation's atomics are not atomic with each other). Words of device memory take a third
 //! path, for every target alike: a locked read-modify-write (`crate::ops::device::amo`).
 
-use crate::error::ShmemError;
+use crate::error::{OrEnd, ShmemError};
 use crate::ops::handles::Ctx;
-use crate::ops::rma;
+use crate::ops::rma::{self, attempt, bail};
 use crate::symm::runtime;
 use rshmem_plugin_api::{AMO_ADD, AMO_CSWAP, AMO_FETCH, AMO_SET, AMO_SWAP};
 use std::ffi::{c_int, CStr};
 
-pub use rshmem_plugin_api::{AMO_AND, AMO_OR, AMO_XOR};
+pub use rshmem_plugin_api::{
+    AMO_AND, AMO_CSWAP as CSWAP, AMO_FETCH as FETCH, AMO_OR, AMO_SET as SET, AMO_XOR,
+};
 pub const ADD: u32 = AMO_ADD;
 pub const SWAP: u32 = AMO_SWAP;
 
@@ -67,7 +69,7 @@ use crate::ops::word::{direct32, direct64};
 #[inline]
 pub unsafe fn post<T: Amo>(routine: &'static CStr, ctx: Ctx, dest: *mut T, op: u32, value: T, pe: c_int) {
     // SAFETY: forwarded.
-    unsafe { post_named::<T, DEST>(routine, ctx, dest, op, value, pe) };
+    unsafe { post_named::<T, DEST>(routine, ctx, dest, op, value, pe) }
 }
 
 /// The name an AMO's errors give its word: [`DEST`] or [`SIG_ADDR`] (the signal routines').
@@ -99,7 +101,8 @@ pub unsafe fn post_named<T: Amo, const WORD: u8>(
     pe: c_int,
 ) {
     // SAFETY: forwarded.
-    unsafe { run_named::<T, WORD>(routine, ctx, dest, op, value, T::from_bits(0), pe, false) };
+    unsafe { run_named::<T, WORD, true>(routine, ctx, dest, op, value, T::from_bits(0), pe, false) }
+        .or_end(routine);
 }
 
 /// The one AMO routine: `op` on `pe`'s copy of `dest`, returning the previous value (zero for
@@ -120,7 +123,7 @@ pub unsafe fn run<T: Amo>(
     fetch: bool,
 ) -> T {
     // SAFETY: forwarded.
-    unsafe { run_named::<T, DEST>(routine, ctx, dest, op, value, cond, pe, fetch) }
+    unsafe { run_named::<T, DEST, true>(routine, ctx, dest, op, value, cond, pe, fetch) }.or_end(routine)
 }
 
 /// [`run`] naming its word `WORD` in its errors.
@@ -129,7 +132,7 @@ pub unsafe fn run<T: Amo>(
 /// As [`run`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn run_named<T: Amo, const WORD: u8>(
+pub unsafe fn run_named<T: Amo, const WORD: u8, const END: bool>(
     routine: &'static CStr,
     ctx: Ctx,
     dest: *const T,
@@ -138,15 +141,17 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
     cond: T,
     pe: c_int,
     fetch: bool,
-) -> T {
+) -> Result<T, ShmemError> {
     // SAFETY: a handle the program got from the library (caller).
-    let pe = unsafe { crate::ops::ctx::world_pe(routine, ctx, pe) };
-    let rt = runtime::get(routine);
-    let (seg, off, p) = rma::target(rt, routine, word_name(WORD), dest as usize, T::SIZE, pe);
+    let pe = attempt!(END, routine, unsafe { crate::ops::ctx::world_pe(ctx, pe) });
+    let rt = attempt!(END, routine, runtime::live());
+    let (seg, off, p) =
+        attempt!(END, routine, rma::target(rt, routine, word_name(WORD), dest as usize, T::SIZE, pe));
     if !(dest as usize).is_multiple_of(T::SIZE) {
-        crate::error::fail(
+        bail!(
+            END,
             routine,
-            ShmemError::Misaligned { what: word_name(WORD), addr: dest as usize, align: T::SIZE },
+            ShmemError::Misaligned { what: word_name(WORD), addr: dest as usize, align: T::SIZE }
         );
     }
     if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
@@ -160,7 +165,7 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
                 direct64(addr.cast(), op, value.bits(), cond.bits())
             }
         };
-        return T::from_bits(old);
+        return Ok(T::from_bits(old));
     }
     if crate::ops::device::active(rt) && rt.segs.device(seg) != 0 {
         let (size, v, c) = (T::SIZE, value.bits(), cond.bits());
@@ -172,7 +177,7 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
         // SAFETY: located and aligned above.
         let old =
             unsafe { crate::ops::device::amo(rt, routine, ctx, (seg, off, p), pe, (op, size, v, c), lock) };
-        return T::from_bits(old);
+        return Ok(T::from_bits(old));
     }
     let mut fetched = 0u64;
     let out: *mut u64 = if fetch { &mut fetched } else { std::ptr::null_mut() };
@@ -196,9 +201,9 @@ pub unsafe fn run_named<T: Amo, const WORD: u8>(
         })
     };
     if rc != 0 {
-        crate::error::fail(routine, ShmemError::Spml { op: "atomic operation on", pe });
+        bail!(END, routine, ShmemError::Spml { op: "atomic operation on", pe });
     }
-    T::from_bits(fetched)
+    Ok(T::from_bits(fetched))
 }
 
 /// # Safety
@@ -212,7 +217,7 @@ pub unsafe fn fetch<T: Amo>(routine: &'static CStr, ctx: Ctx, source: *const T, 
 /// As [`run`].
 pub unsafe fn set<T: Amo>(routine: &'static CStr, ctx: Ctx, dest: *mut T, value: T, pe: c_int) {
     // SAFETY: forwarded.
-    unsafe { post(routine, ctx, dest, AMO_SET, value, pe) };
+    unsafe { post(routine, ctx, dest, AMO_SET, value, pe) }
 }
 
 /// Read-modify-write with `op` (ADD, SWAP, AND, OR, XOR); returns the previous value.

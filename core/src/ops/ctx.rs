@@ -7,7 +7,7 @@
 //! operations. PRIVATE and SERIALIZED let the spml skip locking; NOSTORE and session hints
 //! only permit optimisations that are not made.
 
-use crate::error::{fail, ShmemError};
+use crate::error::{fail, OrEnd, ShmemError};
 use crate::ops::completion;
 use crate::ops::handles::{
     index_in, rshmem_ctx_default, rshmem_team_world, Ctx, CtxObj, Slots, Team, CTX_SLOTS, CTX_TABLE,
@@ -80,27 +80,38 @@ static SLOTS: Slots = Slots::new(CTX_SLOTS);
 /// anything is read through it (unsafe only for its callers' sake, which pass it on).
 #[inline(always)]
 pub(crate) unsafe fn check(routine: &'static CStr, ctx: Ctx) {
+    // SAFETY: caller.
+    unsafe { checked(ctx) }.or_end(routine)
+}
+
+/// [`check`], as a value.
+///
+/// # Safety
+/// As [`check`].
+#[inline(always)]
+pub(crate) unsafe fn checked(ctx: Ctx) -> Result<(), ShmemError> {
     // The default context is never destroyed. Routines without a ctx argument pass it as a
     // constant, so after inlining this test folds away and their hot path loads nothing.
     if std::ptr::eq(ctx, &rshmem_ctx_default) {
-        return;
+        return Ok(());
     }
     if ctx.is_null() || index_in(&CTX_TABLE, ctx).is_none() {
-        not_a_ctx(routine, ctx);
+        return Err(not_a_ctx(ctx));
     }
     // SAFETY: an object of the context table (checked).
     if !unsafe { &*ctx }.live.load(Ordering::Acquire) {
-        dead(routine, ctx);
+        return Err(dead(ctx));
     }
+    Ok(())
 }
 
 #[cold]
 #[inline(never)]
-fn not_a_ctx(routine: &'static CStr, ctx: Ctx) -> ! {
+fn not_a_ctx(ctx: Ctx) -> ShmemError {
     if ctx.is_null() {
-        dead(routine, ctx);
+        return dead(ctx);
     }
-    crate::error::fail(routine, crate::error::ShmemError::NotACtx { addr: ctx as usize })
+    ShmemError::NotACtx { addr: ctx as usize }
 }
 
 /// The world PE an operation on `ctx` addresses, `ctx` checked live on the way. `pe` is
@@ -111,41 +122,40 @@ fn not_a_ctx(routine: &'static CStr, ctx: Ctx) -> ! {
 /// # Safety
 /// As [`check`].
 #[inline(always)]
-pub(crate) unsafe fn world_pe(routine: &'static CStr, ctx: Ctx, pe: c_int) -> c_int {
+pub(crate) unsafe fn world_pe(ctx: Ctx, pe: c_int) -> Result<c_int, ShmemError> {
     if std::ptr::eq(ctx, &rshmem_ctx_default) {
-        return pe;
+        return Ok(pe);
     }
     // SAFETY: caller.
-    unsafe { check(routine, ctx) };
+    unsafe { checked(ctx) }?;
     // SAFETY: live (checked).
     let c = unsafe { &*ctx };
     let size = c.team_size.load(Ordering::Relaxed);
     if size == 0 {
-        return pe;
+        return Ok(pe);
     }
     if !(0..size).contains(&pe) {
-        outside_team(routine, pe, size);
+        return Err(outside_team(pe, size));
     }
     let (start, stride) = (c.team_start.load(Ordering::Relaxed), c.team_stride.load(Ordering::Relaxed));
     // In 64 bits: the team's PEs are world PEs, so the result fits an int.
-    (i64::from(start) + i64::from(pe) * i64::from(stride)) as c_int
+    Ok((i64::from(start) + i64::from(pe) * i64::from(stride)) as c_int)
 }
 
 #[cold]
 #[inline(never)]
-fn outside_team(routine: &'static CStr, pe: c_int, size: c_int) -> ! {
-    crate::error::fail(routine, crate::error::ShmemError::PeOutsideTeam { pe, size })
+fn outside_team(pe: c_int, size: c_int) -> ShmemError {
+    ShmemError::PeOutsideTeam { pe, size }
 }
 
 #[cold]
 #[inline(never)]
-fn dead(routine: &'static CStr, ctx: Ctx) -> ! {
-    let e = if ctx.is_null() {
-        crate::error::ShmemError::CtxInvalid
+fn dead(ctx: Ctx) -> ShmemError {
+    if ctx.is_null() {
+        ShmemError::CtxInvalid
     } else {
-        crate::error::ShmemError::CtxDestroyed { addr: ctx as usize }
-    };
-    crate::error::fail(routine, e)
+        ShmemError::CtxDestroyed { addr: ctx as usize }
+    }
 }
 
 /// The contexts created and not destroyed yet (`Runtime::ctxs_live`).

@@ -12,6 +12,7 @@
 //! [`release`]) is written over [`Word`], so that `tests` runs it under loom: mutual
 //! exclusion, service in ticket order, and data written inside the lock never racing.
 
+use crate::error::OrEnd;
 use crate::ops::amo;
 use crate::ops::ctx;
 use crate::ops::wait::backoff;
@@ -103,7 +104,8 @@ fn held(rt: &runtime::Runtime) -> std::sync::MutexGuard<'_, Vec<usize>> {
 /// Check the lock's address (naming it `lock`), and that this PE does (`want_held`) or does not
 /// hold it.
 fn check(rt: &runtime::Runtime, routine: &'static CStr, lock: *mut c_long, want_held: bool) {
-    crate::ops::rma::target(rt, routine, "lock", lock as usize, std::mem::size_of::<c_long>(), home());
+    crate::ops::rma::target(rt, routine, "lock", lock as usize, std::mem::size_of::<c_long>(), home())
+        .or_end(routine);
     if !(lock as usize).is_multiple_of(std::mem::align_of::<c_long>()) {
         crate::error::fail(
             routine,

@@ -30,6 +30,7 @@
 //! holds, but the host thread waits for it. A proxy thread that does such operations when the
 //! stream reaches them, without holding up the caller, is the next step (docs/extensions.md).
 
+use crate::error::OrEnd;
 use crate::error::{fail, fatal, ShmemError};
 use crate::ops::{coll, ctx, rma, signal, spaces};
 use crate::symm::runtime::{self, Runtime};
@@ -90,7 +91,7 @@ fn mapped(
     len: usize,
     pe: c_int,
 ) -> Option<*mut u8> {
-    let (seg, off, p) = rma::target(rt, routine, what, addr as usize, len, pe);
+    let (seg, off, p) = rma::target(rt, routine, what, addr as usize, len, pe).or_end(routine);
     let base = if rt.segs.device(seg) != 0 { rt.segs.device_map(pe as usize, seg) } else { p.mapped };
     (!base.is_null()).then(|| base.wrapping_add(off))
 }
@@ -104,7 +105,7 @@ fn device_word(rt: &Runtime, routine: &'static CStr, sig: *const u64, pe: c_int)
             crate::error::ShmemError::Misaligned { what: "sig_addr", addr: sig as usize, align: 8 },
         );
     }
-    let (seg, off, _) = rma::target(rt, routine, "sig_addr", sig as usize, 8, pe);
+    let (seg, off, _) = rma::target(rt, routine, "sig_addr", sig as usize, 8, pe).or_end(routine);
     if rt.segs.device(seg) == 0 {
         return None;
     }
@@ -182,9 +183,11 @@ unsafe fn transfer<const PUT: bool>(
     // SAFETY: the caller's contract; the ordinary routines check the rest.
     unsafe {
         if PUT {
-            rma::put_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+            rma::put_any::<false, true>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+                .or_end(routine)
         } else {
-            rma::get_any::<false>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+            rma::get_any::<false, true>(routine, ctx::default(), dest.cast(), src.cast(), len, 1, pe)
+                .or_end(routine)
         }
     }
 }
@@ -252,7 +255,7 @@ pub unsafe fn putmem_signal(
     sync(routine, &s, stream);
     // SAFETY: the caller's contract; the ordinary put-with-signal checks the rest.
     unsafe {
-        signal::put_signal::<false>(
+        signal::put_signal::<false, true>(
             routine,
             ctx::default(),
             dest.cast(),
@@ -264,7 +267,8 @@ pub unsafe fn putmem_signal(
             sig_op,
             pe,
         )
-    };
+    }
+    .or_end(routine);
 }
 
 /// `shmemx_signal_op_on_stream`: `shmem_signal_set`/`add` in the stream's order.

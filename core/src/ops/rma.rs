@@ -4,12 +4,38 @@
 //! lock, no allocation); any other peer goes through the spml. Once a device segment exists,
 //! both branches hand device memory to `crate::ops::device`.
 
-use crate::error::{fail, fatal, ShmemError};
+use crate::error::{fatal, OrEnd, ShmemError};
 use crate::ops::handles::Ctx;
 use crate::symm::runtime::{self, Runtime};
 use crate::symm::segments::{PeerSeg, SegmentTable};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The error `e` of routine `routine`: the job's end where `END` (the instantiation the C
+/// entry points call, whose routines cannot return it: the job then ends where the error is
+/// found, as before errors were values, which measured faster than carrying the value out),
+/// else returned (the safe Rust API's).
+macro_rules! bail {
+    ($end:expr, $routine:expr, $e:expr) => {{
+        let e = $e;
+        if $end {
+            crate::error::fail($routine, e)
+        } else {
+            return Err(e);
+        }
+    }};
+}
+
+/// The value of `r`, or [`bail!`] with its error.
+macro_rules! attempt {
+    ($end:expr, $routine:expr, $r:expr) => {
+        match $r {
+            Ok(v) => v,
+            Err(e) => crate::ops::rma::bail!($end, $routine, e),
+        }
+    };
+}
+pub(crate) use {attempt, bail};
 
 /// Where `len` bytes at symmetric `addr` lie, for an operation on `pe`: (segment, offset).
 /// The checks every transfer makes, as a value: a PE of the job, an address some segment
@@ -46,29 +72,27 @@ pub(crate) fn target(
     addr: usize,
     len: usize,
     pe: c_int,
-) -> (u32, usize, PeerSeg) {
-    let (seg, off) = match locate_target(&rt.segs, rt.n_pes, what, addr, len, pe) {
-        Ok(at) => at,
-        Err(e) => fail(routine, e),
-    };
+) -> Result<(u32, usize, PeerSeg), ShmemError> {
+    let (seg, off) = locate_target(&rt.segs, rt.n_pes, what, addr, len, pe)?;
     if rt.debug {
-        one_block(rt, routine, what, seg, addr, len);
+        one_block(rt, what, seg, addr, len)?;
     }
     let p = rt.segs.peer(pe as usize, seg);
     if p.mapped.is_null() {
         if p.remote_base == 0 {
-            return (seg, off, first_use(rt, routine, pe, seg));
+            return Ok((seg, off, first_use(rt, routine, pe, seg)));
         }
         // Pairs with the release store of a base set on first use, after the spml was given
         // the peer's key: an operation that sees the base also sees the key. Only on the
         // spml's side, so the mapped path loads as before (a compiler fence on x86-64).
         std::sync::atomic::fence(Ordering::Acquire);
     }
-    (seg, off, p)
+    Ok((seg, off, p))
 }
 
 /// A peer this PE does not map, whose record of `seg` no operation has needed yet: read it
-/// (`crate::symm::peers::learn_on_first_use`).
+/// (`crate::symm::peers::learn_on_first_use`). Its failure (the peer's record could not be
+/// read) ends the job here, with the bootstrap's own words, which no `ShmemError` carries.
 #[cold]
 #[inline(never)]
 fn first_use(rt: &Runtime, routine: &'static CStr, pe: c_int, seg: u32) -> PeerSeg {
@@ -76,7 +100,7 @@ fn first_use(rt: &Runtime, routine: &'static CStr, pe: c_int, seg: u32) -> PeerS
         .unwrap_or_else(|e| fatal(routine, &format!("reaching PE {pe}: {e}")))
 }
 
-/// Under SHMEM_DEBUG: end the job unless `addr..addr+len` of segment `seg` lies inside one live
+/// Under SHMEM_DEBUG: an error unless `addr..addr+len` of segment `seg` lies inside one live
 /// allocation, when `seg` is a heap (the default one, or a space's: the segment table records
 /// which, `SegmentTable::heap`) whose memheap can say. A
 /// transfer that runs from one array into the next, or into a freed one, stays inside the heap
@@ -84,9 +108,9 @@ fn first_use(rt: &Runtime, routine: &'static CStr, pe: c_int, seg: u32) -> PeerS
 /// bytes. The global-data segment has no blocks.
 #[cold]
 #[inline(never)]
-fn one_block(rt: &Runtime, routine: &'static CStr, what: &'static str, seg: u32, addr: usize, len: usize) {
-    let Some((memheap, heap)) = rt.segs.heap(seg) else { return };
-    let Some(block_of) = memheap.block_of_slot() else { return };
+fn one_block(rt: &Runtime, what: &'static str, seg: u32, addr: usize, len: usize) -> Result<(), ShmemError> {
+    let Some((memheap, heap)) = rt.segs.heap(seg) else { return Ok(()) };
+    let Some(block_of) = memheap.block_of_slot() else { return Ok(()) };
     let (mut start, mut size) = (0usize, 0usize);
     // SAFETY: plugin ABI call, with two writable words, on the heap the segment table records
     // for the segment this transfer's address is in. The memheap's own lock serialises it with
@@ -94,9 +118,7 @@ fn one_block(rt: &Runtime, routine: &'static CStr, what: &'static str, seg: u32,
     // space is destroyed collectively, when no transfer into it may still be running (the
     // spec's rule; one that broke it could find the heap just destroyed here).
     let found = unsafe { block_of(heap, addr as *const c_void, &mut start, &mut size) } == 1;
-    if let Err(e) = in_block(what, addr, len, found.then_some((start, size))) {
-        fail(routine, e);
-    }
+    in_block(what, addr, len, found.then_some((start, size)))
 }
 
 /// Whether `addr..addr+len` lies inside `block` (start, size), the live allocation the memheap
@@ -128,9 +150,7 @@ pub(crate) fn local(
     len: usize,
     align: usize,
 ) {
-    if let Err(e) = check_local(&rt.segs, what, addr, len, align) {
-        fail(routine, e)
-    }
+    check_local(&rt.segs, what, addr, len, align).or_end(routine)
 }
 
 /// [`local`]'s checks, as a value.
@@ -164,25 +184,17 @@ pub(crate) fn transfer_len(nelems: usize, size: usize) -> Result<usize, ShmemErr
     nelems.checked_mul(size).ok_or(ShmemError::LengthOverflow)
 }
 
-#[inline(always)]
-fn bytes(routine: &'static CStr, nelems: usize, size: usize) -> usize {
-    match transfer_len(nelems, size) {
-        Ok(n) => n,
-        Err(e) => fail(routine, e),
-    }
-}
-
 pub(crate) use crate::ops::ctx::{spml_handle, through_spml};
 
 #[cold]
-fn spml_failed(routine: &'static CStr, op: &'static str, pe: c_int) -> ! {
-    fail(routine, ShmemError::Spml { op, pe })
+fn spml_failed(op: &'static str, pe: c_int) -> ShmemError {
+    ShmemError::Spml { op, pe }
 }
 
 #[cold]
 #[inline(never)]
-fn null_buffer(routine: &'static CStr, what: &'static str, len: usize) -> ! {
-    fail(routine, ShmemError::NullBuffer { what, len })
+fn null_buffer(what: &'static str, len: usize) -> ShmemError {
+    ShmemError::NullBuffer { what, len }
 }
 
 /// Put `nelems` elements of `size` bytes. `NBI` selects the non-blocking form: a mapped peer is
@@ -193,7 +205,7 @@ fn null_buffer(routine: &'static CStr, what: &'static str, len: usize) -> ! {
 /// `src` must be readable for the length (until the next quiet for `NBI`); `dest` is checked to
 /// be symmetric.
 #[inline(always)]
-pub unsafe fn put_any<const NBI: bool>(
+pub unsafe fn put_any<const NBI: bool, const END: bool>(
     routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
@@ -201,18 +213,18 @@ pub unsafe fn put_any<const NBI: bool>(
     nelems: usize,
     size: usize,
     pe: c_int,
-) {
-    let len = bytes(routine, nelems, size);
+) -> Result<(), ShmemError> {
+    let len = attempt!(END, routine, transfer_len(nelems, size));
     // SAFETY: a handle the program got from the library (caller).
-    let pe = unsafe { crate::ops::ctx::world_pe(routine, ctx, pe) };
+    let pe = attempt!(END, routine, unsafe { crate::ops::ctx::world_pe(ctx, pe) });
     if len == 0 {
-        return;
+        return Ok(());
     }
     if src.is_null() {
-        null_buffer(routine, "source", len);
+        bail!(END, routine, null_buffer("source", len));
     }
-    let rt = runtime::get(routine);
-    let (seg, off, p) = target(rt, routine, "dest", dest as usize, len, pe);
+    let rt = attempt!(END, routine, runtime::live());
+    let (seg, off, p) = attempt!(END, routine, target(rt, routine, "dest", dest as usize, len, pe));
     let device = crate::ops::device::active(rt);
     if !p.mapped.is_null() {
         crate::ops::perturb::point();
@@ -224,17 +236,19 @@ pub unsafe fn put_any<const NBI: bool>(
                 rshmem_plugin_api::deliver::deliver(p.mapped.add(off), src, len);
             }
         }
-        return;
+        return Ok(());
     }
     if device {
         // SAFETY: forwarded under this function's contract.
-        return unsafe { crate::ops::device::put(rt, routine, ctx, NBI, (seg, off, p), pe, src, len) };
+        unsafe { crate::ops::device::put(rt, routine, ctx, NBI, (seg, off, p), pe, src, len) };
+        return Ok(());
     }
     let op = if NBI { rt.spml.put_nbi } else { rt.spml.put };
     // SAFETY: plugin ABI call; `src` readable for `len` by contract.
     if unsafe { through_spml(ctx, |h| op(h, pe, seg, p.remote_base + off as u64, src.cast(), len)) } != 0 {
-        spml_failed(routine, "put to", pe);
+        bail!(END, routine, spml_failed("put to", pe));
     }
+    Ok(())
 }
 
 /// Get `nelems` elements of `size` bytes; `NBI` as in [`put_any`] (`dest` valid after quiet).
@@ -242,7 +256,7 @@ pub unsafe fn put_any<const NBI: bool>(
 /// # Safety
 /// `dest` must be writable for the length; `src` is checked to be symmetric.
 #[inline(always)]
-pub unsafe fn get_any<const NBI: bool>(
+pub unsafe fn get_any<const NBI: bool, const END: bool>(
     routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
@@ -250,18 +264,18 @@ pub unsafe fn get_any<const NBI: bool>(
     nelems: usize,
     size: usize,
     pe: c_int,
-) {
-    let len = bytes(routine, nelems, size);
+) -> Result<(), ShmemError> {
+    let len = attempt!(END, routine, transfer_len(nelems, size));
     // SAFETY: a handle the program got from the library (caller).
-    let pe = unsafe { crate::ops::ctx::world_pe(routine, ctx, pe) };
+    let pe = attempt!(END, routine, unsafe { crate::ops::ctx::world_pe(ctx, pe) });
     if len == 0 {
-        return;
+        return Ok(());
     }
     if dest.is_null() {
-        null_buffer(routine, "dest", len);
+        bail!(END, routine, null_buffer("dest", len));
     }
-    let rt = runtime::get(routine);
-    let (seg, off, p) = target(rt, routine, "source", src as usize, len, pe);
+    let rt = attempt!(END, routine, runtime::live());
+    let (seg, off, p) = attempt!(END, routine, target(rt, routine, "source", src as usize, len, pe));
     let device = crate::ops::device::active(rt);
     if !p.mapped.is_null() {
         crate::ops::perturb::point();
@@ -273,19 +287,21 @@ pub unsafe fn get_any<const NBI: bool>(
                 std::ptr::copy(p.mapped.add(off), dest, len);
             }
         }
-        return;
+        return Ok(());
     }
     if device {
         // SAFETY: forwarded under this function's contract.
-        return unsafe { crate::ops::device::get(rt, routine, ctx, NBI, (seg, off, p), pe, dest, len) };
+        unsafe { crate::ops::device::get(rt, routine, ctx, NBI, (seg, off, p), pe, dest, len) };
+        return Ok(());
     }
     let op = if NBI { rt.spml.get_nbi } else { rt.spml.get };
     // A blocking get waits here for the PE's answer: a lost peer's message names it.
     let _blocked = (!NBI).then(|| crate::ops::blocked::step(routine, crate::ops::blocked::Blocking::Get, pe));
     // SAFETY: plugin ABI call; `dest` writable for `len` by contract.
     if unsafe { through_spml(ctx, |h| op(h, pe, seg, p.remote_base + off as u64, dest.cast(), len)) } != 0 {
-        spml_failed(routine, "get from", pe);
+        bail!(END, routine, spml_failed("get from", pe));
     }
+    Ok(())
 }
 
 /// Blocking put.
@@ -303,7 +319,7 @@ pub unsafe fn put(
     pe: c_int,
 ) {
     // SAFETY: forwarded under the same contract.
-    unsafe { put_any::<false>(routine, ctx, dest, src, nelems, size, pe) }
+    unsafe { put_any::<false, true>(routine, ctx, dest, src, nelems, size, pe) }.or_end(routine)
 }
 
 /// Blocking get.
@@ -321,7 +337,7 @@ pub unsafe fn get(
     pe: c_int,
 ) {
     // SAFETY: forwarded under the same contract.
-    unsafe { get_any::<false>(routine, ctx, dest, src, nelems, size, pe) }
+    unsafe { get_any::<false, true>(routine, ctx, dest, src, nelems, size, pe) }.or_end(routine)
 }
 
 /// Non-blocking put.
@@ -338,7 +354,7 @@ pub unsafe fn put_nbi(
     pe: c_int,
 ) {
     // SAFETY: forwarded under the same contract.
-    unsafe { put_any::<true>(routine, ctx, dest, src, nelems, size, pe) }
+    unsafe { put_any::<true, true>(routine, ctx, dest, src, nelems, size, pe) }.or_end(routine)
 }
 
 /// Non-blocking get.
@@ -355,7 +371,7 @@ pub unsafe fn get_nbi(
     pe: c_int,
 ) {
     // SAFETY: forwarded under the same contract.
-    unsafe { get_any::<true>(routine, ctx, dest, src, nelems, size, pe) }
+    unsafe { get_any::<true, true>(routine, ctx, dest, src, nelems, size, pe) }.or_end(routine)
 }
 
 /// Single-element put.
@@ -375,7 +391,8 @@ pub unsafe fn p<T: Copy>(routine: &'static CStr, ctx: Ctx, dest: *mut T, value: 
 #[inline(always)]
 pub unsafe fn g<T: Copy>(routine: &'static CStr, ctx: Ctx, source: *const T, pe: c_int) -> T {
     let mut v = std::mem::MaybeUninit::<T>::zeroed();
-    // SAFETY: `v` is writable for size_of::<T>(); zeroed first so an invalid context yields 0.
+    // SAFETY: `v` is writable for size_of::<T>(); zeroed first, so every bit pattern read is
+    // one the get wrote or zero.
     unsafe {
         get(routine, ctx, v.as_mut_ptr().cast(), source.cast(), 1, std::mem::size_of::<T>(), pe);
         v.assume_init()
@@ -446,7 +463,7 @@ pub(crate) fn strided_span(
 /// # Safety
 /// As [`put`] / [`get`], for every block.
 #[allow(clippy::too_many_arguments)]
-unsafe fn blocks<const GET: bool>(
+pub unsafe fn blocks<const GET: bool, const END: bool>(
     routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
@@ -457,31 +474,34 @@ unsafe fn blocks<const GET: bool>(
     nblocks: usize,
     size: usize,
     pe: c_int,
-) {
+) -> Result<(), ShmemError> {
     if nblocks == 0 || bsize == 0 {
-        return;
+        return Ok(());
     }
-    check_block_strides(routine, dst, sst, bsize);
+    attempt!(END, routine, check_block_strides(dst, sst, bsize));
     // The remote side as a whole, so an error names the address the program passed rather
     // than the block that first falls outside.
     let (what, remote, stride) =
         if GET { ("source", src as usize, sst) } else { ("dest", dest as usize, dst) };
-    let span = strided_span(what, stride as i64, nblocks, bsize, size).unwrap_or_else(|e| fail(routine, e));
-    let rt = runtime::get(routine);
+    let span = attempt!(END, routine, strided_span(what, stride as i64, nblocks, bsize, size));
+    let rt = attempt!(END, routine, runtime::live());
     match rt.segs.locate(remote) {
-        None => fail(routine, ShmemError::NotSymmetric { what, addr: remote }),
-        Some((_, _, room)) if span > room => fail(
-            routine,
-            ShmemError::StridedPastEnd {
-                what,
-                addr: remote,
-                stride: stride as i64,
-                span,
-                nblocks,
-                bsize,
-                room,
-            },
-        ),
+        None => bail!(END, routine, ShmemError::NotSymmetric { what, addr: remote }),
+        Some((_, _, room)) if span > room => {
+            bail!(
+                END,
+                routine,
+                ShmemError::StridedPastEnd {
+                    what,
+                    addr: remote,
+                    stride: stride as i64,
+                    span,
+                    nblocks,
+                    bsize,
+                    room,
+                }
+            )
+        }
         Some(_) => {}
     }
     for b in 0..nblocks {
@@ -489,12 +509,13 @@ unsafe fn blocks<const GET: bool>(
         // SAFETY: each block is checked by `put`/`get`.
         unsafe {
             if GET {
-                get(routine, ctx, d, s, bsize, size, pe)
+                attempt!(END, routine, get_any::<false, END>(routine, ctx, d, s, bsize, size, pe))
             } else {
-                put(routine, ctx, d, s, bsize, size, pe)
+                attempt!(END, routine, put_any::<false, END>(routine, ctx, d, s, bsize, size, pe))
             }
         };
     }
+    Ok(())
 }
 
 /// Block-strided put (1.6).
@@ -515,7 +536,8 @@ pub unsafe fn ibput(
     pe: c_int,
 ) {
     // SAFETY: forwarded under the same contract.
-    unsafe { blocks::<false>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
+    unsafe { blocks::<false, true>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
+        .or_end(routine)
 }
 
 /// Block-strided get (1.6).
@@ -536,7 +558,8 @@ pub unsafe fn ibget(
     pe: c_int,
 ) {
     // SAFETY: forwarded under the same contract.
-    unsafe { blocks::<true>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
+    unsafe { blocks::<true, true>(routine, ctx, dest, src, dst, sst, bsize, nblocks, size, pe) }
+        .or_end(routine)
 }
 
 /// Strides (in elements) of at least `least`: 1 where they must be positive, the block size
@@ -548,9 +571,9 @@ pub(crate) fn check_strides(dst: isize, sst: isize, least: isize) -> Result<(), 
     Ok(())
 }
 
-fn check_block_strides(routine: &'static CStr, dst: isize, sst: isize, bsize: usize) {
+fn check_block_strides(dst: isize, sst: isize, bsize: usize) -> Result<(), ShmemError> {
     let least = isize::try_from(bsize).unwrap_or(isize::MAX);
-    check_strides(dst, sst, least).unwrap_or_else(|e| fail(routine, e));
+    check_strides(dst, sst, least)
 }
 
 /// `shmem_ptr`: a local address for `pe`'s copy of symmetric `addr`, or NULL. For an object
@@ -621,7 +644,7 @@ pub(crate) fn quiet_with_signals(routine: &'static CStr) {
 /// `dest` is checked to be symmetric and must be 8-byte aligned.
 pub unsafe fn atomic_add_u64(routine: &'static CStr, dest: *mut u64, value: u64, pe: c_int) {
     let rt = runtime::get(routine);
-    let (seg, off, p) = target(rt, routine, "dest", dest as usize, 8, pe);
+    let (seg, off, p) = target(rt, routine, "dest", dest as usize, 8, pe).or_end(routine);
     if rt.segs.cpu_atomics(seg) && !p.mapped.is_null() {
         // SAFETY: an aligned word inside a shared mapping; every PE uses atomics on it.
         unsafe { AtomicU64::from_ptr(p.mapped.add(off).cast()).fetch_add(value, Ordering::AcqRel) };
@@ -634,7 +657,7 @@ pub unsafe fn atomic_add_u64(routine: &'static CStr, dest: *mut u64, value: u64,
             (rt.spml.atomic)(spml_handle(ctx), pe, seg, raddr, rshmem_plugin_api::AMO_ADD, 8, value, 0, null)
         } != 0
         {
-            spml_failed(routine, "atomic add on", pe);
+            crate::error::fail(routine, spml_failed("atomic add on", pe));
         }
         // After issuing it, so that a quiet that sees the flag covers the add.
         crate::ops::completion::issued(&rt.signals_out);
@@ -671,12 +694,12 @@ pub unsafe fn put_signal_u64(
         }
         return;
     };
-    let (sseg, soff, sp) = target(rt, routine, "sig", sig as usize, 8, pe);
+    let (sseg, soff, sp) = target(rt, routine, "sig", sig as usize, 8, pe).or_end(routine);
     let (dseg, doff, dp) = if len > 0 {
         if src.is_null() {
-            null_buffer(routine, "src", len);
+            crate::error::fail(routine, null_buffer("src", len));
         }
-        target(rt, routine, "dest", dest as usize, len, pe)
+        target(rt, routine, "dest", dest as usize, len, pe).or_end(routine)
     } else {
         (sseg, soff, sp)
     };
@@ -701,7 +724,7 @@ pub unsafe fn put_signal_u64(
         return;
     }
     if rc != rshmem_plugin_api::RC_DECLINED || len == 0 {
-        spml_failed(routine, "put with signal to", pe);
+        crate::error::fail(routine, spml_failed("put with signal to", pe));
     }
     // The data another way, complete at the target before the signal goes as the slot's alone.
     // SAFETY: as above; the default context is always live.
@@ -712,7 +735,7 @@ pub unsafe fn put_signal_u64(
     // SAFETY: as above, without data.
     let rc = unsafe { slot(spml_handle(ctx), pe, sseg, sraddr, std::ptr::null(), 0, sseg, sraddr, value) };
     if rc != rshmem_plugin_api::RC_OK {
-        spml_failed(routine, "signal to", pe);
+        crate::error::fail(routine, spml_failed("signal to", pe));
     }
 }
 

@@ -2,35 +2,36 @@
 //! any put, then a fence orders it before the signal update, which is an AMO (SET or ADD) on the
 //! 64-bit signal word, so the receiver that sees the signal sees the data.
 
+use crate::error::{OrEnd, ShmemError};
 use crate::ops::amo;
 use crate::ops::handles::Ctx;
-use crate::ops::rma;
+use crate::ops::rma::{self, attempt};
 use std::ffi::{c_int, CStr};
 
 pub const SIGNAL_SET: c_int = 0;
 pub const SIGNAL_ADD: c_int = 1;
 
 /// A `sig_op` that is neither of the two.
-pub(crate) fn bad_sig_op(sig_op: c_int) -> crate::error::ShmemError {
-    crate::error::ShmemError::BadValue {
+pub(crate) fn bad_sig_op(sig_op: c_int) -> ShmemError {
+    ShmemError::BadValue {
         what: "sig_op",
         value: sig_op.into(),
         expected: "SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD",
     }
 }
 
-fn op_of(routine: &'static CStr, sig_op: c_int) -> u32 {
+fn op_of(sig_op: c_int) -> Result<u32, ShmemError> {
     match sig_op {
-        SIGNAL_SET => rshmem_plugin_api::AMO_SET,
-        SIGNAL_ADD => rshmem_plugin_api::AMO_ADD,
-        _ => crate::error::fail(routine, bad_sig_op(sig_op)),
+        SIGNAL_SET => Ok(rshmem_plugin_api::AMO_SET),
+        SIGNAL_ADD => Ok(rshmem_plugin_api::AMO_ADD),
+        _ => Err(bad_sig_op(sig_op)),
     }
 }
 
 /// # Safety
 /// As `rma::put_any`; `sig_addr` is checked to be symmetric and aligned.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn put_signal<const NBI: bool>(
+pub unsafe fn put_signal<const NBI: bool, const END: bool>(
     routine: &'static CStr,
     ctx: Ctx,
     dest: *mut u8,
@@ -41,14 +42,16 @@ pub unsafe fn put_signal<const NBI: bool>(
     signal: u64,
     sig_op: c_int,
     pe: c_int,
-) {
-    let op = op_of(routine, sig_op);
+) -> Result<(), ShmemError> {
+    let op = attempt!(END, routine, op_of(sig_op));
     // SAFETY: forwarded under the caller's guarantees.
     unsafe {
-        rma::put_any::<NBI>(routine, ctx, dest, src, nelems, size, pe);
+        attempt!(END, routine, rma::put_any::<NBI, END>(routine, ctx, dest, src, nelems, size, pe));
         crate::ops::ctx::fence(routine, ctx);
-        amo::post_named::<u64, { amo::SIG_ADDR }>(routine, ctx, sig_addr, op, signal, pe);
+        let zero = 0;
+        amo::run_named::<u64, { amo::SIG_ADDR }, END>(routine, ctx, sig_addr, op, signal, zero, pe, false)?;
     }
+    Ok(())
 }
 
 /// `shmem_signal_add` / `shmem_signal_set`.
@@ -63,9 +66,9 @@ pub unsafe fn update(
     sig_op: c_int,
     pe: c_int,
 ) {
-    let op = op_of(routine, sig_op);
+    let op = op_of(sig_op).or_end(routine);
     // SAFETY: forwarded.
-    unsafe { amo::post_named::<u64, { amo::SIG_ADDR }>(routine, ctx, sig_addr, op, signal, pe) };
+    unsafe { amo::post_named::<u64, { amo::SIG_ADDR }>(routine, ctx, sig_addr, op, signal, pe) }
 }
 
 /// `shmem_signal_fetch`: the local signal word.

@@ -803,9 +803,10 @@ fn describe_laggards(team: *const c_void) -> Option<String> {
         let pe = t.pe_of(i);
         let mut theirs = 0u64;
         // SAFETY: the word is symmetric (the same slot on every member); `theirs` is a local
-        // 8-byte destination.
+        // 8-byte destination. A warning that cannot read a member's word says nothing rather
+        // than end the job (the liveness watch names a peer that is gone).
         unsafe {
-            crate::ops::rma::get(
+            crate::ops::rma::get_any::<false, false>(
                 c"the stall warning",
                 crate::ops::ctx::default(),
                 (&mut theirs as *mut u64).cast(),
@@ -814,7 +815,8 @@ fn describe_laggards(team: *const c_void) -> Option<String> {
                 1,
                 pe,
             )
-        };
+        }
+        .ok()?;
         if theirs < mine {
             behind.push((pe, theirs));
         }

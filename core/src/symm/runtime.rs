@@ -290,20 +290,25 @@ static STATE: AtomicU8 = AtomicU8::new(NOT_STARTED);
 /// The runtime, or a fatal error naming `routine` when the library is not initialized.
 #[inline(always)]
 pub fn get(routine: &'static CStr) -> &'static Runtime {
+    use crate::error::OrEnd;
+    live().or_end(routine)
+}
+
+/// The live runtime, or why there is none.
+#[inline(always)]
+pub fn live() -> Result<&'static Runtime, crate::error::ShmemError> {
     let p = RT.load(Ordering::Acquire);
     if p.is_null() {
-        not_initialized(routine)
+        return Err(not_initialized());
     }
     // SAFETY: once published the runtime is never freed.
-    unsafe { &*p }
+    Ok(unsafe { &*p })
 }
 
 #[cold]
 #[inline(never)]
-fn not_initialized(routine: &'static CStr) -> ! {
-    let when =
-        if STATE.load(Ordering::Acquire) == FINALIZED { "after shmem_finalize" } else { "before shmem_init" };
-    crate::error::fatal(routine, &format!("called {when}"))
+fn not_initialized() -> crate::error::ShmemError {
+    crate::error::ShmemError::NotInitialized { finalized: STATE.load(Ordering::Acquire) == FINALIZED }
 }
 
 pub fn try_get() -> Option<&'static Runtime> {
